@@ -1,0 +1,121 @@
+"""Making a stage's notebooks from its source: the student's release and the reference.
+
+Both come from the same blocks (see ``source``); they differ only in the stub cells,
+which hold the reference code in the reference notebook and a stub (signature,
+docstring, ``NotImplementedError``) in the student's. Output is deterministic: the
+same sources give byte-identical files.
+"""
+
+import json
+from pathlib import Path
+
+from .. import notebook as nbtags
+from ..stages import SUITES, Stage
+from .source import Block, parse_source
+from .stubs import make_stub, reference_source
+
+ENGINE = Path(__file__).resolve().parent.parent
+NBFORMAT_MINOR = 5
+
+HARNESS_HEADER = """\
+# Run this cell first. It defines check("question"), which runs a question's public
+# tests on your code and prints a short report. (It is the course's test harness;
+# you do not need to read or change it.)
+import sys as _sys
+import types as _types
+
+_gptcourse = _types.ModuleType("gptcourse_checks")
+_sys.modules["gptcourse_checks"] = _gptcourse
+exec(compile(r'''
+"""
+
+
+def _strip_engine_imports(text: str) -> str:
+    kept = [line for line in text.splitlines() if not line.startswith(("from autograder", "from .", "import autograder"))]
+    return "\n".join(kept)
+
+
+def harness_source(stage: Stage) -> str:
+    """The check harness cell: checks, harness and the stage's public tests as one module."""
+    parts = [
+        (ENGINE / "checks.py").read_text(encoding="utf-8"),
+        (ENGINE / "harness.py").read_text(encoding="utf-8"),
+        (SUITES / stage.id / "public.py").read_text(encoding="utf-8"),
+    ]
+    body = "\n\n".join(_strip_engine_imports(p) for p in parts)
+    if "'''" in body:
+        raise ValueError("the harness sources must not contain three single quotes in a row")
+    return HARNESS_HEADER + body + "\n''', \"gptcourse_checks\", \"exec\"), _gptcourse.__dict__)\ncheck = _gptcourse.check\n"
+
+
+def _code(source: str, tags: list[str], extra: dict | None = None) -> dict:
+    metadata: dict = {"tags": tags}
+    if extra:
+        metadata.update(extra)
+    return {"cell_type": "code", "execution_count": None, "metadata": metadata, "outputs": [], "source": source}
+
+
+def _markdown(text: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+
+def stage_cells(stage: Stage, variant: str) -> list[dict]:
+    """The cells of a stage's notebook; ``variant`` is ``student`` or ``reference``."""
+    if variant not in {"student", "reference"}:
+        raise ValueError(f"unknown notebook variant {variant!r}")
+    cells = []
+    for block in parse_source(stage.source):
+        cells.append(_cell(stage, block, variant))
+    return cells
+
+
+def _cell(stage: Stage, block: Block, variant: str) -> dict:
+    if block.kind == "markdown":
+        return _markdown(block.text)
+    if block.kind == "harness":
+        return _code(harness_source(stage), [nbtags.TAG_HARNESS], {"editable": False, "deletable": False, "jupyter": {"source_hidden": True}})
+    if block.kind == "given":
+        return _code(block.text.strip("\n"), [nbtags.TAG_GIVEN])
+    if block.kind == "reference":
+        module, _, name = block.arg.rpartition(".")
+        return _code(reference_source(module, name).rstrip("\n"), [nbtags.TAG_GIVEN])
+    if block.kind == "stub":
+        source = reference_source(stage.module, block.arg)
+        if variant == "student":
+            source = make_stub(source, block.arg, block.text)
+        return _code(source.rstrip("\n"), [nbtags.TAG_STUB], {"gptcourse": {"name": block.arg}})
+    if block.kind == "check":
+        return _code(f'check("{block.arg}")', [nbtags.TAG_CHECK], {"editable": False})
+    if block.kind == "demo":
+        return _code(block.text.strip("\n"), [nbtags.TAG_DEMO])
+    if block.kind == "train":
+        return _code(block.text.strip("\n"), [nbtags.TAG_TRAIN])
+    raise ValueError(f"unknown block kind {block.kind!r}")
+
+
+def make_notebook(stage: Stage, variant: str) -> dict:
+    """A complete nbformat-4 notebook document with deterministic cell ids."""
+    cells = stage_cells(stage, variant)
+    for index, cell in enumerate(cells):
+        cell["id"] = f"{stage.id[:2]}-{index:03d}"
+    return {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+            "gptcourse": {"stage": stage.id},
+        },
+        "nbformat": 4,
+        "nbformat_minor": NBFORMAT_MINOR,
+    }
+
+
+def dumps_notebook(notebook: dict) -> str:
+    """Serialise a notebook the way Jupyter does, deterministically."""
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_notebook(notebook: dict, path: Path) -> None:
+    """Write a notebook file (creating folders as needed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dumps_notebook(notebook), encoding="utf-8")

@@ -1,0 +1,141 @@
+"""The child process: runs a submission's code and the test probes, reports raw outputs.
+
+Started by ``runner`` as ``python -I child.py`` in its own session, with a job (JSON)
+on standard input. It never judges anything: it only sends events, one JSON object
+per line, on the pipe whose descriptor the job names:
+
+    {"ev": "ready"}                                  suites loaded, limits set
+    {"ev": "cell", "index": i}                       about to run notebook cell i
+    {"ev": "cell_done", "index": i, "error": msg}    cell i finished (error or null)
+    {"ev": "case", "key": k}                         about to run test case k
+    {"ev": "result", "key": k, "value": data}        the probe's raw output (codec)
+    {"ev": "result", "key": k, "error": msg}         the probe raised
+    {"ev": "done"}
+
+The student's prints go to standard output and error, which the parent caps. The
+parent treats everything here as untrusted: a forged event can at most claim an
+output, and outputs are judged in the parent against data the child never sees.
+"""
+
+import builtins
+import json
+import os
+import random
+import resource
+import signal
+import sys
+import types
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class CaseTimeout(BaseException):
+    """Raised inside student code when its soft time limit is over."""
+
+
+def _on_alarm(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise CaseTimeout()
+
+
+def _set_limits(job: dict) -> None:
+    limits = [
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_AS, job.get("memory_bytes")),
+        (resource.RLIMIT_CPU, job.get("cpu_seconds")),
+        (resource.RLIMIT_FSIZE, job.get("file_bytes")),
+        (resource.RLIMIT_NOFILE, job.get("open_files")),
+    ]
+    for which, value in limits:
+        if not value:
+            continue
+        soft, hard = resource.getrlimit(which)
+        value = int(value) if hard == resource.RLIM_INFINITY else min(int(value), hard)
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+
+
+def _reseed(seed: int) -> None:
+    import numpy
+    import torch
+
+    random.seed(seed)
+    numpy.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def main() -> None:
+    job = json.loads(sys.stdin.read())
+    events = os.fdopen(job["event_fd"], "w", buffering=1, encoding="utf-8")
+
+    def emit(**event) -> None:
+        events.write(json.dumps(event, allow_nan=False) + "\n")
+        events.flush()
+
+    sys.path.insert(0, ROOT)
+    _set_limits(job)
+    import torch
+
+    from autograder import codec, harness
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    cases = []
+    for index, path in enumerate(job["suite_files"]):
+        cases.extend(harness.load_suite(path, f"gptcourse_suite_{index}").cases)
+    wanted = set(job["cases"])
+    cases = [c for c in cases if c.key in wanted]
+    signal.signal(signal.SIGALRM, _on_alarm)
+    emit(ev="ready")
+
+    submission = types.ModuleType("submission")
+    submission.__dict__["__builtins__"] = builtins
+    sys.modules["submission"] = submission
+    _reseed(0)
+    skip = set(job.get("skip_cells", []))
+    for cell in job["cells"]:
+        if cell["index"] in skip:
+            continue
+        emit(ev="cell", index=cell["index"])
+        error = None
+        try:
+            signal.setitimer(signal.ITIMER_REAL, job["cell_timeout"])
+            code = compile(cell["source"], f"<cell {cell['index']}>", "exec")
+            exec(code, submission.__dict__)
+        except CaseTimeout:
+            error = f"did not finish within {job['cell_timeout']:g} s and was stopped"
+        except BaseException as exc:  # the student's cell failed: note it and go on
+            error = harness.describe_error(exc)
+            if isinstance(exc, SyntaxError):
+                error = f"has a syntax error on line {exc.lineno}: {exc.msg}"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        emit(ev="cell_done", index=cell["index"], error=error)
+
+    names = harness.Namespace(submission.__dict__)
+    for case in cases:
+        emit(ev="case", key=case.key)
+        _reseed(1234)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, case.timeout)
+            value = case.probe(names)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            payload = codec.encode(value)
+        except CaseTimeout:
+            emit(ev="result", key=case.key, error=f"did not finish within {case.timeout:g} s (an endless loop, or far too slow)")
+            continue
+        except BaseException as exc:  # a failure of the student's code is this case's failure
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            emit(ev="result", key=case.key, error=harness.describe_error(exc))
+            continue
+        emit(ev="result", key=case.key, value=payload)
+    emit(ev="done")
+    events.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""The ``gptcourse`` command: build the release, grade submissions, run the demo."""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .runner import Limits
+from .stages import ROOT, UsageError, available_stages, get_stage
+
+SAMPLES = Path(__file__).resolve().parent / "samples"
+
+
+def _positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    return parse
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .build.release import build_stage
+
+    stages = [get_stage(s) for s in args.stages] if args.stages else available_stages()
+    for stage in stages:
+        build_stage(stage, Path(args.out))
+    return 0
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from .fixtures import DEFAULT_DIR, load_fixtures
+    from .grading import grade_many
+
+    stage = get_stage(args.stage)
+    paths = [Path(p) for p in args.files]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise UsageError(f"no such file: {', '.join(missing)}")
+    if not paths:
+        raise UsageError("name at least one submission to grade")
+    fixtures = load_fixtures(stage, Path(args.fixtures) if args.fixtures else DEFAULT_DIR)
+    limits = Limits(total_timeout=args.timeout, cell_timeout=min(Limits.cell_timeout, args.timeout))
+    out = Path(args.out)
+    done = grade_many(stage, paths, out, fixtures, limits, workers=args.workers, progress=not args.quiet)
+    if not args.quiet:
+        print(score_table(done, stage.id))
+        print(f"results: {out}/<submission>/results.json, gradebook: {out / 'grades.csv'}")
+    return 0
+
+
+def score_table(graded, stage_id: str) -> str:
+    """A plain-text table: a row per submission, a column per question."""
+    from .stages import questions
+
+    qs = questions(stage_id)
+    width = max([len("submission"), *(len(g.name) for g in graded)])
+    head = "submission".ljust(width) + "".join(f"  {q:>{max(len(q), 5)}}" for q, _ in qs) + "   total"
+    lines = [head, "(max)".ljust(width) + "".join(f"  {p:>{max(len(q), 5)}g}" for q, p in qs) + f"  {sum(p for _, p in qs):6g}"]
+    for g in graded:
+        per = {q: 0.0 for q, _ in qs}
+        for r in g.results:
+            per[r.qid] += r.score
+        lines.append(g.name.ljust(width) + "".join(f"  {per[q]:>{max(len(q), 5)}g}" for q, _ in qs) + f"  {g.total:6g}")
+    return "\n".join(lines)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .build.release import build_stage
+    from .fixtures import DEFAULT_DIR, load_fixtures
+    from .grading import grade_many
+
+    stage = get_stage("01_tokenisation")
+    out = Path(args.out)
+    print("== 1. Building the release of stage 01 (student notebook, fixtures, Gradescope zip, nbgrader)")
+    build_stage(stage, ROOT / "release")
+    samples = sorted((SAMPLES / stage.id).glob("*.ipynb"))
+    print(f"\n== 2. Grading {len(samples)} sample submissions of stage 01 (the reference, the empty release, realistic mistakes)")
+    done = grade_many(stage, samples, out, load_fixtures(stage, DEFAULT_DIR), Limits(), workers=2)
+    print()
+    print(score_table(done, stage.id))
+    print(f"\nresults.json per submission and grades.csv are in {out}/")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gptcourse", description="Build and grade the gptcourse notebooks.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    build = sub.add_parser("build", help="build the student release, fixtures, Gradescope zips and nbgrader course")
+    build.add_argument("--out", default=str(ROOT / "release"), help="output folder (default: release/)")
+    build.add_argument("--stages", nargs="+", metavar="S", help="only these stages (default: all written ones)")
+    build.set_defaults(run=cmd_build)
+
+    grade = sub.add_parser("grade", help="grade submissions of one stage")
+    grade.add_argument("--stage", required=True, help="e.g. 01_tokenisation (or 01)")
+    grade.add_argument("--out", default="grades", help="output folder (default: grades/)")
+    grade.add_argument("--workers", type=_positive(int), default=max(1, os.cpu_count() or 1), help="submissions graded at once (default: all cores)")
+    grade.add_argument("--timeout", type=_positive(float), default=Limits.total_timeout, help="seconds allowed per submission (default: 600)")
+    grade.add_argument("--fixtures", help="folder of fixture files (default: release/fixtures, rebuilt when stale)")
+    grade.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    grade.add_argument("files", nargs="*", help=".ipynb files (any name) or zips holding one notebook")
+    grade.set_defaults(run=cmd_grade)
+
+    demo = sub.add_parser("demo", help="build, then grade the bundled sample submissions of stage 01")
+    demo.add_argument("--out", default="grades/demo", help="output folder (default: grades/demo)")
+    demo.set_defaults(run=cmd_demo)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except UsageError as exc:
+        print(f"gptcourse: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

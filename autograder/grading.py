@@ -1,0 +1,96 @@
+"""Grading submissions in bulk: run, judge, write results.json per submission and grades.csv."""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from . import processes
+from .judge import TestResult, judge
+from .results import cell_notes, dump_json, gradebook_csv, gradescope_json, question_scores, write_atomic
+from .runner import Limits, Outcome, run_submission
+from .stages import Stage, load_cases, questions
+
+
+@dataclass
+class Graded:
+    """One graded submission."""
+
+    name: str
+    path: Path
+    results: list[TestResult]
+    outcome: Outcome
+    seconds: float
+
+    @property
+    def total(self) -> float:
+        return sum(r.score for r in self.results)
+
+
+def grade_one(stage: Stage, path: Path, fixtures: dict[str, Any], limits: Limits, name: str | None = None) -> Graded:
+    """Run and judge one submission."""
+    cases = list(load_cases(stage.id))
+    start = time.monotonic()
+    outcome = run_submission(Path(path), stage.suite_files, cases, limits)
+    results = judge(cases, outcome, fixtures)
+    return Graded(name or Path(path).stem, Path(path), results, outcome, time.monotonic() - start)
+
+
+def unique_names(paths: list[Path]) -> list[str]:
+    """A distinct output folder name per submission (the file stem, numbered on clashes)."""
+    names, seen = [], {}
+    for path in paths:
+        stem = Path(path).stem or "submission"
+        count = seen.get(stem, 0)
+        seen[stem] = count + 1
+        names.append(stem if count == 0 else f"{stem}-{count + 1}")
+    return names
+
+
+def write_results(graded: Graded, out_dir: Path) -> Path:
+    """Write ``out_dir/<name>/results.json`` atomically."""
+    doc = gradescope_json(graded.results, output=cell_notes(graded.outcome), execution_time=graded.seconds)
+    target = out_dir / graded.name / "results.json"
+    write_atomic(target, dump_json(doc))
+    return target
+
+
+def grade_many(
+    stage: Stage,
+    paths: list[Path],
+    out_dir: Path,
+    fixtures: dict[str, Any],
+    limits: Limits,
+    workers: int = 1,
+    progress: bool = True,
+) -> list[Graded]:
+    """Grade every file, in parallel when ``workers > 1``; write each results.json and grades.csv.
+
+    Results are written once more after the last child is gone and every stray process
+    killed, so that nothing a submission left behind can change them.
+    """
+    processes.become_subreaper()
+    names = unique_names(paths)
+    graded: list[Graded | None] = [None] * len(paths)
+    bar = tqdm(total=len(paths), desc=f"grading {stage.id}", unit="submission", disable=not progress)
+
+    def work(i: int) -> None:
+        graded[i] = grade_one(stage, paths[i], fixtures, limits, names[i])
+        write_results(graded[i], out_dir)
+        bar.update(1)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(work, range(len(paths))))
+    bar.close()
+    processes.reap_strays()
+    done = [g for g in graded if g is not None]
+    for g in done:
+        write_results(g, out_dir)
+    qids = [q for q, _ in questions(stage.id)]
+    maxima = dict(questions(stage.id))
+    rows = [(g.name, question_scores(g.results, qids)) for g in done]
+    write_atomic(out_dir / "grades.csv", gradebook_csv(rows, qids, maxima))
+    return done

@@ -1,0 +1,219 @@
+"""How test cases are written, and how the public ones run inside a notebook.
+
+A test case is a *probe* and a *check*. The probe receives the student's namespace
+and calls the student's code on fixed inputs, returning raw outputs as plain data;
+it runs where the student's code runs (the grading child, or the notebook). The check
+(see ``checks``) compares that output with an expected value; when grading it runs in
+the parent process, which never runs student code.
+
+    suite = Suite(public=True)
+
+    @suite.case("encode_decode", "round trip", points=1, check=equal(), expected="hi")
+    def _(ns):
+        stoi, itos = ns.build_vocab("hi")
+        return ns.decode(ns.encode("hi", stoi), itos)
+
+``expected=REFERENCE`` (hidden tests only) means the expected value is the reference
+solution's output for the same probe, saved as a fixture at build time.
+
+This module is self-contained (standard library and torch only) because the build
+copies it verbatim into every student notebook.
+"""
+
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+
+class _Reference:
+    def __repr__(self) -> str:
+        return "REFERENCE"
+
+
+REFERENCE = _Reference()
+
+
+@dataclass
+class Case:
+    """One test case: ``probe(ns)`` makes raw output, ``check(got, expected, reveal)`` judges it."""
+
+    qid: str
+    name: str
+    points: float
+    probe: Callable[["Namespace"], Any]
+    check: Callable[..., Any]
+    expected: Any
+    public: bool
+    timeout: float
+
+    @property
+    def key(self) -> str:
+        """The name every report uses: ``"<question id>: <description>"``."""
+        return f"{self.qid}: {self.name}"
+
+
+@dataclass
+class Suite:
+    """An ordered collection of test cases (one file of public or hidden tests)."""
+
+    public: bool
+    cases: list[Case] = field(default_factory=list)
+
+    def case(
+        self,
+        qid: str,
+        name: str,
+        *,
+        points: float,
+        check: Callable[..., Any],
+        expected: Any = None,
+        timeout: float = 10.0,
+    ) -> Callable[[Callable[["Namespace"], Any]], Callable[["Namespace"], Any]]:
+        """Register the decorated probe as a test case of question ``qid``."""
+        if self.public and expected is REFERENCE:
+            raise ValueError(f"public test {qid}: {name} cannot use a reference fixture")
+        if points <= 0:
+            raise ValueError(f"test {qid}: {name} must carry positive points")
+
+        def register(probe: Callable[["Namespace"], Any]) -> Callable[["Namespace"], Any]:
+            new = Case(qid, name, float(points), probe, check, expected, self.public, float(timeout))
+            if any(c.key == new.key for c in self.cases):
+                raise ValueError(f"duplicate test name {new.key!r}")
+            self.cases.append(new)
+            return probe
+
+        return register
+
+
+class MissingName(Exception):
+    """The notebook does not define a name a test needs."""
+
+
+class Namespace:
+    """Attribute access to the names a notebook defined, with a clear error for missing ones."""
+
+    def __init__(self, names: dict[str, Any]) -> None:
+        self._names = names
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._names[name]
+        except KeyError:
+            raise MissingName(f"`{name}` is not defined: run (or restore) the cell that defines it") from None
+
+
+def catch(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """Call ``fn`` and report which exception it raised, if any, as plain data."""
+    try:
+        fn(*args, **kwargs)
+    except Exception as exc:  # the type is the answer; tests check it
+        return {"raised": type(exc).__name__, "message": str(exc)[:200]}
+    return {"raised": None, "message": ""}
+
+
+def generator(seed: int) -> torch.Generator:
+    """A CPU random generator with a fixed seed, for test inputs."""
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return g
+
+
+def randn(*shape: int, seed: int) -> torch.Tensor:
+    """Standard normal float32 test input, the same on every machine with the pinned torch."""
+    return torch.randn(*shape, generator=generator(seed))
+
+
+def set_parameters(module: torch.nn.Module, seed: int, scale: float = 0.5) -> None:
+    """Give every parameter of ``module`` fixed values drawn from its name and a seed.
+
+    Each parameter's values depend only on its dotted name, shape and ``seed``, never on
+    the order in which the student's code created it.
+    """
+    with torch.no_grad():
+        for name, param in sorted(module.named_parameters()):
+            offset = sum(ord(ch) * (i + 1) for i, ch in enumerate(name))
+            values = torch.randn(param.shape, generator=generator(seed * 100003 + offset)) * scale
+            param.copy_(values)
+
+
+def describe_error(exc: BaseException) -> str:
+    """A short, student-facing account of an exception raised by the student's code."""
+    if isinstance(exc, NotImplementedError):
+        return "not implemented yet (the stub still raises NotImplementedError)"
+    if isinstance(exc, MissingName):
+        return str(exc)
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = ""
+    for frame in reversed(frames):
+        if frame.filename.startswith("<cell"):
+            where = f" (in {frame.filename.strip('<>')}, line {frame.lineno}: {(frame.line or '').strip()[:80]})"
+            break
+    text = str(exc)
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"raised {type(exc).__name__}: {text}{where}"
+
+
+def run_public(cases: list[Case], qid: str, names: dict[str, Any]) -> str:
+    """Run the public tests of one question against ``names`` and return a report."""
+    mine = [c for c in cases if c.qid == qid]
+    if not mine:
+        return f"No public tests are registered for {qid!r}."
+    ns = Namespace(names)
+    lines = []
+    passed = 0
+    for case in mine:
+        try:
+            got = case.probe(ns)
+        except Exception as exc:  # a student's error is a failed test, not a crash of the check
+            ok, message = False, describe_error(exc)
+        else:
+            verdict = case.check(got, case.expected, True)
+            ok, message = verdict.passed, verdict.message
+        passed += ok
+        mark = "ok  " if ok else "FAIL"
+        lines.append(f"  [{mark}] {case.name}")
+        if not ok and message:
+            lines.extend("         " + line for line in message.splitlines())
+    if passed == len(mine):
+        head = f"{qid}: public tests passed ({passed}/{len(mine)}). Hidden tests are run when your work is graded."
+    else:
+        head = f"{qid}: {passed} of {len(mine)} public tests passed."
+    return "\n".join([head, *lines])
+
+
+def check(qid: str, names: dict[str, Any] | None = None, strict: bool = False) -> None:
+    """Notebook entry point: print the public-test report of question ``qid``.
+
+    It looks the student's functions up in the calling notebook's globals, so it works
+    whatever the notebook file is called and needs no package beyond torch. With
+    ``strict`` (nbgrader's grade cells) a failed test raises ``AssertionError``.
+    """
+    if names is None:
+        names = sys._getframe(1).f_globals
+    # In a notebook the build runs this file, the checks and the stage's public tests
+    # as one module, so the stage's public suite is the global ``suite`` here.
+    report = run_public(globals()["suite"].cases, qid, names)
+    print(report)
+    if strict and "public tests passed" not in report.splitlines()[0]:
+        raise AssertionError(f"{qid}: some public tests failed")
+
+
+def load_suite(path: str, module_name: str) -> Suite:
+    """Run a suite file (``public.py`` or ``hidden.py``) as a module and return its ``suite``."""
+    import types
+
+    module = types.ModuleType(module_name)
+    module.__file__ = path
+    sys.modules[module_name] = module
+    with open(path, encoding="utf-8") as handle:
+        exec(compile(handle.read(), path, "exec"), module.__dict__)
+    suite = module.__dict__.get("suite")
+    if not isinstance(suite, Suite):
+        raise ValueError(f"{path} defines no `suite = Suite(...)`")
+    return suite

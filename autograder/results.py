@@ -1,0 +1,110 @@
+"""Writing what grading found: Gradescope's results.json and the class gradebook CSV.
+
+Files are written atomically (a temporary file in the same folder, then a rename),
+so a reader never sees half a file and a planted file or link is replaced, not followed.
+"""
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .judge import TestResult
+from .runner import Outcome
+
+HIDDEN_VISIBILITY = "after_published"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() and not path.is_symlink():
+        raise IsADirectoryError(f"{path} is a directory")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def summary_line(results: list[TestResult]) -> str:
+    """The visible line that says what the public tests were worth and what comes later."""
+    public = [r for r in results if r.public]
+    hidden = [r for r in results if not r.public]
+    earned = sum(r.score for r in public)
+    worth = sum(r.max_score for r in public)
+    line = f"Public tests: {earned:g} of {worth:g} points."
+    if hidden:
+        line += f" Hidden tests ({sum(r.max_score for r in hidden):g} points) are scored after the deadline."
+    return line
+
+
+def gradescope_json(
+    results: list[TestResult],
+    *,
+    output: str = "",
+    execution_time: float | None = None,
+    hidden_visibility: str = HIDDEN_VISIBILITY,
+) -> dict:
+    """A results.json document in Gradescope's schema."""
+    tests = []
+    for r in results:
+        tests.append(
+            {
+                "name": r.key,
+                "score": r.score,
+                "max_score": r.max_score,
+                "status": "passed" if r.passed else "failed",
+                "output": r.message if not r.passed else ("public test passed" if r.public else "passed"),
+                "visibility": "visible" if r.public else hidden_visibility,
+            }
+        )
+    doc = {
+        "score": round(sum(r.score for r in results), 6),
+        "output": "\n".join(x for x in (summary_line(results), output) if x),
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+    if execution_time is not None:
+        doc["execution_time"] = round(execution_time, 3)
+    return doc
+
+
+def question_scores(results: list[TestResult], qids: list[str]) -> dict[str, float]:
+    """Points earned per question."""
+    scores = {q: 0.0 for q in qids}
+    for r in results:
+        scores[r.qid] = scores.get(r.qid, 0.0) + r.score
+    return scores
+
+
+def gradebook_csv(rows: list[tuple[str, dict[str, float]]], qids: list[str], maxima: dict[str, float]) -> str:
+    """The class gradebook: a row per submission, a column per question, then the total."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["submission", *qids, "total"])
+    writer.writerow(["(max)", *(f"{maxima[q]:g}" for q in qids), f"{sum(maxima.values()):g}"])
+    for name, scores in rows:
+        writer.writerow([name, *(f"{scores[q]:g}" for q in qids), f"{sum(scores.values()):g}"])
+    return buffer.getvalue()
+
+
+def dump_json(doc: dict) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def cell_notes(outcome: Outcome) -> str:
+    """What went wrong while loading the notebook, for the student."""
+    lines = []
+    if outcome.fatal:
+        lines.append(f"Your notebook could not be graded: {outcome.fatal}")
+    for index, message in sorted(outcome.cell_errors.items()):
+        lines.append(f"Cell {index + 1} of your notebook {message}")
+    return "\n".join(lines)

@@ -1,0 +1,307 @@
+"""The parent side of running a submission: start the child, watch it, restart past failures.
+
+The child loads the notebook's cells and then runs the test probes, announcing each
+step. If it hangs, crashes, exits or exhausts memory, the parent kills its whole
+process tree and starts a fresh child that skips what failed: a cell that brought the
+process down is left out (its names stay undefined), a test case that did so scores
+0. Every other case still runs, so one bad question costs only its own points.
+"""
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import codec, processes
+from .harness import Case
+from .notebook import code_cells, load_notebook_json
+
+CHILD = Path(__file__).with_name("child.py")
+EVENT_LIMIT = 64 * 1024 * 1024  # bytes of events one child may send
+OUTPUT_LIMIT = 20_000  # characters of the student's own output that are kept
+
+
+@dataclass
+class Limits:
+    """Time and resource limits of one submission's grading."""
+
+    cell_timeout: float = 30.0
+    total_timeout: float = 600.0
+    startup_timeout: float = 120.0
+    grace: float = 5.0
+    memory_bytes: int = 6 * 1024**3
+    cpu_seconds: int = 900
+    file_bytes: int = 64 * 1024**2
+    open_files: int = 256
+
+
+@dataclass
+class Outcome:
+    """What a submission's code did: a raw output or an error per case, and notes."""
+
+    values: dict[str, object] = field(default_factory=dict)  # case key -> decoded output
+    errors: dict[str, str] = field(default_factory=dict)  # case key -> what went wrong
+    cell_errors: dict[int, str] = field(default_factory=dict)  # cell index -> message
+    output: str = ""  # the student's own prints, capped
+    fatal: str | None = None  # the submission could not be run at all
+
+
+def _child_env(workdir: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "LANG": "C.UTF-8",
+        "MPLBACKEND": "Agg",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "TQDM_DISABLE": "1",
+    }
+    return env
+
+
+class _Child:
+    """One child process, its event stream and its captured output."""
+
+    def __init__(self, job: dict, workdir: str) -> None:
+        read_fd, write_fd = os.pipe()
+        job = dict(job, event_fd=write_fd)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-B", str(CHILD)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env=_child_env(workdir),
+            start_new_session=True,
+            pass_fds=(write_fd,),
+        )
+        processes.register(self.proc.pid)
+        os.close(write_fd)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(json.dumps(job).encode("utf-8"))
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        self.events = os.fdopen(read_fd, "rb", buffering=0)
+        self.stdout = self.proc.stdout
+        os.set_blocking(self.events.fileno(), False)
+        os.set_blocking(self.stdout.fileno(), False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.events, selectors.EVENT_READ, "events")
+        self.selector.register(self.stdout, selectors.EVENT_READ, "stdout")
+        self.buffer = b""
+        self.event_bytes = 0
+        self.output = bytearray()
+        self.output_dropped = 0
+        self.open_streams = 2
+
+    def poll(self, timeout: float) -> list[dict] | None:
+        """Events that arrived within ``timeout`` seconds; None once the child closed its stream."""
+        events: list[dict] = []
+        if self.open_streams == 0:
+            return None
+        for key, _ in self.selector.select(max(timeout, 0.0)):
+            chunk = os.read(key.fileobj.fileno(), 65536)
+            if not chunk:
+                self.selector.unregister(key.fileobj)
+                self.open_streams -= 1
+                if key.data == "events":
+                    self.open_streams = 0
+                continue
+            if key.data == "stdout":
+                room = OUTPUT_LIMIT * 4 - len(self.output)
+                self.output.extend(chunk[: max(room, 0)])
+                self.output_dropped += max(len(chunk) - max(room, 0), 0)
+                continue
+            self.event_bytes += len(chunk)
+            if self.event_bytes > EVENT_LIMIT:
+                raise _Overflow()
+            self.buffer += chunk
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict):
+                    events.append(event)
+        if self.open_streams == 0 and not events:
+            return None
+        return events
+
+    def finish(self) -> str:
+        """Kill the child's whole tree, reap it and return its captured output."""
+        processes.kill_tree(self.proc.pid)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        processes.unregister(self.proc.pid)
+        self.selector.close()
+        for stream in (self.events, self.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        text = self.output.decode("utf-8", "replace")
+        if self.output_dropped or len(text) > OUTPUT_LIMIT:
+            text = text[:OUTPUT_LIMIT] + f"\n[... output cut: the submission printed more than {OUTPUT_LIMIT} characters]"
+        return text
+
+
+class _Overflow(Exception):
+    """The child sent more event data than any honest submission needs."""
+
+
+def run_submission(path: Path, suite_files: list[Path], cases: list[Case], limits: Limits) -> Outcome:
+    """Run ``cases`` on the notebook at ``path`` in child processes and collect raw outputs."""
+    outcome = Outcome()
+    try:
+        notebook = load_notebook_json(path)
+        cells = [{"index": c.index, "source": c.source} for c in code_cells(notebook)]
+    except ValueError as exc:
+        outcome.fatal = str(exc)
+        for case in cases:
+            outcome.errors[case.key] = "the submission could not be read"
+        return outcome
+
+    by_key = {c.key: c for c in cases}
+    skip_cells: set[int] = set()
+    outputs: list[str] = []
+    deadline = time.monotonic() + limits.total_timeout
+    with tempfile.TemporaryDirectory(prefix="gptcourse-run-") as workdir:
+        while True:
+            remaining = [c.key for c in cases if c.key not in outcome.values and c.key not in outcome.errors]
+            if not remaining:
+                break
+            if time.monotonic() >= deadline:
+                for key in remaining:
+                    outcome.errors[key] = f"not run: the submission used up its {limits.total_timeout:g} s in all"
+                break
+            job = {
+                "suite_files": [str(p) for p in suite_files],
+                "cases": remaining,
+                "cells": cells,
+                "skip_cells": sorted(skip_cells),
+                "cell_timeout": limits.cell_timeout,
+                "memory_bytes": limits.memory_bytes,
+                "cpu_seconds": limits.cpu_seconds,
+                "file_bytes": limits.file_bytes,
+                "open_files": limits.open_files,
+            }
+            progress = _watch(_Child(job, workdir), by_key, remaining, limits, deadline, outcome, outputs)
+            if progress == "done":
+                break
+            kind, what = progress
+            if kind == "cell":
+                skip_cells.add(what)
+            elif kind == "startup":
+                outcome.fatal = what
+                for key in remaining:
+                    outcome.errors.setdefault(key, "not run: " + what)
+                break
+    outcome.output = "\n".join(o for o in outputs if o)[: OUTPUT_LIMIT + 200]
+    processes.reap_strays()
+    return outcome
+
+
+def _watch(
+    child: _Child,
+    by_key: dict[str, Case],
+    order: list[str],
+    limits: Limits,
+    deadline: float,
+    outcome: Outcome,
+    outputs: list[str],
+):
+    """Follow one child until it finishes or fails; say what to skip in the next one.
+
+    A failure between steps is blamed on the cell that ran last (something it started
+    in the background), or, once the tests have begun, on the next test to run, so
+    that every restart makes progress.
+    """
+    phase: tuple[str, object] = ("startup", None)
+    last_cell: int | None = None
+    phase_deadline = time.monotonic() + limits.startup_timeout
+    reason = None
+    try:
+        while True:
+            now = time.monotonic()
+            limit = min(phase_deadline, deadline)
+            if now >= limit:
+                reason = "timeout"
+                break
+            events = child.poll(min(limit - now, 1.0))
+            if events is None:
+                reason = "exit"
+                break
+            for event in events:
+                kind = event.get("ev")
+                if kind == "ready":
+                    phase, phase_deadline = ("between", None), time.monotonic() + limits.startup_timeout
+                elif kind == "cell" and isinstance(event.get("index"), int):
+                    phase = ("cell", event["index"])
+                    phase_deadline = time.monotonic() + limits.cell_timeout + limits.grace
+                elif kind == "cell_done" and isinstance(event.get("index"), int):
+                    last_cell = event["index"]
+                    if event.get("error"):
+                        outcome.cell_errors[event["index"]] = str(event["error"])[:500]
+                    phase, phase_deadline = ("between", None), time.monotonic() + limits.startup_timeout
+                elif kind == "case" and event.get("key") in by_key:
+                    last_cell = None
+                    phase = ("case", event["key"])
+                    phase_deadline = time.monotonic() + by_key[event["key"]].timeout + limits.grace
+                elif kind == "result" and event.get("key") in by_key:
+                    _record(event, outcome)
+                    phase, phase_deadline = ("between", None), time.monotonic() + limits.startup_timeout
+                elif kind == "done":
+                    outputs.append(child.finish())
+                    return "done"
+    except _Overflow:
+        reason = "overflow"
+    outputs.append(child.finish())
+    code = child.proc.returncode
+    what = {
+        "timeout": "did not finish in time and was stopped",
+        "overflow": "sent far more data than expected and was stopped",
+        "exit": f"ended the process running it (exit status {code}: sys.exit, os._exit, a crash or running out of memory)",
+    }[reason]
+    kind, where = phase
+    if kind == "case":
+        outcome.errors.setdefault(where, f"this test {what}")
+        return ("case", where)
+    if kind == "cell":
+        outcome.cell_errors[where] = f"this cell {what}; it was skipped"
+        return ("cell", where)
+    if kind == "between" and last_cell is not None:
+        outcome.cell_errors[last_cell] = f"something this cell started {what}; the cell was skipped"
+        return ("cell", last_cell)
+    if kind == "between":
+        pending = [k for k in order if k not in outcome.values and k not in outcome.errors]
+        if pending:
+            outcome.errors[pending[0]] = f"the process running your code {what} before this test began"
+            return ("case", pending[0])
+        return "done"
+    return ("startup", f"the grading process could not start ({what}); output: {child.output[:300].decode('utf-8', 'replace')}")
+
+
+def _record(event: dict, outcome: Outcome) -> None:
+    key = event["key"]
+    if key in outcome.values or key in outcome.errors:
+        return  # the first report of a case counts; later ones are ignored
+    if "error" in event:
+        outcome.errors[key] = str(event["error"])[:1000]
+        return
+    try:
+        outcome.values[key] = codec.decode(event.get("value"))
+    except (codec.DecodeError, RecursionError) as exc:
+        outcome.errors[key] = f"the output could not be read back ({exc})"
