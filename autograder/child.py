@@ -117,13 +117,14 @@ def main() -> None:
     for case in cases:
         emit(ev="case", key=case.key)
         _reseed(1234)
+        timeout = min(case.timeout, job["case_timeout"]) if job.get("case_timeout") else case.timeout
         try:
-            signal.setitimer(signal.ITIMER_REAL, case.timeout)
+            signal.setitimer(signal.ITIMER_REAL, timeout)
             value = case.probe(names)
             signal.setitimer(signal.ITIMER_REAL, 0)
             payload = codec.encode(value)
         except CaseTimeout:
-            emit(ev="result", key=case.key, error=f"did not finish within {case.timeout:g} s (an endless loop, or far too slow)")
+            emit(ev="result", key=case.key, error=f"did not finish within {timeout:g} s (an endless loop, or far too slow)")
             continue
         except BaseException as exc:  # a failure of the student's code is this case's failure
             signal.setitimer(signal.ITIMER_REAL, 0)

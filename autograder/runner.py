@@ -31,6 +31,7 @@ class Limits:
     """Time and resource limits of one submission's grading."""
 
     cell_timeout: float = 30.0
+    case_timeout: float | None = None  # caps every test's own time limit (tests use it)
     total_timeout: float = 600.0
     startup_timeout: float = 120.0
     grace: float = 5.0
@@ -162,6 +163,11 @@ class _Overflow(Exception):
     """The child sent more event data than any honest submission needs."""
 
 
+def case_limit(case: Case, limits: Limits) -> float:
+    """The time a test case may take: its own limit, capped by ``limits.case_timeout``."""
+    return min(case.timeout, limits.case_timeout) if limits.case_timeout else case.timeout
+
+
 def run_submission(path: Path, suite_files: list[Path], cases: list[Case], limits: Limits) -> Outcome:
     """Run ``cases`` on the notebook at ``path`` in child processes and collect raw outputs."""
     outcome = Outcome()
@@ -193,6 +199,7 @@ def run_submission(path: Path, suite_files: list[Path], cases: list[Case], limit
                 "cells": cells,
                 "skip_cells": sorted(skip_cells),
                 "cell_timeout": limits.cell_timeout,
+                "case_timeout": limits.case_timeout,
                 "memory_bytes": limits.memory_bytes,
                 "cpu_seconds": limits.cpu_seconds,
                 "file_bytes": limits.file_bytes,
@@ -259,7 +266,7 @@ def _watch(
                 elif kind == "case" and event.get("key") in by_key:
                     last_cell = None
                     phase = ("case", event["key"])
-                    phase_deadline = time.monotonic() + by_key[event["key"]].timeout + limits.grace
+                    phase_deadline = time.monotonic() + case_limit(by_key[event["key"]], limits) + limits.grace
                 elif kind == "result" and event.get("key") in by_key:
                     _record(event, outcome)
                     phase, phase_deadline = ("between", None), time.monotonic() + limits.startup_timeout

@@ -1,0 +1,70 @@
+"""Shared fixtures: graded catalogues are computed once per session and stage."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from autograder import processes
+from autograder.fixtures import DEFAULT_DIR, load_fixtures
+from autograder.grading import grade_many
+from autograder.mistakes import catalogue
+from autograder.runner import Limits
+from autograder.stages import get_stage
+from autograder.submissions import variant_notebook, write_variant
+from autograder.build.notebooks import make_notebook, write_notebook
+
+SHAKESPEARE = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _subreaper():
+    processes.become_subreaper()
+    if SHAKESPEARE.exists():
+        os.environ.setdefault("GPTCOURSE_SHAKESPEARE", str(SHAKESPEARE))
+
+
+class Graded:
+    """Every catalogue submission of a stage, graded in one batch."""
+
+    def __init__(self, stage_id: str, folder: Path) -> None:
+        self.stage = get_stage(stage_id)
+        self.fixtures = load_fixtures(self.stage, DEFAULT_DIR)
+        self.mistakes, self.alternatives = catalogue(self.stage.id)
+        paths = []
+        write_notebook(make_notebook(self.stage, "reference"), folder / "reference.ipynb")
+        write_notebook(make_notebook(self.stage, "student"), folder / "empty.ipynb")
+        paths += [folder / "reference.ipynb", folder / "empty.ipynb"]
+        for variant in self.mistakes + self.alternatives:
+            paths.append(write_variant(self.stage, variant, folder))
+        graded = grade_many(self.stage, paths, folder / "out", self.fixtures, Limits(), workers=2, progress=False)
+        self.by_name = {g.name: g for g in graded}
+        self.folder = folder
+
+    def scores(self, name: str) -> dict[str, float]:
+        per: dict[str, float] = {}
+        for r in self.by_name[name].results:
+            per[r.qid] = per.get(r.qid, 0.0) + r.score
+        return per
+
+
+_graded: dict[str, Graded] = {}
+
+
+@pytest.fixture(scope="session")
+def graded_catalogue(tmp_path_factory):
+    """``graded_catalogue(stage_id)`` grades the stage's reference, empty release and catalogue once."""
+
+    def get(stage_id: str) -> Graded:
+        if stage_id not in _graded:
+            _graded[stage_id] = Graded(stage_id, tmp_path_factory.mktemp(f"catalogue-{stage_id}"))
+        return _graded[stage_id]
+
+    return get
+
+
+def submission(stage_id: str, folder: Path, name: str, replace=None, extra_cells=None, base="reference") -> Path:
+    """Write a reference (or student) notebook with replaced or added cells."""
+    path = folder / f"{name}.ipynb"
+    write_notebook(variant_notebook(get_stage(stage_id), replace, extra_cells, base), path)
+    return path
