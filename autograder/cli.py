@@ -8,7 +8,7 @@ from pathlib import Path
 from .runner import Limits
 from .stages import ROOT, UsageError, available_stages, get_stage
 
-SAMPLES = Path(__file__).resolve().parent / "samples"
+DEMO_MISTAKES = ["build_vocab-ids-start-at-1", "get_batch-last-valid-start-never-drawn", "ngram-uses-the-first-n-1-ids-of-a-long-context"]
 
 
 def _positive(kind):
@@ -68,16 +68,23 @@ def score_table(graded, stage_id: str) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from .build.notebooks import make_notebook, write_notebook
     from .build.release import build_stage
     from .fixtures import DEFAULT_DIR, load_fixtures
     from .grading import grade_many
+    from .mistakes import catalogue
+    from .submissions import write_variant
 
     stage = get_stage("01_tokenisation")
     out = Path(args.out)
     print("== 1. Building the release of stage 01 (student notebook, fixtures, Gradescope zip, nbgrader)")
     build_stage(stage, ROOT / "release")
-    samples = sorted((SAMPLES / stage.id).glob("*.ipynb"))
-    print(f"\n== 2. Grading {len(samples)} sample submissions of stage 01 (the reference, the empty release, realistic mistakes)")
+    folder = out / "submissions"
+    write_notebook(make_notebook(stage, "reference"), folder / "reference.ipynb")
+    write_notebook(make_notebook(stage, "student"), folder / "empty-release.ipynb")
+    samples = [folder / "reference.ipynb", folder / "empty-release.ipynb"]
+    samples += [write_variant(stage, m, folder) for m in catalogue(stage.id)[0] if m.slug in DEMO_MISTAKES]
+    print(f"\n== 2. Grading {len(samples)} sample submissions of stage 01 (the reference, the empty release, realistic mistakes) from {folder}/")
     done = grade_many(stage, samples, out, load_fixtures(stage, DEFAULT_DIR), Limits(), workers=2)
     print()
     print(score_table(done, stage.id))

@@ -140,7 +140,7 @@ def _decode_tensor(body: dict) -> Any:
         raise DecodeError("negative tensor dimension")
     numel = math.prod(shape)
     storage = torch.uint8 if dtype == torch.bfloat16 else dtype
-    itemsize = torch.empty((), dtype=storage).element_size()
+    itemsize = torch.empty((), dtype=dtype).element_size()
     if len(raw) != numel * itemsize:
         raise DecodeError("tensor data does not match its shape")
     flat = torch.frombuffer(bytearray(raw), dtype=storage) if raw else torch.empty(0, dtype=storage)

@@ -159,11 +159,11 @@ def describe_error(exc: BaseException) -> str:
     return f"raised {type(exc).__name__}: {text}{where}"
 
 
-def run_public(cases: list[Case], qid: str, names: dict[str, Any]) -> str:
-    """Run the public tests of one question against ``names`` and return a report."""
+def run_public(cases: list[Case], qid: str, names: dict[str, Any]) -> tuple[bool, str]:
+    """Run the public tests of one question against ``names``: (all passed, report)."""
     mine = [c for c in cases if c.qid == qid]
     if not mine:
-        return f"No public tests are registered for {qid!r}."
+        return False, f"No public tests are registered for {qid!r}."
     ns = Namespace(names)
     lines = []
     passed = 0
@@ -183,8 +183,8 @@ def run_public(cases: list[Case], qid: str, names: dict[str, Any]) -> str:
     if passed == len(mine):
         head = f"{qid}: public tests passed ({passed}/{len(mine)}). Hidden tests are run when your work is graded."
     else:
-        head = f"{qid}: {passed} of {len(mine)} public tests passed."
-    return "\n".join([head, *lines])
+        head = f"{qid}: {len(mine) - passed} of {len(mine)} public tests failed."
+    return passed == len(mine), "\n".join([head, *lines])
 
 
 def check(qid: str, names: dict[str, Any] | None = None, strict: bool = False) -> None:
@@ -198,9 +198,9 @@ def check(qid: str, names: dict[str, Any] | None = None, strict: bool = False) -
         names = sys._getframe(1).f_globals
     # In a notebook the build runs this file, the checks and the stage's public tests
     # as one module, so the stage's public suite is the global ``suite`` here.
-    report = run_public(globals()["suite"].cases, qid, names)
+    ok, report = run_public(globals()["suite"].cases, qid, names)
     print(report)
-    if strict and "public tests passed" not in report.splitlines()[0]:
+    if strict and not ok:
         raise AssertionError(f"{qid}: some public tests failed")
 
 

@@ -1,0 +1,93 @@
+"""The build: deterministic notebooks, a committed release that matches, nothing secret released."""
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.build.notebooks import dumps_notebook, make_notebook
+from autograder.build.source import SourceError, parse_source
+from autograder.build.stubs import make_stub
+from autograder.fixtures import DEFAULT_DIR
+from autograder.stages import ROOT, available_stages
+
+STAGES = available_stages()
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
+def test_committed_release_equals_a_fresh_build(stage):
+    committed = ROOT / "release" / "student" / stage.id / f"{stage.id}.ipynb"
+    assert committed.exists(), f"run `make release` and commit {committed}"
+    assert committed.read_text(encoding="utf-8") == dumps_notebook(make_notebook(stage, "student"))
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
+def test_same_sources_give_identical_notebooks(stage):
+    assert dumps_notebook(make_notebook(stage, "student")) == dumps_notebook(make_notebook(stage, "student"))
+
+
+def _body_lines(source: str) -> set[str]:
+    """Non-trivial lines of a reference's code (docstrings and short lines left out)."""
+    stub = make_stub(source, "x")
+    stub_lines = {line.strip() for line in stub.splitlines()}
+    return {line.strip() for line in source.splitlines() if len(line.strip()) >= 16 and line.strip() not in stub_lines}
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
+def test_release_holds_no_solution_hidden_test_or_expected_value(stage):
+    from autograder.build.stubs import reference_source
+
+    released = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in (ROOT / "release" / "student" / stage.id).rglob("*") if p.is_file())
+    notebook = json.loads((ROOT / "release" / "student" / stage.id / f"{stage.id}.ipynb").read_text(encoding="utf-8"))
+    code = "\n".join(cell["source"] for cell in notebook["cells"])
+    stubs = [b.arg for b in parse_source(stage.source) if b.kind == "stub"]
+    assert stubs
+    for name in stubs:
+        for line in _body_lines(reference_source(stage.module, name)):
+            assert line not in code, f"solution line of {name} released: {line!r}"
+    hidden = (stage.suite_files[1]).read_text(encoding="utf-8")
+    for line in hidden.splitlines():
+        line = line.strip()
+        if len(line) >= 24 and not line.startswith(("#", "from ", "import ", '"""')):
+            assert line not in code, f"hidden test line released: {line!r}"
+    fixture = DEFAULT_DIR / f"{stage.id}.json"
+    if fixture.exists():
+        values = json.loads(fixture.read_text())["values"]
+        for key, value in values.items():
+            text = json.dumps(value)
+            if len(text) >= 24:
+                assert text not in released, f"expected value of {key} released"
+            assert key.split(": ", 1)[1] not in code, f"hidden test name {key!r} released"
+
+
+def test_stub_keeps_signature_and_docstring():
+    source = 'def f(x: int, y: int = 2) -> int:\n    """Add.\n\n    Example: f(1) == 3\n    """\n    z = x + y\n    return z\n'
+    stub = make_stub(source, "f")
+    assert stub.startswith('def f(x: int, y: int = 2) -> int:\n    """Add.')
+    assert "z = x + y" not in stub and "raise NotImplementedError" in stub
+
+
+def test_unclosed_block_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.md"
+    bad.write_text("# Title\n```python given\nimport torch\n")
+    with pytest.raises(SourceError, match="never closed"):
+        parse_source(bad)
+
+
+def test_gradescope_zip_layout_and_no_reference_code(tmp_path):
+    out = tmp_path / "rel"
+    subprocess.run([sys.executable, "-m", "autograder.cli", "build", "--out", str(out), "--stages", "01_tokenisation"], check=True, capture_output=True)
+    with zipfile.ZipFile(out / "gradescope" / "01_tokenisation.zip") as archive:
+        names = archive.namelist()
+        assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(names)
+        assert not any(n.startswith("solutions") for n in names)
+        setup = archive.read("setup.sh").decode()
+        assert "set -e" in setup and "import" in setup.splitlines()[-1]
+        assert "torch==2.13.0+cpu" in archive.read("requirements.txt").decode()
+    assert (out / "nbgrader" / "source" / "01_tokenisation" / "01_tokenisation.ipynb").exists()
+    assert (out / "student" / "01_tokenisation" / "01_tokenisation.ipynb").read_bytes() == (ROOT / "release" / "student" / "01_tokenisation" / "01_tokenisation.ipynb").read_bytes()
+    assert re.search("BEGIN SOLUTION", (out / "nbgrader" / "source" / "01_tokenisation" / "01_tokenisation.ipynb").read_text())

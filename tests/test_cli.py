@@ -1,0 +1,53 @@
+"""The command line: usage errors are clear and non-zero; grading exits 0 whatever the scores."""
+
+import csv
+import json
+import subprocess
+import sys
+import zipfile
+
+from conftest import submission
+
+STAGE = "01_tokenisation"
+
+
+def gptcourse(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "autograder.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_unknown_stage_is_a_usage_error(tmp_path):
+    done = gptcourse("grade", "--stage", "99_nothing", str(tmp_path / "x.ipynb"))
+    assert done.returncode == 2 and "unknown stage" in done.stderr
+
+
+def test_missing_file_is_a_usage_error(tmp_path):
+    done = gptcourse("grade", "--stage", STAGE, str(tmp_path / "missing.ipynb"))
+    assert done.returncode == 2 and "no such file" in done.stderr
+
+
+def test_grade_writes_results_and_gradebook_for_any_file_name_and_zip(tmp_path):
+    ref = submission(STAGE, tmp_path, "My Homework (final) v2", base="reference")
+    empty = submission(STAGE, tmp_path, "empty", base="student")
+    exported = tmp_path / "exported.zip"
+    with zipfile.ZipFile(exported, "w") as archive:
+        archive.write(ref, "anything.ipynb")
+    garbage = tmp_path / "not-a-notebook.ipynb"
+    garbage.write_text("{this is not json")
+    out = tmp_path / "out"
+    done = gptcourse("grade", "--stage", "01", "--out", str(out), "--workers", "2", str(ref), str(empty), str(exported), str(garbage))
+    assert done.returncode == 0, done.stderr
+    rows = {r["submission"]: r for r in csv.DictReader((out / "grades.csv").open())}
+    maximum = float(rows["(max)"]["total"])
+    assert float(rows["My Homework (final) v2"]["total"]) == maximum
+    assert float(rows["exported"]["total"]) == maximum
+    assert float(rows["empty"]["total"]) == 0 and float(rows["not-a-notebook"]["total"]) == 0
+    doc = json.loads((out / "not-a-notebook" / "results.json").read_text())
+    assert "could not read" in doc["output"]
+    for name in ("My Homework (final) v2", "empty"):
+        doc = json.loads((out / name / "results.json").read_text())
+        assert {"score", "tests", "output"} <= set(doc)
+        for test in doc["tests"]:
+            assert test["name"].split(":")[0] in rows["(max)"]
+            assert test["visibility"] in ("visible", "after_published")
+            assert "all tests passed" not in test["output"].lower()
+    assert "grading" in done.stderr  # the progress bar
