@@ -32,6 +32,7 @@ def load_corpus(name: str = "shakespeare", cache_dir: str | None = None, offline
     if name == "default":
         import importlib
         import inspect
+        import warnings
 
         modules = [
             "abc", "argparse", "asyncio", "base64", "bisect", "calendar", "collections", "csv",
@@ -43,16 +44,18 @@ def load_corpus(name: str = "shakespeare", cache_dir: str | None = None, offline
             "time", "timeit", "tokenize", "turtle", "typing", "unittest", "urllib", "uuid", "warnings",
             "wave", "weakref", "xml", "zipfile",
         ]
-        parts = []
-        for module_name in modules:
-            try:
-                module = importlib.import_module(module_name)
-            except Exception:  # a trimmed Python may lack a module: skip it
-                continue
-            for obj in [module, *(getattr(module, n, None) for n in sorted(dir(module)) if not n.startswith("_"))]:
-                doc = inspect.getdoc(obj) if obj is not None else None
-                if doc and len(doc) > 80 and doc not in parts:
-                    parts.append(doc)
+        parts: list[str] = []
+        with warnings.catch_warnings():  # reading a few deprecated aliases (typing.io) warns
+            warnings.simplefilter("ignore")
+            for module_name in modules:
+                try:
+                    module = importlib.import_module(module_name)
+                except Exception:  # a trimmed Python may lack a module: skip it
+                    continue
+                for obj in [module, *(getattr(module, n, None) for n in sorted(dir(module)) if not n.startswith("_"))]:
+                    doc = inspect.getdoc(obj) if obj is not None else None
+                    if doc and len(doc) > 80 and doc not in parts:
+                        parts.append(doc)
         return "\n\n".join(parts)
     if name != "shakespeare":
         path = Path(name)

@@ -1,0 +1,41 @@
+"""Corpus loading: checksum-verified Tiny Shakespeare from a local copy or the cache, and the offline default."""
+
+import hashlib
+
+import pytest
+
+from solutions.data import load_corpus
+
+from conftest import SHAKESPEARE
+
+
+@pytest.mark.skipif(not SHAKESPEARE.exists(), reason="no local copy of Tiny Shakespeare")
+def test_local_copy_is_verified_and_cache_is_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPTCOURSE_SHAKESPEARE", str(SHAKESPEARE))
+    text = load_corpus("shakespeare")
+    assert len(text.encode()) == 1_115_394
+    monkeypatch.delenv("GPTCOURSE_SHAKESPEARE")
+    (tmp_path / "tinyshakespeare.txt").write_bytes(SHAKESPEARE.read_bytes())
+    assert load_corpus("shakespeare", cache_dir=str(tmp_path)) == text
+
+
+def test_a_corrupted_copy_is_refused(tmp_path, monkeypatch):
+    bad = tmp_path / "tinyshakespeare.txt"
+    bad.write_text("First Citizen:\nNot really.\n")
+    monkeypatch.setenv("GPTCOURSE_SHAKESPEARE", str(bad))
+    with pytest.raises(ValueError, match="not Tiny Shakespeare"):
+        load_corpus("shakespeare")
+    monkeypatch.delenv("GPTCOURSE_SHAKESPEARE")
+    with pytest.raises(ValueError, match="not Tiny Shakespeare"):
+        load_corpus("shakespeare", cache_dir=str(tmp_path))
+
+
+def test_default_corpus_is_offline_and_stable():
+    first, second = load_corpus("default"), load_corpus("default")
+    assert first == second and len(first) > 100_000
+    assert hashlib.sha256(first.encode()).hexdigest() == hashlib.sha256(second.encode()).hexdigest()
+
+
+def test_unknown_name_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown corpus"):
+        load_corpus("no/such/file.txt")
