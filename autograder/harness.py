@@ -21,6 +21,7 @@ copies it verbatim into every student notebook.
 """
 
 import sys
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -48,6 +49,7 @@ class Case:
     expected: Any
     public: bool
     timeout: float
+    timed: bool = False
 
     @property
     def key(self) -> str:
@@ -71,15 +73,22 @@ class Suite:
         check: Callable[..., Any],
         expected: Any = None,
         timeout: float = 10.0,
+        timed: bool = False,
     ) -> Callable[[Callable[["Namespace"], Any]], Callable[["Namespace"], Any]]:
-        """Register the decorated probe as a test case of question ``qid``."""
+        """Register the decorated probe as a test case of question ``qid``.
+
+        A ``timed`` case is judged on ``{"output": ..., "seconds": ..., "calibration": ...}``:
+        the probe's output, the seconds it took as measured by the grader (outside the
+        student's process), and the seconds a fixed calibration workload took on the
+        same machine in the same run (see ``calibration``).
+        """
         if self.public and expected is REFERENCE:
             raise ValueError(f"public test {qid}: {name} cannot use a reference fixture")
         if points <= 0:
             raise ValueError(f"test {qid}: {name} must carry positive points")
 
         def register(probe: Callable[["Namespace"], Any]) -> Callable[["Namespace"], Any]:
-            new = Case(qid, name, float(points), probe, check, expected, self.public, float(timeout))
+            new = Case(qid, name, float(points), probe, check, expected, self.public, float(timeout), timed)
             if any(c.key == new.key for c in self.cases):
                 raise ValueError(f"duplicate test name {new.key!r}")
             self.cases.append(new)
@@ -141,6 +150,33 @@ def set_parameters(module: torch.nn.Module, seed: int, scale: float = 0.5) -> No
             param.copy_(values)
 
 
+def calibration_workload(rounds: int = 40) -> int:
+    """A fixed amount of pure-Python work (dictionary counting over word pairs).
+
+    Efficiency tests compare a student's time with this workload's time on the same
+    machine, so that a slow or busy grader does not fail fast code.
+    """
+    words = [tuple(f"w{(i * 7919) % 5003}") + ("</w>",) for i in range(5000)]
+    total = 0
+    for _ in range(rounds):
+        counts: dict[tuple[str, str], int] = {}
+        for word in words:
+            for pair in zip(word, word[1:]):
+                counts[pair] = counts.get(pair, 0) + 1
+        total += len(counts)
+    return total
+
+
+def calibrate(repeats: int = 3) -> float:
+    """Seconds the calibration workload takes here (the fastest of a few runs)."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        calibration_workload()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def describe_error(exc: BaseException) -> str:
     """A short, student-facing account of an exception raised by the student's code."""
     if isinstance(exc, NotImplementedError):
@@ -169,7 +205,10 @@ def run_public(cases: list[Case], qid: str, names: dict[str, Any]) -> tuple[bool
     passed = 0
     for case in mine:
         try:
+            start = time.perf_counter()
             got = case.probe(ns)
+            if case.timed:
+                got = {"output": got, "seconds": time.perf_counter() - start, "calibration": calibrate()}
         except Exception as exc:  # a student's error is a failed test, not a crash of the check
             ok, message = False, describe_error(exc)
         else:

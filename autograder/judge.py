@@ -1,11 +1,23 @@
 """The judge: turns a submission's raw outputs into scored test results (parent side only)."""
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 from .checks import Verdict
-from .harness import REFERENCE, Case
+from .harness import REFERENCE, Case, calibrate
 from .runner import Outcome
+
+_calibration: list[float] = []
+_calibration_lock = threading.Lock()
+
+
+def calibration_seconds() -> float:
+    """The calibration workload's time, measured once per grading process (never in a child)."""
+    with _calibration_lock:
+        if not _calibration:
+            _calibration.append(calibrate())
+        return _calibration[0]
 
 
 @dataclass
@@ -37,8 +49,13 @@ def judge_case(case: Case, outcome: Outcome, fixtures: dict[str, Any]) -> Verdic
         expected = fixtures[case.key]
     else:
         expected = case.expected
+    got = outcome.values[case.key]
+    if case.timed:
+        if case.key not in outcome.seconds:
+            return Verdict(False, "the time of this test could not be measured")
+        got = {"output": got, "seconds": outcome.seconds[case.key], "calibration": calibration_seconds()}
     try:
-        verdict = case.check(outcome.values[case.key], expected, case.public)
+        verdict = case.check(got, expected, case.public)
     except Exception as exc:  # the output was of a shape no check expects
         return Verdict(False, f"the output could not be compared ({type(exc).__name__}); check its type and shape")
     if not isinstance(verdict, Verdict):

@@ -115,3 +115,20 @@ def reap_strays(rounds: int = 20) -> int:
                 pass
         killed += len(victims)
     return killed
+
+
+def wait_gone(pid: int, seconds: float = 5.0) -> bool:
+    """Wait until ``pid`` has exited (or is a zombie awaiting its parent); True when it has."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                state = handle.read().decode("utf-8", "replace").rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.01)
+    return False

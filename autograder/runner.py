@@ -10,9 +10,11 @@ process down is left out (its names stay undefined), a test case that did so sco
 import json
 import os
 import selectors
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +50,7 @@ class Outcome:
     values: dict[str, object] = field(default_factory=dict)  # case key -> decoded output
     errors: dict[str, str] = field(default_factory=dict)  # case key -> what went wrong
     cell_errors: dict[int, str] = field(default_factory=dict)  # cell index -> message
+    seconds: dict[str, float] = field(default_factory=dict)  # case key -> time measured here
     output: str = ""  # the student's own prints, capped
     fatal: str | None = None  # the submission could not be run at all
 
@@ -68,32 +71,121 @@ def _child_env(workdir: str) -> dict[str, str]:
     return env
 
 
+class ForkServer:
+    """A process that has imported torch once and forks a fresh child per job (Linux).
+
+    Starting Python and importing torch costs seconds; a fork costs milliseconds. The
+    server runs no student code; if anything kills it, the next job starts a new one.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._workdir = tempfile.mkdtemp(prefix="gptcourse-forkserver-")
+
+    def _start(self) -> None:
+        parent, child = socket.socketpair()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-I", "-B", str(CHILD), "--server", str(child.fileno())],
+            stdin=subprocess.DEVNULL,
+            cwd=self._workdir,
+            env=_child_env(self._workdir),
+            pass_fds=(child.fileno(),),
+            start_new_session=True,
+        )
+        processes.register(self._proc.pid)
+        child.close()
+        self._sock = parent
+
+    def launch(self, job: dict, out_fd: int, event_fd: int) -> int:
+        """Start a job in a forked child; return its process id."""
+        data = json.dumps(job).encode("utf-8")
+        with self._lock:
+            for attempt in range(2):
+                if self._proc is None or self._proc.poll() is not None:
+                    if self._proc is not None:
+                        processes.unregister(self._proc.pid)
+                    self._start()
+                try:
+                    socket.send_fds(self._sock, [len(data).to_bytes(8, "big")], [out_fd, event_fd])
+                    self._sock.sendall(data)
+                    reply = b""
+                    while len(reply) < 8:
+                        chunk = self._sock.recv(8 - len(reply))
+                        if not chunk:
+                            raise ConnectionError("the fork server closed its socket")
+                        reply += chunk
+                    return int.from_bytes(reply, "big")
+                except OSError:
+                    if attempt:
+                        raise
+                    self.stop()
+        raise RuntimeError("unreachable")
+
+    def stop(self) -> None:
+        """Stop the server (it is restarted on the next job)."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            processes.kill_tree(self._proc.pid)
+            self._proc.wait()
+            processes.unregister(self._proc.pid)
+            self._proc = None
+
+
+_server: ForkServer | None = None
+_server_lock = threading.Lock()
+
+
+def fork_server() -> ForkServer | None:
+    """The process-wide fork server, or None where fork is not available or not safe."""
+    global _server
+    if not sys.platform.startswith("linux") or os.environ.get("GPTCOURSE_NO_FORKSERVER"):
+        return None
+    with _server_lock:
+        if _server is None:
+            _server = ForkServer()
+        return _server
+
+
 class _Child:
     """One child process, its event stream and its captured output."""
 
     def __init__(self, job: dict, workdir: str) -> None:
         read_fd, write_fd = os.pipe()
-        job = dict(job, event_fd=write_fd)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", str(CHILD)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=workdir,
-            env=_child_env(workdir),
-            start_new_session=True,
-            pass_fds=(write_fd,),
-        )
-        processes.register(self.proc.pid)
-        os.close(write_fd)
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        out_read, out_write = os.pipe()
+        server = fork_server()
+        self.proc: subprocess.Popen | None = None
         try:
-            self.proc.stdin.write(json.dumps(job).encode("utf-8"))
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
+            if server is not None:
+                env = _child_env(workdir)
+                self.pid = server.launch(dict(job, workdir=workdir, env={k: env[k] for k in ("HOME", "TMPDIR")}), out_write, write_fd)
+            else:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-I", "-B", str(CHILD)],
+                    stdin=subprocess.PIPE,
+                    stdout=out_write,
+                    stderr=out_write,
+                    cwd=workdir,
+                    env=_child_env(workdir),
+                    start_new_session=True,
+                    pass_fds=(write_fd,),
+                )
+                self.pid = self.proc.pid
+                processes.register(self.pid)
+                assert self.proc.stdin is not None
+                try:
+                    self.proc.stdin.write(json.dumps(dict(job, event_fd=write_fd)).encode("utf-8"))
+                    self.proc.stdin.close()
+                except BrokenPipeError:
+                    pass
+        finally:
+            os.close(write_fd)
+            os.close(out_write)
         self.events = os.fdopen(read_fd, "rb", buffering=0)
-        self.stdout = self.proc.stdout
+        self.stdout = os.fdopen(out_read, "rb", buffering=0)
         os.set_blocking(self.events.fileno(), False)
         os.set_blocking(self.stdout.fileno(), False)
         self.selector = selectors.DefaultSelector()
@@ -114,9 +206,8 @@ class _Child:
             chunk = os.read(key.fileobj.fileno(), 65536)
             if not chunk:
                 self.selector.unregister(key.fileobj)
-                self.open_streams -= 1
-                if key.data == "events":
-                    self.open_streams = 0
+                # the event stream closing means the child is gone, whatever stdout does
+                self.open_streams = 0 if key.data == "events" else max(self.open_streams - 1, 0)
                 continue
             if key.data == "stdout":
                 room = OUTPUT_LIMIT * 4 - len(self.output)
@@ -141,12 +232,15 @@ class _Child:
 
     def finish(self) -> str:
         """Kill the child's whole tree, reap it and return its captured output."""
-        processes.kill_tree(self.proc.pid)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        processes.unregister(self.proc.pid)
+        processes.kill_tree(self.pid)
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            processes.unregister(self.pid)
+        else:
+            processes.wait_gone(self.pid)
         self.selector.close()
         for stream in (self.events, self.stdout):
             try:
@@ -238,6 +332,7 @@ def _watch(
     """
     phase: tuple[str, object] = ("startup", None)
     last_cell: int | None = None
+    case_started = time.monotonic()
     phase_deadline = time.monotonic() + limits.startup_timeout
     reason = None
     try:
@@ -266,8 +361,11 @@ def _watch(
                 elif kind == "case" and event.get("key") in by_key:
                     last_cell = None
                     phase = ("case", event["key"])
+                    case_started = time.monotonic()
                     phase_deadline = time.monotonic() + case_limit(by_key[event["key"]], limits) + limits.grace
                 elif kind == "result" and event.get("key") in by_key:
+                    if phase == ("case", event["key"]):
+                        outcome.seconds.setdefault(event["key"], time.monotonic() - case_started)
                     _record(event, outcome)
                     phase, phase_deadline = ("between", None), time.monotonic() + limits.startup_timeout
                 elif kind == "done":
@@ -276,11 +374,10 @@ def _watch(
     except _Overflow:
         reason = "overflow"
     outputs.append(child.finish())
-    code = child.proc.returncode
     what = {
         "timeout": "did not finish in time and was stopped",
         "overflow": "sent far more data than expected and was stopped",
-        "exit": f"ended the process running it (exit status {code}: sys.exit, os._exit, a crash or running out of memory)",
+        "exit": "ended the process running it (sys.exit, os._exit, a crash or running out of memory)",
     }[reason]
     kind, where = phase
     if kind == "case":
