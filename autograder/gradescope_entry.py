@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import codec, processes
 from .harness import load_suite
-from .judge import judge
+from .judge import judge, scrub, secret_lines
 from .notebook import SubmissionError
 from .results import cell_notes, dump_json, gradescope_json, write_atomic
 from .runner import Limits, Outcome, run_submission
@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
             outcome = run_submission(submission, suite_files, cases, Limits())
         except SubmissionError as exc:
             outcome = Outcome(errors={c.key: str(exc) for c in cases}, fatal=str(exc))
-    results = judge(cases, outcome, fixtures)
+    secrets = secret_lines([suite_files[1].read_text(encoding="utf-8")])
+    results = judge(cases, outcome, fixtures, secrets)
+    outcome.cell_errors = {i: scrub(m, secrets) for i, m in outcome.cell_errors.items()}
     processes.reap_strays()
     notes = "\n".join(x for x in (note, cell_notes(outcome)) if x)
     doc = gradescope_json(results, output=notes, execution_time=time.monotonic() - start)

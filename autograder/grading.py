@@ -1,6 +1,7 @@
 """Grading submissions in bulk: run, judge, write results.json per submission and grades.csv."""
 
 import time
+from functools import lru_cache
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,10 +10,10 @@ from typing import Any
 from tqdm import tqdm
 
 from . import processes
-from .judge import TestResult, judge
+from .judge import TestResult, judge, scrub, secret_lines
 from .results import cell_notes, dump_json, gradebook_csv, gradescope_json, question_scores, write_atomic
 from .runner import Limits, Outcome, run_submission
-from .stages import Stage, load_cases, questions
+from .stages import Stage, get_stage, load_cases, questions
 
 
 @dataclass
@@ -30,12 +31,20 @@ class Graded:
         return sum(r.score for r in self.results)
 
 
+@lru_cache(maxsize=None)
+def hidden_secrets(stage_id: str) -> list[str]:
+    """Lines of a stage's hidden tests that must never reach a student (read once)."""
+    return secret_lines([get_stage(stage_id).suite_files[1].read_text(encoding="utf-8")])
+
+
 def grade_one(stage: Stage, path: Path, fixtures: dict[str, Any], limits: Limits, name: str | None = None) -> Graded:
     """Run and judge one submission."""
     cases = list(load_cases(stage.id))
     start = time.monotonic()
     outcome = run_submission(Path(path), stage.suite_files, cases, limits)
-    results = judge(cases, outcome, fixtures)
+    secrets = hidden_secrets(stage.id)
+    results = judge(cases, outcome, fixtures, secrets)
+    outcome.cell_errors = {i: scrub(m, secrets) for i, m in outcome.cell_errors.items()}
     return Graded(name or Path(path).stem, Path(path), results, outcome, time.monotonic() - start)
 
 

@@ -63,11 +63,40 @@ def judge_case(case: Case, outcome: Outcome, fixtures: dict[str, Any]) -> Verdic
     return verdict
 
 
-def judge(cases: list[Case], outcome: Outcome, fixtures: dict[str, Any]) -> list[TestResult]:
-    """Score every case of a submission."""
+MESSAGE_LIMIT = 1500
+
+
+def secret_lines(texts: list[str], shortest: int = 16) -> list[str]:
+    """The lines of hidden test files worth hiding (long enough to be specific)."""
+    lines = set()
+    for text in texts:
+        for line in text.splitlines():
+            line = line.strip()
+            if len(line) >= shortest and not line.startswith(("import ", "from ", "#")):
+                lines.add(line)
+    return sorted(lines, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: list[str], limit: int = MESSAGE_LIMIT) -> str:
+    """Remove hidden test source from a message a student will see, and bound its length.
+
+    Student code can put anything into an exception message or its output, including
+    what it read of the grader's files; nothing of the hidden tests passes through.
+    """
+    for line in secrets:
+        if line in text:
+            text = text.replace(line, "[hidden test code]")
+    if len(text) > limit:
+        text = text[: limit - 20] + " [... message cut]"
+    return text
+
+
+def judge(cases: list[Case], outcome: Outcome, fixtures: dict[str, Any], secrets: list[str] | None = None) -> list[TestResult]:
+    """Score every case of a submission; messages are scrubbed of ``secrets``."""
     results = []
     for case in cases:
         verdict = judge_case(case, outcome, fixtures)
+        verdict.message = scrub(verdict.message, secrets or [])
         results.append(
             TestResult(
                 key=case.key,

@@ -41,6 +41,7 @@ class Limits:
     cpu_seconds: int = 900
     file_bytes: int = 64 * 1024**2
     open_files: int = 256
+    max_processes: int = 64
 
 
 @dataclass
@@ -230,6 +231,13 @@ class _Child:
             return None
         return events
 
+    def drain(self, seconds: float) -> None:
+        """Read what is left of the child's output, for at most ``seconds``."""
+        end = time.monotonic() + seconds
+        while self.open_streams and time.monotonic() < end:
+            if self.poll(end - time.monotonic()) is None:
+                break
+
     def finish(self) -> str:
         """Kill the child's whole tree, reap it and return its captured output."""
         processes.kill_tree(self.pid)
@@ -298,6 +306,7 @@ def run_submission(path: Path, suite_files: list[Path], cases: list[Case], limit
                 "cpu_seconds": limits.cpu_seconds,
                 "file_bytes": limits.file_bytes,
                 "open_files": limits.open_files,
+                "max_processes": limits.max_processes,
             }
             progress = _watch(_Child(job, workdir), by_key, remaining, limits, deadline, outcome, outputs)
             if progress == "done":
@@ -369,6 +378,7 @@ def _watch(
                     _record(event, outcome)
                     phase, phase_deadline = ("between", None), time.monotonic() + limits.startup_timeout
                 elif kind == "done":
+                    child.drain(1.0)
                     outputs.append(child.finish())
                     return "done"
     except _Overflow:

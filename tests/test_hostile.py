@@ -160,3 +160,53 @@ def test_timeouts_and_crashes_explain_themselves(hostile):
     assert exits and all("ended the process" in m or "before this test began" in m or "raised" in m for m in exits)
     syntax = graded["syntax_error"].outcome.cell_errors
     assert any("syntax error" in m for m in syntax.values())
+
+
+LEAK = '''
+def build_vocab(text):
+    import sys
+    paths = [m.__file__ for m in list(sys.modules.values()) if getattr(m, "__file__", "") and "suites" in m.__file__]
+    raise ValueError("\\n".join(open(p).read() for p in paths))
+'''
+
+NETNS = '''
+import os
+print("NETNS=" + os.readlink("/proc/self/ns/net"))
+'''
+
+
+def test_hidden_tests_never_reach_student_visible_output(tmp_path):
+    stage = get_stage(STAGE)
+    path = submission(STAGE, tmp_path, "leak", {"build_vocab": LEAK})
+    grade_many(stage, [path], tmp_path / "out", load_fixtures(stage, DEFAULT_DIR), FAST, progress=False)
+    visible = (tmp_path / "out" / "leak" / "results.json").read_text()
+    assert "raised ValueError" in visible
+    hidden = stage.suite_files[1].read_text()
+    for line in hidden.splitlines():
+        line = line.strip()
+        if len(line) >= 16 and not line.startswith(("import ", "from ", "#")):
+            assert json.dumps(line)[1:-1] not in visible, line
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a new network namespace needs root")
+def test_child_runs_without_the_graders_network(tmp_path):
+    stage = get_stage(STAGE)
+    path = submission(STAGE, tmp_path, "netns", extra_cells=[NETNS])
+    graded = grade_many(stage, [path], tmp_path / "out", load_fixtures(stage, DEFAULT_DIR), FAST, progress=False)
+    seen = [line for line in graded[0].outcome.output.splitlines() if line.startswith("NETNS=")]
+    assert seen and seen[0] != "NETNS=" + os.readlink("/proc/self/ns/net")
+
+
+def test_grading_is_deterministic(tmp_path):
+    stage = get_stage(STAGE)
+    fixtures = load_fixtures(stage, DEFAULT_DIR)
+    from autograder.mistakes import catalogue
+    from autograder.submissions import write_variant
+
+    mistake = next(m for m in catalogue(STAGE)[0] if m.qid == "get_batch")
+    path = write_variant(stage, mistake, tmp_path)
+    runs = []
+    for workers in (1, 2):
+        graded = grade_many(stage, [path] * 5, tmp_path / f"out{workers}", fixtures, FAST, workers=workers, progress=False)
+        runs += [[(r.key, r.score, r.message) for r in g.results] for g in graded]
+    assert len(runs) == 10 and all(run == runs[0] for run in runs)
