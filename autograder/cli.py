@@ -44,7 +44,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     fixtures = load_fixtures(stage, Path(args.fixtures) if args.fixtures else DEFAULT_DIR)
     limits = Limits(total_timeout=args.timeout, cell_timeout=min(Limits.cell_timeout, args.timeout))
     out = Path(args.out)
-    done = grade_many(stage, paths, out, fixtures, limits, workers=args.workers, progress=not args.quiet)
+    done = grade_many(stage, paths, out, fixtures, limits, workers=args.workers, progress=not args.quiet, show_hidden=args.show_hidden)
     if not args.quiet:
         print(score_table(done, stage.id))
         print(f"results: {out}/<submission>/results.json, gradebook: {out / 'grades.csv'}")
@@ -92,6 +92,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    print(write_report(Path(args.folder)))
+    print(f"written: {Path(args.folder) / 'report.md'}, {Path(args.folder) / 'report.png'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gptcourse", description="Build and grade the gptcourse notebooks.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -108,8 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--timeout", type=_positive(float), default=Limits.total_timeout, help="seconds allowed per submission (default: 600)")
     grade.add_argument("--fixtures", help="folder of fixture files (default: release/fixtures, rebuilt when stale)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    grade.add_argument("--show-hidden", action="store_true", help="include hidden-test results in each feedback.md (after the deadline)")
     grade.add_argument("files", nargs="*", help=".ipynb files (any name) or zips holding one notebook")
     grade.set_defaults(run=cmd_grade)
+
+    report = sub.add_parser("report", help="per-question pass rates and the most frequent failures of a graded class")
+    report.add_argument("folder", help="the --out folder of gptcourse grade")
+    report.set_defaults(run=cmd_report)
 
     demo = sub.add_parser("demo", help="build, then grade the bundled sample submissions of stage 01")
     demo.add_argument("--out", default="grades/demo", help="output folder (default: grades/demo)")

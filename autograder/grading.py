@@ -10,6 +10,7 @@ from typing import Any
 from tqdm import tqdm
 
 from . import processes
+from .feedback import feedback_markdown
 from .judge import TestResult, judge, scrub, secret_lines
 from .results import cell_notes, dump_json, gradebook_csv, gradescope_json, question_scores, write_atomic
 from .runner import Limits, Outcome, run_submission
@@ -21,6 +22,7 @@ class Graded:
     """One graded submission."""
 
     name: str
+    stage_id: str
     path: Path
     results: list[TestResult]
     outcome: Outcome
@@ -45,7 +47,7 @@ def grade_one(stage: Stage, path: Path, fixtures: dict[str, Any], limits: Limits
     secrets = hidden_secrets(stage.id)
     results = judge(cases, outcome, fixtures, secrets)
     outcome.cell_errors = {i: scrub(m, secrets) for i, m in outcome.cell_errors.items()}
-    return Graded(name or Path(path).stem, Path(path), results, outcome, time.monotonic() - start)
+    return Graded(name or Path(path).stem, stage.id, Path(path), results, outcome, time.monotonic() - start)
 
 
 def unique_names(paths: list[Path]) -> list[str]:
@@ -59,11 +61,14 @@ def unique_names(paths: list[Path]) -> list[str]:
     return names
 
 
-def write_results(graded: Graded, out_dir: Path) -> Path:
-    """Write ``out_dir/<name>/results.json`` atomically."""
-    doc = gradescope_json(graded.results, output=cell_notes(graded.outcome), execution_time=graded.seconds)
+def write_results(graded: Graded, out_dir: Path, show_hidden: bool = False) -> Path:
+    """Write ``out_dir/<name>/results.json`` and ``feedback.md`` atomically."""
+    notes = cell_notes(graded.outcome)
+    doc = gradescope_json(graded.results, output=notes, execution_time=graded.seconds)
     target = out_dir / graded.name / "results.json"
     write_atomic(target, dump_json(doc))
+    stage_id = graded.stage_id
+    write_atomic(out_dir / graded.name / "feedback.md", feedback_markdown(graded.name, stage_id, graded.results, notes, show_hidden))
     return target
 
 
@@ -75,6 +80,7 @@ def grade_many(
     limits: Limits,
     workers: int = 1,
     progress: bool = True,
+    show_hidden: bool = False,
 ) -> list[Graded]:
     """Grade every file, in parallel when ``workers > 1``; write each results.json and grades.csv.
 
@@ -88,7 +94,7 @@ def grade_many(
 
     def work(i: int) -> None:
         graded[i] = grade_one(stage, paths[i], fixtures, limits, names[i])
-        write_results(graded[i], out_dir)
+        write_results(graded[i], out_dir, show_hidden)
         bar.update(1)
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -97,7 +103,7 @@ def grade_many(
     processes.reap_strays()
     done = [g for g in graded if g is not None]
     for g in done:
-        write_results(g, out_dir)
+        write_results(g, out_dir, show_hidden)
     qids = [q for q, _ in questions(stage.id)]
     maxima = dict(questions(stage.id))
     rows = [(g.name, question_scores(g.results, qids)) for g in done]

@@ -51,3 +51,21 @@ def test_grade_writes_results_and_gradebook_for_any_file_name_and_zip(tmp_path):
             assert test["visibility"] in ("visible", "after_published")
             assert "all tests passed" not in test["output"].lower()
     assert "grading" in done.stderr  # the progress bar
+
+
+def test_feedback_and_class_report(tmp_path):
+    ref = submission(STAGE, tmp_path, "ref", base="reference")
+    empty = submission(STAGE, tmp_path, "empty", base="student")
+    out = tmp_path / "out"
+    assert gptcourse("grade", "--stage", STAGE, "--out", str(out), "--quiet", str(ref), str(empty)).returncode == 0
+    feedback = (out / "empty" / "feedback.md").read_text()
+    assert "Public tests: 0 of" in feedback and "not implemented yet" in feedback
+    assert "(hidden," not in feedback
+    assert gptcourse("grade", "--stage", STAGE, "--out", str(out), "--quiet", "--show-hidden", str(empty)).returncode == 0
+    assert "(hidden," in (out / "empty" / "feedback.md").read_text()
+    done = gptcourse("report", str(out))
+    assert done.returncode == 0, done.stderr
+    report = (out / "report.md").read_text()
+    assert "| build_vocab | 1/2 (50%)" in report and "not implemented yet" in report
+    assert (out / "report.png").stat().st_size > 1000
+    assert gptcourse("report", str(tmp_path / "nothing")).returncode == 2
