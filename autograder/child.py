@@ -20,7 +20,6 @@ output, and outputs are judged in the parent against data the child never sees.
 import builtins
 import json
 import os
-import random
 import resource
 import signal
 import sys
@@ -94,15 +93,6 @@ def _confine(job: dict) -> None:
             pass
 
 
-def _reseed(seed: int) -> None:
-    import numpy
-    import torch
-
-    random.seed(seed)
-    numpy.random.seed(seed)
-    torch.manual_seed(seed)
-
-
 def run_job(job: dict) -> None:
     """Run one submission's job in this (fresh) process, then exit without cleanup hooks."""
     events = os.fdopen(job["event_fd"], "w", buffering=1, encoding="utf-8")
@@ -133,7 +123,7 @@ def run_job(job: dict) -> None:
     submission = types.ModuleType("submission")
     submission.__dict__["__builtins__"] = builtins
     sys.modules["submission"] = submission
-    _reseed(0)
+    harness.reseed(0)
     skip = set(job.get("skip_cells", []))
     for cell in job["cells"]:
         if cell["index"] in skip:
@@ -157,7 +147,7 @@ def run_job(job: dict) -> None:
     names = harness.Namespace(submission.__dict__)
     for case in cases:
         emit(ev="case", key=case.key)
-        _reseed(1234)
+        harness.reseed(harness.CASE_SEED)
         timeout = min(case.timeout, job["case_timeout"]) if job.get("case_timeout") else case.timeout
         try:
             signal.setitimer(signal.ITIMER_REAL, timeout)

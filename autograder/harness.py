@@ -195,52 +195,124 @@ def describe_error(exc: BaseException) -> str:
     return f"raised {type(exc).__name__}: {text}{where}"
 
 
-def run_public(cases: list[Case], qid: str, names: dict[str, Any]) -> tuple[bool, str]:
-    """Run the public tests of one question against ``names``: (all passed, report)."""
-    mine = [c for c in cases if c.qid == qid]
-    if not mine:
-        return False, f"No public tests are registered for {qid!r}."
+CASE_SEED = 1234
+
+
+def reseed(seed: int) -> None:
+    """Seed every global random generator a test may touch (Python, NumPy, torch)."""
+    import random
+
+    import numpy
+
+    random.seed(seed)
+    numpy.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def run_cases(cases: list[Case], names: dict[str, Any], expected: dict[str, Any], reveal: bool) -> list[tuple[Case, bool, str]]:
+    """Run cases in this process, as grading does: reseeded, timed, judged.
+
+    ``expected`` maps case keys to fixture values for ``REFERENCE`` cases. The caller's
+    random states are restored afterwards, so a check cell does not disturb the notebook.
+    """
+    import random
+
+    import numpy
+
+    saved = (random.getstate(), numpy.random.get_state(), torch.get_rng_state())
     ns = Namespace(names)
+    out = []
+    try:
+        for case in cases:
+            reseed(CASE_SEED)
+            try:
+                start = time.perf_counter()
+                got = case.probe(ns)
+                if case.timed:
+                    got = {"output": got, "seconds": time.perf_counter() - start, "calibration": calibrate()}
+            except Exception as exc:  # a student's error is a failed test, not a crash of the check
+                out.append((case, False, describe_error(exc)))
+                continue
+            want = expected.get(case.key) if case.expected is REFERENCE else case.expected
+            try:
+                verdict = case.check(got, want, reveal)
+            except Exception as exc:  # an output of a shape no check expects
+                out.append((case, False, f"the output could not be compared ({type(exc).__name__})"))
+                continue
+            out.append((case, verdict.passed, verdict.message))
+    finally:
+        random.setstate(saved[0])
+        numpy.random.set_state(saved[1])
+        torch.set_rng_state(saved[2])
+    return out
+
+
+def _report(qid: str, kind: str, outcomes: list[tuple[Case, bool, str]]) -> list[str]:
     lines = []
-    passed = 0
-    for case in mine:
-        try:
-            start = time.perf_counter()
-            got = case.probe(ns)
-            if case.timed:
-                got = {"output": got, "seconds": time.perf_counter() - start, "calibration": calibrate()}
-        except Exception as exc:  # a student's error is a failed test, not a crash of the check
-            ok, message = False, describe_error(exc)
-        else:
-            verdict = case.check(got, case.expected, True)
-            ok, message = verdict.passed, verdict.message
-        passed += ok
-        mark = "ok  " if ok else "FAIL"
-        lines.append(f"  [{mark}] {case.name}")
+    for case, ok, message in outcomes:
+        lines.append(f"  [{'ok  ' if ok else 'FAIL'}] {case.name}")
         if not ok and message:
             lines.extend("         " + line for line in message.splitlines())
+    return lines
+
+
+def run_public(cases: list[Case], qid: str, names: dict[str, Any]) -> tuple[bool, str, float]:
+    """Run the public tests of one question against ``names``: (all passed, report, points)."""
+    mine = [c for c in cases if c.qid == qid]
+    if not mine:
+        return False, f"No public tests are registered for {qid!r}.", 0.0
+    outcomes = run_cases(mine, names, {}, True)
+    passed = sum(ok for _, ok, _ in outcomes)
     if passed == len(mine):
         head = f"{qid}: public tests passed ({passed}/{len(mine)}). Hidden tests are run when your work is graded."
     else:
         head = f"{qid}: {len(mine) - passed} of {len(mine)} public tests failed."
-    return passed == len(mine), "\n".join([head, *lines])
+    points = sum(c.points for c, ok, _ in outcomes if ok)
+    return passed == len(mine), "\n".join([head, *_report(qid, "public", outcomes)]), points
 
 
-def check(qid: str, names: dict[str, Any] | None = None, strict: bool = False) -> None:
+def run_hidden(qid: str, hidden_source: str, expected_json: str, names: dict[str, Any] | None = None) -> float:
+    """Run the hidden tests of ``qid`` in this kernel (nbgrader's grade cells); return the points.
+
+    ``hidden_source`` is the stage's hidden test file and ``expected_json`` the reference
+    outputs of its fixture cases, both placed by the build inside nbgrader's hidden-test
+    region. This runs in the student's kernel, as everything does under nbgrader.
+    """
+    import json
+
+    if names is None:
+        names = sys._getframe(1).f_globals
+    space = dict(globals())
+    code = "\n".join(line for line in hidden_source.splitlines() if not line.startswith(("from autograder", "import autograder")))
+    exec(compile(code, "hidden tests", "exec"), space)
+    decoder = globals().get("decode")  # the codec is part of the notebook's harness module
+    if decoder is None:
+        from autograder.codec import decode as decoder
+    expected = {key: decoder(value) for key, value in json.loads(expected_json).items()}
+    mine = [c for c in space["suite"].cases if c.qid == qid]
+    outcomes = run_cases(mine, names, expected, False)
+    print(f"{qid}: {sum(ok for _, ok, _ in outcomes)} of {len(mine)} hidden tests passed.")
+    print("\n".join(_report(qid, "hidden", outcomes)))
+    return sum(c.points for c, ok, _ in outcomes if ok)
+
+
+def check(qid: str, names: dict[str, Any] | None = None, strict: bool = False, points: bool = False) -> float | None:
     """Notebook entry point: print the public-test report of question ``qid``.
 
     It looks the student's functions up in the calling notebook's globals, so it works
     whatever the notebook file is called and needs no package beyond torch. With
-    ``strict`` (nbgrader's grade cells) a failed test raises ``AssertionError``.
+    ``strict`` a failed test raises ``AssertionError``; with ``points`` the points earned
+    are returned (nbgrader's grade cells add the hidden tests' points to them).
     """
     if names is None:
         names = sys._getframe(1).f_globals
     # In a notebook the build runs this file, the checks and the stage's public tests
     # as one module, so the stage's public suite is the global ``suite`` here.
-    ok, report = run_public(globals()["suite"].cases, qid, names)
+    ok, report, earned = run_public(globals()["suite"].cases, qid, names)
     print(report)
     if strict and not ok:
         raise AssertionError(f"{qid}: some public tests failed")
+    return earned if points else None
 
 
 def load_suite(path: str, module_name: str) -> Suite:

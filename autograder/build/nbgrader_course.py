@@ -2,26 +2,39 @@
 
 The source notebook has nbgrader's cell metadata: the harness and given code locked,
 each stub a solution cell (the reference between ``### BEGIN SOLUTION`` and
-``### END SOLUTION``), each check cell an autograded test cell worth its question's
-public points. See the README for what nbgrader itself cannot guarantee.
+``### END SOLUTION``), and each question's check cell an autograded test cell worth
+the whole question. That cell runs the public tests and, inside nbgrader's hidden-test
+region, the same hidden tests as the grading engine with the same expected values; it
+ends with the points earned, which nbgrader reads as partial credit. Demonstration and
+training cells do nothing while nbgrader grades (``NBGRADER_EXECUTION`` is set).
+See the README for what nbgrader itself cannot guarantee.
 """
 
 import copy
+import json
+import textwrap
 from pathlib import Path
 
 from .. import notebook as nbtags
-from ..stages import Stage, load_cases
-from .notebooks import make_notebook, write_notebook
+from ..fixtures import DEFAULT_DIR
+from ..stages import Stage, load_cases, questions
+from .notebooks import harness_source, make_notebook, write_notebook
 from .stubs import make_stub, reference_source
 
 CONFIG = """\
 # nbgrader configuration for the gptcourse stages (made by `gptcourse build`).
 c = get_config()
 c.CourseDirectory.course_id = "gptcourse"
-c.CourseDirectory.root = "."
-c.Execute.timeout = 120          # seconds per cell
+c.Execute.timeout = 300          # seconds per cell: the hidden tests of a question run in one cell
 c.Execute.interrupt_on_timeout = True
+c.Execute.kernel_name = "python3"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
+"""
+
+SKIP_WHILE_GRADING = """\
+# This demonstration is skipped while nbgrader grades the notebook.
+import os as _os
+if not _os.environ.get("NBGRADER_EXECUTION"):
 """
 
 
@@ -32,35 +45,55 @@ def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked:
     return meta
 
 
-def nbgrader_notebook(stage: Stage) -> dict:
+def grade_cell_source(stage: Stage, qid: str, fixture_values: dict) -> str:
+    """Public tests, then the hidden tests in nbgrader's hidden region; the points last."""
+    hidden = stage.suite_files[1].read_text(encoding="utf-8")
+    keys = [c.key for c in load_cases(stage.id) if c.qid == qid and not c.public]
+    expected = json.dumps({k: fixture_values[k] for k in keys if k in fixture_values}, sort_keys=True)
+    if "'''" in hidden:
+        raise ValueError(f"{stage.suite_files[1]} must not contain three single quotes in a row")
+    return (
+        f'_points = check("{qid}", points=True)\n'
+        "### BEGIN HIDDEN TESTS\n"
+        f'_points += _gptcourse.run_hidden("{qid}", r\'\'\'{hidden}\'\'\', r\'\'\'{expected}\'\'\', globals())\n'
+        "### END HIDDEN TESTS\n"
+        "_points"
+    )
+
+
+def nbgrader_notebook(stage: Stage, fixture_file: Path) -> dict:
     """The instructor's nbgrader source notebook of a stage."""
     nb = copy.deepcopy(make_notebook(stage, "reference"))
-    public_points: dict[str, float] = {}
-    for case in load_cases(stage.id):
-        if case.public:
-            public_points[case.qid] = public_points.get(case.qid, 0.0) + case.points
+    fixture_values = json.loads(Path(fixture_file).read_text(encoding="utf-8"))["values"]
+    worth = dict(questions(stage.id))
     for index, cell in enumerate(nb["cells"]):
         tags = cell.get("metadata", {}).get("tags", [])
-        grade_id = f"cell-{index:03d}"
         if cell["cell_type"] != "code":
             continue
-        if nbtags.TAG_STUB in tags:
+        if nbtags.TAG_HARNESS in tags:
+            cell["source"] = harness_source(stage, with_codec=True)
+            cell["metadata"]["nbgrader"] = _meta(f"cell-{index:03d}", locked=True)
+        elif nbtags.TAG_STUB in tags:
             name = cell["metadata"]["gptcourse"]["name"]
             cell["source"] = make_stub(reference_source(stage.module, name), name, solution_region=True).rstrip("\n")
             cell["metadata"]["nbgrader"] = _meta(f"{name}-solution", solution=True)
         elif nbtags.TAG_CHECK in tags:
             qid = cell["source"].split('"')[1]
-            cell["source"] = f'check("{qid}", strict=True)'
-            cell["metadata"]["nbgrader"] = _meta(f"{qid}-public", grade=True, locked=True, points=public_points.get(qid, 0))
-        elif nbtags.TAG_HARNESS in tags or nbtags.TAG_GIVEN in tags:
-            cell["metadata"]["nbgrader"] = _meta(grade_id, locked=True)
+            cell["source"] = grade_cell_source(stage, qid, fixture_values)
+            cell["metadata"]["nbgrader"] = _meta(f"{qid}-tests", grade=True, locked=True, points=worth[qid])
+        elif nbtags.TAG_GIVEN in tags:
+            cell["metadata"]["nbgrader"] = _meta(f"cell-{index:03d}", locked=True)
+        elif nbtags.TAG_DEMO in tags or nbtags.TAG_TRAIN in tags:
+            cell["source"] = SKIP_WHILE_GRADING + textwrap.indent(cell["source"], "    ")
     return nb
 
 
-def build_nbgrader_course(stage: Stage, course_dir: Path) -> Path:
-    """Write the config (once) and the stage's source notebook; return the notebook's path."""
+def build_nbgrader_course(stage: Stage, course_dir: Path, fixture_file: Path = DEFAULT_DIR) -> Path:
+    """Write the config and the stage's source notebook; return the notebook's path."""
     course_dir.mkdir(parents=True, exist_ok=True)
     (course_dir / "nbgrader_config.py").write_text(CONFIG, encoding="utf-8")
     path = course_dir / "source" / stage.id / f"{stage.id}.ipynb"
-    write_notebook(nbgrader_notebook(stage), path)
+    if Path(fixture_file).is_dir():
+        fixture_file = Path(fixture_file) / f"{stage.id}.json"
+    write_notebook(nbgrader_notebook(stage, fixture_file), path)
     return path

@@ -35,9 +35,13 @@ def _strip_engine_imports(text: str) -> str:
     return "\n".join(kept)
 
 
-def harness_source(stage: Stage) -> str:
-    """The check harness cell: checks, harness and the stage's public tests as one module."""
+def harness_source(stage: Stage, with_codec: bool = False) -> str:
+    """The check harness cell: checks, harness and the stage's public tests as one module.
+
+    ``with_codec`` adds the codec, which nbgrader's hidden tests need to read fixtures.
+    """
     parts = [
+        *([(ENGINE / "codec.py").read_text(encoding="utf-8")] if with_codec else []),
         (ENGINE / "checks.py").read_text(encoding="utf-8"),
         (ENGINE / "harness.py").read_text(encoding="utf-8"),
         (SUITES / stage.id / "public.py").read_text(encoding="utf-8"),

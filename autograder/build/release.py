@@ -30,4 +30,4 @@ def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
         build_fixtures(stage, fixtures)
     log(f"{stage.id}: fixtures -> {target}{'' if stale else ' (up to date)'}")
     log(f"{stage.id}: Gradescope autograder -> {build_gradescope_zip(stage, out / 'gradescope', target)}")
-    log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader')}")
+    log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader', target)}")
