@@ -1,5 +1,6 @@
 """The build: deterministic notebooks, a committed release that matches, nothing secret released."""
 
+import ast
 import json
 import re
 import subprocess
@@ -13,6 +14,7 @@ from autograder.build.notebooks import dumps_notebook, make_notebook
 from autograder.build.source import SourceError, parse_source
 from autograder.build.stubs import make_stub
 from autograder.fixtures import DEFAULT_DIR
+from autograder.notebook import TAG_GIVEN
 from autograder.stages import ROOT, available_stages
 
 STAGES = available_stages()
@@ -30,29 +32,45 @@ def test_same_sources_give_identical_notebooks(stage):
     assert dumps_notebook(make_notebook(stage, "student")) == dumps_notebook(make_notebook(stage, "student"))
 
 
+def _statement(line: str) -> bool:
+    """A line that is a whole statement on its own (not ``raise X(`` or ``with y:``)."""
+    try:
+        ast.parse(line)
+    except SyntaxError:
+        return False
+    return True
+
+
 def _body_lines(source: str) -> set[str]:
-    """Non-trivial lines of a reference's code (docstrings and short lines left out)."""
+    """Specific lines of a reference's code: whole statements, docstrings and short lines left out."""
     stub = make_stub(source, "x")
     stub_lines = {line.strip() for line in stub.splitlines()}
-    return {line.strip() for line in source.splitlines() if len(line.strip()) >= 16 and line.strip() not in stub_lines}
+    return {line.strip() for line in source.splitlines() if len(line.strip()) >= 16 and line.strip() not in stub_lines and _statement(line.strip())}
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
 def test_release_holds_no_solution_hidden_test_or_expected_value(stage):
+    """No line of a reference body or of the hidden tests, and no expected value, is released.
+
+    Lines that the notebook gives on purpose (given code, earlier stages' references) and
+    lines the public tests share with the hidden ones are not secrets.
+    """
     from autograder.build.stubs import reference_source
 
     released = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in (ROOT / "release" / "student" / stage.id).rglob("*") if p.is_file())
     notebook = json.loads((ROOT / "release" / "student" / stage.id / f"{stage.id}.ipynb").read_text(encoding="utf-8"))
     code = "\n".join(cell["source"] for cell in notebook["cells"])
+    given = {line.strip() for cell in notebook["cells"] if TAG_GIVEN in cell["metadata"].get("tags", []) for line in cell["source"].splitlines()}
+    public = {line.strip() for line in stage.suite_files[0].read_text(encoding="utf-8").splitlines()}
     stubs = [b.arg for b in parse_source(stage.source) if b.kind == "stub"]
     assert stubs
     for name in stubs:
-        for line in _body_lines(reference_source(stage.module, name)):
+        for line in _body_lines(reference_source(stage.module, name)) - given:
             assert line not in code, f"solution line of {name} released: {line!r}"
     hidden = (stage.suite_files[1]).read_text(encoding="utf-8")
     for line in hidden.splitlines():
         line = line.strip()
-        if len(line) >= 24 and not line.startswith(("#", "from ", "import ", '"""')):
+        if len(line) >= 24 and not line.startswith(("#", "from ", "import ", '"""')) and _statement(line) and line not in public | given:
             assert line not in code, f"hidden test line released: {line!r}"
     fixture = DEFAULT_DIR / f"{stage.id}.json"
     if fixture.exists():
