@@ -1,0 +1,129 @@
+"""Training presets: the model size and the optimisation recipe of a `gptcourse train` run.
+
+- ``cpu``: a laptop or small-server CPU. Tuned and measured on a 2-core AMD EPYC (Zen 3)
+  virtual machine to reach Tiny Shakespeare validation loss <= 1.88 in less time than
+  nanoGPT's CPU recipe (4x4x128, block 64, batch 12, 2000 iterations), measured side by
+  side in ``benchmarks/train_vs_nanogpt.py`` (see ``benchmarks/RESULTS_training.md``).
+- ``gpu``: one large GPU (e.g. an H100), nanoGPT's Shakespeare-char recipe (6 layers,
+  6 heads, 384 wide, block 256, batch 64, dropout 0.2, 5000 steps) with bf16 autocast
+  and ``torch.compile``; it targets validation loss <= 1.47 within 3 minutes.
+- ``tiny``: about a minute on a CPU, on the offline default corpus (``make demo``).
+
+Every field can be overridden from the command line where an option exists
+(``--steps``, ...) or by ``dataclasses.replace`` from Python.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Everything a training run needs besides the data and the device."""
+
+    name: str
+    # the model (solutions.gpt.GPTConfig)
+    n_layer: int
+    n_head: int
+    n_embd: int
+    block_size: int
+    dropout: float = 0.0
+    # optimisation
+    batch_size: int = 32  # the global batch (split over the processes under DDP)
+    steps: int = 1000
+    lr: float = 1e-3
+    min_lr: float = 1e-4  # the cosine decays from lr to min_lr
+    warmup: int = 100
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.99
+    grad_clip: float | None = 1.0
+    # evaluation and logging
+    eval_interval: int = 250
+    eval_iters: int = 20  # batches of batch_size windows per evaluation and split
+    sample_tokens: int = 300  # printed at the end of the run
+    # execution
+    seed: int = 1337
+    threads: int | None = None  # torch.set_num_threads on CPU (None: leave torch's default)
+    autocast: str | None = None  # "bf16": bfloat16 autocast on CUDA (ignored elsewhere)
+    compile: bool = False  # torch.compile the model (CUDA only; never on CPU, see below)
+    corpus: str = "shakespeare"  # the corpus used when --corpus is not given
+
+    def replace(self, **changes) -> "Preset":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.batch_size * self.block_size
+
+
+# cpu: measured on this project's 2-core machine (benchmarks/RESULTS_training.md). Changes
+# from nanoGPT's CPU recipe, each measured: PLACEHOLDER
+CPU = Preset(
+    name="cpu",
+    n_layer=4,
+    n_head=4,
+    n_embd=128,
+    block_size=64,
+    batch_size=12,
+    steps=2000,
+    lr=1e-3,
+    min_lr=1e-4,
+    warmup=100,
+    eval_interval=250,
+    eval_iters=20,
+    threads=2,
+)
+
+# gpu: nanoGPT's config/train_shakespeare_char.py (val 1.4697 after 5000 iterations on an
+# A100 in about 3 minutes with torch.compile and flash attention). The course model has
+# hand-written attention and LayerNorm, so torch.compile (which fuses them) matters here;
+# bf16 autocast and TF32 matmuls are turned on for CUDA by the loop.
+GPU = Preset(
+    name="gpu",
+    n_layer=6,
+    n_head=6,
+    n_embd=384,
+    block_size=256,
+    dropout=0.2,
+    batch_size=64,
+    steps=5000,
+    lr=1e-3,
+    min_lr=1e-4,
+    warmup=100,
+    beta2=0.99,
+    eval_interval=250,
+    eval_iters=200,
+    autocast="bf16",
+    compile=True,
+)
+
+# tiny: about a minute on a 2-core CPU, on the offline default corpus (Python docstrings)
+TINY = Preset(
+    name="tiny",
+    n_layer=2,
+    n_head=4,
+    n_embd=64,
+    block_size=64,
+    batch_size=16,
+    steps=600,
+    lr=3e-3,
+    min_lr=3e-4,
+    warmup=30,
+    eval_interval=200,
+    eval_iters=10,
+    sample_tokens=300,
+    threads=2,
+    corpus="default",
+)
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (CPU, GPU, TINY)}
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}: choose one of {', '.join(PRESETS)}") from None
