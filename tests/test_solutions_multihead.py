@@ -6,7 +6,7 @@ import torch.nn as nn
 
 from solutions.multihead import MultiHeadAttention, merge_heads, split_heads
 
-B, T, C, H = 3, 5, 12, 4  # all different, so a swapped axis shows up
+B, T, C, H = 3, 5, 24, 4  # all different (and D = 6), so a swapped axis shows up
 
 
 def copy_into_torch(mha: MultiHeadAttention) -> nn.MultiheadAttention:
