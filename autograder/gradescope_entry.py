@@ -3,22 +3,30 @@
 Grades the notebook in ``ROOT/submission`` with the suites and fixtures shipped in the
 zip, then writes ``ROOT/results/results.json`` once every process the submission
 started is gone. ``ROOT`` is ``/autograder`` on Gradescope; tests point it elsewhere.
+The stage and its settings (hidden-test visibility, rate limit) come from the zip's
+``gptcourse.json``. ``--self-check`` (the end of ``setup.sh``) grades an empty
+notebook, so that a broken image fails when it is built, not at a first submission.
 """
 
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from . import codec, processes
-from .harness import load_suite
+from .gradescope_settings import GradescopeSettings, read_shipped
+from .harness import Case, load_suite
 from .judge import judge, scrub, secret_lines
 from .notebook import SubmissionError
+from .rate_limit import check_rate_limit
 from .results import cell_notes, dump_json, gradescope_json, write_atomic
 from .runner import Limits, Outcome, run_submission
 
 HERE = Path(__file__).resolve().parent
+SOURCE = HERE.parent
+TORCH_VERSION = "2.13.0+cpu"
 
 
 def find_submission(folder: Path) -> tuple[Path | None, str]:
@@ -32,33 +40,88 @@ def find_submission(folder: Path) -> tuple[Path | None, str]:
     return notebooks[0], ""
 
 
+class StageFiles:
+    """The shipped suites and fixtures of one stage."""
+
+    def __init__(self, stage: str, source: Path = SOURCE) -> None:
+        suites = source / "autograder" / "suites" / stage
+        self.suite_files = [suites / "public.py", suites / "hidden.py"]
+        self.cases: list[Case] = []
+        for index, path in enumerate(self.suite_files):
+            self.cases.extend(load_suite(str(path), f"gptcourse_suite_{index}").cases)
+        doc = json.loads((source / "fixtures" / f"{stage}.json").read_text(encoding="utf-8"))
+        self.fixtures = {key: codec.decode(value) for key, value in doc["values"].items()}
+        self.secrets = secret_lines([self.suite_files[1].read_text(encoding="utf-8")])
+
+
+def grade(root: Path, files: StageFiles, settings: GradescopeSettings, limits: Limits | None = None) -> dict:
+    """Grade ``root/submission`` and return the results.json document (not yet written)."""
+    start = time.monotonic()
+    submission, note = find_submission(root / "submission")
+    if submission is None:
+        outcome = Outcome(errors={c.key: "no notebook was submitted" for c in files.cases}, fatal=note)
+    else:
+        try:
+            outcome = run_submission(submission, files.suite_files, files.cases, limits or Limits())
+        except SubmissionError as exc:
+            outcome = Outcome(errors={c.key: str(exc) for c in files.cases}, fatal=str(exc))
+    results = judge(files.cases, outcome, files.fixtures, files.secrets)
+    outcome.cell_errors = {i: scrub(m, files.secrets) for i, m in outcome.cell_errors.items()}
+    processes.reap_strays()
+    notes = "\n".join(x for x in (note, cell_notes(outcome)) if x)
+    return gradescope_json(results, output=notes, execution_time=time.monotonic() - start, hidden_visibility=settings.hidden_visibility)
+
+
+def read_metadata(root: Path) -> dict:
+    """``submission_metadata.json`` (an empty document when missing or unreadable)."""
+    try:
+        doc = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def self_check(settings: GradescopeSettings) -> int:
+    """Check the environment and grade an empty notebook; non-zero when anything is wrong."""
+    import torch
+
+    problems = []
+    if torch.__version__ != TORCH_VERSION or torch.version.cuda is not None:
+        problems.append(f"torch {torch.__version__} (CUDA {torch.version.cuda}) is installed; the fixtures need {TORCH_VERSION}")
+    files = StageFiles(settings.stage)
+    with tempfile.TemporaryDirectory(prefix="gptcourse-selfcheck-") as tmp:
+        root = Path(tmp)
+        (root / "submission").mkdir()
+        empty = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "x = 1"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        (root / "submission" / "empty.ipynb").write_text(json.dumps(empty), encoding="utf-8")
+        doc = grade(root, files, settings)
+    if len(doc["tests"]) != len(files.cases) or doc["score"] != 0:
+        problems.append(f"grading an empty notebook gave {doc['score']} points over {len(doc['tests'])} tests")
+    if "could not be graded" in doc["output"]:
+        problems.append(doc["output"])
+    for problem in problems:
+        print(f"autograder self-check FAILED: {problem}", file=sys.stderr)
+    if not problems:
+        worth = sum(c.points for c in files.cases)
+        print(f"autograder ready: {settings.stage}, {len(files.cases)} tests worth {worth:g} points, torch {torch.__version__}")
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--root", type=Path, default=Path("/autograder"))
-    parser.add_argument("--stage", required=True)
+    parser.add_argument("--settings", type=Path, default=SOURCE / "gptcourse.json", help="the zip's gptcourse.json")
+    parser.add_argument("--self-check", action="store_true", help="check the environment, grade an empty notebook, exit")
     args = parser.parse_args(argv)
-    start = time.monotonic()
+    settings = read_shipped(args.settings)
     processes.become_subreaper()
-    suite_files = [HERE / "suites" / args.stage / "public.py", HERE / "suites" / args.stage / "hidden.py"]
-    cases = []
-    for index, path in enumerate(suite_files):
-        cases.extend(load_suite(str(path), f"gptcourse_suite_{index}").cases)
-    fixture_doc = json.loads((HERE.parent / "fixtures" / f"{args.stage}.json").read_text(encoding="utf-8"))
-    fixtures = {key: codec.decode(value) for key, value in fixture_doc["values"].items()}
-    submission, note = find_submission(args.root / "submission")
-    if submission is None:
-        outcome = Outcome(errors={c.key: "no notebook was submitted" for c in cases}, fatal=note)
+    if args.self_check:
+        return self_check(settings)
+    limited = check_rate_limit(read_metadata(args.root), settings)
+    if limited is not None:
+        doc = limited.doc
     else:
-        try:
-            outcome = run_submission(submission, suite_files, cases, Limits())
-        except SubmissionError as exc:
-            outcome = Outcome(errors={c.key: str(exc) for c in cases}, fatal=str(exc))
-    secrets = secret_lines([suite_files[1].read_text(encoding="utf-8")])
-    results = judge(cases, outcome, fixtures, secrets)
-    outcome.cell_errors = {i: scrub(m, secrets) for i, m in outcome.cell_errors.items()}
-    processes.reap_strays()
-    notes = "\n".join(x for x in (note, cell_notes(outcome)) if x)
-    doc = gradescope_json(results, output=notes, execution_time=time.monotonic() - start)
+        doc = grade(args.root, StageFiles(settings.stage), settings)
     write_atomic(args.root / "results" / "results.json", dump_json(doc))
     print(doc["output"].splitlines()[0])
     return 0

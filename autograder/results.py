@@ -34,7 +34,15 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def summary_line(results: list[TestResult]) -> str:
+WHEN_SHOWN = {
+    "after_published": "are scored after the deadline; you see them when grades are published",
+    "after_due_date": "are scored after the deadline; you see them after the due date",
+    "hidden": "are scored after the deadline; only your instructor sees them",
+    "visible": "count towards your score now",
+}
+
+
+def summary_line(results: list[TestResult], hidden_visibility: str = HIDDEN_VISIBILITY) -> str:
     """The visible line that says what the public tests were worth and what comes later."""
     public = [r for r in results if r.public]
     hidden = [r for r in results if not r.public]
@@ -42,7 +50,7 @@ def summary_line(results: list[TestResult]) -> str:
     worth = sum(r.max_score for r in public)
     line = f"Public tests: {earned:g} of {worth:g} points."
     if hidden:
-        line += f" Hidden tests ({sum(r.max_score for r in hidden):g} points) are scored after the deadline."
+        line += f" Hidden tests ({sum(r.max_score for r in hidden):g} points) {WHEN_SHOWN.get(hidden_visibility, WHEN_SHOWN['hidden'])}."
     return line
 
 
@@ -68,7 +76,7 @@ def gradescope_json(
         )
     doc = {
         "score": round(sum(r.score for r in results), 6),
-        "output": "\n".join(x for x in (summary_line(results), output) if x),
+        "output": "\n".join(x for x in (summary_line(results, hidden_visibility), output) if x),
         "stdout_visibility": "hidden",
         "tests": tests,
     }

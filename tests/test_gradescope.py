@@ -1,46 +1,234 @@
-"""The Gradescope zip, unpacked into a root laid out like Gradescope's and run as Gradescope would."""
+"""The Gradescope zip: otter-grader's layout, a lean environment, and the same scores as
+``gptcourse grade`` when unpacked into a root laid out like Gradescope's and run as
+Gradescope runs it, and when graded by the real ``otter run -a <zip>``.
+
+Each Gradescope run starts Python and torch afresh (seconds), so the catalogue test grades
+one mistake per question; ``GPTCOURSE_FULL_E2E=1`` makes it grade the whole catalogue."""
 
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
-from autograder.stages import ROOT
+from autograder.build.gradescope import build_gradescope_zip
+from autograder.fixtures import DEFAULT_DIR, load_fixtures
+from autograder.gradescope_settings import GradescopeSettings
+from autograder.grading import grade_many
+from autograder.runner import Limits
+from autograder.stages import get_stage
 
 from conftest import submission
 
 STAGE = "01_tokenisation"
+OTTER = Path(sys.executable).parent / "otter"
+CHEATS = '''
+import torch, numpy
+torch.allclose = lambda *a, **k: True
+torch.equal = lambda *a, **k: True
+numpy.allclose = lambda *a, **k: True
+try:  # otter's own test runner, had it been running in this process
+    import otter.test_files.abstract_test as _t
+    _t.TestFile.passed_all = property(lambda self: True)
+    _t.TestFile.score = property(lambda self: self.possible)
+except Exception:
+    pass
+'''
+DETACHED_WRITER = '''
+import subprocess, sys
+fake = '{{"score": 999, "tests": [{{"name": "build_vocab: fake", "score": 999, "max_score": 1}}]}}'
+code = "import time\\nfor _ in range(100):\\n    try:\\n        open({target!r}, 'w').write(%r)\\n    except OSError:\\n        pass\\n    time.sleep(0.1)" % fake
+subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+'''
+EXIT = "import os\nos._exit(0)"
 
 
 @pytest.fixture(scope="module")
-def autograder_zip(tmp_path_factory):
-    out = tmp_path_factory.mktemp("release")
-    subprocess.run([sys.executable, "-m", "autograder.cli", "build", "--out", str(out), "--stages", STAGE], check=True, capture_output=True)
-    return out / "gradescope" / f"{STAGE}.zip"
+def autograder_zip(tmp_path_factory) -> Path:
+    stage = get_stage(STAGE)
+    load_fixtures(stage, DEFAULT_DIR)
+    return build_gradescope_zip(stage, tmp_path_factory.mktemp("gradescope"), DEFAULT_DIR / f"{STAGE}.json")
 
 
-@pytest.mark.parametrize("variant,full", [("reference", True), ("student", False)])
-def test_run_autograder_writes_results(autograder_zip, tmp_path, variant, full):
-    root = tmp_path / "autograder"
+def make_root(autograder_zip: Path, folder: Path, notebook: Path | None = None, metadata: dict | None = None) -> Path:
+    """A directory laid out like Gradescope's /autograder, with the zip unpacked in source/."""
+    root = folder / "autograder"
     with zipfile.ZipFile(autograder_zip) as archive:
         archive.extractall(root / "source")
     for name in ("run_autograder", "setup.sh"):
         os.chmod(root / "source" / name, 0o755)
     (root / "submission").mkdir()
     (root / "results").mkdir()
-    (root / "submission_metadata.json").write_text(json.dumps({"previous_submissions": []}))
-    sub = submission(STAGE, tmp_path, "whatever-name", base=variant)
-    shutil.copy(sub, root / "submission" / "whatever-name.ipynb")
+    (root / "submission_metadata.json").write_text(json.dumps(metadata or {"previous_submissions": []}))
+    if notebook is not None:
+        shutil.copy(notebook, root / "submission" / notebook.name)
+    return root
+
+
+def run_autograder(root: Path) -> tuple[dict, subprocess.CompletedProcess]:
+    """Run the zip's run_autograder as Gradescope does, with the root moved by GRADESCOPE_ROOT."""
     env = dict(os.environ, GRADESCOPE_ROOT=str(root), GPTCOURSE_PYTHON=sys.executable)
-    done = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=600)
+    return json.loads((root / "results" / "results.json").read_text()), done
+
+
+def per_test(doc: dict) -> dict[str, float]:
+    return {t["name"]: t["score"] for t in doc["tests"]}
+
+
+def engine_scores(graded) -> dict[str, float]:
+    return {r.key: r.score for r in graded.results}
+
+
+def test_zip_has_otters_layout_and_no_reference_code(autograder_zip):
+    with zipfile.ZipFile(autograder_zip) as archive:
+        names = set(archive.namelist())
+        modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in archive.infolist()}
+        text = {n: archive.read(n).decode() for n in names}
+    assert {"setup.sh", "run_autograder", "run_otter.py", "requirements.txt", "environment.yml", "otter_config.json", "gptcourse.json"} <= names
+    assert any(n.startswith("tests/") for n in names)
+    assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111
+    assert not any(n.startswith("solutions") or "/solutions/" in n for n in names)
+    assert not any("def build_vocab" in body for body in text.values())  # the reference's code is not shipped
+    from otter.run import AutograderConfig
+
+    config = AutograderConfig(json.loads(text["otter_config.json"]))  # otter's own validation
+    assert config.plugins == ["autograder.otter_plugin.GptcoursePlugin"] and config.show_hidden
+    assert json.loads(text["gptcourse.json"]) == {"stage": STAGE, "hidden_visibility": "after_published"}
+
+
+def test_environment_is_lean_and_pinned_and_setup_fails_early(autograder_zip):
+    import yaml
+
+    with zipfile.ZipFile(autograder_zip) as archive:
+        setup = archive.read("setup.sh").decode()
+        requirements = archive.read("requirements.txt").decode().splitlines()
+        environment = yaml.safe_load(archive.read("environment.yml"))
+    assert requirements == ["--extra-index-url https://download.pytorch.org/whl/cpu", "torch==2.13.0+cpu", "numpy==2.4.6"]
+    assert "python=3.11" in environment["dependencies"]
+    assert {"pip": requirements} in environment["dependencies"]
+    assert "set -euo pipefail" in setup.splitlines()[:6]
+    assert "import torch, numpy, autograder.gradescope_entry" in setup.rstrip().splitlines()[-1]
+    assert "entry.main(['--self-check'])" in setup.rstrip().splitlines()[-1]
+    everything = (setup + json.dumps(environment)).lower()
+    for unwanted in ("playwright", "chromium", "texlive", "pandoc", "otter-grader", "cu12", "cuda"):
+        assert unwanted not in everything
+    assert subprocess.run(["bash", "-n"], input=setup, text=True).returncode == 0
+
+
+def test_zip_bytes_are_deterministic(autograder_zip, tmp_path):
+    again = build_gradescope_zip(get_stage(STAGE), tmp_path, DEFAULT_DIR / f"{STAGE}.json")
+    assert again.read_bytes() == autograder_zip.read_bytes()
+
+
+def test_settings_reach_the_zip(tmp_path):
+    settings = GradescopeSettings(STAGE, hidden_visibility="hidden", max_submissions=3, window_hours=12)
+    target = build_gradescope_zip(get_stage(STAGE), tmp_path, DEFAULT_DIR / f"{STAGE}.json", settings=settings)
+    with zipfile.ZipFile(target) as archive:
+        shipped = json.loads(archive.read("gptcourse.json"))
+        otter_config = json.loads(archive.read("otter_config.json"))
+    assert shipped == {"stage": STAGE, "hidden_visibility": "hidden", "rate_limit": {"max_submissions": 3, "window_hours": 12}}
+    assert otter_config["show_hidden"] is False
+
+
+@pytest.mark.slow
+def test_self_check_passes_and_catches_a_broken_package(autograder_zip, tmp_path):
+    root = make_root(autograder_zip, tmp_path / "good")
+    check = [sys.executable, "-m", "autograder.gradescope_entry", "--self-check"]
+    done = subprocess.run(check, cwd=root / "source", capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    doc = json.loads((root / "results" / "results.json").read_text())
-    total = sum(t["max_score"] for t in doc["tests"])
-    assert doc["score"] == (total if full else 0)
-    assert "Hidden tests" in doc["output"]
-    assert all(t["visibility"] in ("visible", "after_published") for t in doc["tests"])
-    assert not (root / "source" / "solutions").exists()
+    assert "autograder ready: 01_tokenisation" in done.stdout
+    broken = make_root(autograder_zip, tmp_path / "broken")
+    (broken / "source" / "fixtures" / f"{STAGE}.json").unlink()
+    done = subprocess.run(check, cwd=broken / "source", capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+
+
+def catalogue_sample(mistakes: list) -> list:
+    """Every mistake with GPTCOURSE_FULL_E2E=1, else the first of each question (each run costs seconds)."""
+    if os.environ.get("GPTCOURSE_FULL_E2E") == "1":
+        return list(mistakes)
+    first: dict = {}
+    for m in mistakes:
+        first.setdefault(m.qid, m)
+    return list(first.values())
+
+
+@pytest.mark.slow
+def test_run_autograder_agrees_with_gptcourse_grade_on_the_catalogue(autograder_zip, tmp_path, graded_catalogue):
+    graded = graded_catalogue(STAGE)
+    names = ["reference", "empty", *(m.slug for m in catalogue_sample(graded.mistakes))]
+
+    def one(name: str) -> dict:
+        root = make_root(autograder_zip, tmp_path / name, graded.folder / f"{name}.ipynb")
+        doc, done = run_autograder(root)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return doc
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        docs = dict(zip(names, pool.map(one, names)))
+    for name, doc in docs.items():
+        assert per_test(doc) == engine_scores(graded.by_name[name]), name
+        assert doc["score"] == pytest.approx(graded.by_name[name].total)
+    reference, empty = docs["reference"], docs["empty"]
+    assert reference["score"] == sum(t["max_score"] for t in reference["tests"]) and empty["score"] == 0
+    assert {t["visibility"] for t in reference["tests"]} == {"visible", "after_published"}
+    public = sum(t["max_score"] for t in reference["tests"] if t["visibility"] == "visible")
+    assert reference["output"].startswith(f"Public tests: {public:g} of {public:g} points. Hidden tests")
+    assert "scored after the deadline" in empty["output"]
+    assert all("all tests passed" not in t["output"].lower() for d in docs.values() for t in d["tests"])
+
+
+@pytest.mark.slow
+def test_a_hostile_submission_cannot_rewrite_results_json(autograder_zip, tmp_path):
+    root_dir = tmp_path / "hostile"
+    target = root_dir / "autograder" / "results" / "results.json"
+    notebook = submission(STAGE, tmp_path, "hostile", base="student", extra_cells=[CHEATS, DETACHED_WRITER.format(target=str(target)), EXIT])
+    root = make_root(autograder_zip, root_dir, notebook)
+    doc, done = run_autograder(root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    time.sleep(1.5)  # the writer, were it alive, would have struck by now
+    assert json.loads(target.read_text()) == doc
+    assert doc["score"] == 0 and len(doc["tests"]) > 10
+
+
+@pytest.mark.slow
+def test_no_notebook_gives_a_valid_zero(autograder_zip, tmp_path):
+    root = make_root(autograder_zip, tmp_path)
+    (root / "submission" / "notes.txt").write_text("I forgot the notebook")
+    doc, done = run_autograder(root)
+    assert done.returncode == 0 and doc["score"] == 0
+    assert "No notebook (.ipynb) was found" in doc["output"]
+
+
+@pytest.mark.slow
+def test_otter_run_grades_through_the_engine_and_otters_cheats_fail(autograder_zip, tmp_path, graded_catalogue):
+    graded = graded_catalogue(STAGE)
+    cheat = submission(STAGE, tmp_path, "cheat", base="student", extra_cells=[CHEATS, EXIT])
+    cheat_graded = grade_many(get_stage(STAGE), [cheat], tmp_path / "engine", graded.fixtures, Limits(), progress=False)[0]
+    subjects = {"reference": graded.folder / "reference.ipynb", "empty": graded.folder / "empty.ipynb", "cheat": cheat}
+    subjects.update({m.slug: graded.folder / f"{m.slug}.ipynb" for m in graded.mistakes[:1]})
+    expected = {name: engine_scores(graded.by_name[name]) for name in subjects if name != "cheat"}
+    expected["cheat"] = engine_scores(cheat_graded)
+    env = dict(os.environ, PATH=f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+
+    def one(name: str) -> dict:
+        out = tmp_path / "otter" / name
+        out.mkdir(parents=True)
+        done = subprocess.run([str(OTTER), "run", "-a", str(autograder_zip), "-o", str(out), "--no-logo", str(subjects[name])], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert "Total Score" in done.stdout
+        return json.loads((out / "results.json").read_text())
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        docs = dict(zip(subjects, pool.map(one, subjects)))
+    for name, doc in docs.items():
+        assert per_test(doc) == expected[name], name
+    assert docs["cheat"]["score"] == 0 and docs["empty"]["score"] == 0
+    assert docs["reference"]["score"] == sum(t["max_score"] for t in docs["reference"]["tests"])

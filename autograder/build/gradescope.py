@@ -1,21 +1,45 @@
-"""The Gradescope autograder zip: ``setup.sh`` and ``run_autograder`` at the root.
+"""The Gradescope autograder zip, in the layout otter-grader produces.
 
-The zip holds the grading engine, the stage's test suites and its fixtures (expected
-outputs), never the reference solutions. ``run_autograder`` grades
-``$GRADESCOPE_ROOT/submission/*.ipynb`` (``/autograder`` by default) through the same
-engine as ``gptcourse grade`` and writes ``results/results.json``.
+At the zip's root, as otter-grader 7.0.0 lays it out: ``setup.sh``, ``run_autograder``,
+``run_otter.py``, ``requirements.txt``, ``environment.yml``, ``otter_config.json`` and
+``tests/``. ``otter_config.json``, ``run_otter.py`` and ``environment.yml`` come from
+otter's own generator (``otter.generate``); ``setup.sh`` and ``run_autograder`` are
+ours, because otter's always install a browser and run the tests inside the student's
+kernel:
+
+- ``setup.sh`` (``set -euo pipefail``) installs Miniforge, creates the environment of
+  ``environment.yml`` (Python set explicitly, ``torch==2.13.0+cpu`` from the PyTorch CPU
+  index, numpy; no otter, browser or PDF tooling) and ends with a self-check that grades
+  an empty notebook, so a broken image fails at build time;
+- ``run_autograder`` grades ``$GRADESCOPE_ROOT/submission`` (``/autograder`` by default)
+  through the gptcourse engine into ``results/results.json``;
+- ``otter_config.json`` names the gptcourse otter plugin, so ``otter run -a <zip>``
+  grades through the same engine (see ``autograder/otter_plugin.py``).
+
+Beside them: the engine, the stage's suites, its fixtures (expected outputs, never the
+reference code) and ``gptcourse.json`` (stage, hidden-test visibility, rate limit; set per
+stage in ``autograder/suites/<stage>/gradescope.json``). The bytes are deterministic.
 """
 
+import json
+import tempfile
 import zipfile
 from pathlib import Path
 
+import yaml
+
+from ..gradescope_settings import GradescopeSettings, stage_settings
 from ..stages import Stage
 
 ENGINE = Path(__file__).resolve().parent.parent
 FIXED_TIME = (2024, 1, 1, 0, 0, 0)
+PYTHON_VERSION = "3.11"
+ENV_NAME = "gptcourse"
+ENV_PYTHON = f"/root/miniforge3/envs/{ENV_NAME}/bin/python"
+PLUGIN = "autograder.otter_plugin.GptcoursePlugin"
 ENGINE_FILES = [
-    "__init__.py", "checks.py", "child.py", "codec.py", "harness.py", "judge.py", "notebook.py",
-    "processes.py", "results.py", "runner.py", "gradescope_entry.py",
+    "__init__.py", "checks.py", "child.py", "codec.py", "gradescope_entry.py", "gradescope_settings.py", "harness.py",
+    "judge.py", "notebook.py", "otter_plugin.py", "processes.py", "rate_limit.py", "results.py", "runner.py",
 ]
 
 REQUIREMENTS = """\
@@ -26,27 +50,88 @@ numpy==2.4.6
 
 SETUP_SH = """\
 #!/usr/bin/env bash
-# Gradescope runs this once when the autograder is built.
+# Gradescope runs this once, when it builds the autograder image. A lean, pinned
+# environment: Miniforge, then environment.yml (Python {python}, CPU-only torch from the
+# PyTorch index, numpy). No browser, no LaTeX, no otter: the gptcourse engine grades.
 set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11 python3.11-venv >/dev/null \\
-  || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
-PY=$(command -v python3.11 || command -v python3)
-"$PY" -m venv /autograder/venv
-/autograder/venv/bin/pip install --quiet --no-cache-dir -r /autograder/source/requirements.txt
-# Fail the build now, not at a student's first submission.
-/autograder/venv/bin/python -c "import sys, torch, numpy; sys.path.insert(0, '/autograder/source'); import autograder.gradescope_entry; print('autograder ready: torch', torch.__version__)"
+apt-get install -y -qq --no-install-recommends wget ca-certificates bzip2 >/dev/null
+wget -nv "https://github.com/conda-forge/miniforge/releases/download/{miniforge}/Miniforge3-Linux-$(uname -m).sh" -O /tmp/miniforge.sh
+bash /tmp/miniforge.sh -b -p /root/miniforge3
+/root/miniforge3/bin/mamba env create -f /autograder/source/environment.yml
+# Fail the build now, not at a student's first submission: check the versions, grade an empty notebook.
+cd /autograder/source
+{env_python} -c "import torch, numpy, autograder.gradescope_entry as entry; raise SystemExit(entry.main(['--self-check']))"
 """
 
 RUN_AUTOGRADER = """\
 #!/usr/bin/env bash
-# Gradescope runs this for every submission.
+# Gradescope runs this for every submission: grade ROOT/submission into ROOT/results/results.json
+# through the gptcourse engine. ROOT is /autograder on Gradescope; GRADESCOPE_ROOT overrides it.
 set -uo pipefail
-ROOT="${GRADESCOPE_ROOT:-/autograder}"
-PY="${GPTCOURSE_PYTHON:-$ROOT/venv/bin/python}"
+ROOT="${{GRADESCOPE_ROOT:-/autograder}}"
+PY="${{GPTCOURSE_PYTHON:-{env_python}}}"
 cd "$ROOT/source"
-exec "$PY" -m autograder.gradescope_entry --root "$ROOT" --stage "$(cat "$ROOT/source/STAGE")"
+if ! "$PY" -m autograder.gradescope_entry --root "$ROOT"; then
+  mkdir -p "$ROOT/results"
+  printf '%s\\n' '{{"score": 0, "output": "The autograder failed on this submission. Please tell your instructor.", "tests": []}}' > "$ROOT/results/results.json"
+  exit 1
+fi
 """
+
+TESTS_README = """\
+The tests of this autograder are autograder/suites/{stage}/public.py and hidden.py, run by
+the gptcourse engine (run_autograder, or otter's runner through the plugin named in
+otter_config.json). Otter's own in-kernel test runner is not used: it runs tests inside
+the student's kernel, where a submission can change their outcome.
+"""
+
+
+def otter_config(settings: GradescopeSettings) -> dict:
+    """The ``otter_config.json`` document."""
+    return {
+        "lang": "python",
+        "plugins": [PLUGIN],
+        "show_hidden": settings.hidden_visibility != "hidden",
+        "show_stdout": False,
+        "pdf": False,
+    }
+
+
+def otter_generated(settings: GradescopeSettings) -> dict[str, bytes]:
+    """``otter_config.json``, ``run_otter.py`` and ``environment.yml`` from otter's generator."""
+    from otter.generate import main as otter_generate
+
+    with tempfile.TemporaryDirectory(prefix="gptcourse-otter-") as tmp:
+        tmp_path = Path(tmp)
+        (tmp_path / "tests").mkdir()
+        (tmp_path / "otter_config.json").write_text(json.dumps(otter_config(settings)), encoding="utf-8")
+        (tmp_path / "requirements.txt").write_text(REQUIREMENTS, encoding="utf-8")
+        out = tmp_path / "otter.zip"
+        otter_generate(
+            tests_dir=str(tmp_path / "tests"),
+            output_path=str(out),
+            config=str(tmp_path / "otter_config.json"),
+            requirements=str(tmp_path / "requirements.txt"),
+            overwrite_requirements=True,
+            no_environment=True,
+            python_version=PYTHON_VERSION,
+        )
+        with zipfile.ZipFile(out) as archive:
+            generated = {name: archive.read(name) for name in ("otter_config.json", "run_otter.py", "environment.yml")}
+    environment = yaml.safe_load(generated["environment.yml"])
+    environment["name"] = ENV_NAME
+    environment["dependencies"] = [d for d in environment["dependencies"] if d != "jupyter_server"]
+    generated["environment.yml"] = yaml.safe_dump(environment, sort_keys=False).encode()
+    return generated
+
+
+def miniforge_version() -> str:
+    """The Miniforge release otter-grader's own setup.sh installs."""
+    from otter.generate import MINIFORGE_VERSION
+
+    return MINIFORGE_VERSION
 
 
 def _add(archive: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o644) -> None:
@@ -56,18 +141,26 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o644) ->
     archive.writestr(info, data)
 
 
-def build_gradescope_zip(stage: Stage, out_dir: Path, fixture_file: Path) -> Path:
-    """Write ``out_dir/<stage>.zip`` (deterministic bytes for the same inputs)."""
+def build_gradescope_zip(stage: Stage, out_dir: Path, fixture_file: Path, settings: GradescopeSettings | None = None) -> Path:
+    """Write ``out_dir/<stage>.zip`` (deterministic bytes for the same inputs).
+
+    ``settings`` default to the stage's (``autograder/suites/<stage>/gradescope.json``).
+    """
+    settings = settings or stage_settings(stage.id, stage.suite_files[0].parent)
+    generated = otter_generated(settings)
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{stage.id}.zip"
     with zipfile.ZipFile(target, "w") as archive:
-        _add(archive, "setup.sh", SETUP_SH.encode(), 0o755)
-        _add(archive, "run_autograder", RUN_AUTOGRADER.encode(), 0o755)
+        _add(archive, "setup.sh", SETUP_SH.format(python=PYTHON_VERSION, miniforge=miniforge_version(), env_python=ENV_PYTHON).encode(), 0o755)
+        _add(archive, "run_autograder", RUN_AUTOGRADER.format(env_python=ENV_PYTHON).encode(), 0o755)
+        for name, data in generated.items():
+            _add(archive, name, data)
         _add(archive, "requirements.txt", REQUIREMENTS.encode())
-        _add(archive, "STAGE", stage.id.encode())
+        _add(archive, "gptcourse.json", settings.to_json().encode())
+        _add(archive, "tests/README.md", TESTS_README.format(stage=stage.id).encode())
         for name in ENGINE_FILES:
             _add(archive, f"autograder/{name}", (ENGINE / name).read_bytes())
         for path in stage.suite_files:
             _add(archive, f"autograder/suites/{stage.id}/{path.name}", path.read_bytes())
-        _add(archive, f"fixtures/{stage.id}.json", fixture_file.read_bytes())
+        _add(archive, f"fixtures/{stage.id}.json", Path(fixture_file).read_bytes())
     return target
