@@ -1,10 +1,12 @@
 """The child process: runs a submission's code and the test probes, reports raw outputs.
 
-Started by ``runner`` as ``python -I child.py`` in its own session, with a job (JSON)
-on standard input. It never judges anything: it only sends events, one JSON object
-per line, on the pipe whose descriptor the job names:
+Started by ``runner`` (forked from the fork server, or as ``python -I child.py --job
+EVENTS CONTROL``) in its own session. It reads its job from the *control* pipe, sets its
+resource limits, imports what the tests need, and confines itself (``sandbox``) before
+any student code runs. It never judges anything: it only sends events, one JSON object
+per line, on the *events* pipe:
 
-    {"ev": "ready"}                                  suites loaded, limits set
+    {"ev": "ready", "isolation": {...}}              limits set, sandbox entered
     {"ev": "cell", "index": i}                       about to run notebook cell i
     {"ev": "cell_done", "index": i, "error": msg}    cell i finished (error or null)
     {"ev": "case", "key": k}                         about to run test case k
@@ -12,12 +14,16 @@ per line, on the pipe whose descriptor the job names:
     {"ev": "result", "key": k, "error": msg}         the probe raised
     {"ev": "done"}
 
-The student's prints go to standard output and error, which the parent caps. The
-parent treats everything here as untrusted: a forged event can at most claim an
-output, and outputs are judged in the parent against data the child never sees.
+The hidden tests are not in the job: the parent sends them on the control pipe only
+once the notebook's cells and the public tests are over, so that nothing a cell or a
+public test reports can carry them. The student's prints go to standard output and
+error, which the parent caps. The parent treats everything here as untrusted: a forged
+event can at most claim an output, and outputs are judged in the parent against data
+the child never sees.
 """
 
 import builtins
+import importlib
 import json
 import os
 import resource
@@ -26,6 +32,7 @@ import sys
 import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEADER = 8  # bytes of the length that precedes each control message
 
 
 class CaseTimeout(BaseException):
@@ -34,6 +41,21 @@ class CaseTimeout(BaseException):
 
 def _on_alarm(signum, frame):  # noqa: ARG001 - signal handler signature
     raise CaseTimeout()
+
+
+def read_message(fd: int) -> dict:
+    """One length-prefixed JSON message from the control pipe."""
+
+    def exactly(size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = os.read(fd, size - len(data))
+            if not chunk:
+                raise EOFError("the control pipe closed")
+            data += chunk
+        return data
+
+    return json.loads(exactly(int.from_bytes(exactly(HEADER), "big")))
 
 
 def _set_limits(job: dict) -> None:
@@ -45,7 +67,7 @@ def _set_limits(job: dict) -> None:
         (resource.RLIMIT_NOFILE, job.get("open_files")),
     ]
     for which, value in limits:
-        if not value:
+        if value is None:
             continue
         soft, hard = resource.getrlimit(which)
         value = int(value) if hard == resource.RLIM_INFINITY else min(int(value), hard)
@@ -67,35 +89,50 @@ def _count_processes(uid: int) -> int:
     return count
 
 
-def _confine(job: dict) -> None:
-    """Give up what student code must not have: the network and unbounded processes.
+def _limit_processes(job: dict, isolation: dict) -> None:
+    """Cap the processes (and threads) student code may start (``RLIMIT_NPROC``).
 
-    As root the child moves to a new network namespace with no interfaces up. The
-    process cap (``RLIMIT_NPROC``) counts the user's existing processes; the kernel
-    does not apply it to root, for whom the grader's process sweep is the only bound.
+    The kernel counts every process of the user and never applies the cap to root:
+    with a private user the cap is exact; as an ordinary user it is added to the
+    processes that user already has (counted before the sandbox hid them).
     """
-    if os.geteuid() == 0:
-        try:
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).unshare(0x40000000)  # CLONE_NEWNET
-        except (OSError, AttributeError):
-            pass
-    processes = job.get("max_processes")
-    if processes and os.geteuid() != 0:
-        limit = _count_processes(os.getuid()) + processes
-        soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
-        except (ValueError, OSError):
-            pass
+    cap = job.get("max_processes")
+    if not cap or os.geteuid() == 0:
+        return
+    limit = cap if isolation.get("uid") else job.get("existing_processes", 0) + cap
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+    except (ValueError, OSError):
+        pass
 
 
-def run_job(job: dict) -> None:
+def _load_suite(source: str, label: str, index: int, harness) -> list:
+    """Run a suite's source as a module; return its cases without expected values or checks."""
+    module = types.ModuleType(f"gptcourse_suite_{index}")
+    module.__file__ = f"<{label} tests>"
+    sys.modules[module.__name__] = module
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    suite = module.__dict__.get("suite")
+    if not isinstance(suite, harness.Suite):
+        raise ValueError(f"the {label} tests define no suite")
+    for case in suite.cases:  # the child needs the probes only: no expected value, no check
+        case.expected = None
+        case.check = None
+    return suite.cases
+
+
+def _describe(exc: BaseException, harness) -> str:
+    if isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == 32):
+        return "printed more output than grading keeps; the output was cut off and printing failed"
+    return harness.describe_error(exc)
+
+
+def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     """Run one submission's job in this (fresh) process, then exit without cleanup hooks."""
-    events = os.fdopen(job["event_fd"], "w", buffering=1, encoding="utf-8")
+    events = os.fdopen(events_fd, "w", buffering=1, encoding="utf-8")
 
     def emit(**event) -> None:
         events.write(json.dumps(event, allow_nan=False) + "\n")
@@ -105,20 +142,27 @@ def run_job(job: dict) -> None:
     _set_limits(job)
     import torch
 
-    from autograder import codec, harness
+    from autograder import codec, harness, sandbox
 
+    for name in job.get("preload", []):  # what the tests import, while the engine is readable
+        try:
+            importlib.import_module(name)
+        except Exception:  # a test that needs it will say so
+            pass
     torch.set_num_threads(1)
-    cases = []
-    for index, path in enumerate(job["suite_files"]):
-        cases.extend(harness.load_suite(path, f"gptcourse_suite_{index}").cases)
-    wanted = set(job["cases"])
-    cases = [c for c in cases if c.key in wanted]
-    for case in cases:  # the child needs the probes only: no expected value, no check
-        case.expected = None
-        case.check = None
+    harness.reseed(0)  # imports the random generators' modules while they are readable
+    job["existing_processes"] = _count_processes(os.getuid()) if os.geteuid() != 0 else 0
+    isolation = sandbox.enter(job["workdir"], ROOT, int(job.get("disk_bytes") or 256 * 1024**2), job.get("sandbox") or "namespaces")
+    os.environ.update(HOME=isolation["workdir"], TMPDIR=isolation["workdir"])
+    import tempfile
+
+    tempfile.tempdir = None
+    _limit_processes(job, isolation)
+    cases = {}
+    for index, suite in enumerate(job["suites"]):
+        cases.update((c.key, c) for c in _load_suite(suite["source"], suite["label"], index, harness))
     signal.signal(signal.SIGALRM, _on_alarm)
-    _confine(job)
-    emit(ev="ready")
+    emit(ev="ready", isolation=isolation)
 
     submission = types.ModuleType("submission")
     submission.__dict__["__builtins__"] = builtins
@@ -137,7 +181,7 @@ def run_job(job: dict) -> None:
         except CaseTimeout:
             error = f"did not finish within {job['cell_timeout']:g} s and was stopped"
         except BaseException as exc:  # the student's cell failed: note it and go on
-            error = harness.describe_error(exc)
+            error = _describe(exc, harness)
             if isinstance(exc, SyntaxError):
                 error = f"has a syntax error on line {exc.lineno}: {exc.msg}"
         finally:
@@ -145,8 +189,17 @@ def run_job(job: dict) -> None:
         emit(ev="cell_done", index=cell["index"], error=error)
 
     names = harness.Namespace(submission.__dict__)
-    for case in cases:
-        emit(ev="case", key=case.key)
+    deferred = bool(job.get("deferred"))
+    for key in job["cases"]:
+        if key not in cases and deferred:
+            deferred = False
+            for index, suite in enumerate(read_message(control_fd)["suites"], start=len(job["suites"])):
+                cases.update((c.key, c) for c in _load_suite(suite["source"], suite["label"], index, harness))
+        emit(ev="case", key=key)
+        case = cases.get(key)
+        if case is None:
+            emit(ev="result", key=key, error="this test could not be loaded")
+            continue
         harness.reseed(harness.CASE_SEED)
         timeout = min(case.timeout, job["case_timeout"]) if job.get("case_timeout") else case.timeout
         try:
@@ -155,13 +208,13 @@ def run_job(job: dict) -> None:
             signal.setitimer(signal.ITIMER_REAL, 0)
             payload = codec.encode(value)
         except CaseTimeout:
-            emit(ev="result", key=case.key, error=f"did not finish within {timeout:g} s (an endless loop, or far too slow)")
+            emit(ev="result", key=key, error=f"did not finish within {timeout:g} s (an endless loop, or far too slow)")
             continue
         except BaseException as exc:  # a failure of the student's code is this case's failure
             signal.setitimer(signal.ITIMER_REAL, 0)
-            emit(ev="result", key=case.key, error=harness.describe_error(exc))
+            emit(ev="result", key=key, error=_describe(exc, harness))
             continue
-        emit(ev="result", key=case.key, value=payload)
+        emit(ev="result", key=key, value=payload)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -172,23 +225,32 @@ def run_job(job: dict) -> None:
     os._exit(0)
 
 
-def _recv_exactly(sock, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise EOFError
-        data += chunk
-    return data
+def _start_job(request: dict, out_fd: int, events_fd: int, control_fd: int) -> None:
+    """In a freshly forked process: take the pipes, a new session and the job; run it."""
+    os.setsid()
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    os.close(out_fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.chdir(request["workdir"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    job = read_message(control_fd)
+    job["workdir"] = request["workdir"]
+    run_job(job, events_fd, control_fd)
 
 
 def serve(sock_fd: int) -> None:
     """Fork server: import the heavy libraries once, then fork a fresh process per job.
 
-    Each request is an 8-byte length, the job as JSON, and two file descriptors (the
-    student's output pipe and the event pipe) passed alongside. The forked process
-    starts its own session, takes those pipes as its output and event stream, and runs
-    the job; the server answers with its process id. The server runs no student code.
+    Each request is an 8-byte length, a small JSON request (working directory and
+    environment) and three file descriptors passed alongside: the student's output
+    pipe, the event pipe and the control pipe. The job itself (the notebook's code,
+    the tests) goes straight to the forked process on its control pipe, so that no
+    submission's code ever passes through, or stays in the memory of, the server that
+    later forks other submissions. The server answers with the process id.
     """
     import socket
 
@@ -201,40 +263,40 @@ def serve(sock_fd: int) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
 
-    from autograder import codec, harness  # noqa: F401
+    from autograder import codec, harness, sandbox  # noqa: F401
 
     torch.set_num_threads(1)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked jobs are reaped automatically
     sock = socket.socket(fileno=sock_fd)
     while True:
         try:
-            header, fds, _, _ = socket.recv_fds(sock, 8, 2)
+            header, fds, _, _ = socket.recv_fds(sock, HEADER, 3)
             if not header:
                 break
-            header += _recv_exactly(sock, 8 - len(header))
-            job = json.loads(_recv_exactly(sock, int.from_bytes(header, "big")))
+            while len(header) < HEADER:
+                more = sock.recv(HEADER - len(header))
+                if not more:
+                    raise EOFError
+                header += more
+            size, body = int.from_bytes(header, "big"), b""
+            while len(body) < size:
+                more = sock.recv(size - len(body))
+                if not more:
+                    raise EOFError
+                body += more
+            request = json.loads(body)
         except (EOFError, OSError, ValueError):
+            break
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
             break
         pid = os.fork()
         if pid == 0:
             try:
                 sock.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                os.setsid()
-                out_fd, event_fd = fds
-                os.dup2(out_fd, 1)
-                os.dup2(out_fd, 2)
-                os.close(out_fd)
-                null = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(null, 0)
-                os.close(null)
-                os.chdir(job["workdir"])
-                os.environ.update(job["env"])
-                import tempfile
-
-                tempfile.tempdir = None
-                job["event_fd"] = event_fd
-                run_job(job)
+                _start_job(request, *fds)
             finally:
                 os._exit(70)
         for fd in fds:
@@ -245,8 +307,13 @@ def serve(sock_fd: int) -> None:
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--server":
         serve(int(sys.argv[2]))
+    elif len(sys.argv) == 4 and sys.argv[1] == "--job":
+        control_fd = int(sys.argv[3])
+        job = read_message(control_fd)
+        job["workdir"] = os.getcwd()
+        run_job(job, int(sys.argv[2]), control_fd)
     else:
-        run_job(json.loads(sys.stdin.read()))
+        sys.exit("usage: child.py --server SOCKET_FD | --job EVENTS_FD CONTROL_FD")
 
 
 if __name__ == "__main__":

@@ -132,3 +132,43 @@ def wait_gone(pid: int, seconds: float = 5.0) -> bool:
             return True
         time.sleep(0.01)
     return False
+
+
+def _live_uids(pid: str) -> set[int]:
+    """The user ids of a process that is still running (not a zombie); empty otherwise."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            fields = dict(line.split(b":", 1) for line in handle if b":" in line)
+        if fields.get(b"State", b"").split()[:1] in ([b"Z"], [b"X"]):
+            return set()
+        return {int(x) for x in fields[b"Uid"].split()}
+    except (OSError, ValueError, KeyError):
+        return set()
+
+
+def kill_user(uid: int, rounds: int = 20) -> int:
+    """Kill every process running as ``uid`` (a child's private user); return how many.
+
+    Nothing but the child and what it started ever runs as that user, so this reaches
+    every one of them, however it detached itself. The processes are frozen first, so
+    that none can start another between two sweeps.
+    """
+    if uid <= 0 or uid in (os.getuid(), os.geteuid()):
+        raise ValueError(f"refusing to kill every process of user {uid}")
+    killed = 0
+    for _ in range(rounds):
+        try:
+            entries = [e for e in os.listdir("/proc") if e.isdigit()]
+        except OSError:
+            return killed
+        victims = [int(e) for e in entries if uid in _live_uids(e)]
+        if not victims:
+            break
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for victim in victims:
+                try:
+                    os.kill(victim, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        killed += len(victims)
+    return killed

@@ -5,8 +5,15 @@ step. If it hangs, crashes, exits or exhausts memory, the parent kills its whole
 process tree and starts a fresh child that skips what failed: a cell that brought the
 process down is left out (its names stay undefined), a test case that did so scores
 0. Every other case still runs, so one bad question costs only its own points.
+
+The parent follows the child's events against the script it expects (ready, each cell,
+each case in order, done) and ignores anything out of turn, so that a forged event
+can neither stall grading nor move blame. It sends the hidden tests only when the
+script reaches the first of them (see ``child``), and keeps at most
+``Limits.output_bytes`` of the child's printing: past that it closes the pipe.
 """
 
+import ast
 import json
 import os
 import selectors
@@ -17,10 +24,11 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
-from . import codec, processes
-from .harness import Case
+from . import codec, processes, sandbox
+from .harness import Case, load_suite
 from .notebook import code_cells, load_notebook_json
 
 CHILD = Path(__file__).with_name("child.py")
@@ -42,6 +50,9 @@ class Limits:
     file_bytes: int = 64 * 1024**2
     open_files: int = 256
     max_processes: int = 64
+    output_bytes: int = 16 * 1024**2  # printing past this is cut off (the pipe is closed)
+    disk_bytes: int = 256 * 1024**2  # the child's private working directory (a tmpfs)
+    sandbox: str | None = None  # the strongest isolation to try (see sandbox.LEVELS); None: $GPTCOURSE_SANDBOX or all
 
 
 @dataclass
@@ -54,6 +65,7 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)  # case key -> time measured here
     output: str = ""  # the student's own prints, capped
     fatal: str | None = None  # the submission could not be run at all
+    isolation: dict = field(default_factory=dict)  # how the last child was confined (sandbox.enter)
 
 
 def _child_env(workdir: str) -> dict[str, str]:
@@ -72,11 +84,90 @@ def _child_env(workdir: str) -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
+class SuiteFile:
+    """A test file as the child gets it: its source, whether it is public, its case keys."""
+
+    label: str
+    source: str
+    public: bool
+    keys: frozenset[str]
+    imports: tuple[str, ...]
+
+
+def _imports(source: str) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
+    return names
+
+
+@lru_cache(maxsize=64)
+def _suite_file(path: str, mtime_ns: int, size: int) -> SuiteFile:  # noqa: ARG001 - cache keys
+    source = Path(path).read_text(encoding="utf-8")
+    suite = load_suite(path, f"gptcourse_runner_suite_{abs(hash((path, mtime_ns)))}")
+    public = all(c.public for c in suite.cases)
+    return SuiteFile("public" if public else "hidden", source, public, frozenset(c.key for c in suite.cases), tuple(_imports(source)))
+
+
+def suite_file(path: Path) -> SuiteFile:
+    """Read (once per version of the file) a suite the child will load."""
+    info = Path(path).stat()
+    return _suite_file(str(Path(path).resolve()), info.st_mtime_ns, info.st_size)
+
+
+def _message(doc: dict) -> bytes:
+    data = json.dumps(doc).encode("utf-8")
+    return len(data).to_bytes(8, "big") + data
+
+
+class _Feeder:
+    """Writes messages to the child's control pipe from a thread (a child that never reads
+    cannot block the parent); stops when the child is gone."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._queue: list[bytes | None] = []
+        self._ready = threading.Condition()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def send(self, data: bytes) -> None:
+        with self._ready:
+            self._queue.append(data)
+            self._ready.notify()
+
+    def close(self) -> None:
+        self.send(None)
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._ready:
+                    while not self._queue:
+                        self._ready.wait()
+                    data = self._queue.pop(0)
+                if data is None:
+                    break
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._fd, view):]
+        except OSError:
+            pass
+        finally:
+            os.close(self._fd)
+
+
 class ForkServer:
     """A process that has imported torch once and forks a fresh child per job (Linux).
 
     Starting Python and importing torch costs seconds; a fork costs milliseconds. The
-    server runs no student code; if anything kills it, the next job starts a new one.
+    server runs no student code and never sees a submission: it receives only a working
+    directory, an environment and the child's pipes. If anything kills it, the next
+    job starts a new one.
     """
 
     def __init__(self) -> None:
@@ -99,9 +190,9 @@ class ForkServer:
         child.close()
         self._sock = parent
 
-    def launch(self, job: dict, out_fd: int, event_fd: int) -> int:
-        """Start a job in a forked child; return its process id."""
-        data = json.dumps(job).encode("utf-8")
+    def launch(self, request: dict, fds: list[int]) -> int:
+        """Fork a child for ``request`` (workdir, env) with ``fds`` (output, events, control); return its pid."""
+        data = json.dumps(request).encode("utf-8")
         with self._lock:
             for attempt in range(2):
                 if self._proc is None or self._proc.poll() is not None:
@@ -109,7 +200,7 @@ class ForkServer:
                         processes.unregister(self._proc.pid)
                     self._start()
                 try:
-                    socket.send_fds(self._sock, [len(data).to_bytes(8, "big")], [out_fd, event_fd])
+                    socket.send_fds(self._sock, [len(data).to_bytes(8, "big")], fds)
                     self._sock.sendall(data)
                     reply = b""
                     while len(reply) < 8:
@@ -152,39 +243,39 @@ def fork_server() -> ForkServer | None:
 
 
 class _Child:
-    """One child process, its event stream and its captured output."""
+    """One child process, its event stream, its control pipe and its captured output."""
 
-    def __init__(self, job: dict, workdir: str) -> None:
+    def __init__(self, job: dict, workdir: str, output_bytes: int) -> None:
         read_fd, write_fd = os.pipe()
         out_read, out_write = os.pipe()
+        control_read, control_write = os.pipe()
         server = fork_server()
         self.proc: subprocess.Popen | None = None
         try:
             if server is not None:
                 env = _child_env(workdir)
-                self.pid = server.launch(dict(job, workdir=workdir, env={k: env[k] for k in ("HOME", "TMPDIR")}), out_write, write_fd)
+                self.pid = server.launch({"workdir": workdir, "env": env}, [out_write, write_fd, control_read])
             else:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-I", "-B", str(CHILD)],
-                    stdin=subprocess.PIPE,
+                    [sys.executable, "-I", "-B", str(CHILD), "--job", str(write_fd), str(control_read)],
+                    stdin=subprocess.DEVNULL,
                     stdout=out_write,
                     stderr=out_write,
                     cwd=workdir,
                     env=_child_env(workdir),
                     start_new_session=True,
-                    pass_fds=(write_fd,),
+                    pass_fds=(write_fd, control_read),
                 )
                 self.pid = self.proc.pid
                 processes.register(self.pid)
-                assert self.proc.stdin is not None
-                try:
-                    self.proc.stdin.write(json.dumps(dict(job, event_fd=write_fd)).encode("utf-8"))
-                    self.proc.stdin.close()
-                except BrokenPipeError:
-                    pass
+        except BaseException:
+            os.close(control_write)
+            raise
         finally:
-            os.close(write_fd)
-            os.close(out_write)
+            for fd in (write_fd, out_write, control_read):
+                os.close(fd)
+        self.control = _Feeder(control_write)
+        self.control.send(_message(job))
         self.events = os.fdopen(read_fd, "rb", buffering=0)
         self.stdout = os.fdopen(out_read, "rb", buffering=0)
         os.set_blocking(self.events.fileno(), False)
@@ -195,8 +286,11 @@ class _Child:
         self.buffer = b""
         self.event_bytes = 0
         self.output = bytearray()
-        self.output_dropped = 0
+        self.output_bytes = output_bytes
+        self.output_seen = 0
+        self.output_cut = False
         self.open_streams = 2
+        self.uid: int | None = None  # the child's private user, once it says so
 
     def poll(self, timeout: float) -> list[dict] | None:
         """Events that arrived within ``timeout`` seconds; None once the child closed its stream."""
@@ -211,9 +305,7 @@ class _Child:
                 self.open_streams = 0 if key.data == "events" else max(self.open_streams - 1, 0)
                 continue
             if key.data == "stdout":
-                room = OUTPUT_LIMIT * 4 - len(self.output)
-                self.output.extend(chunk[: max(room, 0)])
-                self.output_dropped += max(len(chunk) - max(room, 0), 0)
+                self._keep_output(chunk)
                 continue
             self.event_bytes += len(chunk)
             if self.event_bytes > EVENT_LIMIT:
@@ -231,6 +323,16 @@ class _Child:
             return None
         return events
 
+    def _keep_output(self, chunk: bytes) -> None:
+        room = OUTPUT_LIMIT * 4 - len(self.output)
+        self.output.extend(chunk[: max(room, 0)])
+        self.output_seen += len(chunk)
+        if self.output_seen > self.output_bytes and not self.output_cut:
+            self.output_cut = True  # stop reading: the child's next print fails instead of filling memory
+            self.selector.unregister(self.stdout)
+            self.stdout.close()
+            self.open_streams = max(self.open_streams - 1, 0)
+
     def drain(self, seconds: float) -> None:
         """Read what is left of the child's output, for at most ``seconds``."""
         end = time.monotonic() + seconds
@@ -239,8 +341,10 @@ class _Child:
                 break
 
     def finish(self) -> str:
-        """Kill the child's whole tree, reap it and return its captured output."""
+        """Kill the child and everything it started, reap it and return its captured output."""
         processes.kill_tree(self.pid)
+        if self.uid is not None and self.uid == sandbox.child_uid(self.pid):
+            processes.kill_user(self.uid)
         if self.proc is not None:
             try:
                 self.proc.wait(timeout=10)
@@ -249,6 +353,7 @@ class _Child:
             processes.unregister(self.pid)
         else:
             processes.wait_gone(self.pid)
+        self.control.close()
         self.selector.close()
         for stream in (self.events, self.stdout):
             try:
@@ -256,8 +361,8 @@ class _Child:
             except OSError:
                 pass
         text = self.output.decode("utf-8", "replace")
-        if self.output_dropped or len(text) > OUTPUT_LIMIT:
-            text = text[:OUTPUT_LIMIT] + f"\n[... output cut: the submission printed more than {OUTPUT_LIMIT} characters]"
+        if self.output_cut or len(text) > OUTPUT_LIMIT:
+            text = text[:OUTPUT_LIMIT] + f"\n[... output cut: the submission printed {self.output_seen} bytes or more]"
         return text
 
 
@@ -282,11 +387,13 @@ def run_submission(path: Path, suite_files: list[Path], cases: list[Case], limit
             outcome.errors[case.key] = "the submission could not be read"
         return outcome
 
+    suites = [suite_file(p) for p in suite_files]
     by_key = {c.key: c for c in cases}
     skip_cells: set[int] = set()
     outputs: list[str] = []
     deadline = time.monotonic() + limits.total_timeout
     with tempfile.TemporaryDirectory(prefix="gptcourse-run-") as workdir:
+        os.chmod(workdir, 0o711)  # a child with its own user reaches its own folder inside, and nothing else
         while True:
             remaining = [c.key for c in cases if c.key not in outcome.values and c.key not in outcome.errors]
             if not remaining:
@@ -295,8 +402,11 @@ def run_submission(path: Path, suite_files: list[Path], cases: list[Case], limit
                 for key in remaining:
                     outcome.errors[key] = f"not run: the submission used up its {limits.total_timeout:g} s in all"
                 break
+            script = _Script(cells, skip_cells, remaining, suites)
             job = {
-                "suite_files": [str(p) for p in suite_files],
+                "suites": [{"label": s.label, "source": s.source} for s in suites if s.public],
+                "deferred": any(not s.public for s in suites),
+                "preload": sorted({name for s in suites for name in s.imports}),
                 "cases": remaining,
                 "cells": cells,
                 "skip_cells": sorted(skip_cells),
@@ -307,8 +417,11 @@ def run_submission(path: Path, suite_files: list[Path], cases: list[Case], limit
                 "file_bytes": limits.file_bytes,
                 "open_files": limits.open_files,
                 "max_processes": limits.max_processes,
+                "disk_bytes": limits.disk_bytes,
+                "sandbox": limits.sandbox or os.environ.get("GPTCOURSE_SANDBOX") or "namespaces",
             }
-            progress = _watch(_Child(job, workdir), by_key, remaining, limits, deadline, outcome, outputs)
+            child = _Child(job, workdir, limits.output_bytes)
+            progress = _watch(child, script, by_key, limits, deadline, outcome, outputs)
             if progress == "done":
                 break
             kind, what = progress
@@ -324,10 +437,49 @@ def run_submission(path: Path, suite_files: list[Path], cases: list[Case], limit
     return outcome
 
 
+class _Script:
+    """The events an honest child sends, in order; the parent accepts nothing else."""
+
+    def __init__(self, cells: list[dict], skip: set[int], keys: list[str], suites: list[SuiteFile]) -> None:
+        self.steps: list[tuple[str, object]] = [("ready", None)]
+        for cell in cells:
+            if cell["index"] not in skip:
+                self.steps += [("cell", cell["index"]), ("cell_done", cell["index"])]
+        self.steps += [step for key in keys for step in (("case", key), ("result", key))]
+        self.steps.append(("done", None))
+        self.position = 0
+        self.loaded = {k for s in suites if s.public for k in s.keys}
+        self.deferred = [s for s in suites if not s.public]
+        self.sent = False
+
+    def accepts(self, event: dict) -> bool:
+        """Whether ``event`` is the next step; if so, move past it."""
+        kind, what = self.steps[self.position]
+        if event.get("ev") != kind:
+            return False
+        if kind in ("cell", "cell_done") and event.get("index") != what:
+            return False
+        if kind in ("case", "result") and event.get("key") != what:
+            return False
+        self.position += 1
+        return True
+
+    def last(self) -> tuple[str, object]:
+        return self.steps[self.position - 1] if self.position else ("start", None)
+
+    def hidden_due(self) -> bool:
+        """True once, when the next step is the first case of a suite not yet sent."""
+        kind, what = self.steps[self.position]
+        if self.sent or kind != "case" or what in self.loaded or not self.deferred:
+            return False
+        self.sent = True
+        return True
+
+
 def _watch(
     child: _Child,
+    script: _Script,
     by_key: dict[str, Case],
-    order: list[str],
     limits: Limits,
     deadline: float,
     outcome: Outcome,
@@ -339,8 +491,6 @@ def _watch(
     in the background), or, once the tests have begun, on the next test to run, so
     that every restart makes progress.
     """
-    phase: tuple[str, object] = ("startup", None)
-    last_cell: int | None = None
     case_started = time.monotonic()
     phase_deadline = time.monotonic() + limits.startup_timeout
     reason = None
@@ -356,31 +506,34 @@ def _watch(
                 reason = "exit"
                 break
             for event in events:
-                kind = event.get("ev")
+                if not script.accepts(event):
+                    continue
+                kind, what = script.last()
                 if kind == "ready":
-                    phase, phase_deadline = ("between", None), time.monotonic() + limits.startup_timeout
-                elif kind == "cell" and isinstance(event.get("index"), int):
-                    phase = ("cell", event["index"])
+                    isolation = event.get("isolation")
+                    outcome.isolation = isolation if isinstance(isolation, dict) else {}
+                    uid = outcome.isolation.get("uid")
+                    child.uid = uid if isinstance(uid, int) and not isinstance(uid, bool) else None
+                    phase_deadline = time.monotonic() + limits.startup_timeout
+                elif kind == "cell":
                     phase_deadline = time.monotonic() + limits.cell_timeout + limits.grace
-                elif kind == "cell_done" and isinstance(event.get("index"), int):
-                    last_cell = event["index"]
+                elif kind == "cell_done":
                     if event.get("error"):
-                        outcome.cell_errors[event["index"]] = str(event["error"])[:500]
-                    phase, phase_deadline = ("between", None), time.monotonic() + limits.startup_timeout
-                elif kind == "case" and event.get("key") in by_key:
-                    last_cell = None
-                    phase = ("case", event["key"])
+                        outcome.cell_errors[what] = str(event["error"])[:500]
+                    phase_deadline = time.monotonic() + limits.startup_timeout
+                elif kind == "case":
                     case_started = time.monotonic()
-                    phase_deadline = time.monotonic() + case_limit(by_key[event["key"]], limits) + limits.grace
-                elif kind == "result" and event.get("key") in by_key:
-                    if phase == ("case", event["key"]):
-                        outcome.seconds.setdefault(event["key"], time.monotonic() - case_started)
+                    phase_deadline = time.monotonic() + case_limit(by_key[what], limits) + limits.grace
+                elif kind == "result":
+                    outcome.seconds.setdefault(what, time.monotonic() - case_started)
                     _record(event, outcome)
-                    phase, phase_deadline = ("between", None), time.monotonic() + limits.startup_timeout
+                    phase_deadline = time.monotonic() + limits.startup_timeout
                 elif kind == "done":
                     child.drain(1.0)
                     outputs.append(child.finish())
                     return "done"
+                if script.hidden_due():
+                    child.control.send(_message({"suites": [{"label": s.label, "source": s.source} for s in script.deferred]}))
     except _Overflow:
         reason = "overflow"
     outputs.append(child.finish())
@@ -389,18 +542,18 @@ def _watch(
         "overflow": "sent far more data than expected and was stopped",
         "exit": "ended the process running it (sys.exit, os._exit, a crash or running out of memory)",
     }[reason]
-    kind, where = phase
+    kind, where = script.last()
     if kind == "case":
         outcome.errors.setdefault(where, f"this test {what}")
         return ("case", where)
     if kind == "cell":
         outcome.cell_errors[where] = f"this cell {what}; it was skipped"
         return ("cell", where)
-    if kind == "between" and last_cell is not None:
-        outcome.cell_errors[last_cell] = f"something this cell started {what}; the cell was skipped"
-        return ("cell", last_cell)
-    if kind == "between":
-        pending = [k for k in order if k not in outcome.values and k not in outcome.errors]
+    if kind == "cell_done":
+        outcome.cell_errors[where] = f"something this cell started {what}; the cell was skipped"
+        return ("cell", where)
+    if kind in ("ready", "result"):
+        pending = [w for k, w in script.steps[script.position :] if k == "case"]
         if pending:
             outcome.errors[pending[0]] = f"the process running your code {what} before this test began"
             return ("case", pending[0])

@@ -39,7 +39,7 @@ ENV_PYTHON = f"/root/miniforge3/envs/{ENV_NAME}/bin/python"
 PLUGIN = "autograder.otter_plugin.GptcoursePlugin"
 ENGINE_FILES = [
     "__init__.py", "checks.py", "child.py", "codec.py", "gradescope_entry.py", "gradescope_settings.py", "harness.py",
-    "judge.py", "notebook.py", "otter_plugin.py", "processes.py", "rate_limit.py", "results.py", "runner.py",
+    "judge.py", "notebook.py", "otter_plugin.py", "processes.py", "rate_limit.py", "results.py", "runner.py", "sandbox.py",
 ]
 
 REQUIREMENTS = """\
