@@ -36,18 +36,50 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     stage = get_stage(args.stage)
     paths = [Path(p) for p in args.files]
+    if args.nbgrader and paths:
+        raise UsageError("give either --nbgrader COURSE_DIR or notebook files, not both")
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise UsageError(f"no such file: {', '.join(missing)}")
-    if not paths:
-        raise UsageError("name at least one submission to grade")
+    if not paths and not args.nbgrader:
+        raise UsageError("name at least one submission to grade (or --nbgrader COURSE_DIR)")
     fixtures = load_fixtures(stage, Path(args.fixtures) if args.fixtures else DEFAULT_DIR)
     limits = Limits(total_timeout=args.timeout, cell_timeout=min(Limits.cell_timeout, args.timeout))
     out = Path(args.out)
+    if args.nbgrader:
+        return grade_nbgrader_course(args, stage, fixtures, limits, out)
     done = grade_many(stage, paths, out, fixtures, limits, workers=args.workers, progress=not args.quiet, show_hidden=args.show_hidden)
     if not args.quiet:
         print(score_table(done, stage.id))
         print(f"results: {out}/<submission>/results.json, gradebook: {out / 'grades.csv'}")
+    return 0
+
+
+def grade_nbgrader_course(args: argparse.Namespace, stage, fixtures, limits: Limits, out: Path) -> int:
+    """Grade an nbgrader course's submitted/ tree and write the scores into its gradebook."""
+    import tempfile
+
+    from .grading import grade_many
+    from .nbgrader_bridge import find_submitted, require_assignment, stage_copies, write_gradebook
+    from .results import question_scores
+    from .stages import questions
+
+    course = Path(args.nbgrader)
+    submitted = find_submitted(course, stage.id)
+    require_assignment(course, stage.id)
+    with tempfile.TemporaryDirectory(prefix="gptcourse-nbgrader-") as tmp:
+        paths = stage_copies(submitted, Path(tmp))
+        done = grade_many(stage, paths, out, fixtures, limits, workers=args.workers, progress=not args.quiet, show_hidden=args.show_hidden)
+    qids = [q for q, _ in questions(stage.id)]
+    report = write_gradebook(course, stage.id, submitted, {g.name: question_scores(g.results, qids) for g in done})
+    if not args.quiet:
+        print(score_table(done, stage.id))
+        for item in submitted:
+            if item.note:
+                print(f"{item.student}: {item.note}")
+        for kept in report.kept_manual:
+            print(f"kept the manual score already given for {kept}")
+        print(f"nbgrader gradebook of {course}: {len(report.written)} submissions of {stage.id} written; results and feedback in {out}/")
     return 0
 
 
@@ -117,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--fixtures", help="folder of fixture files (default: release/fixtures, rebuilt when stale)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table")
     grade.add_argument("--show-hidden", action="store_true", help="include hidden-test results in each feedback.md (after the deadline)")
+    grade.add_argument("--nbgrader", metavar="COURSE_DIR", help="grade COURSE_DIR/submitted/<student>/<stage>/ and write the scores into its nbgrader gradebook")
     grade.add_argument("files", nargs="*", help=".ipynb files (any name) or zips holding one notebook")
     grade.set_defaults(run=cmd_grade)
 
@@ -127,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="build, then grade the bundled sample submissions of stage 01")
     demo.add_argument("--out", default="grades/demo", help="output folder (default: grades/demo)")
     demo.set_defaults(run=cmd_demo)
+
+    from training.cli import add_commands  # train and sample: the training package
+
+    add_commands(sub)
 
     args = parser.parse_args(argv)
     try:

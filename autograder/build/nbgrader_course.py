@@ -38,6 +38,11 @@ if not _os.environ.get("NBGRADER_EXECUTION"):
 """
 
 
+def grade_cell_id(qid: str) -> str:
+    """The nbgrader id of question ``qid``'s grade cell (the gradebook bridge writes its score)."""
+    return f"{qid}-tests"
+
+
 def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False, points: float = 0) -> dict:
     meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution, "task": False}
     if grade:
@@ -80,7 +85,7 @@ def nbgrader_notebook(stage: Stage, fixture_file: Path) -> dict:
         elif nbtags.TAG_CHECK in tags:
             qid = cell["source"].split('"')[1]
             cell["source"] = grade_cell_source(stage, qid, fixture_values)
-            cell["metadata"]["nbgrader"] = _meta(f"{qid}-tests", grade=True, locked=True, points=worth[qid])
+            cell["metadata"]["nbgrader"] = _meta(grade_cell_id(qid), grade=True, locked=True, points=worth[qid])
         elif nbtags.TAG_GIVEN in tags:
             cell["metadata"]["nbgrader"] = _meta(f"cell-{index:03d}", locked=True)
         elif nbtags.TAG_DEMO in tags or nbtags.TAG_TRAIN in tags:
