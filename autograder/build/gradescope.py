@@ -9,7 +9,8 @@ kernel:
 
 - ``setup.sh`` (``set -euo pipefail``) installs Miniforge, creates the environment of
   ``environment.yml`` (Python set explicitly, ``torch==2.13.0+cpu`` from the PyTorch CPU
-  index, numpy; no otter, browser or PDF tooling) and ends with a self-check that grades
+  index, and what the engine and the notebooks import, every package pinned; no otter,
+  browser or PDF tooling) and ends with a self-check that grades
   an empty notebook, so a broken image fails at build time;
 - ``run_autograder`` grades ``$GRADESCOPE_ROOT/submission`` (``/autograder`` by default)
   through the gptcourse engine into ``results/results.json``;
@@ -37,22 +38,18 @@ PYTHON_VERSION = "3.11"
 ENV_NAME = "gptcourse"
 ENV_PYTHON = f"/root/miniforge3/envs/{ENV_NAME}/bin/python"
 PLUGIN = "autograder.otter_plugin.GptcoursePlugin"
-ENGINE_FILES = [
-    "__init__.py", "checks.py", "child.py", "codec.py", "gradescope_entry.py", "gradescope_settings.py", "harness.py",
-    "judge.py", "notebook.py", "otter_plugin.py", "processes.py", "rate_limit.py", "results.py", "runner.py", "sandbox.py",
-]
+ENTRY_POINTS = ("gradescope_entry.py", "otter_plugin.py", "child.py")  # child.py runs as a script
 
-REQUIREMENTS = """\
---extra-index-url https://download.pytorch.org/whl/cpu
-torch==2.13.0+cpu
-numpy==2.4.6
-"""
+CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
+TORCH_PIN = "torch==2.13.0+cpu"
+TOP_LEVEL = ("torch", "numpy", "matplotlib", "tqdm")  # what the engine and the notebooks import
+CUDA_ONLY = ("nvidia-", "triton")  # dependencies of torch's CUDA builds, never of the CPU build
 
 SETUP_SH = """\
 #!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder image. A lean, pinned
 # environment: Miniforge, then environment.yml (Python {python}, CPU-only torch from the
-# PyTorch index, numpy). No browser, no LaTeX, no otter: the gptcourse engine grades.
+# PyTorch index, every package pinned). No browser, no LaTeX, no otter: the engine grades.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
@@ -62,7 +59,7 @@ bash /tmp/miniforge.sh -b -p /root/miniforge3
 /root/miniforge3/bin/mamba env create -f /autograder/source/environment.yml
 # Fail the build now, not at a student's first submission: check the versions, grade an empty notebook.
 cd /autograder/source
-{env_python} -c "import torch, numpy, autograder.gradescope_entry as entry; raise SystemExit(entry.main(['--self-check']))"
+{env_python} -c "import torch, numpy, matplotlib, tqdm, autograder.gradescope_entry as entry; raise SystemExit(entry.main(['--self-check']))"
 """
 
 RUN_AUTOGRADER = """\
@@ -88,6 +85,34 @@ the student's kernel, where a submission can change their outcome.
 """
 
 
+def _canonical(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def pinned_requirements() -> str:
+    """``requirements.txt``: the CPU index, CPU-only torch, and every other package the
+    engine and the notebooks need, with their dependencies, pinned to this environment's versions."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    if metadata.version("torch").split("+")[0] != TORCH_PIN.split("==")[1].split("+")[0]:
+        raise ValueError(f"the fixtures need {TORCH_PIN}; this environment has torch {metadata.version('torch')}")
+    pins: dict[str, str] = {}
+    todo = list(TOP_LEVEL)
+    while todo:
+        name = _canonical(todo.pop())
+        if name in pins or name.startswith(CUDA_ONLY):
+            continue
+        pins[name] = metadata.version(name)
+        for text in metadata.requires(name) or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    lines = [CPU_INDEX, TORCH_PIN] + [f"{name}=={version}" for name, version in sorted(pins.items()) if name != "torch"]
+    return "\n".join(lines) + "\n"
+
+
 def otter_config(settings: GradescopeSettings) -> dict:
     """The ``otter_config.json`` document."""
     return {
@@ -99,7 +124,7 @@ def otter_config(settings: GradescopeSettings) -> dict:
     }
 
 
-def otter_generated(settings: GradescopeSettings) -> dict[str, bytes]:
+def otter_generated(settings: GradescopeSettings, requirements: str) -> dict[str, bytes]:
     """``otter_config.json``, ``run_otter.py`` and ``environment.yml`` from otter's generator."""
     from otter.generate import main as otter_generate
 
@@ -107,7 +132,7 @@ def otter_generated(settings: GradescopeSettings) -> dict[str, bytes]:
         tmp_path = Path(tmp)
         (tmp_path / "tests").mkdir()
         (tmp_path / "otter_config.json").write_text(json.dumps(otter_config(settings)), encoding="utf-8")
-        (tmp_path / "requirements.txt").write_text(REQUIREMENTS, encoding="utf-8")
+        (tmp_path / "requirements.txt").write_text(requirements, encoding="utf-8")
         out = tmp_path / "otter.zip"
         otter_generate(
             tests_dir=str(tmp_path / "tests"),
@@ -134,6 +159,28 @@ def miniforge_version() -> str:
     return MINIFORGE_VERSION
 
 
+def engine_files() -> list[str]:
+    """The engine modules the zip needs: its entry points and everything they import from the package."""
+    import ast
+
+    needed, todo = {"__init__.py"}, list(ENTRY_POINTS)
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        for node in ast.walk(ast.parse((ENGINE / name).read_text(encoding="utf-8"))):
+            modules = []
+            if isinstance(node, ast.ImportFrom) and (node.level == 1 or node.module == "autograder"):
+                modules = [node.module] if node.module and node.level else [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("autograder."):
+                modules = [node.module.split(".")[1]]
+            elif isinstance(node, ast.Import):
+                modules = [a.name.split(".")[1] for a in node.names if a.name.startswith("autograder.")]
+            todo += [f"{m}.py" for m in modules if (ENGINE / f"{m}.py").is_file()]
+    return sorted(needed)
+
+
 def _add(archive: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o644) -> None:
     info = zipfile.ZipInfo(name, FIXED_TIME)
     info.external_attr = (0o100000 | mode) << 16
@@ -147,7 +194,8 @@ def build_gradescope_zip(stage: Stage, out_dir: Path, fixture_file: Path, settin
     ``settings`` default to the stage's (``autograder/suites/<stage>/gradescope.json``).
     """
     settings = settings or stage_settings(stage.id, stage.suite_files[0].parent)
-    generated = otter_generated(settings)
+    requirements = pinned_requirements()
+    generated = otter_generated(settings, requirements)
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{stage.id}.zip"
     with zipfile.ZipFile(target, "w") as archive:
@@ -155,10 +203,10 @@ def build_gradescope_zip(stage: Stage, out_dir: Path, fixture_file: Path, settin
         _add(archive, "run_autograder", RUN_AUTOGRADER.format(env_python=ENV_PYTHON).encode(), 0o755)
         for name, data in generated.items():
             _add(archive, name, data)
-        _add(archive, "requirements.txt", REQUIREMENTS.encode())
+        _add(archive, "requirements.txt", requirements.encode())
         _add(archive, "gptcourse.json", settings.to_json().encode())
         _add(archive, "tests/README.md", TESTS_README.format(stage=stage.id).encode())
-        for name in ENGINE_FILES:
+        for name in engine_files():
             _add(archive, f"autograder/{name}", (ENGINE / name).read_bytes())
         for path in stage.suite_files:
             _add(archive, f"autograder/suites/{stage.id}/{path.name}", path.read_bytes())
