@@ -6,6 +6,9 @@ import subprocess
 import sys
 import zipfile
 
+from autograder.judge import secret_lines
+from autograder.stages import get_stage
+
 from conftest import submission
 
 STAGE = "01_tokenisation"
@@ -62,10 +65,14 @@ def test_feedback_and_class_report(tmp_path):
     assert "Public tests: 0 of" in feedback and "not implemented yet" in feedback
     assert "(hidden," not in feedback
     assert gptcourse("grade", "--stage", STAGE, "--out", str(out), "--quiet", "--show-hidden", str(empty)).returncode == 0
-    assert "(hidden," in (out / "empty" / "feedback.md").read_text()
+    shown = (out / "empty" / "feedback.md").read_text()
+    assert "(hidden," in shown and "**Hidden tests: 0 of" in shown
+    hidden_source = secret_lines([get_stage(STAGE).suite_files[1].read_text()])
+    assert hidden_source and not [line for line in hidden_source if line in shown]  # results, never the tests' code
     done = gptcourse("report", str(out))
     assert done.returncode == 0, done.stderr
     report = (out / "report.md").read_text()
     assert "| build_vocab | 1/2 (50%)" in report and "not implemented yet" in report
-    assert (out / "report.png").stat().st_size > 1000
+    assert "## Most frequent failures" in report and "| 1 | build_vocab:" in report
+    assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "report.png").stat().st_size > 1000
     assert gptcourse("report", str(tmp_path / "nothing")).returncode == 2
