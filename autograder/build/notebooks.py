@@ -44,12 +44,13 @@ def harness_source(stage: Stage, with_codec: bool = False) -> str:
         *([(ENGINE / "codec.py").read_text(encoding="utf-8")] if with_codec else []),
         (ENGINE / "checks.py").read_text(encoding="utf-8"),
         (ENGINE / "harness.py").read_text(encoding="utf-8"),
+        (ENGINE / "packaging.py").read_text(encoding="utf-8"),
         (SUITES / stage.id / "public.py").read_text(encoding="utf-8"),
     ]
     body = "\n\n".join(_strip_engine_imports(p) for p in parts)
     if "'''" in body:
         raise ValueError("the harness sources must not contain three single quotes in a row")
-    return HARNESS_HEADER + body + "\n''', \"gptcourse_checks\", \"exec\"), _gptcourse.__dict__)\ncheck = _gptcourse.check\n"
+    return HARNESS_HEADER + body + "\n''', \"gptcourse_checks\", \"exec\"), _gptcourse.__dict__)\ncheck = _gptcourse.check\npackage_submission = _gptcourse.package_submission\n"
 
 
 def _code(source: str, tags: list[str], extra: dict | None = None) -> dict:
@@ -97,9 +98,18 @@ def _cell(stage: Stage, block: Block, variant: str) -> dict:
     raise ValueError(f"unknown block kind {block.kind!r}")
 
 
+HAND_IN = """\
+## Hand in
+
+Save the notebook (Ctrl+S / Cmd+S), then run the cell below. It checks that the saved
+file holds the code you last ran (graders read the file, not your session) and zips it
+for upload; if something was not saved, it says what."""
+
+
 def make_notebook(stage: Stage, variant: str) -> dict:
     """A complete nbformat-4 notebook document with deterministic cell ids."""
     cells = stage_cells(stage, variant)
+    cells += [_markdown(HAND_IN), _code("package_submission()", [nbtags.TAG_DEMO])]
     for index, cell in enumerate(cells):
         cell["id"] = f"{stage.id[:2]}-{index:03d}"
     return {
