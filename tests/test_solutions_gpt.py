@@ -1,12 +1,19 @@
 """Tests of the reference solutions of stage 07_gpt."""
 
 import math
+import sys
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import solutions.blocks
+import solutions.gpt
+import solutions.multihead
+from autograder.fixtures import DEFAULT_DIR, load_fixtures
+from autograder.harness import REFERENCE, Namespace, load_suite
+from autograder.stages import get_stage
 from solutions.gpt import (
     GPT,
     GPTConfig,
@@ -113,11 +120,6 @@ def test_bad_config_raises():
         GPT(tiny(n_embd=15, n_head=2))
     with pytest.raises(ValueError):
         GPT(tiny(block_size=0))
-
-
-def test_get_device():
-    device = get_device()
-    assert isinstance(device, torch.device) and device.type in ("cuda", "mps", "cpu")
 
 
 # ---------------------------------------------------------------- training
@@ -309,3 +311,87 @@ def test_generate_rejects_bad_arguments():
             fn(model, torch.zeros(2, 0, dtype=torch.long), 3)
         with pytest.raises(ValueError):
             fn(model, torch.zeros(2, 3, dtype=torch.long), -1)
+
+
+
+# ---------------------------------------------------------------- devices and progress
+
+
+@pytest.mark.parametrize("cuda, mps, expected", [(True, True, "cuda"), (True, False, "cuda"), (False, True, "mps"), (False, False, "cpu")])
+def test_get_device_prefers_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert get_device() == torch.device(expected)
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_train_shows_a_progress_bar_only_when_asked(capsys, progress):
+    model = GPT(tiny(vocab_size=len(CHARS)))
+    train(model, DATA, DATA, steps=4, batch_size=2, lr=1e-3, device="cpu", eval_interval=2, eval_iters=1, warmup=1,
+          generator=torch.Generator().manual_seed(0), progress=progress)
+    shown = capsys.readouterr().err
+    if progress:
+        assert "4/4" in shown and "val=" in shown
+    else:
+        assert shown == ""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_the_same_calls_run_on_cuda():
+    device = get_device()
+    assert device.type == "cuda"
+    torch.manual_seed(7)
+    model = GPT(GPTConfig(vocab_size=len(CHARS), block_size=16, n_layer=2, n_head=2, n_embd=32))
+    n = int(len(DATA) * 0.9)
+    history = train(model, DATA[:n], DATA[n:], steps=60, batch_size=16, lr=1e-2, device=device, eval_interval=30,
+                    eval_iters=4, warmup=10, generator=torch.Generator().manual_seed(0), progress=False)
+    assert next(model.parameters()).device.type == "cuda"
+    assert history["val_loss"][-1] < 0.5 * history["val_loss"][0]
+    prompt = DATA[:4].view(1, 4)  # on the CPU: generation moves it to the model's device
+    plain = generate(model, prompt, 12, temperature=0)
+    assert plain.device.type == "cuda"
+    assert torch.equal(generate_cached(model, prompt, 12, temperature=0), plain)
+    sampled = generate_cached(model, prompt, 12, top_k=5, generator=torch.Generator().manual_seed(1))  # a CPU generator
+    assert sampled.shape == (1, 16)
+
+
+# ---------------------------------------------------------------- the stage's expected tokens
+
+
+def _suite_module(kind: str):
+    """The stage's public or hidden test file, run as a module (for its stand-in models)."""
+    path = get_stage("07_gpt").suite_files[0 if kind == "public" else 1]
+    name = f"test_solutions_gpt_{kind}_suite"
+    load_suite(str(path), name)
+    return sys.modules[name]
+
+
+def _reference_names() -> dict:
+    names = {}
+    for module in (solutions.multihead, solutions.blocks, solutions.gpt):
+        names.update({k: v for k, v in vars(module).items() if not k.startswith("_")})
+    return names
+
+
+def test_kv_cache_fixtures_are_the_tokens_of_plain_greedy_generation():
+    """The hidden kv_cache token tests expect the reference's cached tokens; those are
+    exactly what plain greedy generation (no cache) gives on the same test models."""
+    fixtures = load_fixtures(get_stage("07_gpt"), DEFAULT_DIR)
+    names = _reference_names()
+    names["generate_cached"] = names["generate"]  # the probes now run plain generation
+    token_cases = [c for c in _suite_module("hidden").suite.cases
+                   if c.qid == "kv_cache" and c.expected is REFERENCE and "logits" not in c.name]
+    assert len(token_cases) == 3
+    for case in token_cases:
+        assert torch.equal(case.probe(Namespace(dict(names))), fixtures[case.key]), case.key
+
+
+def test_public_kv_cache_tokens_are_those_of_plain_greedy_generation():
+    """The public test's literal tokens: a GPT with the stand-in's weights, generating without a cache."""
+    public = _suite_module("public")
+    parts = public._parts(Namespace(_reference_names()), 18)
+    model = GPT(parts.config)
+    model.load_state_dict(parts.state_dict())
+    case = next(c for c in public.suite.cases if c.qid == "kv_cache" and "plain generation" in c.name)
+    assert generate(model, torch.tensor([[4, 1, 8], [2, 2, 7]]), 8, temperature=0).tolist() == case.expected

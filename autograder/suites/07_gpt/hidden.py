@@ -10,7 +10,9 @@ Keeping the questions apart
     ln_f, head) and fixed weights, never on the student's GPT. While generate and
     generate_cached run, the notebook's `sample_next` is replaced by `_GraderSampler`
     (the grader's own, which also records the logits it is handed), so a mistake in
-    sample_next costs only sampling points. The one dependency left is by design:
+    sample_next costs only sampling points; while generate_cached runs, `generate` is
+    replaced by the grader's too (a cached generation may fall back on it past
+    block_size), so a generate mistake costs only generate points. The one dependency left is by design:
     training_works trains the student's GPT with the student's train (and so its
     train_step and estimate_loss) and measures the validation loss itself.
 
@@ -29,7 +31,10 @@ Tolerances (relative + absolute, per test)
       clip_grad_norm_ leaves after its 1e-6 guard);
     - logits handed to sample_next by generate / generate_cached: rtol 1e-4, atol 1e-4;
     - greedy tokens: exact. The fixed models were chosen so that at every step the
-      best logit leads the second by at least 0.1 (far beyond float32 rounding);
+      best logit leads the second by at least 0.1 (far beyond float32 rounding). The
+      kv_cache token fixtures are therefore exactly the tokens of plain greedy
+      generation (the reference's cached and plain generations agree token for token;
+      tests/test_solutions_gpt.py checks it on these very models);
     - parameter counts, evaluation steps, shapes, supports: exact;
     - learning rates: 1e-9 relative where one is compared with another (history
       against what the optimiser used); the schedule's shape is judged by properties
@@ -857,7 +862,9 @@ def _(ns):
     return [_support(ns, 2000, 97, top_k=2, top_p=0.7), _support(ns, 2000, 98, top_k=2, top_p=0.75), _support(ns, 2000, 99, top_k=3, top_p=0.72)]
 
 
-ROWS = torch.tensor([[4.0, 3.5, 0.0, -1.0, -2.0, -3.0], [-3.0, -2.0, -1.0, 0.0, 3.5, 4.0]])
+# the two rows keep their two best tokens above different thresholds (3.5 and 1.0): one row's
+# k-th value used for the other keeps four tokens in row 0, or none in row 1
+ROWS = torch.tensor([[4.0, 3.5, 3.0, 2.5, -2.0, -3.0], [-3.0, -2.0, -1.0, 0.0, 1.0, 1.5]])
 
 
 @suite.case(
@@ -1002,8 +1009,26 @@ KV_ONE = dict(vocab_size=12, block_size=12, n_layer=2, n_head=2, n_embd=16)
 KV_ONE_PROMPT = torch.randint(12, (2, 1), generator=generator(44))
 
 
+class _GraderGenerate:
+    """Stands in for the notebook's generate while generate_cached runs (a student's cached
+    generation may call it past block_size), drawing with the grader's sampler."""
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+
+    def __call__(self, model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+        before = model.training
+        model.eval()
+        with torch.no_grad():
+            for _ in range(max_new_tokens):
+                last = model(idx[:, -model.config.block_size :])[0][:, -1, :]
+                idx = torch.cat([idx, self.sampler(last, temperature, top_k, top_p, generator)], dim=1)
+        model.train(before)
+        return idx
+
+
 def _cached(ns, model, prompt, new, **kwargs):
-    with _replacing(ns, "sample_next", _GraderSampler()) as sampler:
+    with _replacing(ns, "sample_next", _GraderSampler()) as sampler, _replacing(ns, "generate", _GraderGenerate(sampler)):
         out = ns.generate_cached(model, prompt.clone(), new, **kwargs)
     return out, sampler
 
@@ -1161,8 +1186,8 @@ def _below_bound(got):
         return f"the validation loss after training is {got}"
     if got >= BOUND:
         return (f"after 300 steps your GPT's validation loss is {got:.3f}, not below {BOUND}: it does not learn well enough "
-                "(look for targets that are not the next tokens, gradients zeroed between backward and step, a step before "
-                "the backward pass, or weights left at the default initialisation)")
+                "(look for targets that are not the next tokens, the same batch at every step, windows from only part of "
+                "the data, gradients zeroed between backward and step, or a step before the backward pass)")
     return None
 
 

@@ -1,0 +1,67 @@
+"""Stage 07_gpt: a question whose code is missing costs its own points and no others.
+
+The mistake catalogue shows this for subtle errors; here whole answers are left as the
+empty stubs of the release (they raise ``NotImplementedError``), graded by the real
+engine. Only ``training_works`` leans on other answers, by design: it trains the
+student's ``GPT`` with the student's ``train``. The long training cell of the notebook
+is replaced by code that would wreck the grade if it ran, so full marks elsewhere also
+show that grading never runs it.
+"""
+
+import pytest
+
+from autograder.build.notebooks import make_notebook, write_notebook
+from autograder.fixtures import DEFAULT_DIR, load_fixtures
+from autograder.grading import grade_many
+from autograder.notebook import TAG_TRAIN
+from autograder.runner import Limits
+from autograder.stages import get_stage, questions
+from autograder.submissions import variant_notebook
+
+STAGE = get_stage("07_gpt")
+
+# the stub cells left empty in each submission, and the questions that must then score 0
+CASES = {
+    "model-params-sampling-kv": (["GPT", "num_parameters", "sample_next", "generate_cached"], {"model", "params", "sampling", "kv_cache", "training_works"}),
+    "device-train-generate": (["get_device", "train_step", "estimate_loss", "train", "generate"], {"device", "train", "generate", "training_works"}),
+}
+
+# if grading ran the long training cell, these names would be gone and every test using them would fail
+SABOTAGED_TRAINING_CELL = "GPT = num_parameters = get_device = sample_next = generate = generate_cached = None\n"
+
+
+def _empty_stubs() -> dict[str, str]:
+    stubs = {}
+    for cell in make_notebook(STAGE, "student")["cells"]:
+        name = cell.get("metadata", {}).get("gptcourse", {}).get("name")
+        if name:
+            stubs[name] = cell["source"]
+    return stubs
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("questions-apart")
+    stubs = _empty_stubs()
+    paths = []
+    for label, (names, _) in CASES.items():
+        notebook = variant_notebook(STAGE, {name: stubs[name] for name in names})
+        training = [c for c in notebook["cells"] if TAG_TRAIN in c.get("metadata", {}).get("tags", [])]
+        assert len(training) == 1
+        training[0]["source"] = SABOTAGED_TRAINING_CELL
+        write_notebook(notebook, folder / f"{label}.ipynb")
+        paths.append(folder / f"{label}.ipynb")
+    results = grade_many(STAGE, paths, folder / "out", load_fixtures(STAGE, DEFAULT_DIR), Limits(), workers=1, progress=False)
+    return {g.name: g for g in results}
+
+
+@pytest.mark.parametrize("label", list(CASES))
+def test_an_empty_answer_costs_only_its_own_questions(label, graded):
+    emptied, broken = CASES[label]
+    scores: dict[str, float] = {}
+    for result in graded[label].results:
+        scores[result.qid] = scores.get(result.qid, 0.0) + result.score
+    maxima = dict(questions(STAGE.id))
+    assert {q: s for q, s in scores.items() if q in broken and s > 0} == {}, f"empty {emptied} still earned points"
+    lost = {q: f"{s:g}/{maxima[q]:g}" for q, s in scores.items() if q not in broken and s != maxima[q]}
+    assert lost == {}, f"leaving {emptied} empty also cost {lost}"
