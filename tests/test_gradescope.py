@@ -210,6 +210,18 @@ def test_no_notebook_gives_a_valid_zero(autograder_zip, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_zip_made_by_package_submission_is_graded(autograder_zip, tmp_path):
+    notebook = submission(STAGE, tmp_path, "My Lab", base="reference")
+    packaged = tmp_path / "My Lab-submission.zip"
+    with zipfile.ZipFile(packaged, "w") as archive:
+        archive.write(notebook, notebook.name)
+    root = make_root(autograder_zip, tmp_path / "zipped", packaged)
+    doc, done = run_autograder(root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) > 0
+
+
+@pytest.mark.slow
 def test_otter_run_grades_through_the_engine_and_otters_cheats_fail(autograder_zip, tmp_path, graded_catalogue):
     graded = graded_catalogue(STAGE)
     cheat = submission(STAGE, tmp_path, "cheat", base="student", extra_cells=[CHEATS, EXIT])
