@@ -124,12 +124,6 @@ def _load_suite(source: str, label: str, index: int, harness) -> list:
     return suite.cases
 
 
-def _describe(exc: BaseException, harness) -> str:
-    if isinstance(exc, BrokenPipeError) or (isinstance(exc, OSError) and exc.errno == 32):
-        return "printed more output than grading keeps; the output was cut off and printing failed"
-    return harness.describe_error(exc)
-
-
 def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     """Run one submission's job in this (fresh) process, then exit without cleanup hooks."""
     events = os.fdopen(events_fd, "w", buffering=1, encoding="utf-8")
@@ -161,6 +155,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     cases = {}
     for index, suite in enumerate(job["suites"]):
         cases.update((c.key, c) for c in _load_suite(suite["source"], suite["label"], index, harness))
+    engine = dict(sys.modules)  # every module loaded so far, as the tests expect to find them
     signal.signal(signal.SIGALRM, _on_alarm)
     emit(ev="ready", isolation=isolation)
 
@@ -181,7 +176,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         except CaseTimeout:
             error = f"did not finish within {job['cell_timeout']:g} s and was stopped"
         except BaseException as exc:  # the student's cell failed: note it and go on
-            error = _describe(exc, harness)
+            error = harness.describe_error(exc)
             if isinstance(exc, SyntaxError):
                 error = f"has a syntax error on line {exc.lineno}: {exc.msg}"
         finally:
@@ -189,16 +184,20 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         emit(ev="cell_done", index=cell["index"], error=error)
 
     names = harness.Namespace(submission.__dict__)
-    deferred = bool(job.get("deferred"))
+    deferred, unloaded = bool(job.get("deferred")), "this test could not be loaded"
     for key in job["cases"]:
         if key not in cases and deferred:
             deferred = False
-            for index, suite in enumerate(read_message(control_fd)["suites"], start=len(job["suites"])):
-                cases.update((c.key, c) for c in _load_suite(suite["source"], suite["label"], index, harness))
+            sys.modules.update(engine)  # modules a cell replaced in sys.modules are put back
+            try:
+                for index, suite in enumerate(read_message(control_fd)["suites"], start=len(job["suites"])):
+                    cases.update((c.key, c) for c in _load_suite(suite["source"], suite["label"], index, harness))
+            except Exception:  # the notebook broke what the tests need (it patched torch or the engine, say)
+                unloaded = "the tests could not be loaded in your notebook's process (did it replace or patch a module the tests use?)"
         emit(ev="case", key=key)
         case = cases.get(key)
         if case is None:
-            emit(ev="result", key=key, error="this test could not be loaded")
+            emit(ev="result", key=key, error=unloaded)
             continue
         harness.reseed(harness.CASE_SEED)
         timeout = min(case.timeout, job["case_timeout"]) if job.get("case_timeout") else case.timeout
@@ -212,7 +211,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
             continue
         except BaseException as exc:  # a failure of the student's code is this case's failure
             signal.setitimer(signal.ITIMER_REAL, 0)
-            emit(ev="result", key=key, error=_describe(exc, harness))
+            emit(ev="result", key=key, error=harness.describe_error(exc))
             continue
         emit(ev="result", key=key, value=payload)
     for stream in (sys.stdout, sys.stderr):

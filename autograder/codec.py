@@ -70,7 +70,7 @@ def encode(value: Any, _depth: int = 0) -> Any:
                 "dtype": _NAMES[cpu.dtype],
                 "shape": list(cpu.shape),
                 "data": base64.b64encode(data).decode("ascii"),
-                "type": t.__name__ if t is not torch.Tensor else "Tensor",
+                "type": "Tensor" if t is torch.Tensor else f"{t.__module__}.{t.__qualname__}",
             }
         }
     if isinstance(value, np.generic):

@@ -64,6 +64,13 @@ def judge_case(case: Case, outcome: Outcome, fixtures: dict[str, Any]) -> Verdic
 
 
 MESSAGE_LIMIT = 1500
+ERROR_LIMIT = 1000  # characters of an error the child reported (student code's exception) in a public test
+HIDDEN_ERROR_LIMIT = 400  # ... in a hidden test: enough for an honest error, little room to smuggle anything out
+
+
+def bound(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, saying so."""
+    return text if len(text) <= limit else text[: limit - 20] + " [... message cut]"
 
 
 def secret_lines(texts: list[str], shortest: int = 16) -> list[str]:
@@ -86,17 +93,53 @@ def scrub(text: str, secrets: list[str], limit: int = MESSAGE_LIMIT) -> str:
     for line in secrets:
         if line in text:
             text = text.replace(line, "[hidden test code]")
-    if len(text) > limit:
-        text = text[: limit - 20] + " [... message cut]"
-    return text
+    return bound(text, limit)
+
+
+def _text_atoms(value: Any, out: set[str], depth: int = 0) -> set[str]:
+    """The strings inside an expected value (dictionary keys included)."""
+    if depth > 32:
+        return out
+    if isinstance(value, str):
+        out.add(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _text_atoms(key, out, depth + 1)
+            _text_atoms(item, out, depth + 1)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            _text_atoms(item, out, depth + 1)
+    return out
+
+
+def hide_expected(message: str, expected: Any) -> str:
+    """Replace every quoted piece of text of ``expected`` in a hidden test's message.
+
+    Checks describe a difference without quoting expected values when they judge a
+    hidden test; this holds even for a check that slips (a missing dictionary key,
+    say), since the judge knows what must not be quoted.
+    """
+    for atom in sorted(_text_atoms(expected, set()), key=len, reverse=True):
+        for quoted in {repr(atom), f'"{atom}"'}:
+            if quoted in message:
+                message = message.replace(quoted, "[a hidden expected value]")
+    return message
+
+
+def _expected(case: Case, fixtures: dict[str, Any]) -> Any:
+    return fixtures.get(case.key) if case.expected is REFERENCE else case.expected
 
 
 def judge(cases: list[Case], outcome: Outcome, fixtures: dict[str, Any], secrets: list[str] | None = None) -> list[TestResult]:
-    """Score every case of a submission; messages are scrubbed of ``secrets``."""
+    """Score every case of a submission; messages are scrubbed of ``secrets`` and, for hidden
+    tests, of expected values."""
     results = []
     for case in cases:
         verdict = judge_case(case, outcome, fixtures)
-        verdict.message = scrub(verdict.message, secrets or [])
+        limit = MESSAGE_LIMIT if case.key not in outcome.errors else ERROR_LIMIT if case.public else HIDDEN_ERROR_LIMIT
+        if not case.public and not verdict.passed and case.key not in outcome.errors:
+            verdict.message = hide_expected(verdict.message, _expected(case, fixtures))
+        verdict.message = scrub(verdict.message, secrets or [], limit)
         results.append(
             TestResult(
                 key=case.key,

@@ -10,7 +10,8 @@ The parent follows the child's events against the script it expects (ready, each
 each case in order, done) and ignores anything out of turn, so that a forged event
 can neither stall grading nor move blame. It sends the hidden tests only when the
 script reaches the first of them (see ``child``), and keeps at most
-``Limits.output_bytes`` of the child's printing: past that it closes the pipe.
+``Limits.output_bytes`` of the child's printing: a child that prints more is stopped
+like one that hangs (its output is read and dropped as it comes, never buffered).
 """
 
 import ast
@@ -50,7 +51,7 @@ class Limits:
     file_bytes: int = 64 * 1024**2
     open_files: int = 256
     max_processes: int = 64
-    output_bytes: int = 16 * 1024**2  # printing past this is cut off (the pipe is closed)
+    output_bytes: int = 16 * 1024**2  # a cell or test printing past this is stopped and skipped
     disk_bytes: int = 256 * 1024**2  # the child's private working directory (a tmpfs)
     sandbox: str | None = None  # the strongest isolation to try (see sandbox.LEVELS); None: $GPTCOURSE_SANDBOX or all
 
@@ -327,11 +328,9 @@ class _Child:
         room = OUTPUT_LIMIT * 4 - len(self.output)
         self.output.extend(chunk[: max(room, 0)])
         self.output_seen += len(chunk)
-        if self.output_seen > self.output_bytes and not self.output_cut:
-            self.output_cut = True  # stop reading: the child's next print fails instead of filling memory
-            self.selector.unregister(self.stdout)
-            self.stdout.close()
-            self.open_streams = max(self.open_streams - 1, 0)
+        if self.output_seen > self.output_bytes:
+            self.output_cut = True
+            raise _Flood()
 
     def drain(self, seconds: float) -> None:
         """Read what is left of the child's output, for at most ``seconds``."""
@@ -368,6 +367,10 @@ class _Child:
 
 class _Overflow(Exception):
     """The child sent more event data than any honest submission needs."""
+
+
+class _Flood(Exception):
+    """The child printed more than ``Limits.output_bytes``: it is stopped like a hang."""
 
 
 def case_limit(case: Case, limits: Limits) -> float:
@@ -536,10 +539,13 @@ def _watch(
                     child.control.send(_message({"suites": [{"label": s.label, "source": s.source} for s in script.deferred]}))
     except _Overflow:
         reason = "overflow"
+    except _Flood:
+        reason = "flood"
     outputs.append(child.finish())
     what = {
         "timeout": "did not finish in time and was stopped",
         "overflow": "sent far more data than expected and was stopped",
+        "flood": f"printed more than {limits.output_bytes / 2**20:g} MB and was stopped",
         "exit": "ended the process running it (sys.exit, os._exit, a crash or running out of memory)",
     }[reason]
     kind, where = script.last()

@@ -25,8 +25,21 @@ def test_subclasses_and_foreign_objects_are_marked():
     class Sneaky(torch.Tensor):
         pass
 
-    back = codec.loads(codec.dumps([torch.zeros(2).as_subclass(Sneaky), object()]))
-    assert isinstance(back[0], codec.TensorLike) and isinstance(back[1], codec.Foreign)
+    class Tensor(torch.Tensor):  # named like the real one
+        pass
+
+    class Spoof:  # claims to be a tensor to isinstance()
+        __class__ = torch.Tensor
+
+    class Number(int):
+        pass
+
+    values = [torch.zeros(2).as_subclass(Sneaky), torch.zeros(2).as_subclass(Tensor), object(), Number(3), torch.nn.Parameter(torch.zeros(2))]
+    back = codec.loads(codec.dumps(values))
+    assert all(isinstance(b, codec.TensorLike) for b in (back[0], back[1], back[4]))
+    assert isinstance(back[2], codec.Foreign) and isinstance(back[3], codec.Foreign)
+    with pytest.raises(TypeError):  # a look-alike cannot pass for a tensor: encoding it fails (the test fails)
+        codec.encode(Spoof())
 
 
 @pytest.mark.parametrize("bad", ['{"$tensor": {"dtype": "float32", "shape": [5], "data": "AAAA"}}', '{"$pickle": "x"}', '{"a": 1, "b": 2}', "[", '{"$dict": [[[1], 2]]}'])

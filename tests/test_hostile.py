@@ -1,212 +1,215 @@
-"""Hostile and broken submissions: each gets a valid result and the score it deserves, no more."""
+"""The hostile catalogue (tests/attacks.py), graded for an early stage and a late one.
 
+Every attack gets the score it deserves and no more, a valid result, and leaves the
+other submissions graded in the same batch (the reference among them) untouched.
+Nothing it starts survives grading, and nothing it writes lands in the results.
+"""
+
+import csv
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from autograder import processes
 from autograder.fixtures import DEFAULT_DIR, load_fixtures
-from autograder.grading import grade_many
+from autograder.cli import score_table
+from autograder.feedback import feedback_markdown
+from autograder.grading import grade_many, hidden_secrets
+from autograder.judge import judge
+from autograder.results import cell_notes, gradescope_json
 from autograder.runner import Limits
-from autograder.stages import get_stage, questions
+from autograder.sandbox import UID_BASE
+from autograder.stages import ROOT, get_stage, load_cases, questions
 
-from conftest import submission
+import attacks
+import leakscan
 
-STAGE = "01_tokenisation"
-FAST = Limits(case_timeout=3.0, cell_timeout=5.0, total_timeout=180.0)
-
-WRONG_KN = '''
-def kneser_ney_bigram(ids, vocab_size, discount=0.75):
-    if not 0 <= discount <= 1:
-        raise ValueError("bad discount")
-    return torch.full((vocab_size, vocab_size), 1.0 / vocab_size)
-'''
-
-PATCH_COMPARISONS = '''
-import numpy
-torch.allclose = lambda *a, **k: True
-torch.equal = lambda *a, **k: True
-torch.Tensor.__eq__ = lambda *a, **k: True
-numpy.allclose = lambda *a, **k: True
-numpy.array_equal = lambda *a, **k: True
-'''
-
-DETACHED = '''
-import subprocess, sys
-attack = """
-import json, os, time
-target = {target!r}
-fake = {{"score": 999, "tests": [{{"name": "build_vocab: fake", "score": 999, "max_score": 1}}]}}
-for _ in range(100):
-    try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "w") as f:
-            json.dump(fake, f)
-        with open({csv!r}, "w") as f:
-            f.write("submission,total\\\\nhostile,999\\\\n")
-    except OSError:
-        pass
-    time.sleep(0.1)
-"""
-subprocess.Popen([sys.executable, "-c", "import os, subprocess, sys; os.setsid(); subprocess.Popen([sys.executable, '-c', sys.argv[1]], start_new_session=True)", attack], start_new_session=True)
-'''
-
-INPUT_TRANSFORMER = '''
-ip = get_ipython()
-ip.input_transformers_cleanup.append(lambda lines: ["pass\\n"])
-'''
+STAGES = ["01_tokenisation", "05_multihead"]
+FAST = Limits(case_timeout=1.5, cell_timeout=3.0, grace=1.0, total_timeout=120.0)
 
 
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("hostile")
-    out = folder / "out"
-    subs = {
-        "syntax_error": submission(STAGE, folder, "syntax_error", {"build_vocab": "def build_vocab(text)\n    return {}, {}"}),
-        "missing_function": submission(STAGE, folder, "missing_function", {"encode": "# I deleted my encode function"}),
-        "raises": submission(STAGE, folder, "raises", {"get_batch": "def get_batch(data, block_size, batch_size, generator=None):\n    raise RuntimeError('oops')"}),
-        "infinite_loop": submission(STAGE, folder, "infinite_loop", {"train_val_split": "def train_val_split(data, val_fraction=0.1):\n    while True:\n        pass"}),
-        "toplevel_loop": submission(STAGE, folder, "toplevel_loop", extra_cells=["while True:\n    pass"]),
-        "sys_exit": submission(STAGE, folder, "sys_exit", {"kneser_ney_bigram": "def kneser_ney_bigram(ids, vocab_size, discount=0.75):\n    import sys\n    sys.exit(0)"}, extra_cells=["import sys\nsys.exit(3)"]),
-        "os_exit": submission(STAGE, folder, "os_exit", {"decode": "def decode(ids, itos):\n    import os\n    os._exit(0)"}),
-        "toplevel_os_exit": submission(STAGE, folder, "toplevel_os_exit", extra_cells=["import os\nos._exit(1)"]),
-        "memory_grab": submission(STAGE, folder, "memory_grab", {"build_vocab": "def build_vocab(text):\n    hog = bytearray(40 * 2**30)\n    return {}, {}"}, extra_cells=["hog = torch.ones(2**40, dtype=torch.uint8)"]),
-        "wrong_kn": submission(STAGE, folder, "wrong_kn", {"kneser_ney_bigram": WRONG_KN}),
-        "wrong_kn_patched": submission(STAGE, folder, "wrong_kn_patched", {"kneser_ney_bigram": WRONG_KN}, extra_cells=[PATCH_COMPARISONS]),
-        "empty_patched": submission(STAGE, folder, "empty_patched", extra_cells=[PATCH_COMPARISONS], base="student"),
-        "input_transformer": submission(STAGE, folder, "input_transformer", extra_cells=[INPUT_TRANSFORMER], base="student"),
-        "detached": submission(STAGE, folder, "detached", base="student", extra_cells=[
-            DETACHED.format(target=str(out / "detached" / "results.json"), csv=str(out / "grades.csv"))
-        ]),
-    }
-    stage = get_stage(STAGE)
-    graded = grade_many(stage, list(subs.values()), out, load_fixtures(stage, DEFAULT_DIR), FAST, workers=2, progress=False)
-    time.sleep(1.5)  # give anything left behind the chance to strike
-    return {g.name: g for g in graded}, out
+class Batch:
+    """The whole catalogue of one stage, graded at once with two workers."""
+
+    def __init__(self, stage_id: str, folder: Path) -> None:
+        self.stage = get_stage(stage_id)
+        self.out = folder / "out"
+        self.attacks = {a.name: a for a in attacks.catalogue(stage_id)}
+        self.paths = attacks.write_catalogue(stage_id, folder / "submissions", self.out)
+        self.fixtures = load_fixtures(self.stage, DEFAULT_DIR)
+        graded = grade_many(self.stage, list(self.paths.values()), self.out, self.fixtures, FAST, workers=2, progress=False)
+        time.sleep(1.0)  # give anything left behind the chance to strike
+        self.graded = {g.name: g for g in graded}
+        self.maxima = dict(questions(stage_id))
+        self.target = attacks.TARGETS[stage_id].qid
+
+    def scores(self, name: str) -> dict[str, float]:
+        per = {q: 0.0 for q in self.maxima}
+        for r in self.graded[name].results:
+            per[r.qid] += r.score
+        return per
 
 
-def scores(graded) -> dict[str, float]:
-    per: dict[str, float] = {}
-    for r in graded.results:
-        per[r.qid] = per.get(r.qid, 0.0) + r.score
-    return per
+@pytest.fixture(scope="module", params=STAGES)
+def batch(request, tmp_path_factory):
+    return Batch(request.param, tmp_path_factory.mktemp(f"hostile-{request.param}"))
 
 
-MAXIMA = dict(questions(STAGE))
+def _names(stage_id: str) -> list[str]:
+    return [a.name for a in attacks.catalogue(stage_id)]
 
 
-@pytest.mark.parametrize(
-    "name,lost",
-    [
-        ("syntax_error", "build_vocab"),
-        ("missing_function", "encode_decode"),
-        ("raises", "get_batch"),
-        ("infinite_loop", "train_val_split"),
-        ("sys_exit", "kneser_ney"),
-        ("os_exit", "encode_decode"),
-        ("memory_grab", "build_vocab"),
-        ("wrong_kn", "kneser_ney"),
-        ("wrong_kn_patched", "kneser_ney"),
-    ],
-)
-def test_a_broken_question_costs_only_its_own_points(hostile, name, lost):
-    graded, out = hostile
-    got = scores(graded[name])
-    assert got[lost] < MAXIMA[lost]
-    assert {q: s for q, s in got.items() if q != lost} == {q: m for q, m in MAXIMA.items() if q != lost}
-    doc = json.loads((out / name / "results.json").read_text())
-    assert all(t["name"].split(":")[0] in MAXIMA for t in doc["tests"])
+def test_reference_and_wrong_base_are_untouched_by_their_neighbours(batch):
+    assert batch.scores("reference") == batch.maxima
+    wrong = batch.scores("wrong")
+    assert wrong[batch.target] < batch.maxima[batch.target]
+    assert {q: s for q, s in wrong.items() if q != batch.target} == {q: m for q, m in batch.maxima.items() if q != batch.target}
 
 
-@pytest.mark.parametrize("name", ["toplevel_loop", "toplevel_os_exit"])
-def test_a_hostile_extra_cell_is_skipped_and_costs_nothing(hostile, name):
-    graded, out = hostile
-    assert scores(graded[name]) == MAXIMA
-    output = json.loads((out / name / "results.json").read_text())["output"]
-    assert "Cell" in output and ("skipped" in output or "stopped" in output)
+@pytest.mark.parametrize("name", _names("01_tokenisation"))
+def test_each_attack_gets_what_it_deserves_and_no_more(batch, name):
+    attack = batch.attacks[name]
+    got, wrong, maxima = batch.scores(name), batch.scores("wrong"), batch.maxima
+    messages = {r.key: r.message for r in batch.graded[name].results if not r.passed}
+    if attack.expect == "same":
+        assert got == wrong, messages
+    elif attack.expect == "at_most":
+        assert all(got[q] <= wrong[q] for q in maxima), (got, wrong)
+    elif attack.expect == "function":
+        broken = batch.scores("broken")
+        assert got[batch.target] <= wrong[batch.target], messages
+        assert {q: s for q, s in got.items() if q != batch.target} == {q: s for q, s in broken.items() if q != batch.target}, messages
+    else:
+        assert got == maxima, messages
 
 
-def test_patched_comparisons_earn_nothing(hostile):
-    graded, _ = hostile
-    assert scores(graded["wrong_kn_patched"]) == scores(graded["wrong_kn"])
-    assert sum(scores(graded["empty_patched"]).values()) == 0
+def test_every_result_is_valid_and_agrees_with_the_gradebook(batch):
+    rows = {r["submission"]: r for r in csv.DictReader((batch.out / "grades.csv").open())}
+    assert set(rows) == set(batch.paths) | {"(max)"}
+    for name in batch.paths:
+        doc = json.loads((batch.out / name / "results.json").read_text())
+        assert len(doc["tests"]) == len(batch.graded[name].results)
+        assert all(t["name"].split(":")[0] in batch.maxima and 0 <= t["score"] <= t["max_score"] for t in doc["tests"])
+        assert doc["score"] == pytest.approx(sum(t["score"] for t in doc["tests"]))
+        assert float(rows[name]["total"]) == pytest.approx(doc["score"])
+        assert "FORGED" not in doc["output"] and "999" not in json.dumps(doc)
 
 
-def test_input_transformer_has_no_effect(hostile):
-    graded, _ = hostile
-    assert sum(scores(graded["input_transformer"]).values()) == 0
+def test_nothing_the_attacks_wrote_is_in_the_output_folder(batch):
+    expected = {"grades.csv"} | set(batch.paths)
+    assert {p.name for p in batch.out.iterdir()} == expected
+    for name in batch.paths:
+        assert {p.name for p in (batch.out / name).iterdir()} == {"results.json", "feedback.md"}
+    assert "999" not in (batch.out / "grades.csv").read_text()
 
 
-def test_detached_process_cannot_overwrite_results(hostile):
-    graded, out = hostile
-    doc = json.loads((out / "detached" / "results.json").read_text())
-    assert doc["score"] == 0 and all(t["max_score"] > 0 for t in doc["tests"])
-    assert "999" not in (out / "grades.csv").read_text()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+def test_no_process_of_any_attack_survives(batch):
+    mine = processes._subtree(os.getpid(), processes._children_map())  # strays are re-parented to us (subreaper)
+    for pid in mine:
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
             continue
-        assert b"fake = " not in cmdline, "the detached attacker is still running"
+        assert str(batch.out).encode() not in cmdline, "the detached attacker is still running"
+        uids = [int(x) for x in next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1:]]
+        assert all(u < UID_BASE for u in uids) or "Z" in status.split("State:")[1][:4], f"process {pid} of a child's user survived"
+    for pid in filter(str.isdigit, os.listdir("/proc")):  # and none escaped elsewhere
+        try:
+            assert str(batch.out).encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
 
 
-def test_timeouts_and_crashes_explain_themselves(hostile):
-    graded, _ = hostile
-    loop = [r.message for r in graded["infinite_loop"].results if r.qid == "train_val_split"]
-    assert all("did not finish" in m for m in loop)
-    exits = [r.message for r in graded["os_exit"].results if not r.passed]
-    assert exits and all("ended the process" in m or "before this test began" in m or "raised" in m for m in exits)
-    syntax = graded["syntax_error"].outcome.cell_errors
-    assert any("syntax error" in m for m in syntax.values())
+def _output(batch, name: str) -> str:
+    return batch.graded[name].outcome.output
 
 
-LEAK = '''
-def build_vocab(text):
-    import sys
-    paths = [m.__file__ for m in list(sys.modules.values()) if getattr(m, "__file__", "") and "suites" in m.__file__]
-    raise ValueError("\\n".join(open(p).read() for p in paths))
-'''
-
-NETNS = '''
-import os
-print("NETNS=" + os.readlink("/proc/self/ns/net"))
-'''
-
-
-def test_hidden_tests_never_reach_student_visible_output(tmp_path):
-    stage = get_stage(STAGE)
-    path = submission(STAGE, tmp_path, "leak", {"build_vocab": LEAK})
-    grade_many(stage, [path], tmp_path / "out", load_fixtures(stage, DEFAULT_DIR), FAST, progress=False)
-    visible = (tmp_path / "out" / "leak" / "results.json").read_text()
-    assert "raised ValueError" in visible
-    hidden = stage.suite_files[1].read_text()
-    for line in hidden.splitlines():
-        line = line.strip()
-        if len(line) >= 16 and not line.startswith(("import ", "from ", "#")):
-            assert json.dumps(line)[1:-1] not in visible, line
+def test_the_child_is_confined(batch):
+    isolation = batch.graded["read_files"].outcome.isolation
+    if os.geteuid() == 0:
+        assert isolation["level"] == "namespaces" and isolation["uid"] >= UID_BASE and isolation["offline"]
+    report = _output(batch, "read_files")
+    secrets = [line for line in report.splitlines() if line.startswith(("READ /", "LISTED /", "DENIED /"))]
+    assert secrets, report[:2000]
+    if isolation.get("level") in ("namespaces", "userns"):
+        stage, folder = batch.stage, batch.paths["reference"].parent
+        for secret in (stage.suite_files[1], DEFAULT_DIR / f"{stage.id}.json", ROOT / "solutions" / f"{stage.module}.py",
+                       ROOT / "autograder" / "judge.py", folder / "reference.ipynb", batch.out / "grades.csv", folder):
+            assert f"DENIED {secret} " in report, secret
+        listing = next(line for line in report.splitlines() if line.startswith(f"{ROOT}: "))
+        venv = Path(sys.prefix).resolve()
+        assert listing.split(": ", 1)[1].split() == ([venv.relative_to(ROOT).parts[0]] if venv.is_relative_to(ROOT) else [])
+        assert not any(line.split()[1].startswith(("/proc/1", "/autograder")) for line in secrets if not line.startswith("DENIED"))
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="a new network namespace needs root")
-def test_child_runs_without_the_graders_network(tmp_path):
-    stage = get_stage(STAGE)
-    path = submission(STAGE, tmp_path, "netns", extra_cells=[NETNS])
-    graded = grade_many(stage, [path], tmp_path / "out", load_fixtures(stage, DEFAULT_DIR), FAST, progress=False)
-    seen = [line for line in graded[0].outcome.output.splitlines() if line.startswith("NETNS=")]
-    assert seen and seen[0] != "NETNS=" + os.readlink("/proc/self/ns/net")
+def test_the_fork_bomb_is_capped_and_the_network_is_off(batch):
+    forked = [int(line.split()[1]) for line in _output(batch, "fork_bomb").splitlines() if line.startswith("FORKED")]
+    assert forked and forked[0] < FAST.max_processes + 1
+    if batch.graded["network"].outcome.isolation.get("offline"):
+        lines = [line for line in _output(batch, "network").splitlines() if line.startswith("NETWORK")]
+        assert len(lines) == 2 and all("unreachable" in line for line in lines)
 
 
-def test_grading_is_deterministic(tmp_path):
-    stage = get_stage(STAGE)
-    fixtures = load_fixtures(stage, DEFAULT_DIR)
-    from autograder.mistakes import catalogue
-    from autograder.submissions import write_variant
+def test_a_flood_of_output_is_cut_off_and_explained(batch):
+    graded = batch.graded["flood_cell"]
+    assert any("printed more than" in m for m in graded.outcome.cell_errors.values())
+    assert len(graded.outcome.output) < 30_000
+    flood = [r.message for r in batch.graded["flood_function"].results if r.qid == batch.target and not r.passed]
+    assert any("printed more than" in m for m in flood)
 
-    mistake = next(m for m in catalogue(STAGE)[0] if m.qid == "get_batch")
-    path = write_variant(stage, mistake, tmp_path)
-    runs = []
-    for workers in (1, 2):
-        graded = grade_many(stage, [path] * 5, tmp_path / f"out{workers}", fixtures, FAST, workers=workers, progress=False)
-        runs += [[(r.key, r.score, r.message) for r in g.results] for g in graded]
-    assert len(runs) == 10 and all(run == runs[0] for run in runs)
+
+def test_timeouts_exits_and_syntax_errors_explain_themselves(batch):
+    loop = [r.message for r in batch.graded["loop_function"].results if r.qid == batch.target and not r.passed]
+    assert loop and all("did not finish" in m or "raised ValueError" in m or "ValueError" in m for m in loop)
+    exits = [r.message for r in batch.graded["os_exit_function"].results if r.qid == batch.target and not r.passed]
+    assert exits and all("ended the process" in m or "before this test began" in m or "ValueError" in m for m in exits)
+    assert any("syntax error" in m for m in batch.graded["syntax_error"].outcome.cell_errors.values())
+    assert any("stopped" in m for m in batch.graded["signals_ignored"].outcome.cell_errors.values())
+
+
+
+def _visible(batch, name: str) -> str:
+    """Everything a student (or, after the deadline, the whole class) may read about a submission."""
+    graded = batch.graded[name]
+    doc = json.loads((batch.out / name / "results.json").read_text())
+    texts = [leakscan.visible_strings(doc), (batch.out / name / "feedback.md").read_text()]
+    texts.append(feedback_markdown(name, batch.stage.id, graded.results, cell_notes(graded.outcome), show_hidden=True))
+    return "\n".join(texts)
+
+
+def test_no_visible_output_carries_hidden_tests_fixtures_or_reference_code(batch):
+    hidden = leakscan.hidden_lines(batch.stage)
+    fixtures = leakscan.fixture_fragments(batch.stage)
+    shared = (batch.out / "grades.csv").read_text() + score_table(list(batch.graded.values()), batch.stage.id)
+    assert hidden and fixtures
+    assert not leakscan.find(shared, hidden + fixtures + attacks.fake_markers())
+    for name, path in batch.paths.items():
+        visible = _visible(batch, name)
+        reference = leakscan.reference_lines(batch.stage, path.read_text())
+        assert not leakscan.find(visible, hidden), name
+        assert not leakscan.find(visible, fixtures), name
+        assert not leakscan.find(visible, reference), name
+
+
+def test_no_message_quotes_an_expected_value(batch):
+    """The same outcomes judged against canary fixtures: no canary may surface."""
+    cases = list(load_cases(batch.stage.id))
+    canaries = {key: leakscan.canary(value) for key, value in batch.fixtures.items()}
+    for name, graded in batch.graded.items():
+        results = judge(cases, graded.outcome, canaries, hidden_secrets(batch.stage.id))
+        text = json.dumps(gradescope_json(results), ensure_ascii=False) + feedback_markdown(name, batch.stage.id, results, "", True)
+        assert not leakscan.find(text, list(leakscan.CANARY_MARKERS)), (name, [r.message for r in results if "CANARY" in r.message or "0.12345" in r.message])
+
+
+def test_hidden_tests_are_out_of_reach_until_the_public_ones_are_over(batch):
+    """Code that searches the process for the hidden tests finds none in a cell or a public test."""
+    for name in ("introspect_cell", "introspect_function"):
+        graded = batch.graded[name]
+        early = list(graded.outcome.cell_errors.values()) + [r.message for r in graded.results if r.public]
+        found = [m for m in early if "FOUND_HIDDEN" in m]
+        assert found and all("FOUND_HIDDEN 0 " in m for m in found), found

@@ -1,0 +1,473 @@
+"""The hostile catalogue: what a student who wants points without the work might submit.
+
+Each attack is notebook code (extra cells, or a replacement of one function) with the
+score it deserves:
+
+- ``same``: extra cells on top of a submission whose target question is wrong; every
+  question scores exactly what that submission scores without the attack;
+- ``at_most``: the same, but the attack may also break the student's own correct
+  answers (it patches what their code uses): no question scores more than without it;
+- ``function``: the target function itself attacks, on top of the reference; the
+  target question scores no more than the wrong answer does, every other question
+  what it scores when the target merely raises (full marks, unless it calls the target);
+- ``full``: a correct function that also misbehaves harmlessly (prints); full marks.
+
+Attacks that need a function take it from the stage (``TARGETS``). Paths an attacker
+could know (the project, the output folder, the other submissions) are filled in by
+``write_catalogue``, so that each attack aims at the real files.
+"""
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.stages import ROOT, get_stage
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import submission  # noqa: E402
+
+FAKE_RESULTS = {"score": 999.0, "output": "FORGED", "tests": [{"name": "build_vocab: forged", "score": 999.0, "max_score": 1.0}]}
+
+
+@dataclass(frozen=True)
+class Target:
+    """The function of a stage that function-level attacks replace, and a wrong version of it."""
+
+    qid: str
+    name: str
+    head: str  # its def line
+    wrong: str  # right types and shapes, wrong values
+
+
+TARGETS = {
+    "01_tokenisation": Target(
+        "kneser_ney",
+        "kneser_ney_bigram",
+        "def kneser_ney_bigram(ids, vocab_size, discount=0.75):",
+        "def kneser_ney_bigram(ids, vocab_size, discount=0.75):\n"
+        "    if not 0 <= discount <= 1:\n"
+        "        raise ValueError('discount must be in [0, 1]')\n"
+        "    return torch.full((vocab_size, vocab_size), 1.0 / vocab_size)\n",
+    ),
+    "05_multihead": Target(
+        "heads",
+        "split_heads",
+        "def split_heads(x, num_heads):",
+        "def split_heads(x, num_heads):\n"
+        "    if x.dim() != 3 or num_heads < 1 or x.shape[-1] % num_heads:\n"
+        "        raise ValueError('num_heads must divide C')\n"
+        "    B, T, C = x.shape\n"
+        "    return x.reshape(B, num_heads, T, C // num_heads)  # mixes positions\n",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Attack:
+    """One hostile submission: ``cells`` appended, and/or the target function replaced by ``body``."""
+
+    name: str
+    expect: str  # same | at_most | function | full
+    cells: tuple[str, ...] = ()
+    body: str | None = None
+    notes: dict = field(default_factory=dict)
+
+
+PATCH_TORCH = """
+import torch, torch.testing
+torch.allclose = lambda *a, **k: True
+torch.equal = lambda *a, **k: True
+torch.isclose = lambda a, b, *r, **k: torch.ones(torch.broadcast_shapes(a.shape, b.shape), dtype=torch.bool)
+torch.testing.assert_close = lambda *a, **k: None
+torch.Tensor.allclose = lambda self, *a, **k: True
+torch.Tensor.equal = lambda self, *a, **k: True
+"""
+
+PATCH_NUMPY_MATH = """
+import math, numpy
+numpy.allclose = lambda *a, **k: True
+numpy.array_equal = lambda *a, **k: True
+numpy.testing.assert_allclose = lambda *a, **k: None
+math.isclose = lambda *a, **k: True
+math.isnan = lambda x: False
+"""
+
+PATCH_BUILTINS = """
+import builtins
+builtins.isinstance = lambda obj, cls: True
+builtins.abs = lambda x: 0
+builtins.round = lambda x, n=None: 0
+builtins.len = lambda x: 0
+"""
+
+PATCH_TENSOR_METHODS = """
+import numpy, torch
+torch.Tensor.__eq__ = lambda self, other: True
+torch.Tensor.__ne__ = lambda self, other: False
+torch.Tensor.tolist = lambda self: [0]
+torch.Tensor.numpy = lambda self, *a, **k: numpy.zeros(1)
+torch.Tensor.sub = lambda self, *a, **k: torch.zeros(())
+torch.Tensor.abs = lambda self, *a, **k: torch.zeros(())
+"""
+
+SUBCLASS = """
+class AlwaysRight(torch.Tensor):
+    def __eq__(self, other):
+        return True
+    def __ne__(self, other):
+        return False
+    def allclose(self, *args, **kwargs):
+        return True
+    def equal(self, *args, **kwargs):
+        return True
+    __hash__ = torch.Tensor.__hash__
+
+
+def @NAME@(*args, **kwargs):
+    out = _wrong(*args, **kwargs)
+    return out.as_subclass(AlwaysRight) if type(out) is torch.Tensor else out
+"""
+
+LOOKALIKE = """
+class LooksRight:
+    __class__ = property(lambda self: torch.Tensor)
+    def __init__(self, t):
+        self._t, self.shape, self.dtype = t, t.shape, t.dtype
+    def __eq__(self, other):
+        return True
+    def __getattr__(self, name):
+        return getattr(self._t, name)
+
+
+def @NAME@(*args, **kwargs):
+    out = _wrong(*args, **kwargs)
+    return LooksRight(out) if type(out) is torch.Tensor else out
+"""
+
+INPUT_TRANSFORMER = """
+try:
+    ip = get_ipython()
+except NameError:
+    import IPython
+    ip = IPython.get_ipython()
+ip.input_transformers_cleanup.append(lambda lines: ["pass\\n"])
+"""
+
+SETTRACE = """
+import sys, threading
+def _hook(frame, event, arg):
+    for name in ("value", "payload", "got", "expected", "passed", "verdict"):
+        if name in frame.f_locals:
+            frame.f_locals[name] = True
+    return _hook
+_frame = sys._getframe()
+while _frame is not None:
+    _frame.f_trace = _hook
+    _frame = _frame.f_back
+sys.settrace(_hook)
+threading.settrace(_hook)
+"""
+
+ATEXIT = """
+import atexit, json, os
+def _forge():
+    for target in @WRITE_TARGETS@:
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "w") as handle:
+                json.dump(@FAKE@, handle)
+        except OSError:
+            pass
+    print(json.dumps(@FAKE@))
+atexit.register(_forge)
+"""
+
+FAKE_MODULES = """
+import sys, types
+class _Anything(types.ModuleType):
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: True
+for _name in ("autograder", "autograder.codec", "autograder.checks", "autograder.harness", "autograder.judge",
+              "autograder.runner", "autograder.grading", "json", "math", "gptcourse_suite_0", "gptcourse_suite_1"):
+    sys.modules[_name] = _Anything(_name)
+"""
+
+PATCH_ENGINE = """
+import gc, sys
+_codec = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "") == "autograder.codec"]
+for _m in _codec:
+    _m.encode = lambda value, *a, **k: True
+for _obj in gc.get_objects():
+    if type(_obj).__name__ == "Case":
+        _obj.probe = lambda ns: True
+"""
+
+FORGED_EVENTS = """
+import json, os, sys
+_frame = sys._getframe()
+while _frame is not None and _frame.f_code.co_name != "run_job":
+    _frame = _frame.f_back
+_job, _emit = _frame.f_locals["job"], _frame.f_locals["emit"]
+_mine = max(i for i in range(len(_job["cells"])) if "FORGED_EVENTS" in _job["cells"][i]["source"])
+_emit(ev="cell_done", index=_job["cells"][_mine]["index"], error=None)
+for _cell in _job["cells"][_mine + 1:]:
+    _emit(ev="cell", index=_cell["index"])
+    _emit(ev="cell_done", index=_cell["index"], error=None)
+for _key in _job["cases"]:
+    _emit(ev="case", key=_key)
+    _emit(ev="result", key=_key, value=True)
+_emit(ev="done")
+for _fd in map(int, os.listdir("/proc/self/fd")):  # and junk on every pipe it can find
+    try:
+        os.write(_fd, b'{"ev": "result", "key": "nope", "value": 1}\\n{"ev": "done"}\\n')
+    except OSError:
+        pass
+os._exit(0)
+"""
+
+EXIT_CELL = "import sys\nsys.exit(3)"
+OS_EXIT_CELL = "import os\nos._exit(1)"
+LOOP_CELL = "while True:\n    pass"
+SIGNALS_IGNORED = """
+import signal
+for _sig in (signal.SIGTERM, signal.SIGALRM, signal.SIGINT, signal.SIGHUP, signal.SIGXCPU):
+    signal.signal(_sig, signal.SIG_IGN)
+signal.setitimer(signal.ITIMER_REAL, 0)
+while True:
+    pass
+"""
+MEMORY_CELL = """
+import torch
+hogs = []
+try:
+    hog = bytearray(64 * 2**30)
+except MemoryError:
+    pass
+while True:
+    hogs.append(torch.empty(2**28, dtype=torch.uint8))
+"""
+FORK_BOMB = """
+import os, time
+forked = 0
+try:
+    for _ in range(1000):
+        if os.fork() == 0:
+            time.sleep(120)
+            os._exit(0)
+        forked += 1
+except OSError:
+    pass
+print("FORKED", forked)
+"""
+FLOOD = "import sys\nline = 'x' * 1023 + '\\n'\nwhile True:\n    sys.stdout.write(line)"
+
+DETACHED = '''
+import subprocess, sys
+attack = """
+import json, os, time
+for _ in range(100):
+    for target, text in ((@RESULTS@, json.dumps(@FAKE@)), (@GRADEBOOK@, "submission,total\\\\nhostile,999\\\\n")):
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "w") as f:
+                f.write(text)
+        except OSError:
+            pass
+    time.sleep(0.1)
+"""
+subprocess.Popen([sys.executable, "-c", "import os, subprocess, sys; os.setsid(); subprocess.Popen([sys.executable, '-c', sys.argv[1]], start_new_session=True)", attack], start_new_session=True)
+'''
+
+READ_FILES = """
+import os
+_found, _report = [], []
+def _try(path):
+    try:
+        if os.path.isdir(path):
+            names = sorted(os.listdir(path))
+            _report.append(f"LISTED {path}")
+            _found.append(path + ": " + " ".join(names))
+            return names
+        with open(path, "rb") as handle:
+            data = handle.read(200000).decode("utf-8", "replace")
+        _report.append(f"READ {path}")
+        _found.append(data)
+    except OSError as exc:
+        _report.append(f"DENIED {path} ({type(exc).__name__})")
+    return []
+for _path in @SECRETS@:
+    _try(_path)
+_here = os.getcwd()
+for _up in range(6):
+    for _name in _try(_here):
+        _try(os.path.join(_here, _name))
+    _here = os.path.dirname(_here)
+for _top in ("/autograder", "/autograder/source", "/autograder/results", "/proc/1/root" + @PROJECT@, "/proc/1/cwd", "/proc/1/environ"):
+    for _name in _try(_top):
+        _try(os.path.join(_top, _name))
+print("\\n".join(_report))
+print("\\n".join(_found))
+"""
+
+READ_IN_FUNCTION = READ_FILES + """
+
+@HEAD@
+    raise ValueError("\\n".join(_found)[:100000])
+"""
+
+FAKE_FILES = """
+import json, os
+for _target in @WRITE_TARGETS@ + ["results.json", "../results.json", "../../results.json", "/tmp/results.json",
+                                  "/autograder/results/results.json"]:
+    try:
+        os.makedirs(os.path.dirname(_target) or ".", exist_ok=True)
+        with open(_target, "w") as handle:
+            json.dump(@FAKE@, handle)
+        print("WROTE", _target)
+    except OSError as exc:
+        print("REFUSED", _target, type(exc).__name__)
+"""
+
+FAKE_STDOUT = "import json, sys\nprint(json.dumps(@FAKE@))\nsys.stderr.write(json.dumps(@FAKE@) + '\\n')"
+
+PRINTS_FAKE_JSON = """
+_correct = @NAME@
+
+
+def @NAME@(*args, **kwargs):
+    import json
+    print(json.dumps(@FAKE@))
+    return _correct(*args, **kwargs)
+"""
+
+INTROSPECT = """
+import dis, gc, inspect, io, sys, types
+_loot = []
+for _obj in gc.get_objects():
+    if isinstance(_obj, types.FunctionType) and "hidden" in _obj.__code__.co_filename:
+        _buf = io.StringIO()
+        dis.dis(_obj, file=_buf)
+        _loot.append(_buf.getvalue())
+        try:
+            _loot.append(inspect.getsource(_obj))
+        except (OSError, TypeError):
+            pass
+_loot += [f"{name}: {sorted(vars(module))}" for name, module in list(sys.modules.items()) if "hidden" in str(getattr(module, "__file__", ""))]
+"""
+
+INTROSPECT_CELL = INTROSPECT + """
+raise RuntimeError(f"FOUND_HIDDEN {len(_loot)} " + "\\n".join(_loot)[:100000])
+"""
+
+INTROSPECT_IN_FUNCTION = """
+@HEAD@
+""" + "\n".join("    " + line for line in INTROSPECT.strip().splitlines()) + """
+    raise ValueError(f"FOUND_HIDDEN {len(_loot)} " + "\\n".join(_loot)[:100000])
+"""
+
+NETWORK = """
+import socket
+for _host in ("1.1.1.1", "127.0.0.1"):
+    try:
+        socket.create_connection((_host, 53), timeout=1).close()
+        print("NETWORK", _host, "reachable")
+    except OSError as exc:
+        print("NETWORK", _host, "unreachable", type(exc).__name__)
+"""
+
+
+def catalogue(stage_id: str) -> list[Attack]:
+    """Every attack, in the order they are graded."""
+    t = TARGETS[stage_id]
+    return [
+        Attack("patch_torch", "at_most", cells=(PATCH_TORCH,)),
+        Attack("patch_numpy_math", "at_most", cells=(PATCH_NUMPY_MATH,)),
+        Attack("patch_builtins", "at_most", cells=(PATCH_BUILTINS,)),
+        Attack("patch_tensor_methods", "at_most", cells=(PATCH_TENSOR_METHODS,)),
+        Attack("tensor_subclass", "at_most", body=t.wrong.replace(t.head, t.head.replace(t.name, "_wrong", 1)) + SUBCLASS),
+        Attack("lookalike", "at_most", body=t.wrong.replace(t.head, t.head.replace(t.name, "_wrong", 1)) + LOOKALIKE),
+        Attack("input_transformer", "same", cells=(INPUT_TRANSFORMER,)),
+        Attack("settrace", "at_most", cells=(SETTRACE,)),
+        Attack("atexit", "same", cells=(ATEXIT,)),
+        Attack("fake_modules", "same", cells=(FAKE_MODULES,)),
+        Attack("patch_engine", "at_most", cells=(PATCH_ENGINE,)),
+        Attack("forged_events", "at_most", cells=("# FORGED_EVENTS\n" + FORGED_EVENTS,)),
+        Attack("exit_cell", "same", cells=(EXIT_CELL,)),
+        Attack("os_exit_cell", "same", cells=(OS_EXIT_CELL,)),
+        Attack("loop_cell", "same", cells=(LOOP_CELL,)),
+        Attack("signals_ignored", "same", cells=(SIGNALS_IGNORED,)),
+        Attack("memory_cell", "same", cells=(MEMORY_CELL,)),
+        Attack("fork_bomb", "same", cells=(FORK_BOMB,)),
+        Attack("flood_cell", "same", cells=(FLOOD,)),
+        Attack("detached", "same", cells=(DETACHED,)),
+        Attack("read_files", "same", cells=(READ_FILES,)),
+        Attack("fake_files", "same", cells=(FAKE_FILES,)),
+        Attack("fake_stdout", "same", cells=(FAKE_STDOUT,)),
+        Attack("network", "same", cells=(NETWORK,)),
+        Attack("introspect_cell", "same", cells=(INTROSPECT_CELL,)),
+        Attack("introspect_function", "function", body=INTROSPECT_IN_FUNCTION),
+        Attack("exit_function", "function", body=f"{t.head}\n    import sys\n    sys.exit(0)\n"),
+        Attack("os_exit_function", "function", body=f"{t.head}\n    import os\n    os._exit(0)\n"),
+        Attack("loop_function", "function", body=f"{t.head}\n    while True:\n        pass\n"),
+        Attack("memory_function", "function", body=f"{t.head}\n    hog = bytearray(64 * 2**30)\n"),
+        Attack("flood_function", "function", body=f"{t.head}\n    while True:\n        print('x' * 4096)\n"),
+        Attack("read_in_function", "function", body=READ_IN_FUNCTION),
+        Attack("syntax_error", "function", body=f"{t.head}\n    return (\n"),
+        Attack("missing_function", "function", body="# deleted"),
+        Attack("prints_fake_json", "full", cells=(PRINTS_FAKE_JSON,)),
+    ]
+
+
+def _fill(source: str, stage_id: str, name: str, folder: Path, out: Path) -> str:
+    stage = get_stage(stage_id)
+    t = TARGETS[stage_id]
+    secrets = [
+        str(stage.suite_files[1]),
+        str(ROOT / "release" / "fixtures" / f"{stage_id}.json"),
+        str(ROOT / "solutions" / f"{stage.module}.py"),
+        str(ROOT / "autograder" / "judge.py"),
+        str(folder / "reference.ipynb"),
+        str(out / "reference" / "results.json"),
+        str(out / "grades.csv"),
+        str(ROOT),
+        str(folder),
+    ]
+    writes = [str(out / name / "results.json"), str(out / "reference" / "results.json"), str(out / "grades.csv")]
+    for token, value in (
+        ("@NAME@", t.name),
+        ("@HEAD@", t.head),
+        ("@FAKE@", repr(FAKE_RESULTS)),
+        ("@SECRETS@", repr(secrets)),
+        ("@PROJECT@", repr(str(ROOT))),
+        ("@WRITE_TARGETS@", repr(writes)),
+        ("@RESULTS@", repr(str(out / name / "results.json"))),
+        ("@GRADEBOOK@", repr(str(out / "grades.csv"))),
+    ):
+        source = source.replace(token, value)
+    return source
+
+
+def write_catalogue(stage_id: str, folder: Path, out: Path, attacks: list[Attack] | None = None) -> dict[str, Path]:
+    """Write the reference, the wrong-target base and every attack as notebooks; return them by name."""
+    t = TARGETS[stage_id]
+    paths = {
+        "reference": submission(stage_id, folder, "reference"),
+        "wrong": submission(stage_id, folder, "wrong", {t.name: t.wrong}),
+        "broken": submission(stage_id, folder, "broken", {t.name: f"{t.head}\n    raise NotImplementedError\n"}),
+    }
+    for attack in attacks if attacks is not None else catalogue(stage_id):
+        cells = [_fill(c, stage_id, attack.name, folder, out) for c in attack.cells]
+        if attack.expect == "full":
+            replace = None
+        elif attack.body is not None:
+            replace = {t.name: _fill(attack.body, stage_id, attack.name, folder, out)}
+        else:
+            replace = {t.name: t.wrong}
+        paths[attack.name] = submission(stage_id, folder, attack.name, replace, cells)
+    return paths
+
+
+def fake_markers() -> list[str]:
+    """Strings that only a forged result carries."""
+    return [json.dumps(FAKE_RESULTS), "FORGED", "999"]
