@@ -22,13 +22,25 @@ punctuated forms), built when this module is imported so that building it is not
 timed. The grader times the probe from outside the student's process and compares
 the seconds with the calibration workload (``harness.calibration_workload``) timed
 on the same machine in the same run: the test passes when seconds <= K * calibration
-with K = 15, and the merges agree with the reference's (see ``_efficiency_problem``).
-Measured on the 2-core development machine, often loaded by other test runs (several
-runs each; ratio = seconds / calibration):
+with K = 20, and the merges agree with the reference's (see ``_efficiency_problem``).
+Measured on the 2-core development machine while other test runs kept it busy (load
+5 to 12), several runs each; ratio = seconds / calibration, wall-clock as the grader
+measures it (in CPU seconds the ranges are narrower):
 
-    reference (incremental, heap)            3.0 - 4.6    (a third of the budget or less)
-    incremental, maximum by a scan of counts  3.0 - 4.8
-    naive recount of every word type per merge  60 - 185 (cut off by the 30 s timeout)
+    reference (incremental, lazy heap)                        2.7 - 4.3
+    catalogue alternatives (incremental: max scan; in-place
+      symbols with a lazy heap)                               2.7 - 5.6
+    incremental learners with a train_bpe mistake (ties by
+      lexicographic or running dict order, and others)        3.2 - 10.4
+    counts kept, but every word type rewritten per merge       63 - 180
+    naive recount of every word type per merge                  79 - 150
+    the same loop over count_pairs and merge_pair              129 - 150
+
+so every incremental learner stays at half the budget or less, and the slow ones
+need three times the budget or more (under load they also reach the 20 s timeout,
+four times the 4.7 s the reference took here at the busiest). The public test (400
+merges on 500 kB, the same budget) measured: reference 3.2 - 5.1, incremental
+learners with a mistake up to 10.3, the naive recount 77 - 92.
 
 The merges are compared loosely on purpose: this text has many ties (pairs inside one
 frequent word share its count), and a tie broken the wrong way changes the order of
@@ -48,7 +60,7 @@ from autograder.harness import REFERENCE, Suite, catch
 
 suite = Suite(public=False)
 
-K = 15  # the efficiency budget, in calibration workloads
+K = 20  # the efficiency budget, in calibration workloads
 EFFICIENCY_MERGES = 500
 
 PASSAGE = (
@@ -334,7 +346,7 @@ def _(ns):
 
 @suite.case(
     "merge_pair",
-    "two words that become equal have their counts added",
+    "two word types that the merge makes equal: their counts are summed",
     points=1,
     check=equal(),
     expected=REFERENCE,
@@ -648,7 +660,7 @@ class _Efficiency:
     check=_Efficiency(),
     expected=REFERENCE,
     timed=True,
-    timeout=30,
+    timeout=20,
 )
 def _(ns):
     with _alone(ns, "train_bpe"):
