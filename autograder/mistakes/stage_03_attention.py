@@ -248,6 +248,16 @@ MISTAKES = [
             weights = torch.softmax(scores, dim=-1)
             return weights @ V, weights
     '''}),
+    Variant("attention", "weights transposed before multiplying V (runs only when T_q == T_k)", {"scaled_dot_product_attention": '''
+        def scaled_dot_product_attention(Q, K, V, mask=None):
+            if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
+                raise ValueError("shapes do not fit")
+            scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(mask, float("-inf"))
+            weights = torch.softmax(scores, dim=-1)
+            return weights.transpose(-2, -1) @ V, weights
+    '''}),
     Variant("attention", "hand-written softmax overflows on large scores", {"scaled_dot_product_attention": '''
         def scaled_dot_product_attention(Q, K, V, mask=None):
             if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
