@@ -91,6 +91,21 @@ def test_attention_rejects_bad_arguments():
         scaled_dot_product_attention(Q, K, V, torch.zeros(T_K, T_Q, dtype=torch.bool))
 
 
+def test_scaling_by_sqrt_dk_keeps_the_softmax_from_saturating():
+    """The notebook's claim: unscaled weights turn one-hot as d_k grows; scaled ones do not."""
+    g = torch.Generator().manual_seed(6)
+    peaks = {}
+    for d_k in (4, 64, 1024):
+        Q = torch.randn(500, 1, d_k, generator=g)
+        K = torch.randn(500, 12, d_k, generator=g)
+        _, scaled = scaled_dot_product_attention(Q, K, K)
+        unscaled = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)
+        peaks[d_k] = (scaled.max(-1).values.mean().item(), unscaled.max(-1).values.mean().item())
+    assert peaks[1024][1] > 0.9  # unscaled: almost all weight on one key of twelve
+    assert peaks[4][1] < 0.6
+    assert all(0.2 < scaled < 0.35 for scaled, _ in peaks.values())  # scaled: the same at every width
+
+
 # --- embeddings -----------------------------------------------------------------
 
 

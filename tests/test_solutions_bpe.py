@@ -21,6 +21,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autograder.harness import load_suite, run_public
 from solutions.bpe import (
     BPETokenizer,
     bpe_segment,
@@ -166,6 +167,36 @@ def test_train_bpe_rejects_bad_arguments():
         train_bpe("a b", -1)
     with pytest.raises(ValueError, match="eow"):
         train_bpe("a b", 3, eow="")
+
+
+PLAIN_LOOP = """
+def train_bpe(text, num_merges, eow="</w>"):
+    words = word_frequencies(text, eow)
+    merges = []
+    while len(merges) < num_merges:
+        counts = count_pairs(words)
+        if not counts:
+            break
+        best = max(counts, key=counts.get)
+        merges.append(best)
+        words = merge_pair(words, best)
+    return merges
+"""
+
+
+def test_public_train_bpe_tests_do_not_depend_on_the_other_functions():
+    """A student's plain train_bpe calls their count_pairs and merge_pair; mistakes there
+    must not cost train_bpe's public points (the notebook promises each question is
+    graded on its own)."""
+    suite = load_suite(str(Path(__file__).parents[1] / "autograder" / "suites" / "02_bpe" / "public.py"), "public_02_bpe")
+    names = {"word_frequencies": word_frequencies}
+    names["count_pairs"] = lambda word_freqs: {p: 1 for w in word_freqs for p in zip(w, w[1:])}  # word counts ignored
+    names["merge_pair"] = lambda word_freqs, pair: {tuple(sorted(w)): n for w, n in word_freqs.items()}  # nonsense
+    exec(PLAIN_LOOP, names)
+    assert names["train_bpe"](LECTURE_TEXT, 8, eow="_") != LECTURE_MERGES  # run directly, the mistakes show
+    passed, report, _ = run_public(suite.cases, "train_bpe", names)
+    assert passed, report
+    assert not run_public(suite.cases, "count_pairs", names)[0]
 
 
 # --- incremental learner == plain recount learner ------------------------------------
@@ -336,6 +367,17 @@ def test_byte_bpe_round_trips_any_text(byte_merges, s):
     ids = byte_bpe_encode(s, byte_merges)
     assert all(0 <= i < 256 + len(byte_merges) for i in ids)
     assert byte_bpe_decode(ids, byte_merges) == s
+
+
+EMOJI = ["🙂", "👍🏽", "👨\u200d👩\u200d👧", "🇬🇧", "☕\ufe0f", "🏳️\u200d🌈"]
+COMBINING = st.characters(categories=["Mn", "Me"])  # combining marks, alone or stacked
+UNICODE_PIECES = st.one_of(st.sampled_from(EMOJI), COMBINING, st.characters(), st.sampled_from(list("ae日 \n")))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(UNICODE_PIECES, max_size=40).map("".join))
+def test_byte_bpe_round_trips_emoji_and_combining_marks(byte_merges, s):
+    assert byte_bpe_decode(byte_bpe_encode(s, byte_merges), byte_merges) == s
 
 
 @settings(max_examples=40, deadline=None)

@@ -1,9 +1,12 @@
 """Tests of the reference solutions of stage 04_masking."""
 
+import random
+
 import pytest
 import torch
 import torch.nn.functional as F
 
+from solutions.attention import TokenPositionEmbedding, scaled_dot_product_attention
 from solutions.masking import causal_mask, combined_mask, lm_loss, pad_and_shift, padding_mask, shift_right
 
 PAD = 0
@@ -114,3 +117,116 @@ def test_lm_loss_with_pad_and_shift_targets_and_gradients():
     assert torch.all(logits.grad[1, 1:] == 0)  # ignored positions get no gradient
     with pytest.raises(ValueError, match="shape|targets"):
         lm_loss(torch.zeros(2, 3, 8), torch.zeros(2, 4, dtype=torch.long))
+
+
+# --- the masks at work: causality, and the model that cheats without them -----------
+
+
+class TinyLM(torch.nn.Module):
+    """One attention layer between an embedding and a head, as in the notebook's demonstration."""
+
+    def __init__(self, vocab_size: int, width: int, block_size: int) -> None:
+        super().__init__()
+        self.embed = TokenPositionEmbedding(vocab_size, width, block_size)
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.ff = torch.nn.Sequential(torch.nn.LayerNorm(width), torch.nn.Linear(width, 4 * width), torch.nn.GELU(), torch.nn.Linear(4 * width, width))
+        self.head = torch.nn.Sequential(torch.nn.LayerNorm(width), torch.nn.Linear(width, vocab_size))
+
+    def forward(self, idx: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        h = self.embed(idx)  # (B, T, C)
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        h = h + scaled_dot_product_attention(q, k, v, mask)[0]
+        return self.head(h + self.ff(h))  # (B, T, V)
+
+
+def test_black_box_causality_of_a_model_under_the_causal_mask():
+    torch.manual_seed(0)
+    T, V = 9, 13
+    model = TinyLM(V, 16, T).eval()
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, V, (4, T), generator=g)
+    with torch.no_grad():
+        base = model(ids, causal_mask(T))
+        unmasked = model(ids)
+        for t in range(T):
+            changed = ids.clone()
+            changed[:, t:] = (ids[:, t:] + 1 + torch.randint(0, V - 1, (4, T - t), generator=g)) % V
+            out = model(changed, causal_mask(T))
+            torch.testing.assert_close(out[:, :t], base[:, :t], rtol=0, atol=1e-6)
+            assert (out[:, t] - base[:, t]).abs().max() > 1e-3  # a position sees its own token
+            if t:
+                assert (model(changed)[:, :t] - unmasked[:, :t]).abs().max() > 1e-3  # without the mask the future leaks
+
+
+def test_black_box_combined_mask_ignores_the_future_and_the_padding():
+    g = torch.Generator().manual_seed(2)
+    ids = torch.tensor([[4, 5, 6, 7, PAD, PAD], [8, 9, PAD, PAD, PAD, PAD], [1, 2, 3, 4, 5, 6]])
+    x = torch.randn(3, 6, 8, generator=g)
+    mask = combined_mask(ids, PAD)
+    base, _ = scaled_dot_product_attention(x, x, x, mask)
+    real = ids != PAD
+    for t in range(6):
+        y = x.clone()
+        y[:, t:] = torch.randn(3, 6 - t, 8, generator=g)  # the future
+        y[~real] = torch.randn(int((~real).sum()), 8, generator=g)  # and every padded position
+        out, _ = scaled_dot_product_attention(y, y, y, mask)
+        keep = real.clone()
+        keep[:, t:] = False
+        torch.testing.assert_close(out[keep], base[keep], rtol=0, atol=1e-6)
+
+
+def _markov_text(length: int, vocab_size: int, seed: int) -> torch.Tensor:
+    """Ids from a fixed random Markov chain: something to learn, and a next token to copy."""
+    rng = random.Random(seed)
+    table = [[rng.random() ** 3 for _ in range(vocab_size)] for _ in range(vocab_size)]
+    ids = [0]
+    for _ in range(length - 1):
+        ids.append(rng.choices(range(vocab_size), weights=table[ids[-1]])[0])
+    return torch.tensor(ids)
+
+
+@pytest.fixture
+def one_thread():
+    """Matrices this small train several times faster on one thread than on two."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_an_unmasked_model_cheats_in_training_and_fails_honestly(one_thread):
+    V, T, START = 12, 12, 12
+    data = _markov_text(5_000, V, seed=3)
+
+    def batch(n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        starts = torch.randint(0, len(data) - T, (n,), generator=generator)
+        targets = torch.stack([data[s : s + T] for s in starts])
+        return shift_right(targets, START), targets
+
+    def trained(masked: bool) -> tuple[TinyLM, float]:
+        torch.manual_seed(0)
+        model, gen = TinyLM(V + 1, 24, T), torch.Generator().manual_seed(4)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        losses = []
+        for _ in range(80):
+            inputs, targets = batch(16, gen)
+            loss = lm_loss(model(inputs, causal_mask(T) if masked else None), targets)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return model.eval(), sum(losses[-20:]) / 20
+
+    @torch.no_grad()
+    def honest(model: TinyLM, masked: bool) -> float:
+        """The loss when position n sees inputs up to n only, as when generating."""
+        inputs, targets = batch(64, torch.Generator().manual_seed(5))
+        losses = [lm_loss(model(inputs[:, :n], causal_mask(n) if masked else None)[:, -1:], targets[:, n - 1 : n]) for n in range(1, T + 1)]
+        return float(torch.stack(losses).mean())
+
+    masked_model, masked_train = trained(True)
+    cheat_model, cheat_train = trained(False)
+    masked_honest, cheat_honest = honest(masked_model, True), honest(cheat_model, False)
+    assert abs(masked_honest - masked_train) < 0.15  # what it trains on is what it gets
+    assert cheat_train < 0.5 * masked_train  # the unmasked model reads the answer ...
+    assert cheat_honest > masked_honest + 0.3  # ... and cannot do without it
