@@ -1,0 +1,212 @@
+"""What the child running student code can see and do, at each isolation level.
+
+A probe cell (tests/probe_cell.py) reports its user, capabilities, what it can read
+and write, its limits and what happens when it pushes them. The strongest level runs
+on the real project; the fallbacks run on a copy of the engine (the ``uid`` level
+changes file permissions of the project it protects) and, when the tests run as root,
+once as an ordinary user, as an instructor without root would.
+"""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder import processes, sandbox
+from autograder.fixtures import DEFAULT_DIR
+from autograder.harness import load_suite
+from autograder.runner import Limits, run_submission
+from autograder.stages import ROOT, get_stage
+
+import probe_cell
+from conftest import submission
+
+STAGE = "01_tokenisation"
+MB = 1 << 20
+LIMITS = Limits(case_timeout=5.0, cell_timeout=20.0, grace=1.0, max_processes=16, file_bytes=MB, disk_bytes=8 * MB, open_files=64)
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+
+
+def _two_cases(suite_files: list[Path]):
+    return load_suite(str(suite_files[0]), "isolation_public").cases[:2]
+
+
+def _secrets(project: Path) -> list[str]:
+    stage = get_stage(STAGE)
+    return [str(project / "autograder" / "suites" / STAGE / "hidden.py"), str(project / "autograder" / "judge.py"),
+            str(project / "solutions" / f"{stage.module}.py"), str(project / "release" / "fixtures" / f"{STAGE}.json"),
+            str(project / "autograder")]
+
+
+@pytest.fixture(scope="module")
+def confined(tmp_path_factory):
+    """The probe run at the strongest level the platform allows, on the real project."""
+    folder = tmp_path_factory.mktemp("isolation")
+    out = folder / "out"
+    out.mkdir()
+    other = submission(STAGE, folder, "another-student")
+    read = _secrets(ROOT) + [str(DEFAULT_DIR), str(other), str(folder), str(out)]
+    nb = submission(STAGE, folder, "probe", extra_cells=[probe_cell.cell(read, [str(out), str(folder), str(ROOT), "/tmp", "."], LIMITS.disk_bytes)])
+    stage = get_stage(STAGE)
+    outcome = run_submission(nb, stage.suite_files, _two_cases(stage.suite_files), LIMITS)
+    return outcome, probe_cell.facts(outcome.output), read, out
+
+
+def test_the_child_gets_a_private_user_no_privileges_and_no_network(confined):
+    outcome, facts, _, _ = confined
+    level = outcome.isolation["level"]
+    assert level == ("namespaces" if os.geteuid() == 0 else level)
+    if level in ("namespaces", "uid"):
+        assert facts["uid"] == facts["euid"] == facts["gid"] == outcome.isolation["uid"] >= sandbox.UID_BASE
+        assert facts["groups"] == [] and int(facts["cap_eff"], 16) == 0 and facts["no_new_privs"] == "1"
+    assert facts["can_chroot"] is (outcome.isolation["level"] == "none" and os.geteuid() == 0)
+    if outcome.isolation["offline"]:
+        assert facts["network"] is False
+    assert facts["cwd"] == outcome.isolation["workdir"]
+
+
+def test_the_child_reads_nothing_of_value_and_writes_only_its_own_folder(confined):
+    outcome, facts, read, out = confined
+    if outcome.isolation["level"] in ("namespaces", "userns"):
+        assert facts["readable"] == [], facts["readable"]
+        assert facts["writable"] == ["/tmp", "."]  # its own, private, size-capped folders
+        assert facts["processes_seen"] is None or facts["processes_seen"] <= 3  # itself; no grader, no other submission
+    assert not (out / "planted.txt").exists() and not (ROOT / "planted.txt").exists()
+
+
+def test_the_limits_hold(confined):
+    outcome, facts, _, _ = confined
+    assert facts["rlimits"]["RLIMIT_NOFILE"] == LIMITS.open_files and facts["open_files"] < LIMITS.open_files
+    assert facts["rlimits"]["RLIMIT_FSIZE"] == LIMITS.file_bytes and facts["big_file"] == "OSError"
+    assert facts["rlimits"]["RLIMIT_AS"] == LIMITS.memory_bytes and facts["rlimits"]["RLIMIT_CPU"] == LIMITS.cpu_seconds
+    if outcome.isolation["uid"]:
+        assert facts["rlimits"]["RLIMIT_NPROC"] == LIMITS.max_processes and facts["forked"] < LIMITS.max_processes
+    if outcome.isolation["level"] in ("namespaces", "userns"):
+        assert facts["disk_written"] <= LIMITS.disk_bytes
+
+
+def test_cpu_time_is_capped(tmp_path):
+    stage = get_stage(STAGE)
+    nb = submission(STAGE, tmp_path, "spin", extra_cells=["import time\nx = 0\nwhile True:\n    x += 1"])
+    outcome = run_submission(nb, stage.suite_files, _two_cases(stage.suite_files), Limits(cpu_seconds=1, cell_timeout=60.0, grace=1.0))
+    assert any("ended the process" in m for m in outcome.cell_errors.values()), outcome.cell_errors
+    assert not outcome.errors
+
+
+@ROOT_ONLY
+def test_kill_user_kills_every_process_of_a_child_user_and_refuses_root():
+    uid = sandbox.UID_BASE + 7
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            if os.fork() == 0:  # a grandchild, detached from the one we know
+                os.setsid()
+                os.execv("/bin/sleep", ["sleep", "60"])
+            os.execv("/bin/sleep", ["sleep", "60"])
+        finally:
+            os._exit(1)
+    try:
+        assert processes.kill_user(uid) >= 2
+        os.waitpid(pid, 0)
+        assert processes.kill_user(uid) == 0
+    finally:
+        processes.reap_strays()
+    for bad in (0, os.getuid()):
+        with pytest.raises(ValueError):
+            processes.kill_user(bad)
+
+
+# ---------------------------------------------------------------- fallbacks, on a copy of the engine
+
+SCRIPT = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from autograder.harness import load_suite
+from autograder.runner import Limits, run_submission
+suites = [Path(sys.argv[1]) / "autograder" / "suites" / sys.argv[2] / name for name in ("public.py", "hidden.py")]
+cases = load_suite(str(suites[0]), "copy_public").cases[:2]
+for level in sys.argv[4:]:  # one grading process (one fork server) for every level asked
+    limits = Limits(case_timeout=5.0, cell_timeout=20.0, grace=1.0, max_processes=16, file_bytes=2**20, disk_bytes=8 * 2**20, sandbox=level)
+    outcome = run_submission(Path(sys.argv[3]), suites, cases, limits)
+    print(json.dumps({"isolation": outcome.isolation, "output": outcome.output, "errors": outcome.errors, "cells": outcome.cell_errors}))
+"""
+
+
+@pytest.fixture
+def engine_copy():
+    """Makes world-readable copies of the engine, with a fixture and a solution beside it, and a probe notebook."""
+    made: list[Path] = []
+    root_mode = stat.S_IMODE(os.stat("/root").st_mode) if os.path.isdir("/root") else None
+
+    def make() -> tuple[Path, Path]:
+        base = Path(tempfile.mkdtemp(prefix="gptcourse-engine-copy-"))
+        made.append(base)
+        project = base / "project"
+        shutil.copytree(ROOT / "autograder", project / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "solutions", project / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+        (project / "release" / "fixtures").mkdir(parents=True)
+        shutil.copy(DEFAULT_DIR / f"{STAGE}.json", project / "release" / "fixtures")
+        notebooks = base / "notebooks"
+        notebooks.mkdir()
+        nb = submission(STAGE, notebooks, "probe", extra_cells=[probe_cell.cell(_secrets(project), [str(project), "."], 8 * MB)])
+        for path in [base, *base.rglob("*")]:
+            path.chmod(stat.S_IMODE(path.stat().st_mode) | 0o755 if path.is_dir() else 0o644)
+        return project, nb
+
+    yield make
+    if root_mode is not None:
+        os.chmod("/root", root_mode)  # the uid fallback lets others pass through the folders above Python
+    for base in made:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _run_copy(project: Path, nb: Path, levels: list[str], user: int | None = None) -> list[tuple[dict, dict]]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(project.parent), "LANG": "C.UTF-8"}
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(project), STAGE, str(nb), *levels], capture_output=True, text=True,
+                          env=env, cwd=str(project.parent), user=user, group=user, extra_groups=[] if user else None, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    reports = [json.loads(line) for line in done.stdout.strip().splitlines()[-len(levels):]]
+    return [(report, probe_cell.facts(report["output"])) for report in reports]
+
+
+@ROOT_ONLY
+def test_fallbacks_for_root_without_mount_namespaces(engine_copy):
+    project, nb = engine_copy()
+    (userns, userns_facts), (uid, uid_facts) = _run_copy(project, nb, ["userns", "uid"])  # uid last: it changes the copy
+    assert userns["isolation"]["level"] == "userns" and userns["isolation"]["offline"]
+    assert userns_facts["readable"] == [] and userns_facts["network"] is False and userns_facts["can_chroot"] is False
+    assert uid["isolation"]["level"] == "uid" and uid_facts["uid"] >= sandbox.UID_BASE and int(uid_facts["cap_eff"], 16) == 0
+    assert uid_facts["readable"] == [] and uid_facts["writable"] == ["."] and uid_facts["can_chroot"] is False
+    assert uid_facts["rlimits"]["RLIMIT_NPROC"] == 16 and uid_facts["forked"] < 16
+    assert not userns["errors"] and not uid["errors"], (userns["errors"], uid["errors"])
+    assert all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in project.iterdir())
+
+
+@ROOT_ONLY
+def test_an_ordinary_user_gets_the_best_the_platform_allows(engine_copy):
+    project, nb = engine_copy()
+    python_dirs = [d for d in Path(os.path.realpath(sys.base_prefix)).parents if d != Path("/")]
+    blocked = [d for d in python_dirs if not stat.S_IMODE(d.stat().st_mode) & 0o001]
+    for folder in blocked:
+        folder.chmod(stat.S_IMODE(folder.stat().st_mode) | 0o001)  # let the ordinary user run this Python
+    try:
+        (best, facts), (plain, plain_facts) = _run_copy(project, nb, ["namespaces", "none"], user=sandbox.NOBODY)
+    finally:
+        for folder in blocked:
+            folder.chmod(stat.S_IMODE(folder.stat().st_mode) & ~0o001)
+    assert facts["uid"] == plain_facts["uid"] == sandbox.NOBODY and best["isolation"]["level"] in ("userns", "none"), best["isolation"]
+    if best["isolation"]["level"] == "userns":
+        assert facts["readable"] == [] and facts["network"] is False
+    assert not best["errors"] and not plain["errors"], (best["errors"], plain["errors"])
+    assert plain["isolation"]["level"] == "none" and plain_facts["cwd"] == plain["isolation"]["workdir"]
+    assert facts["forked"] < 100 and plain_facts["forked"] < 100  # the cap holds for an ordinary user too
