@@ -419,7 +419,7 @@ def catalogue(stage_id: str) -> list[Attack]:
     ]
 
 
-def _fill(source: str, stage_id: str, name: str, folder: Path, out: Path) -> str:
+def _fill(source: str, stage_id: str, name: str, folder: Path, out: Path, extra: tuple[str, ...] = ()) -> str:
     stage = get_stage(stage_id)
     t = TARGETS[stage_id]
     secrets = [
@@ -432,6 +432,7 @@ def _fill(source: str, stage_id: str, name: str, folder: Path, out: Path) -> str
         str(out / "grades.csv"),
         str(ROOT),
         str(folder),
+        *extra,
     ]
     writes = [str(out / name / "results.json"), str(out / "reference" / "results.json"), str(out / "grades.csv")]
     for token, value in (
@@ -448,8 +449,11 @@ def _fill(source: str, stage_id: str, name: str, folder: Path, out: Path) -> str
     return source
 
 
-def write_catalogue(stage_id: str, folder: Path, out: Path, attacks: list[Attack] | None = None) -> dict[str, Path]:
-    """Write the reference, the wrong-target base and every attack as notebooks; return them by name."""
+def write_catalogue(stage_id: str, folder: Path, out: Path, attacks: list[Attack] | None = None, extra: tuple[str, ...] = ()) -> dict[str, Path]:
+    """Write the reference, the wrong and broken bases and the attacks as notebooks; return them by name.
+
+    ``extra`` adds paths for the reading attacks to try (a Gradescope root, say).
+    """
     t = TARGETS[stage_id]
     paths = {
         "reference": submission(stage_id, folder, "reference"),
@@ -457,11 +461,11 @@ def write_catalogue(stage_id: str, folder: Path, out: Path, attacks: list[Attack
         "broken": submission(stage_id, folder, "broken", {t.name: f"{t.head}\n    raise NotImplementedError\n"}),
     }
     for attack in attacks if attacks is not None else catalogue(stage_id):
-        cells = [_fill(c, stage_id, attack.name, folder, out) for c in attack.cells]
+        cells = [_fill(c, stage_id, attack.name, folder, out, extra) for c in attack.cells]
         if attack.expect == "full":
             replace = None
         elif attack.body is not None:
-            replace = {t.name: _fill(attack.body, stage_id, attack.name, folder, out)}
+            replace = {t.name: _fill(attack.body, stage_id, attack.name, folder, out, extra)}
         else:
             replace = {t.name: t.wrong}
         paths[attack.name] = submission(stage_id, folder, attack.name, replace, cells)
@@ -471,3 +475,10 @@ def write_catalogue(stage_id: str, folder: Path, out: Path, attacks: list[Attack
 def fake_markers() -> list[str]:
     """Strings that only a forged result carries."""
     return [json.dumps(FAKE_RESULTS), "FORGED", "999"]
+
+
+def combined(stage_id: str, names: list[str], name: str) -> Attack:
+    """One submission carrying several attacks: their cells, and the first function body among them."""
+    chosen = [a for a in catalogue(stage_id) if a.name in names]
+    body = next((a.body for a in chosen if a.body is not None), None)
+    return Attack(name, "at_most", cells=tuple(c for a in chosen for c in a.cells), body=body)
