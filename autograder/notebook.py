@@ -59,8 +59,22 @@ def _cell_source(cell: dict) -> str:
     return source
 
 
+MAX_NOTEBOOK_BYTES = 64 * 1024**2  # a notebook larger than this (unzipped) is not graded
+
+
+def _read_bounded(handle, what: str) -> bytes:
+    raw = handle.read(MAX_NOTEBOOK_BYTES + 1)
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        raise SubmissionError(f"{what} is larger than {MAX_NOTEBOOK_BYTES // 1024**2} MB; clear its outputs and submit it again")
+    return raw
+
+
 def load_notebook_json(path: Path) -> dict:
-    """Read an ``.ipynb`` file, or the single notebook inside a ``.zip`` export."""
+    """Read an ``.ipynb`` file, or the single notebook inside a ``.zip`` export.
+
+    Reads at most ``MAX_NOTEBOOK_BYTES`` (a zip bomb or a huge file is refused, never
+    loaded into memory) and refuses JSON nested too deeply to parse.
+    """
     path = Path(path)
     try:
         if path.suffix.lower() == ".zip":
@@ -69,11 +83,15 @@ def load_notebook_json(path: Path) -> dict:
                 names = [n for n in names if "/.ipynb_checkpoints/" not in f"/{n}"]
                 if len(names) != 1:
                     raise SubmissionError(f"the zip must hold exactly one notebook, found {len(names)}")
-                raw = archive.read(names[0])
+                with archive.open(names[0]) as member:
+                    raw = _read_bounded(member, "the notebook in the zip")
         else:
-            raw = path.read_bytes()
+            with open(path, "rb") as handle:
+                raw = _read_bounded(handle, path.name)
         data = json.loads(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, zipfile.BadZipFile) as exc:
+    except RecursionError:
+        raise SubmissionError(f"could not read {path.name} as a notebook: its JSON is nested too deeply") from None
+    except (OSError, UnicodeDecodeError, ValueError, RuntimeError, zipfile.BadZipFile, NotImplementedError, EOFError) as exc:
         if isinstance(exc, SubmissionError):
             raise
         raise SubmissionError(f"could not read {path.name} as a notebook: {exc}") from None

@@ -10,13 +10,14 @@ import json
 import os
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from autograder import processes
-from autograder.fixtures import DEFAULT_DIR, load_fixtures
 from autograder.cli import score_table
+from autograder.fixtures import DEFAULT_DIR, load_fixtures
 from autograder.feedback import feedback_markdown
 from autograder.grading import grade_many, hidden_secrets
 from autograder.judge import judge
@@ -27,6 +28,7 @@ from autograder.stages import ROOT, get_stage, load_cases, questions
 
 import attacks
 import leakscan
+from conftest import submission
 
 STAGES = ["01_tokenisation", "05_multihead"]
 FAST = Limits(case_timeout=1.5, cell_timeout=3.0, grace=1.0, total_timeout=120.0)
@@ -213,3 +215,36 @@ def test_hidden_tests_are_out_of_reach_until_the_public_ones_are_over(batch):
         early = list(graded.outcome.cell_errors.values()) + [r.message for r in graded.results if r.public]
         found = [m for m in early if "FOUND_HIDDEN" in m]
         assert found and all("FOUND_HIDDEN 0 " in m for m in found), found
+
+
+def _unreadable(folder: Path) -> dict[str, Path]:
+    bomb = folder / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("notebook.ipynb", "w", force_zip64=True) as member:
+            chunk = b" " * (1 << 20)
+            for _ in range(200):  # 200 MB of spaces in a zip of a few hundred KB
+                member.write(chunk)
+    huge = folder / "huge.ipynb"
+    with open(huge, "wb") as handle:
+        handle.write(b'{"cells": [], "pad": "')
+        handle.truncate(100 * 1024**2)
+    deep = folder / "deep.ipynb"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    garbage = folder / "garbage.ipynb"
+    garbage.write_bytes(bytes(range(256)) * 64)
+    return {"bomb": bomb, "huge": huge, "deep": deep, "garbage": garbage}
+
+
+def test_unreadable_files_get_a_valid_zero_and_a_reason(tmp_path):
+    stage = get_stage("01_tokenisation")
+    paths = _unreadable(tmp_path)
+    reference = submission(stage.id, tmp_path, "reference")
+    graded = grade_many(stage, [*paths.values(), reference], tmp_path / "out", load_fixtures(stage, DEFAULT_DIR), FAST, workers=2, progress=False)
+    by_name = {g.name: g for g in graded}
+    assert by_name["reference"].total == sum(dict(questions(stage.id)).values())
+    for name in paths:
+        doc = json.loads((tmp_path / "out" / name / "results.json").read_text())
+        assert doc["score"] == 0 and len(doc["tests"]) == len(by_name["reference"].results)
+        assert "could not be graded" in doc["output"], doc["output"]
+    assert "larger than" in by_name["bomb"].outcome.fatal and "larger than" in by_name["huge"].outcome.fatal
+    assert "nested too deeply" in by_name["deep"].outcome.fatal

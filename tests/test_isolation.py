@@ -210,3 +210,17 @@ def test_an_ordinary_user_gets_the_best_the_platform_allows(engine_copy):
     assert not best["errors"] and not plain["errors"], (best["errors"], plain["errors"])
     assert plain["isolation"]["level"] == "none" and plain_facts["cwd"] == plain["isolation"]["workdir"]
     assert facts["forked"] < 100 and plain_facts["forked"] < 100  # the cap holds for an ordinary user too
+
+
+def test_results_are_written_atomically_and_never_through_a_planted_link(tmp_path):
+    from autograder.results import write_atomic
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    target = tmp_path / "out" / "results.json"
+    target.parent.mkdir()
+    target.symlink_to(victim)
+    write_atomic(target, '{"score": 1}\n')
+    assert victim.read_text() == "untouched"
+    assert not target.is_symlink() and target.read_text() == '{"score": 1}\n'
+    assert [p.name for p in target.parent.iterdir()] == ["results.json"]  # no temporary file left behind
