@@ -4,6 +4,10 @@ The tests of one question do not lean on the student's other answers: the traini
 generation tests use small stand-in models (a bigram table, or the given blocks put
 together), and the generation tests swap in a plain greedy chooser for the student's
 `sample_next` while they run. Only `training_works` uses the student's GPT and train.
+
+This file is copied into the student's notebook, so it holds no reference code: the
+device tests pretend that a GPU is (or is not) available and state the answers as
+literals, and the kv_cache stand-in has a GPT's parts but no forward pass.
 """
 
 import contextlib
