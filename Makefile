@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test release clean
+.PHONY: install demo test release bench-train clean
 
 install: $(STAMP)
 
@@ -17,9 +17,15 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/gptcourse demo
+	@printf "\n== 3. Training the reference GPT for about a minute on the offline default corpus\n"
+	$(BIN)/gptcourse train --preset tiny --corpus default --out runs/demo
 
 test: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
+
+# never part of `make test`: the CPU preset against nanoGPT's CPU recipe (minutes)
+bench-train: install
+	$(BIN)/python benchmarks/train_vs_nanogpt.py
 
 release: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/gptcourse build

@@ -1,0 +1,1 @@
+"""Training the course's reference GPT: ``gptcourse train`` and ``gptcourse sample``."""

@@ -1,0 +1,205 @@
+"""``gptcourse train`` and ``gptcourse sample`` (also ``python -m training train|sample``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from solutions.gpt import generate, generate_cached, get_device
+from training import checkpoint, ddp, loop
+from training.data import DEFAULT_BPE_MERGES, prepare
+from training.plot import plot_losses
+from training.presets import PRESETS, get_preset
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` (CUDA, then Apple MPS, then CPU) or a named device that must be available.
+
+    Raises:
+        ValueError: for an unknown name, or a device this machine does not have.
+    """
+    if name == "auto":
+        return get_device()
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA GPU is available here (try --device auto or cpu)")
+    if name == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError("--device mps: Apple's MPS backend is not available here (try --device auto or cpu)")
+    if name not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"unknown device {name!r}: use auto, cpu, cuda or mps")
+    return torch.device(name)
+
+
+def sample_text(model, tokenizer, prompt: str, tokens: int, *, temperature: float = 0.8, top_k: int | None = None,
+                top_p: float | None = None, seed: int = 1337, cache: bool = True) -> str:
+    """``prompt`` followed by ``tokens`` generated tokens, decoded (KV cache unless ``cache=False``).
+
+    Raises:
+        ValueError: if the prompt is empty for this tokenizer or holds unknown characters.
+    """
+    ids = tokenizer.encode(prompt)
+    if not ids:
+        raise ValueError(f"the prompt {prompt!r} has no tokens for this model's tokenizer")
+    device = next(model.parameters()).device
+    idx = torch.tensor([ids], dtype=torch.long, device=device)
+    generator = torch.Generator().manual_seed(seed)
+    gen = generate_cached if cache else generate
+    out = gen(model, idx, tokens, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator)
+    return tokenizer.decode(out[0].tolist())
+
+
+def default_prompt(tokenizer) -> str:
+    """A newline when the vocabulary has one (as nanoGPT starts), else the first vocabulary entry."""
+    if tokenizer.kind == "char":
+        return "\n" if "\n" in tokenizer.stoi else tokenizer.chars[0]
+    return tokenizer.decode([0])
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    info = ddp.from_env()
+    device = ddp.setup(info, resolve_device(args.device))
+    try:
+        return _train(args, info, device)
+    except KeyboardInterrupt:  # the loop has saved a checkpoint and said how to resume
+        return 130
+    finally:
+        ddp.cleanup(info)
+
+
+def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -> int:
+    state = checkpoint.load(args.resume) if args.resume else None
+    if state is not None:
+        preset = checkpoint.preset_from(state)
+        corpus_name = args.corpus or state["corpus"]
+        tok_kind = state["tokenizer"]["kind"]
+        merges = len(state["tokenizer"].get("merges", [])) or DEFAULT_BPE_MERGES
+    else:
+        preset = get_preset(args.preset or ("gpu" if device.type == "cuda" else "cpu"))
+        corpus_name = args.corpus or preset.corpus
+        tok_kind, merges = args.tokenizer, args.bpe_merges
+    overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size), ("lr", args.lr),
+                                    ("eval_interval", args.eval_interval), ("seed", args.seed), ("threads", args.threads))
+                 if v is not None}
+    if args.autocast is not None:
+        overrides["autocast"] = None if args.autocast == "none" else args.autocast
+    preset = preset.replace(**overrides)
+    if preset.warmup > preset.steps:
+        preset = preset.replace(warmup=preset.steps)
+    out = Path(args.out) if args.out else Path(args.resume).parent if args.resume else Path("runs") / preset.name
+    say = print if info.is_main else (lambda *a, **k: None)
+
+    corpus = prepare(corpus_name, tok_kind, merges)
+    if state is not None and corpus.tokenizer.state() != state["tokenizer"]:
+        raise ValueError(f"the corpus {corpus_name!r} does not give the tokenizer of the checkpoint {args.resume}")
+    if state is not None and state["step"] >= preset.steps:
+        raise ValueError(f"the checkpoint is at step {state['step']}, the run has {preset.steps} steps: raise --steps")
+    where = f"{info.world_size} processes (DDP), {device.type}" if info.enabled else str(device)
+    say(f"corpus {corpus_name}: {len(corpus.train):,} training and {len(corpus.val):,} validation tokens, "
+        f"{corpus.tokenizer.kind} tokenizer, vocabulary {corpus.vocab_size}")
+    say(f"preset {preset.name}: {preset.n_layer} layers x {preset.n_head} heads x {preset.n_embd}, block {preset.block_size}, "
+        f"batch {preset.batch_size}, {preset.steps} steps, lr {preset.lr:g}; on {where}"
+        + (f"; resuming at step {state['step']}" if state is not None else ""))
+
+    result = loop.run(preset, corpus, device, out, resume=state, info=info, progress=not args.quiet, log=say)
+    if not info.is_main:
+        return 0
+    history = result.history
+    summary = {
+        "preset": preset.name, "corpus": corpus_name, "device": where, "steps": result.step,
+        "final_val_loss": result.final_val, "seconds": round(result.seconds, 2),
+        "tokens_per_second": round(result.tokens_per_second, 1), "checkpoint": str(result.checkpoint),
+    }
+    plot = plot_losses(history, out / "losses.png", title=f"{preset.name} preset on {corpus_name}")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    say(f"validation loss (the whole held-out split): {result.final_val:.4f}; {result.seconds:.1f} s, "
+        f"{result.tokens_per_second:,.0f} tokens/s")
+    say(f"checkpoint: {result.checkpoint}; loss curves: {plot}")
+    tokens = args.sample_tokens if args.sample_tokens is not None else preset.sample_tokens
+    if tokens > 0:
+        text = sample_text(result.model, corpus.tokenizer, default_prompt(corpus.tokenizer), tokens, seed=preset.seed)
+        say(f"\n--- sample ({tokens} tokens, temperature 0.8) ---\n{text}\n---")
+    return 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    device = resolve_device(args.device)
+    state = checkpoint.load(args.checkpoint, device="cpu")
+    model, tokenizer = checkpoint.model_from(state, device)
+    prompt = args.prompt if args.prompt is not None else default_prompt(tokenizer)
+    start = time.perf_counter()
+    text = sample_text(model, tokenizer, prompt, args.tokens, temperature=args.temperature, top_k=args.top_k,
+                       top_p=args.top_p, seed=args.seed, cache=not args.no_cache)
+    seconds = time.perf_counter() - start
+    print(text)
+    how = "plain generation" if args.no_cache else "KV cache"
+    print(f"[{args.tokens} tokens in {seconds:.2f} s on {device}, {how}]", file=sys.stderr)
+    return 0
+
+
+def _guard(command):
+    """Run ``command(args)``; a ``ValueError`` becomes a one-line error and exit status 2."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except ValueError as exc:
+            print(f"gptcourse {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add the ``train`` and ``sample`` subcommands to a subparsers object."""
+    train = sub.add_parser("train", help="train the reference GPT (character level by default), then sample from it")
+    train.add_argument("--corpus", help="shakespeare, default (offline) or a path to a UTF-8 text file (default: the preset's)")
+    train.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda or mps")
+    train.add_argument("--preset", choices=sorted(PRESETS), help="cpu, gpu or tiny (default: gpu on CUDA, else cpu)")
+    train.add_argument("--steps", type=_positive_int, help="total number of optimisation steps (default: the preset's)")
+    train.add_argument("--out", help="folder for ckpt.pt, losses.png and summary.json (default: runs/<preset>, or the resumed checkpoint's)")
+    train.add_argument("--tokenizer", choices=["char", "bpe"], default="char", help="character level (default) or the course's BPE")
+    train.add_argument("--bpe-merges", type=_positive_int, default=DEFAULT_BPE_MERGES, help="merges learned for --tokenizer bpe")
+    train.add_argument("--batch-size", type=_positive_int, help="global batch (split over the processes under torchrun)")
+    train.add_argument("--lr", type=float, help="peak learning rate")
+    train.add_argument("--eval-interval", type=_positive_int, help="steps between evaluations and checkpoints")
+    train.add_argument("--seed", type=int, help="seed of the initial weights and the batches")
+    train.add_argument("--autocast", choices=["bf16", "none"], help="bf16: bfloat16 autocast on CUDA and on CPUs with bf16 "
+                       "instructions; none: float32 (default: the preset's)")
+    train.add_argument("--threads", type=_positive_int, help="CPU threads (default: one per core; under torchrun, shared out)")
+    train.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
+    train.add_argument("--sample-tokens", type=int, help="tokens sampled at the end (0: none; default: the preset's)")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.set_defaults(run=_guard(cmd_train))
+
+    sample = sub.add_parser("sample", help="generate text from a checkpoint of gptcourse train")
+    sample.add_argument("--checkpoint", required=True, help="a ckpt.pt written by gptcourse train")
+    sample.add_argument("--prompt", help="the text to continue (default: a newline)")
+    sample.add_argument("--tokens", type=_positive_int, default=500, help="new tokens (default: 500)")
+    sample.add_argument("--temperature", type=float, default=0.8, help="0 is greedy (default: 0.8)")
+    sample.add_argument("--top-k", type=_positive_int, help="keep only the k most likely tokens")
+    sample.add_argument("--top-p", type=float, help="keep only the nucleus of this probability")
+    sample.add_argument("--seed", type=int, default=1337)
+    sample.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    sample.add_argument("--no-cache", action="store_true", help="recompute the whole context for every token")
+    sample.set_defaults(run=_guard(cmd_sample))
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m training train|sample ...`` (the same commands without the rest of gptcourse)."""
+    parser = argparse.ArgumentParser(prog="python -m training", description="Train the reference GPT and sample from it.")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.run(args)
