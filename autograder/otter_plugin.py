@@ -56,7 +56,7 @@ class EngineResults(GradingResults):
         return copy.deepcopy(self.engine_doc)
 
 
-def test_files_from(doc: dict[str, Any]) -> list[TestFile]:
+def question_files(doc: dict[str, Any]) -> list[TestFile]:
     """The engine's tests grouped by question (the part of each name before the colon)."""
     by_question: dict[str, list[TestCaseResult]] = {}
     for test in doc.get("tests", []):
@@ -104,7 +104,7 @@ class GptcoursePlugin(AbstractOtterPlugin):
             results.results = {}
             results._catastrophic_error = exc
             return
-        results.results = {tf.name: tf for tf in test_files_from(doc)}
+        results.results = {tf.name: tf for tf in question_files(doc)}
         results.output = doc.get("output")
         results.__class__ = EngineResults  # otter's hook may only change the object it is given
         results.engine_doc = doc
