@@ -102,6 +102,7 @@ def test_cpu_time_is_capped(tmp_path):
 @ROOT_ONLY
 def test_kill_user_kills_every_process_of_a_child_user_and_refuses_root():
     uid = sandbox.UID_BASE + 7
+    ready, told = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
@@ -110,10 +111,21 @@ def test_kill_user_kills_every_process_of_a_child_user_and_refuses_root():
             os.setresuid(uid, uid, uid)
             if os.fork() == 0:  # a grandchild, detached from the one we know
                 os.setsid()
+                os.write(told, b"g")
                 os.execv("/bin/sleep", ["sleep", "60"])
+            os.write(told, b"c")
             os.execv("/bin/sleep", ["sleep", "60"])
         finally:
             os._exit(1)
+    os.close(told)
+    started = b""
+    while len(started) < 2:
+        chunk = os.read(ready, 2)
+        if not chunk:
+            break
+        started += chunk
+    os.close(ready)
+    assert sorted(started) == sorted(b"cg"), "the processes to kill did not start"
     try:
         assert processes.kill_user(uid) >= 2
         os.waitpid(pid, 0)
