@@ -59,6 +59,11 @@ def read_message(fd: int) -> dict:
 
 
 def _set_limits(job: dict) -> None:
+    try:  # when memory runs out (a container's limit, say), the kernel kills this process first
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write("1000")
+    except OSError:
+        pass
     limits = [
         (resource.RLIMIT_CORE, 0),
         (resource.RLIMIT_AS, job.get("memory_bytes")),

@@ -45,6 +45,10 @@ def _probe(paths_to_read, paths_to_write, disk_bytes):
         facts["network"] = True
     except OSError:
         facts["network"] = False
+    try:
+        facts["oom_score_adj"] = int(open("/proc/self/oom_score_adj").read())
+    except OSError:
+        facts["oom_score_adj"] = None
     facts["rlimits"] = {name: resource.getrlimit(getattr(resource, name))[0]
                         for name in ("RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_NOFILE", "RLIMIT_FSIZE")}
     handles = []

@@ -85,6 +85,7 @@ def test_the_limits_hold(confined):
     assert facts["rlimits"]["RLIMIT_NOFILE"] == LIMITS.open_files and facts["open_files"] < LIMITS.open_files
     assert facts["rlimits"]["RLIMIT_FSIZE"] == LIMITS.file_bytes and facts["big_file"] == "OSError"
     assert facts["rlimits"]["RLIMIT_AS"] == LIMITS.memory_bytes and facts["rlimits"]["RLIMIT_CPU"] == LIMITS.cpu_seconds
+    assert facts["oom_score_adj"] == 1000 or outcome.isolation["level"] == "userns"  # the first to go when memory runs out
     if outcome.isolation["uid"]:
         assert facts["rlimits"]["RLIMIT_NPROC"] == LIMITS.max_processes and facts["forked"] < LIMITS.max_processes
     if outcome.isolation["level"] in ("namespaces", "userns"):
