@@ -23,7 +23,7 @@ from autograder.grading import grade_many, hidden_secrets
 from autograder.judge import judge
 from autograder.results import cell_notes, gradescope_json
 from autograder.runner import Limits
-from autograder.sandbox import UID_BASE
+from autograder.sandbox import UID_BASE, best_level
 from autograder.stages import ROOT, get_stage, load_cases, questions
 
 import attacks
@@ -133,8 +133,9 @@ def _output(batch, name: str) -> str:
 
 def test_the_child_is_confined(batch):
     isolation = batch.graded["read_files"].outcome.isolation
+    assert isolation["level"] == best_level()
     if os.geteuid() == 0:
-        assert isolation["level"] == "namespaces" and isolation["uid"] >= UID_BASE and isolation["offline"]
+        assert isolation["uid"] >= UID_BASE
     report = _output(batch, "read_files")
     secrets = [line for line in report.splitlines() if line.startswith(("READ /", "LISTED /", "DENIED /"))]
     assert secrets, report[:2000]
