@@ -115,10 +115,19 @@ def _suite_file(path: str, mtime_ns: int, size: int) -> SuiteFile:  # noqa: ARG0
     return SuiteFile("public" if public else "hidden", source, public, frozenset(c.key for c in suite.cases), tuple(_imports(source)))
 
 
+_suite_lock = threading.Lock()
+
+
 def suite_file(path: Path) -> SuiteFile:
-    """Read (once per version of the file) a suite the child will load."""
+    """Read (once per version of the file) a suite the child will load.
+
+    Grading threads share the cache; the lock keeps two of them from parsing at once
+    (CPython 3.11's ``ast.parse`` is not safe across threads: "AST constructor
+    recursion depth mismatch").
+    """
     info = Path(path).stat()
-    return _suite_file(str(Path(path).resolve()), info.st_mtime_ns, info.st_size)
+    with _suite_lock:
+        return _suite_file(str(Path(path).resolve()), info.st_mtime_ns, info.st_size)
 
 
 def _message(doc: dict) -> bytes:
