@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import codec, processes
+from . import codec, processes, sandbox
 from .gradescope_settings import GradescopeSettings, read_shipped
 from .harness import Case, load_suite
 from .judge import judge, scrub, secret_lines
@@ -118,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.self_check:
         return self_check(settings)
     limited = check_rate_limit(read_metadata(args.root), settings)
+    # Where the child cannot get a mount namespace it runs as another user on the real
+    # filesystem: the metadata (names, emails, earlier scores) must be ours alone.
+    sandbox.protect([args.root / "submission_metadata.json"])
     if limited is not None:
         doc = limited.doc
     else:
