@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test release bench-train clean
+.PHONY: install demo test release bench-train bench clean
 
 install: $(STAMP)
 
@@ -26,6 +26,11 @@ test: install
 # never part of `make test`: the CPU preset against nanoGPT's CPU recipe (minutes)
 bench-train: install
 	$(BIN)/python benchmarks/train_vs_nanogpt.py
+
+# never part of `make test`: grading against otter and nbgrader, a class of 100, check
+# cells, BPE against Hugging Face tokenizers; writes benchmarks/RESULTS.md (10-15 minutes)
+bench: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run.py
 
 release: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/gptcourse build
