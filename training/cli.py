@@ -10,9 +10,9 @@ from pathlib import Path
 
 import torch
 
-from solutions.gpt import generate, generate_cached, get_device
+from solutions.gpt import GPT, generate, generate_cached, get_device
 from training import checkpoint, ddp, loop
-from training.data import DEFAULT_BPE_MERGES, prepare
+from training.data import BPE, DEFAULT_BPE_MERGES, CharTokenizer, prepare
 from training.plot import plot_losses
 from training.presets import PRESETS, get_preset
 
@@ -36,8 +36,8 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def sample_text(model, tokenizer, prompt: str, tokens: int, *, temperature: float = 0.8, top_k: int | None = None,
-                top_p: float | None = None, seed: int = 1337, cache: bool = True) -> str:
+def sample_text(model: GPT, tokenizer: CharTokenizer | BPE, prompt: str, tokens: int, *, temperature: float = 0.8,
+                top_k: int | None = None, top_p: float | None = None, seed: int = 1337, cache: bool = True) -> str:
     """``prompt`` followed by ``tokens`` generated tokens, decoded (KV cache unless ``cache=False``).
 
     Raises:
@@ -54,7 +54,7 @@ def sample_text(model, tokenizer, prompt: str, tokens: int, *, temperature: floa
     return tokenizer.decode(out[0].tolist())
 
 
-def default_prompt(tokenizer) -> str:
+def default_prompt(tokenizer: CharTokenizer | BPE) -> str:
     """A newline when the vocabulary has one (as nanoGPT starts), else the first vocabulary entry."""
     if tokenizer.kind == "char":
         return "\n" if "\n" in tokenizer.stoi else tokenizer.chars[0]

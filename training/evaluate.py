@@ -10,16 +10,18 @@ from contextlib import nullcontext
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from training.ddp import DistInfo, all_sum
 
 
 def _loss_sum(model: nn.Module, x: torch.Tensor, y: torch.Tensor, autocast) -> torch.Tensor:
-    """Summed cross-entropy of the windows ``x`` with targets ``y`` (a 0-d float32 tensor)."""
+    """Summed cross-entropy of the windows ``x`` with targets ``y`` (a 0-d float32 tensor).
+
+    ``model(x, y)`` must return ``(logits, mean loss)``, as the course's GPT and nanoGPT's do.
+    """
     with autocast:
-        logits, _ = model(x)
-    return F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="sum")
+        _, loss = model(x, y)
+    return loss.float() * y.numel()
 
 
 @torch.no_grad()
