@@ -51,6 +51,7 @@ class CharTokenizer:
 
     @classmethod
     def fit(cls, text: str) -> "CharTokenizer":
+        """The tokenizer of every distinct character of ``text``."""
         stoi, _ = build_vocab(text)
         return cls("".join(stoi))
 
@@ -59,17 +60,20 @@ class CharTokenizer:
         return len(self.chars)
 
     def encode(self, text: str) -> list[int]:
+        """The ids of the characters of ``text``; ``ValueError`` names any unknown character."""
         unknown = sorted(set(text) - set(self.stoi))
         if unknown:
             raise ValueError(f"characters not in the vocabulary of this model: {''.join(unknown)!r}")
         return [self.stoi[c] for c in text]
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: list[int] | torch.Tensor) -> str:
+        """The text of the ids."""
         if isinstance(ids, torch.Tensor):
             ids = ids.tolist()
         return "".join(self.chars[int(i)] for i in ids)
 
     def state(self) -> dict:
+        """Plain data from which :func:`tokenizer_from_state` rebuilds this tokenizer."""
         return {"kind": self.kind, "chars": self.chars}
 
 
@@ -100,12 +104,15 @@ class BPE:
         return len(self.tokenizer.vocab)
 
     def encode(self, text: str) -> list[int]:
+        """The ids of the BPE tokens of ``text`` (whitespace separates words and is dropped)."""
         return self.tokenizer.encode(text)
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: list[int] | torch.Tensor) -> str:
+        """The words of the ids, joined by single spaces."""
         return self.tokenizer.decode(ids)
 
     def state(self) -> dict:
+        """Plain data from which :func:`tokenizer_from_state` rebuilds this tokenizer."""
         return {"kind": self.kind, "merges": [list(m) for m in self.merges], "alphabet": self.alphabet, "eow": self.eow}
 
 

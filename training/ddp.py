@@ -82,6 +82,7 @@ def setup(info: DistInfo, device: torch.device) -> torch.device:
 
 
 def cleanup(info: DistInfo) -> None:
+    """Leave the process group (when one was joined)."""
     if info.enabled and dist.is_initialized():
         dist.destroy_process_group()
 
@@ -116,8 +117,3 @@ def all_mean(t: torch.Tensor, info: DistInfo) -> torch.Tensor:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
         t /= info.world_size
     return t
-
-
-def barrier(info: DistInfo) -> None:
-    if info.enabled:
-        dist.barrier()

@@ -21,7 +21,7 @@ import dataclasses
 import math
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -50,7 +50,6 @@ class RunResult:
     tokens: int  # training tokens processed by this run (all processes together)
     final_val: float | None = None  # exact validation loss (None when stopped early)
     checkpoint: Path | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def tokens_per_second(self) -> float:
@@ -101,6 +100,8 @@ def autocast_for(preset: Preset, device: torch.device) -> Callable[[], object]:
 
 
 def new_history() -> dict[str, list]:
+    """Empty lists: per evaluation ``step``, ``train_loss``, ``val_loss``, ``time`` (seconds);
+    per step ``batch_step``, ``batch_loss`` and ``lr``."""
     return {"step": [], "train_loss": [], "val_loss": [], "time": [], "batch_step": [], "batch_loss": [], "lr": []}
 
 

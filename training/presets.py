@@ -52,11 +52,8 @@ class Preset:
     corpus: str = "shakespeare"  # the corpus used when --corpus is not given
 
     def replace(self, **changes) -> "Preset":
+        """A copy with the fields named in ``changes`` replaced."""
         return dataclasses.replace(self, **changes)
-
-    @property
-    def tokens_per_step(self) -> int:
-        return self.batch_size * self.block_size
 
 
 # cpu: nanoGPT's CPU model (4x4x128, block 64) with a faster recipe, measured on this
@@ -114,6 +111,11 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (CPU, GPU, TINY)}
 
 
 def get_preset(name: str) -> Preset:
+    """The preset called ``name``.
+
+    Raises:
+        ValueError: for an unknown name.
+    """
     try:
         return PRESETS[name]
     except KeyError:
