@@ -232,6 +232,14 @@ class LoadMonitor:
         self._thread.start()
         return self
 
+    def now(self) -> float:
+        return time.perf_counter() - self._t0
+
+    def window(self, start: float, end: float) -> dict:
+        """Mean and max of the samples taken between ``start`` and ``end`` (seconds from the start)."""
+        values = [v for t, v in self.samples if start <= t <= end] or [v for t, v in self.samples if t <= end][-1:] or [float("nan")]
+        return {"mean": sum(values) / len(values), "max": max(values)}
+
     def stop(self) -> dict:
         self._stop.set()
         self._thread.join()

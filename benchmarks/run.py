@@ -73,6 +73,7 @@ def render_machine(m: dict, load: dict, command: str, started: str, took_s: floa
         f"| tokenizers | {m['tokenizers']} |",
         f"| nbclient | {m['nbclient']} |",
         f"| load average (1 min) | {load['before']:.2f} before the run; during it min {load['min']:.2f}, mean {load['mean']:.2f}, max {load['max']:.2f} ({load['samples']} samples, every 5 s); {load['after']:.2f} after |",
+        *(f"| load during section {name} | mean {v['mean']:.2f}, max {v['max']:.2f} ({v['minutes']:.1f} min) |" for name, v in load.get("sections", {}).items()),
         "",
         "The load average counts the benchmark itself (one to two busy processes while a tool",
         "runs): on 2 cores, a load near 2 means the machine was otherwise idle.",
@@ -305,7 +306,7 @@ def render_summary(data: dict) -> str:
             "- **gptcourse grade / otter run** (one submission, median of 2-3 runs): "
             + ", ".join(f"{sid[:2]} {x:.2f}" for sid, x in ratios.items())
             + f"; the goal (at most 0.5) is met on {len(met)} of {len(ratios)} stages"
-            + ("" if len(met) == len(ratios) else f" (not on {', '.join(s for s in ratios if s not in met)})") + "."
+            + ("" if len(met) == len(ratios) else f" (not on {', '.join(f'{s}: {ratios[s]:.3f}' for s in ratios if s not in met)})") + "."
         )
         lines.append("- **gptcourse grade / nbgrader autograde**: " + ", ".join(f"{sid[:2]} {x:.2f}" for sid, x in nb.items()) + ".")
         if "plain_otter" in g:
@@ -383,30 +384,40 @@ def main(argv: list[str] | None = None) -> int:
     data: dict = {"machine": measure.machine(), "command": command, "started": started}
     with tempfile.TemporaryDirectory(prefix="gptcourse-bench-") as tmp:
         work = Path(tmp)
+        sections: dict[str, tuple[float, float]] = {}
         if "grading" in args.only:
             from benchmarks import bench_grading
 
             print(f"== 1. one submission per stage, up to {args.repeats} runs per tool")
+            t = monitor.now()
             data["grading"] = bench_grading.one_submission(stages, work / "one", repeats=args.repeats)
+            sections["1. one submission per stage"] = (t, monitor.now())
         if "class" in args.only:
             from benchmarks import bench_grading
 
             print("== 2. a class")
+            t = monitor.now()
             data["class"] = bench_grading.a_class(get_stage(args.class_stage), work / "class", sizes=tuple(sorted(args.class_sizes)))
             if args.heavy_stage:
                 data["class_heavy"] = bench_grading.a_class(get_stage(args.heavy_stage), work / "class-heavy", sizes=(args.heavy_size,))
+            sections["2. a class"] = (t, monitor.now())
         if "checks" in args.only:
             from benchmarks import bench_checks
 
             print("== 3. check cells in a kernel")
+            t = monitor.now()
             data["checks"] = bench_checks.all_stages(stages)
+            sections["3. check cells"] = (t, monitor.now())
         if "bpe" in args.only:
             from benchmarks import bench_bpe
 
             print("== 4. BPE")
+            t = monitor.now()
             data["bpe"] = bench_bpe.run(totals=tuple(args.bpe_merges))
+            sections["4. BPE"] = (t, monitor.now())
+    by_section = {name: {**monitor.window(a, b), "minutes": (b - a) / 60} for name, (a, b) in sections.items()}
     load = monitor.stop()
-    load.update(before=before, after=measure.loadavg()[0])
+    load.update(before=before, after=measure.loadavg()[0], sections=by_section)
     data["load"] = load
     took = time.perf_counter() - t0
     data["seconds"] = took
