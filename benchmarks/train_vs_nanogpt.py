@@ -181,8 +181,8 @@ def report(order: list[dict], kv: list[dict], command: str, loads: tuple[str, st
 Command: `{command}` (one process; runs in the order listed).
 Machine: {machine()}; {threads} threads for the baseline (torch's default here).
 Load average (1/5/15 min) before: {loads[0]}; after: {loads[1]}. Other engineers share
-these 2 cores and run tests at the same time, so a run can be slowed by a factor of 2 or
-more; interference only ever slows a run down, so the fastest run of each is compared.
+these 2 cores and run tests at the same time, which can slow a run several times over;
+interference only ever slows a run down, so the fastest run of each is compared.
 
 | # | run | load at start | time to val <= {TARGET} | steps to it | whole run | final val (exact) | training tokens/s |
 |---|---|---|---|---|---|---|---|
