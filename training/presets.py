@@ -58,9 +58,9 @@ class Preset:
 
 # cpu: nanoGPT's CPU model (4x4x128, block 64) with a faster recipe, measured on this
 # project's 2-core machine (exact validation loss, float32; benchmarks/RESULTS_training.md):
-# - bf16 autocast: about 1.7x the tokens/s of float32 on a CPU with bf16 instructions;
+# - bf16 autocast: about 1.9x the tokens/s of float32 on a CPU with bf16 instructions;
 # - batch 24 and lr 3e-3 (nanoGPT: 12 and 1e-3): 800 steps (1.23M tokens) reach 1.878 and
-#   1000 steps 1.823, where nanoGPT's 2000 x 12 windows (1.54M tokens) end near 1.886;
+#   1000 steps 1.823, where nanoGPT's 2001 x 12 windows (1.54M tokens) end at 1.898;
 #   batch 32 with lr 4e-3 and 600 steps (1.23M tokens) ends at 1.888; batch 12 with lr 2e-3
 #   and 1500 steps (1.15M tokens) at 1.866.
 CPU = Preset(
