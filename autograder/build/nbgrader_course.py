@@ -57,11 +57,15 @@ def grade_cell_source(stage: Stage, qid: str, fixture_values: dict) -> str:
     expected = json.dumps({k: fixture_values[k] for k in keys if k in fixture_values}, sort_keys=True)
     if "'''" in hidden:
         raise ValueError(f"{stage.suite_files[1]} must not contain three single quotes in a row")
+    # nbgrader gives no points to a grade cell that writes to stderr, so a warning that
+    # the student's code (or torch) prints would cost the whole question: show it on stdout.
     return (
-        f'_points = check("{qid}", points=True)\n'
-        "### BEGIN HIDDEN TESTS\n"
-        f'_points += _gptcourse.run_hidden("{qid}", r\'\'\'{hidden}\'\'\', r\'\'\'{expected}\'\'\', globals())\n'
-        "### END HIDDEN TESTS\n"
+        "import contextlib as _contextlib, sys as _sys\n"
+        "with _contextlib.redirect_stderr(_sys.stdout):\n"
+        f'    _points = check("{qid}", points=True)\n'
+        "    ### BEGIN HIDDEN TESTS\n"
+        f'    _points += _gptcourse.run_hidden("{qid}", r\'\'\'{hidden}\'\'\', r\'\'\'{expected}\'\'\', globals())\n'
+        "    ### END HIDDEN TESTS\n"
         "_points"
     )
 

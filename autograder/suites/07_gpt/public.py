@@ -141,7 +141,7 @@ def _(ns):
     scores, total = model(idx, targets)
     keep = targets != -100
     want = torch.nn.functional.cross_entropy(scores.detach()[keep], targets[keep])
-    return float(total), float(want)
+    return float(total.detach()), float(want)
 
 
 # ---------------------------------------------------------------- params
