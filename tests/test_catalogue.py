@@ -34,7 +34,7 @@ def test_reference_full_marks_and_empty_zero(stage, graded_catalogue):
 def test_catalogue_covers_every_question(stage):
     mistakes, alternatives = catalogue(stage)
     for qid, _ in questions(stage):
-        assert sum(m.qid == qid for m in mistakes) >= 3, f"{qid} needs at least three mistakes"
+        assert sum(m.qid == qid for m in mistakes) >= 4, f"{qid} needs at least four mistakes"
         assert any(a.qid == qid for a in alternatives), f"{qid} needs a correct alternative"
 
 
