@@ -71,6 +71,16 @@ def _subtree(root: int, tree: dict[int, list[int]]) -> list[int]:
     return out
 
 
+def _freeze_then_kill(victims: list[int]) -> None:
+    """SIGSTOP every victim, then SIGKILL them: a frozen process cannot fork away meanwhile."""
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for victim in victims:
+            try:
+                os.kill(victim, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
 def kill_tree(pid: int) -> None:
     """Kill a child, its process group and every descendant still attached to it."""
     victims = _subtree(pid, _children_map())
@@ -102,12 +112,7 @@ def reap_strays(rounds: int = 20) -> int:
         victims = [v for s in strays for v in _subtree(s, tree)]
         if not victims:
             break
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for victim in victims:
-                try:
-                    os.kill(victim, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
+        _freeze_then_kill(victims)
         for stray in strays:
             try:
                 os.waitpid(stray, 0)
@@ -164,11 +169,6 @@ def kill_user(uid: int, rounds: int = 20) -> int:
         victims = [int(e) for e in entries if uid in _live_uids(e)]
         if not victims:
             break
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for victim in victims:
-                try:
-                    os.kill(victim, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
+        _freeze_then_kill(victims)
         killed += len(victims)
     return killed
