@@ -164,6 +164,9 @@ def build_root(workdir: str, project: str, uid: int, gid: int, disk_bytes: int, 
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     root = workdir  # an empty folder the parent made: the new root is mounted on it
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=2m,mode=0755")
+    # /tmp first: a project or venv under /tmp (a fresh clone, CI) is bound on top of it, not hidden by it
+    os.makedirs(root + "/tmp")
+    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_bytes // 4},mode=1777")
     readable = readable_paths(project)
     for path in readable:
         _bind(path, root)
@@ -188,8 +191,6 @@ def build_root(workdir: str, project: str, uid: int, gid: int, disk_bytes: int, 
     else:  # no process table (it would open other processes of this user), only what libraries read
         for name in ("cpuinfo", "meminfo", "stat"):
             _bind("/proc/" + name, root, flags=MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    os.makedirs(root + "/tmp", exist_ok=True)
-    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_bytes // 4},mode=1777")
     os.makedirs(root + workdir, exist_ok=True)
     _mount("tmpfs", root + workdir, "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_bytes},mode=0700,uid={uid},gid={gid}")
     _pivot(root)

@@ -248,3 +248,30 @@ def test_results_are_written_atomically_and_never_through_a_planted_link(tmp_pat
     assert victim.read_text() == "untouched"
     assert not target.is_symlink() and target.read_text() == '{"score": 1}\n'
     assert [p.name for p in target.parent.iterdir()] == ["results.json"]  # no temporary file left behind
+
+
+@ROOT_ONLY
+def test_a_python_environment_under_tmp_stays_importable(engine_copy):
+    """A fresh clone (as on CI) has its venv under /tmp, where the child gets a tmpfs of its own:
+    the venv is bound on top of that tmpfs, so what the child imports late (``tqdm.auto``,
+    ``torch._dynamo`` on the first optimiser step) is still there."""
+    project, _ = engine_copy()
+    base = Path(tempfile.mkdtemp(prefix="gptcourse-venv-", dir="/tmp"))
+    try:
+        venv = base / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        site = next(venv.glob("lib/python*/site-packages"))
+        (site / "outer_env.pth").write_text("".join(p + "\n" for p in sys.path if p.endswith("site-packages")))
+        (site / "gptcourse_late_import.py").write_text("VALUE = 42\n")
+        late = "import gptcourse_late_import\nprint('LATE IMPORT', gptcourse_late_import.VALUE)\n"
+        nb = submission(STAGE, project.parent / "notebooks", "late", extra_cells=[late])
+        nb.chmod(0o644)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(project.parent), "LANG": "C.UTF-8"}
+        done = subprocess.run([str(venv / "bin" / "python"), "-c", SCRIPT, str(project), STAGE, str(nb), "namespaces"],
+                              capture_output=True, text=True, env=env, cwd=str(project.parent), timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert "LATE IMPORT 42" in report["output"], (report["cells"], report["output"][-2000:])
+        assert not report["cells"] and not report["errors"], (report["cells"], report["errors"])
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
