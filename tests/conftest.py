@@ -14,7 +14,17 @@ from autograder.stages import get_stage
 from autograder.submissions import variant_notebook, write_variant
 from autograder.build.notebooks import make_notebook, write_notebook
 
-SHAKESPEARE = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+
+
+def _local_shakespeare() -> Path:
+    """The test copy of Tiny Shakespeare: ``$GPTCOURSE_SHAKESPEARE``, else the workspace's
+    ``shared/data`` beside the checkout, else ``/work/shared/data`` (a clone made elsewhere)."""
+    name = "shared/data/tinyshakespeare.txt"
+    candidates = [os.environ.get("GPTCOURSE_SHAKESPEARE", ""), Path(__file__).resolve().parents[2] / name, Path("/work") / name]
+    return next((Path(c) for c in candidates if c and Path(c).is_file()), Path("/work") / name)
+
+
+SHAKESPEARE = _local_shakespeare()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.harness import load_suite, run_public
+from conftest import SHAKESPEARE
 from solutions.bpe import (
     BPETokenizer,
     bpe_segment,
@@ -34,7 +35,6 @@ from solutions.bpe import (
     word_frequencies,
 )
 
-SHAKESPEARE = Path("/work/shared/data/tinyshakespeare.txt")
 LECTURE_TEXT = "low " * 5 + "lowest " * 2 + "newer " * 6 + "wider " * 3 + "new " * 2
 LECTURE_MERGES = [("e", "r"), ("er", "_"), ("n", "e"), ("ne", "w"), ("l", "o"), ("lo", "w"), ("new", "er_"), ("low", "_")]
 
