@@ -1,6 +1,9 @@
 """Shared fixtures: graded catalogues are computed once per session and stage."""
 
+import json
 import os
+import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -78,3 +81,18 @@ def submission(stage_id: str, folder: Path, name: str, replace=None, extra_cells
     path = folder / f"{name}.ipynb"
     write_notebook(variant_notebook(get_stage(stage_id), replace, extra_cells, base), path)
     return path
+
+
+def make_root(autograder_zip: Path, folder: Path, notebook: Path | None = None, metadata: dict | None = None) -> Path:
+    """A directory laid out like Gradescope's /autograder, with the zip unpacked in source/."""
+    root = folder / "autograder"
+    with zipfile.ZipFile(autograder_zip) as archive:
+        archive.extractall(root / "source")
+    for name in ("run_autograder", "setup.sh"):
+        os.chmod(root / "source" / name, 0o755)
+    (root / "submission").mkdir()
+    (root / "results").mkdir()
+    (root / "submission_metadata.json").write_text(json.dumps(metadata or {"previous_submissions": []}))
+    if notebook is not None:
+        shutil.copy(notebook, root / "submission" / notebook.name)
+    return root

@@ -7,7 +7,6 @@ one mistake per question; ``GPTCOURSE_FULL_E2E=1`` makes it grade the whole cata
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from autograder.grading import grade_many
 from autograder.runner import Limits
 from autograder.stages import get_stage
 
-from conftest import submission
+from conftest import make_root, submission
 
 STAGE = "01_tokenisation"
 OTTER = Path(sys.executable).parent / "otter"
@@ -54,21 +53,6 @@ def autograder_zip(tmp_path_factory) -> Path:
     stage = get_stage(STAGE)
     load_fixtures(stage, DEFAULT_DIR)
     return build_gradescope_zip(stage, tmp_path_factory.mktemp("gradescope"), DEFAULT_DIR / f"{STAGE}.json")
-
-
-def make_root(autograder_zip: Path, folder: Path, notebook: Path | None = None, metadata: dict | None = None) -> Path:
-    """A directory laid out like Gradescope's /autograder, with the zip unpacked in source/."""
-    root = folder / "autograder"
-    with zipfile.ZipFile(autograder_zip) as archive:
-        archive.extractall(root / "source")
-    for name in ("run_autograder", "setup.sh"):
-        os.chmod(root / "source" / name, 0o755)
-    (root / "submission").mkdir()
-    (root / "results").mkdir()
-    (root / "submission_metadata.json").write_text(json.dumps(metadata or {"previous_submissions": []}))
-    if notebook is not None:
-        shutil.copy(notebook, root / "submission" / notebook.name)
-    return root
 
 
 def run_autograder(root: Path) -> tuple[dict, subprocess.CompletedProcess]:

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 
 from autograder.build.gradescope import build_gradescope_zip
 from autograder.fixtures import DEFAULT_DIR, load_fixtures
@@ -20,6 +19,7 @@ from autograder.stages import get_stage
 
 import attacks
 import leakscan
+from conftest import make_root
 
 STAGE = "01_tokenisation"
 LEAKY = ["read_files", "introspect_cell", "fake_stdout", "atexit", "read_in_function"]
@@ -42,21 +42,6 @@ def test_the_grade_command_prints_nothing_hidden(tmp_path):
     assert not leakscan.find(printed, _material(stage, paths["wrong"]))
 
 
-def _gradescope_root(folder, notebook):
-    stage = get_stage(STAGE)
-    archive = build_gradescope_zip(stage, folder / "zip", DEFAULT_DIR / f"{STAGE}.json")
-    root = folder / "autograder"
-    with zipfile.ZipFile(archive) as zipped:
-        zipped.extractall(root / "source")
-    for name in ("run_autograder", "setup.sh"):
-        os.chmod(root / "source" / name, 0o755)
-    (root / "submission").mkdir()
-    (root / "results").mkdir()
-    (root / "submission_metadata.json").write_text(json.dumps({"previous_submissions": [{"score": 3, "secret": "PREVIOUS-SUBMISSION"}]}))
-    (root / "submission" / notebook.name).write_bytes(notebook.read_bytes())
-    return root
-
-
 def test_gradescope_output_carries_nothing_hidden_and_agrees_with_grade(tmp_path):
     stage = get_stage(STAGE)
     fixtures = load_fixtures(stage, DEFAULT_DIR)
@@ -65,7 +50,8 @@ def test_gradescope_output_carries_nothing_hidden_and_agrees_with_grade(tmp_path
              str(root / "submission_metadata.json"), str(root / "results"), str(root / "source"))
     leaky = attacks.combined(STAGE, LEAKY, "leaky")
     paths = attacks.write_catalogue(STAGE, tmp_path / "submissions", root / "results", [leaky], extra)
-    root = _gradescope_root(tmp_path / "gs", paths["leaky"])
+    archive = build_gradescope_zip(stage, tmp_path / "zip", DEFAULT_DIR / f"{STAGE}.json")
+    root = make_root(archive, tmp_path / "gs", paths["leaky"], {"previous_submissions": [{"score": 3, "secret": "PREVIOUS-SUBMISSION"}]})
     env = dict(os.environ, GRADESCOPE_ROOT=str(root), GPTCOURSE_PYTHON=sys.executable)
     done = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
