@@ -23,7 +23,7 @@ Tolerances (relative + absolute, per test):
 - block against the reference and against nn.TransformerEncoderLayer with copied
   weights: rtol 1e-4, atol 1e-5 (attention with peaked softmaxes inside; PyTorch's
   kernels sum in another order).
-- properties (causality): 1e-6 absolute.
+- properties (causality, the untouched residual stream): 1e-6 absolute.
 """
 
 import contextlib
@@ -311,6 +311,30 @@ def _(ns):
 def _(ns):
     with torch.no_grad():
         return _block(ns, 5)(_XB.clone(), mask=_CAUSAL.clone())
+
+
+def _residual_untouched(got):
+    x, out = got
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(x.shape):
+        return f"expected a tensor of shape {tuple(x.shape)}, got {type(out).__name__} {tuple(getattr(out, 'shape', ()))}"
+    moved = (out.double() - x.double()).abs().max().item()
+    if not moved <= 1e-6:
+        return (f"with both sublayers silenced (attn.out_proj and ff.fc2 all zeros) a pre-norm block adds nothing, "
+                f"so it must return x itself, but yours moved it by up to {moved:.3g}: in pre-norm each sublayer's "
+                "output is added to the unnormalised x, and nothing else changes x")
+    return None
+
+
+@suite.case("block", "pre-norm with both sublayers silenced returns its input (the residual stream is never normalised)",
+            points=1, check=satisfies(_residual_untouched))
+def _(ns):
+    block = _block(ns, 10, norm_first=True)
+    with torch.no_grad():
+        for layer in (block.attn.out_proj, block.ff.fc2):
+            layer.weight.zero_()
+            if layer.bias is not None:
+                layer.bias.zero_()
+        return _XB.clone(), block(_XB.clone(), mask=_CAUSAL.clone())
 
 
 @suite.case("block", "dropout=0.3 in eval mode changes nothing", points=1,
