@@ -64,12 +64,15 @@ def default_prompt(tokenizer: CharTokenizer | BPE) -> str:
 def cmd_train(args: argparse.Namespace) -> int:
     info = ddp.from_env()
     device = ddp.setup(info, resolve_device(args.device))
+    finished = False
     try:
-        return _train(args, info, device)
+        status = _train(args, info, device)
+        finished = True
+        return status
     except KeyboardInterrupt:  # the loop has saved a checkpoint and said how to resume
         return 130
     finally:
-        ddp.cleanup(info)
+        ddp.cleanup(info, finished)
 
 
 def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -> int:

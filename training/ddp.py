@@ -81,9 +81,17 @@ def setup(info: DistInfo, device: torch.device) -> torch.device:
     return device
 
 
-def cleanup(info: DistInfo) -> None:
-    """Leave the process group (when one was joined)."""
+def cleanup(info: DistInfo, finished: bool = True) -> None:
+    """Leave the process group (when one was joined).
+
+    After a run that ``finished`` on this rank, the ranks first meet at a barrier: a rank
+    that tore gloo down while rank 0 was still saving its checkpoint could abort at exit
+    ("terminate called without an active exception"). After an error there is no
+    barrier (the other ranks may never come; torchrun stops them).
+    """
     if info.enabled and dist.is_initialized():
+        if finished:
+            dist.barrier()
         dist.destroy_process_group()
 
 
