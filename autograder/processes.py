@@ -71,29 +71,24 @@ def _subtree(root: int, tree: dict[int, list[int]]) -> list[int]:
     return out
 
 
-def _freeze_then_kill(victims: list[int]) -> None:
-    """SIGSTOP every victim, then SIGKILL them: a frozen process cannot fork away meanwhile."""
+def _freeze_then_kill(victims: list[int], group: int | None = None) -> None:
+    """SIGSTOP every victim (and process ``group``), then SIGKILL them: a frozen process cannot fork away meanwhile."""
     for sig in (signal.SIGSTOP, signal.SIGKILL):
         for victim in victims:
             try:
                 os.kill(victim, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if group is not None:
+            try:
+                os.killpg(group, sig)
             except (ProcessLookupError, PermissionError):
                 pass
 
 
 def kill_tree(pid: int) -> None:
     """Kill a child, its process group and every descendant still attached to it."""
-    victims = _subtree(pid, _children_map())
-    for sig in (signal.SIGSTOP, signal.SIGKILL):
-        for victim in victims:
-            try:
-                os.kill(victim, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+    _freeze_then_kill(_subtree(pid, _children_map()), group=pid)
 
 
 def reap_strays(rounds: int = 20) -> int:
