@@ -1,14 +1,23 @@
-"""The ``gptcourse`` command: build the release, grade submissions, run the demo."""
+"""The ``gptcourse`` command: build the release, grade submissions, report, check a stage, demo.
+
+``train`` and ``sample`` belong to the ``training`` package, which is imported only when
+one of them runs: grading never imports the reference solutions or the training code.
+"""
 
 import argparse
 import os
 import sys
 from pathlib import Path
 
-from .runner import Limits
-from .stages import ROOT, UsageError, available_stages, get_stage
+from .course import ROOT, all_stages, get_stage
+from .engine.runner import Limits
+from .errors import UsageError
 
 DEMO_MISTAKES = ["build_vocab-ids-start-at-1", "get_batch-last-valid-start-never-drawn", "ngram-uses-the-first-n-1-ids-of-a-long-context"]
+
+
+def _cores() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 def _positive(kind):
@@ -24,15 +33,14 @@ def _positive(kind):
 def cmd_build(args: argparse.Namespace) -> int:
     from .build.release import build_stage
 
-    stages = [get_stage(s) for s in args.stages] if args.stages else available_stages()
+    stages = [get_stage(s) for s in (args.stages or [s.id for s in all_stages()])]
     for stage in stages:
         build_stage(stage, Path(args.out))
     return 0
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from .fixtures import DEFAULT_DIR, load_fixtures
-    from .grading import grade_many
+    from .build.fixtures import DEFAULT_DIR, stage_tests
 
     stage = get_stage(args.stage)
     paths = [Path(p) for p in args.files]
@@ -43,51 +51,63 @@ def cmd_grade(args: argparse.Namespace) -> int:
         raise UsageError(f"no such file: {', '.join(missing)}")
     if not paths and not args.nbgrader:
         raise UsageError("name at least one submission to grade (or --nbgrader COURSE_DIR)")
-    fixtures = load_fixtures(stage, Path(args.fixtures) if args.fixtures else DEFAULT_DIR)
+    tests = stage_tests(stage, Path(args.fixtures) if args.fixtures else DEFAULT_DIR)
     limits = Limits(total_timeout=args.timeout, cell_timeout=min(Limits.cell_timeout, args.timeout))
     out = Path(args.out)
     if args.nbgrader:
-        return grade_nbgrader_course(args, stage, fixtures, limits, out)
-    done = grade_many(stage, paths, out, fixtures, limits, workers=args.workers, progress=not args.quiet, show_hidden=args.show_hidden)
+        return grade_nbgrader_course(args, tests, limits, out)
+    done = grade_folder(paths, None, tests, limits, out, args)
     if not args.quiet:
-        print(score_table(done, stage.id))
+        print(score_table(done, tests))
         print(f"results: {out}/<submission>/results.json, gradebook: {out / 'grades.csv'}")
     return 0
 
 
-def grade_nbgrader_course(args: argparse.Namespace, stage, fixtures, limits: Limits, out: Path) -> int:
+def grade_folder(paths: list[Path], names: list[str] | None, tests, limits: Limits, out: Path, args: argparse.Namespace) -> list:
+    """Grade ``paths`` into ``out``: results.json and feedback.md each, then grades.csv."""
+    from .engine.pipeline import grade_batch
+    from .reports.folder import unique_names, write_gradebook, write_submission
+
+    def write(graded) -> None:
+        write_submission(graded, out, args.show_hidden)
+
+    done = grade_batch(paths, names or unique_names(paths), tests, limits, workers=args.workers, progress=not args.quiet, write=write)
+    write_gradebook(done, tests, out)
+    for graded in done:
+        for fault in graded.faults:
+            print(f"gptcourse: warning: a test could not judge {graded.name}'s output: {fault}", file=sys.stderr)
+    return done
+
+
+def grade_nbgrader_course(args: argparse.Namespace, tests, limits: Limits, out: Path) -> int:
     """Grade an nbgrader course's submitted/ tree and write the scores into its gradebook."""
     import tempfile
 
-    from .grading import grade_many
-    from .nbgrader_bridge import find_submitted, require_assignment, stage_copies, write_gradebook
-    from .results import question_scores
-    from .stages import questions
+    from .channels.nbgrader.gradebook import find_submitted, require_assignment, stage_copies, write_gradebook
+    from .reports.gradebook import question_scores
 
     course = Path(args.nbgrader)
-    submitted = find_submitted(course, stage.id)
-    require_assignment(course, stage.id)
+    submitted = find_submitted(course, tests.stage_id)
+    require_assignment(course, tests.stage_id)
     with tempfile.TemporaryDirectory(prefix="gptcourse-nbgrader-") as tmp:
         paths = stage_copies(submitted, Path(tmp))
-        done = grade_many(stage, paths, out, fixtures, limits, workers=args.workers, progress=not args.quiet, show_hidden=args.show_hidden)
-    qids = [q for q, _ in questions(stage.id)]
-    report = write_gradebook(course, stage.id, submitted, {g.name: question_scores(g.results, qids) for g in done})
+        done = grade_folder(paths, None, tests, limits, out, args)
+    qids = [q for q, _ in tests.questions()]
+    report = write_gradebook(course, tests.stage_id, submitted, {g.name: question_scores(g.results, qids) for g in done})
     if not args.quiet:
-        print(score_table(done, stage.id))
+        print(score_table(done, tests))
         for item in submitted:
             if item.note:
                 print(f"{item.student}: {item.note}")
         for kept in report.kept_manual:
             print(f"kept the manual score already given for {kept}")
-        print(f"nbgrader gradebook of {course}: {len(report.written)} submissions of {stage.id} written; results and feedback in {out}/")
+        print(f"nbgrader gradebook of {course}: {len(report.written)} submissions of {tests.stage_id} written; results and feedback in {out}/")
     return 0
 
 
-def score_table(graded, stage_id: str) -> str:
+def score_table(graded, tests) -> str:
     """A plain-text table: a row per submission, a column per question."""
-    from .stages import questions
-
-    qs = questions(stage_id)
+    qs = tests.questions()
     width = max([len("submission"), *(len(g.name) for g in graded)])
     head = "submission".ljust(width) + "".join(f"  {q:>{max(len(q), 5)}}" for q, _ in qs) + "   total"
     lines = [head, "(max)".ljust(width) + "".join(f"  {p:>{max(len(q), 5)}g}" for q, p in qs) + f"  {sum(p for _, p in qs):6g}"]
@@ -100,12 +120,11 @@ def score_table(graded, stage_id: str) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from .authoring.catalogue import catalogue
+    from .authoring.variants import write_variant
+    from .build.fixtures import DEFAULT_DIR, stage_tests
     from .build.notebooks import make_notebook, write_notebook
     from .build.release import build_stage
-    from .fixtures import DEFAULT_DIR, load_fixtures
-    from .grading import grade_many
-    from .mistakes import catalogue
-    from .submissions import write_variant
 
     stage = get_stage("01_tokenisation")
     out = Path(args.out)
@@ -115,17 +134,36 @@ def cmd_demo(args: argparse.Namespace) -> int:
     write_notebook(make_notebook(stage, "reference"), folder / "reference.ipynb")
     write_notebook(make_notebook(stage, "student"), folder / "empty-release.ipynb")
     samples = [folder / "reference.ipynb", folder / "empty-release.ipynb"]
-    samples += [write_variant(stage, m, folder) for m in catalogue(stage.id)[0] if m.slug in DEMO_MISTAKES]
+    samples += [write_variant(stage, m, folder) for m in catalogue(stage)[0] if m.slug in DEMO_MISTAKES]
     print(f"\n== 2. Grading {len(samples)} sample submissions of stage 01 (the reference, the empty release, realistic mistakes) from {folder}/")
-    done = grade_many(stage, samples, out, load_fixtures(stage, DEFAULT_DIR), Limits(), workers=2)
+    tests = stage_tests(stage, DEFAULT_DIR)
+    done = grade_folder(samples, None, tests, Limits(), out, argparse.Namespace(show_hidden=False, workers=2, quiet=False))
     print()
-    print(score_table(done, stage.id))
+    print(score_table(done, tests))
     print(f"\nresults.json per submission and grades.csv are in {out}/")
     return 0
 
 
+def cmd_check_stage(args: argparse.Namespace) -> int:
+    from .authoring.lint import lint_stage
+
+    stages = [get_stage(s) for s in args.stages] if args.stages else all_stages()
+    failed = 0
+    for stage in stages:
+        report = lint_stage(stage, grade=not args.quick, workers=args.workers)
+        print(report.render())
+        failed += not report.ok
+    return 1 if failed else 0
+
+
+def _train_or_sample(args: argparse.Namespace) -> int:
+    from training.cli import main as training_main  # imported only here: grading never needs it
+
+    return training_main([args.command, *args.rest], prog="gptcourse")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from .reports.class_report import write_report
 
     print(write_report(Path(args.folder)))
     print(f"written: {Path(args.folder) / 'report.md'}, {Path(args.folder) / 'report.png'}")
@@ -144,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     grade = sub.add_parser("grade", help="grade submissions of one stage")
     grade.add_argument("--stage", required=True, help="e.g. 01_tokenisation (or 01)")
     grade.add_argument("--out", default="grades", help="output folder (default: grades/)")
-    grade.add_argument("--workers", type=_positive(int), default=max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1), help="submissions graded at once (default: all cores)")
+    grade.add_argument("--workers", type=_positive(int), default=_cores(), help="submissions graded at once (default: all cores)")
     grade.add_argument("--timeout", type=_positive(float), default=Limits.total_timeout, help="seconds allowed per submission (default: 600)")
     grade.add_argument("--fixtures", help="folder of fixture files (default: release/fixtures, rebuilt when stale)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table")
@@ -161,9 +199,17 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--out", default="grades/demo", help="output folder (default: grades/demo)")
     demo.set_defaults(run=cmd_demo)
 
-    from training.cli import add_commands  # train and sample: the training package
+    check = sub.add_parser("check-stage", help="check a stage's folder: notebook, tests, catalogue, reference (for course authors)")
+    check.add_argument("stages", nargs="*", metavar="STAGE", help="stages to check (default: all)")
+    check.add_argument("--quick", action="store_true", help="only the checks that need no grading (seconds)")
+    check.add_argument("--workers", type=_positive(int), default=_cores(), help="submissions graded at once")
+    check.set_defaults(run=cmd_check_stage)
 
-    add_commands(sub)
+    for name, text in (("train", "train the reference GPT, then sample from it (gptcourse train --help)"),
+                       ("sample", "generate text from a checkpoint of gptcourse train (gptcourse sample --help)")):
+        command = sub.add_parser(name, help=text, add_help=False)
+        command.add_argument("rest", nargs=argparse.REMAINDER)
+        command.set_defaults(run=_train_or_sample)
 
     args = parser.parse_args(argv)
     try:

@@ -200,9 +200,9 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m training train|sample ...`` (the same commands without the rest of gptcourse)."""
-    parser = argparse.ArgumentParser(prog="python -m training", description="Train the reference GPT and sample from it.")
+def main(argv: list[str] | None = None, prog: str = "python -m training") -> int:
+    """``python -m training train|sample ...`` (``gptcourse train|sample`` hands its arguments here)."""
+    parser = argparse.ArgumentParser(prog=prog, description="Train the reference GPT and sample from it.")
     add_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.run(args)

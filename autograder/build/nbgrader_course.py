@@ -15,9 +15,11 @@ import json
 import textwrap
 from pathlib import Path
 
-from .. import notebook as nbtags
-from ..fixtures import DEFAULT_DIR
-from ..stages import Stage, load_cases, questions
+from autograder.channels.nbgrader import grade_cell_id
+from autograder.course import Stage
+from autograder.engine import submission as nbtags
+
+from .fixtures import DEFAULT_DIR
 from .notebooks import harness_source, make_notebook, write_notebook
 from .stubs import make_stub, reference_source
 
@@ -38,11 +40,6 @@ if not _os.environ.get("NBGRADER_EXECUTION"):
 """
 
 
-def grade_cell_id(qid: str) -> str:
-    """The nbgrader id of question ``qid``'s grade cell (the gradebook bridge writes its score)."""
-    return f"{qid}-tests"
-
-
 def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False, points: float = 0) -> dict:
     meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution, "task": False}
     if grade:
@@ -52,11 +49,11 @@ def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked:
 
 def grade_cell_source(stage: Stage, qid: str, fixture_values: dict) -> str:
     """Public tests, then the hidden tests in nbgrader's hidden region; the points last."""
-    hidden = stage.suite_files[1].read_text(encoding="utf-8")
-    keys = [c.key for c in load_cases(stage.id) if c.qid == qid and not c.public]
+    hidden = stage.hidden.read_text(encoding="utf-8")
+    keys = [c.key for c in stage.tests().cases if c.qid == qid and not c.public]
     expected = json.dumps({k: fixture_values[k] for k in keys if k in fixture_values}, sort_keys=True)
     if "'''" in hidden:
-        raise ValueError(f"{stage.suite_files[1]} must not contain three single quotes in a row")
+        raise ValueError(f"{stage.hidden} must not contain three single quotes in a row")
     # nbgrader gives no points to a grade cell that writes to stderr, so a warning that
     # the student's code (or torch) prints would cost the whole question: show it on stdout.
     return (
@@ -74,7 +71,7 @@ def nbgrader_notebook(stage: Stage, fixture_file: Path) -> dict:
     """The instructor's nbgrader source notebook of a stage."""
     nb = copy.deepcopy(make_notebook(stage, "reference"))
     fixture_values = json.loads(Path(fixture_file).read_text(encoding="utf-8"))["values"]
-    worth = dict(questions(stage.id))
+    worth = dict(stage.tests().questions())
     for index, cell in enumerate(nb["cells"]):
         tags = cell.get("metadata", {}).get("tags", [])
         if cell["cell_type"] != "code":

@@ -9,12 +9,14 @@ same sources give byte-identical files.
 import json
 from pathlib import Path
 
-from .. import notebook as nbtags
-from ..stages import SUITES, Stage
-from .source import Block, parse_source
-from .stubs import make_stub, reference_source
+from autograder.course import Stage
+from autograder.engine import submission as nbtags
+from autograder.kit import PASTED
 
-ENGINE = Path(__file__).resolve().parent.parent
+from .source import Block, parse_source
+from .stubs import bound_names, make_stub, needed_imports, reference_source
+
+KIT = Path(__file__).resolve().parent.parent / "kit"
 NBFORMAT_MINOR = 5
 
 HARNESS_HEADER = """\
@@ -30,27 +32,23 @@ exec(compile(r'''
 """
 
 
-def _strip_engine_imports(text: str) -> str:
+def _pasteable(text: str) -> str:
+    """A kit module or suite without its package imports (the paste makes them one module)."""
     kept = [line for line in text.splitlines() if not line.startswith(("from autograder", "from .", "import autograder"))]
     return "\n".join(kept)
 
 
 def harness_source(stage: Stage, with_codec: bool = False) -> str:
-    """The check harness cell: checks, harness and the stage's public tests as one module.
+    """The check harness cell: the kit and the stage's public tests as one module.
 
-    ``with_codec`` adds the codec, which nbgrader's hidden tests need to read fixtures.
+    ``with_codec`` adds the engine's codec, which nbgrader's hidden tests need to read fixtures.
     """
-    parts = [
-        *([(ENGINE / "codec.py").read_text(encoding="utf-8")] if with_codec else []),
-        (ENGINE / "checks.py").read_text(encoding="utf-8"),
-        (ENGINE / "harness.py").read_text(encoding="utf-8"),
-        (ENGINE / "packaging.py").read_text(encoding="utf-8"),
-        (SUITES / stage.id / "public.py").read_text(encoding="utf-8"),
-    ]
-    body = "\n\n".join(_strip_engine_imports(p) for p in parts)
-    if "'''" in body:
-        raise ValueError("the harness sources must not contain three single quotes in a row")
-    return HARNESS_HEADER + body + "\n''', \"gptcourse_checks\", \"exec\"), _gptcourse.__dict__)\ncheck = _gptcourse.check\npackage_submission = _gptcourse.package_submission\n"
+    codec = [(KIT.parent / "engine" / "codec.py").read_text(encoding="utf-8")] if with_codec else []
+    parts = [*codec, *((KIT / f"{name}.py").read_text(encoding="utf-8") for name in PASTED), stage.public.read_text(encoding="utf-8")]
+    body = "\n\n".join(_pasteable(p) for p in parts)
+    if "\'\'\'" in body:
+        raise ValueError("the kit and the public suite must not contain three single quotes in a row")
+    return HARNESS_HEADER + body + "\n\'\'\', \"gptcourse_checks\", \"exec\"), _gptcourse.__dict__)\ncheck = _gptcourse.check\npackage_submission = _gptcourse.package_submission\n"
 
 
 def _code(source: str, tags: list[str], extra: dict | None = None) -> dict:
@@ -65,16 +63,23 @@ def _markdown(text: str) -> dict:
 
 
 def stage_cells(stage: Stage, variant: str) -> list[dict]:
-    """The cells of a stage's notebook; ``variant`` is ``student`` or ``reference``."""
+    """The cells of a stage's notebook; ``variant`` is ``student`` or ``reference``.
+
+    Given code copied from a reference (a ``reference`` block) carries the module-level
+    imports it needs that no earlier cell made, so that it runs on its own.
+    """
     if variant not in {"student", "reference"}:
         raise ValueError(f"unknown notebook variant {variant!r}")
-    cells = []
+    cells, bound = [], set()
     for block in parse_source(stage.source):
-        cells.append(_cell(stage, block, variant))
+        cell = _cell(stage, block, variant, bound)
+        if block.kind in {"given", "reference"}:
+            bound |= bound_names(cell["source"])
+        cells.append(cell)
     return cells
 
 
-def _cell(stage: Stage, block: Block, variant: str) -> dict:
+def _cell(stage: Stage, block: Block, variant: str, bound: set[str]) -> dict:
     if block.kind == "markdown":
         return _markdown(block.text)
     if block.kind == "harness":
@@ -83,7 +88,9 @@ def _cell(stage: Stage, block: Block, variant: str) -> dict:
         return _code(block.text.strip("\n"), [nbtags.TAG_GIVEN])
     if block.kind == "reference":
         module, _, name = block.arg.rpartition(".")
-        return _code(reference_source(module, name).rstrip("\n"), [nbtags.TAG_GIVEN])
+        imports = needed_imports(module, name, bound)
+        source = reference_source(module, name).rstrip("\n")
+        return _code("\n".join(imports) + "\n\n\n" + source if imports else source, [nbtags.TAG_GIVEN])
     if block.kind == "stub":
         source = reference_source(stage.module, block.arg)
         if variant == "student":
@@ -96,6 +103,16 @@ def _cell(stage: Stage, block: Block, variant: str) -> dict:
     if block.kind == "train":
         return _code(block.text.strip("\n"), [nbtags.TAG_TRAIN])
     raise ValueError(f"unknown block kind {block.kind!r}")
+
+
+def check_cells_problems(stage: Stage) -> list[str]:
+    """What is wrong between the notebook's check cells and the stage's questions (empty: nothing)."""
+    checks = [b.arg for b in parse_source(stage.source) if b.kind == "check"]
+    questions = [q for q, _ in stage.tests().questions()]
+    problems = [f"`check {q}` names no question (the questions are: {', '.join(questions)})" for q in checks if q not in questions]
+    problems += [f"question {q} has no check cell" for q in questions if q not in checks]
+    problems += [f"question {q} has {checks.count(q)} check cells" for q in dict.fromkeys(checks) if checks.count(q) > 1]
+    return problems
 
 
 HAND_IN = """\

@@ -2,11 +2,13 @@
 
 from pathlib import Path
 
-from ..fixtures import build_fixtures, source_hash
-from ..stages import ROOT, Stage
-from .gradescope import build_gradescope_zip
+from autograder.course import ROOT, Stage
+
+from .fixtures import fixture_file, is_fresh
+from .gradescope_zip import build_gradescope_zip
 from .nbgrader_course import build_nbgrader_course
-from .notebooks import make_notebook, write_notebook
+from .notebooks import check_cells_problems, make_notebook, write_notebook
+from .source import SourceError
 
 DEFAULT_OUT = ROOT / "release"
 
@@ -19,15 +21,13 @@ def build_student(stage: Stage, out: Path) -> Path:
 
 
 def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
-    """Everything the build makes for one stage."""
+    """Everything the build makes for one stage; a check cell naming no question stops it."""
+    problems = check_cells_problems(stage)
+    if problems:
+        raise SourceError(f"{stage.source}: " + "; ".join(problems))
     log(f"{stage.id}: student notebook -> {build_student(stage, out)}")
-    fixtures = out / "fixtures"
-    target = fixtures / f"{stage.id}.json"
-    import json
-
-    stale = not target.exists() or json.loads(target.read_text()).get("source_hash") != source_hash(stage)
-    if stale:
-        build_fixtures(stage, fixtures)
-    log(f"{stage.id}: fixtures -> {target}{'' if stale else ' (up to date)'}")
+    fresh = is_fresh(stage, out / "fixtures")
+    target = fixture_file(stage, out / "fixtures")
+    log(f"{stage.id}: fixtures -> {target}{' (up to date)' if fresh else ''}")
     log(f"{stage.id}: Gradescope autograder -> {build_gradescope_zip(stage, out / 'gradescope', target)}")
     log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader', target)}")

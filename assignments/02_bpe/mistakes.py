@@ -1,0 +1,873 @@
+"""Realistic mistakes and correct alternatives for stage 02_bpe.
+
+Every mistake of ``train_bpe`` is built on a correct *incremental* learner (so that
+it stays within the efficiency budget and loses points on ``train_bpe`` alone), and
+every mistake of ``efficiency`` is a *correct* learner that is too slow.
+"""
+
+import re
+import textwrap
+
+from autograder.authoring.catalogue import Variant
+
+
+def _fill(template: str, right: dict[str, str], changes: dict[str, str]) -> str:
+    """``template`` with each ``{name}`` replaced: a placeholder alone on its line by a
+    block of code indented to its column, any other by a one-line expression."""
+    values = right | changes
+
+    def block(match: re.Match) -> str:
+        code = textwrap.dedent(values[match.group(2)]).strip("\n")
+        return textwrap.indent(code, match.group(1))
+
+    code = re.sub(r"(?m)^( *)\{(\w+)\}$", block, template)
+    for name, value in values.items():
+        code = code.replace("{" + name + "}", value)
+    return code
+
+
+# A correct incremental learner in a style of its own (a scan for the maximum, an
+# index of the words holding each pair). The train_bpe mistakes change one part of it.
+_INCREMENTAL = '''
+    def train_bpe(text, num_merges, eow="</w>"):
+        {check}
+        table = word_frequencies(text, {eow_arg})
+        words = [list(w) for w in table]
+        freqs = list(table.values())
+        counts = collections.Counter()
+        where = collections.defaultdict(set)
+        for i, w in enumerate(words):
+            for pair in zip(w, w[1:]):
+                counts[pair] += freqs[i]
+                where[pair].add(i)
+
+        def first_place(pair):
+            i = min(where[pair])
+            w = words[i]
+            return i, next(j for j in range(len(w) - 1) if (w[j], w[j + 1]) == pair)
+
+        merges = []
+        while {loop}:
+            {choose}
+            merges.append(best)
+            for i in sorted(where[best]):
+                old, new, j = words[i], [], 0
+                while j < len(old):
+                    if j + 1 < len(old) and (old[j], old[j + 1]) == best:
+                        new.append(old[j] + old[j + 1])
+                        j += 2
+                    else:
+                        new.append(old[j])
+                        j += 1
+                for pair in zip(old, old[1:]):
+                    counts[pair] -= freqs[i]
+                    where[pair].discard(i)
+                for pair in zip(new, new[1:]):
+                    counts[pair] += freqs[i]
+                    where[pair].add(i)
+                words[i] = new
+                for pair in zip(old, old[1:]):
+                    if pair in counts and counts[pair] <= 0:
+                        del counts[pair]
+                        where.pop(pair, None)
+        return merges
+'''
+
+_RIGHT = {
+    "check": """
+        if num_merges < 0:
+            raise ValueError(f"num_merges must be >= 0, got {num_merges}")
+    """,
+    "eow_arg": "eow",
+    "loop": "len(merges) < num_merges and counts",
+    "choose": """
+        top = max(counts.values())
+        best = min((p for p, c in counts.items() if c == top), key=first_place)
+    """,
+}
+
+
+def _incremental(**changes: str) -> str:
+    return _fill(_INCREMENTAL, _RIGHT, changes)
+
+
+MISTAKES = [
+    # word_frequencies
+    Variant("word_frequencies", "word types sorted instead of in order of appearance", {"word_frequencies": '''
+        def word_frequencies(text, eow="</w>"):
+            if not eow:
+                raise ValueError("eow must not be empty")
+            counts = collections.Counter(text.split())
+            return {tuple(word) + (eow,): counts[word] for word in sorted(counts)}
+    '''}),
+    Variant("word_frequencies", "end-of-word symbol added as its characters", {"word_frequencies": '''
+        def word_frequencies(text, eow="</w>"):
+            if not eow:
+                raise ValueError("eow must not be empty")
+            freqs = {}
+            for word in text.split():
+                key = tuple(word + eow)
+                freqs[key] = freqs.get(key, 0) + 1
+            return freqs
+    '''}),
+    Variant("word_frequencies", "split on single spaces", {"word_frequencies": '''
+        def word_frequencies(text, eow="</w>"):
+            if not eow:
+                raise ValueError("eow must not be empty")
+            freqs = {}
+            for word in text.split(" "):
+                key = tuple(word) + (eow,)
+                freqs[key] = freqs.get(key, 0) + 1
+            return freqs
+    '''}),
+    Variant("word_frequencies", "no end-of-word symbol", {"word_frequencies": '''
+        def word_frequencies(text, eow="</w>"):
+            if not eow:
+                raise ValueError("eow must not be empty")
+            freqs = {}
+            for word in text.split():
+                freqs[tuple(word)] = freqs.get(tuple(word), 0) + 1
+            return freqs
+    '''}),
+    Variant("word_frequencies", "empty eow not rejected", {"word_frequencies": '''
+        def word_frequencies(text, eow="</w>"):
+            freqs = {}
+            for word in text.split():
+                key = (*word, eow)
+                freqs[key] = freqs.get(key, 0) + 1
+            return freqs
+    '''}),
+    # count_pairs
+    Variant("count_pairs", "each pair counted once per word type (a set of pairs)", {"count_pairs": '''
+        def count_pairs(word_freqs):
+            counts = {}
+            for symbols, n in word_freqs.items():
+                for pair in dict.fromkeys(zip(symbols, symbols[1:])):
+                    counts[pair] = counts.get(pair, 0) + n
+            return counts
+    '''}),
+    Variant("count_pairs", "word counts ignored", {"count_pairs": '''
+        def count_pairs(word_freqs):
+            counts = {}
+            for symbols in word_freqs:
+                for pair in zip(symbols, symbols[1:]):
+                    counts[pair] = counts.get(pair, 0) + 1
+            return counts
+    '''}),
+    Variant("count_pairs", "pairs across word boundaries", {"count_pairs": '''
+        def count_pairs(word_freqs):
+            stream = []
+            for symbols, n in word_freqs.items():
+                stream.extend(list(symbols) * n)
+            counts = {}
+            for pair in zip(stream, stream[1:]):
+                counts[pair] = counts.get(pair, 0) + 1
+            return counts
+    '''}),
+    Variant("count_pairs", "last pair of each word skipped", {"count_pairs": '''
+        def count_pairs(word_freqs):
+            counts = {}
+            for symbols, n in word_freqs.items():
+                for i in range(len(symbols) - 2):
+                    pair = (symbols[i], symbols[i + 1])
+                    counts[pair] = counts.get(pair, 0) + n
+            return counts
+    '''}),
+    # merge_pair
+    Variant("merge_pair", "overlapping pairs merged twice", {"merge_pair": '''
+        def merge_pair(word_freqs, pair):
+            if len(pair) != 2:
+                raise ValueError("pair must hold two symbols")
+            result = {}
+            for symbols, n in word_freqs.items():
+                out = []
+                for i, s in enumerate(symbols):
+                    if i + 1 < len(symbols) and (s, symbols[i + 1]) == tuple(pair):
+                        out.append(s + symbols[i + 1])
+                    elif i > 0 and (symbols[i - 1], s) == tuple(pair):
+                        continue
+                    else:
+                        out.append(s)
+                result[tuple(out)] = result.get(tuple(out), 0) + n
+            return result
+    '''}),
+    Variant("merge_pair", "string replace matches parts of longer symbols", {"merge_pair": '''
+        def merge_pair(word_freqs, pair):
+            if len(pair) != 2:
+                raise ValueError("pair must hold two symbols")
+            a, b = pair
+            result = {}
+            for symbols, n in word_freqs.items():
+                key = tuple(" ".join(symbols).replace(a + " " + b, a + b).split(" "))
+                result[key] = result.get(key, 0) + n
+            return result
+    '''}),
+    Variant("merge_pair", "the dict passed in is changed", {"merge_pair": '''
+        def merge_pair(word_freqs, pair):
+            if len(pair) != 2:
+                raise ValueError("pair must hold two symbols")
+            a, b = pair
+            for symbols in list(word_freqs):
+                out, i = [], 0
+                while i < len(symbols):
+                    if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+                        out.append(a + b)
+                        i += 2
+                    else:
+                        out.append(symbols[i])
+                        i += 1
+                if tuple(out) != symbols:
+                    n = word_freqs.pop(symbols)
+                    word_freqs[tuple(out)] = word_freqs.get(tuple(out), 0) + n
+            return word_freqs
+    '''}),
+    Variant("merge_pair", "words that become equal overwrite each other's counts", {"merge_pair": '''
+        def merge_pair(word_freqs, pair):
+            if len(pair) != 2:
+                raise ValueError("pair must hold two symbols")
+            a, b = pair
+            result = {}
+            for symbols, n in word_freqs.items():
+                out, i = [], 0
+                while i < len(symbols):
+                    if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+                        out.append(a + b)
+                        i += 2
+                    else:
+                        out.append(symbols[i])
+                        i += 1
+                result[tuple(out)] = n
+            return result
+    '''}),
+    Variant("merge_pair", "merges from right to left", {"merge_pair": '''
+        def merge_pair(word_freqs, pair):
+            if len(pair) != 2:
+                raise ValueError("pair must hold two symbols")
+            a, b = pair
+            result = {}
+            for symbols, n in word_freqs.items():
+                out, i = [], len(symbols) - 1
+                while i >= 0:
+                    if i > 0 and symbols[i - 1] == a and symbols[i] == b:
+                        out.append(a + b)
+                        i -= 2
+                    else:
+                        out.append(symbols[i])
+                        i -= 1
+                key = tuple(reversed(out))
+                result[key] = result.get(key, 0) + n
+            return result
+    '''}),
+    # train_bpe (each on a correct incremental learner, so it is fast enough)
+    Variant("train_bpe", "lexicographic tie-breaking (the larger pair wins)", {"train_bpe": _incremental(
+        choose="best = max(counts, key=lambda p: (counts[p], p))",
+    )}),
+    Variant("train_bpe", "ties by the dict order of the running counts", {"train_bpe": _incremental(
+        choose="best = max(counts, key=counts.get)",
+    )}),
+    Variant("train_bpe", "no early stop once no pair is left", {"train_bpe": _incremental(
+        loop="len(merges) < num_merges",
+    )}),
+    Variant("train_bpe", "eow not passed on to word_frequencies", {"train_bpe": _incremental(
+        eow_arg="",
+    )}),
+    Variant("train_bpe", "negative num_merges not rejected", {"train_bpe": _incremental(
+        check="num_merges = max(num_merges, 0)",
+    )}),
+    # segment
+    Variant("segment", "no end-of-word symbol on the word", {"bpe_segment": '''
+        def bpe_segment(word, merges, eow="</w>"):
+            if not word or any(ch.isspace() for ch in word):
+                raise ValueError(f"not one word: {word!r}")
+            symbols = list(word)
+            for a, b in merges:
+                out, i = [], 0
+                while i < len(symbols):
+                    if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+                        out.append(a + b)
+                        i += 2
+                    else:
+                        out.append(symbols[i])
+                        i += 1
+                symbols = out
+            return symbols
+    '''}),
+    Variant("segment", "each merge applied to its first occurrence only", {"bpe_segment": '''
+        def bpe_segment(word, merges, eow="</w>"):
+            if not word or any(ch.isspace() for ch in word):
+                raise ValueError(f"not one word: {word!r}")
+            symbols = list(word) + [eow]
+            for a, b in merges:
+                for i in range(len(symbols) - 1):
+                    if symbols[i] == a and symbols[i + 1] == b:
+                        symbols[i : i + 2] = [a + b]
+                        break
+            return symbols
+    '''}),
+    Variant("segment", "greedy longest match against the vocabulary", {"bpe_segment": '''
+        def bpe_segment(word, merges, eow="</w>"):
+            if not word or any(ch.isspace() for ch in word):
+                raise ValueError(f"not one word: {word!r}")
+            known = {a + b for a, b in merges} | {eow}
+            symbols = list(word) + [eow]
+            out, i = [], 0
+            while i < len(symbols):
+                j = len(symbols)
+                while j > i + 1 and "".join(symbols[i:j]) not in known:
+                    j -= 1
+                out.append("".join(symbols[i:j]))
+                i = j
+            return out
+    '''}),
+    Variant("segment", "end-of-word symbol hard-coded as '</w>'", {"bpe_segment": '''
+        def bpe_segment(word, merges, eow="</w>"):
+            if not word or any(ch.isspace() for ch in word):
+                raise ValueError(f"not one word: {word!r}")
+            symbols = list(word) + ["</w>"]
+            for a, b in merges:
+                out, i = [], 0
+                while i < len(symbols):
+                    if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+                        out.append(a + b)
+                        i += 2
+                    else:
+                        out.append(symbols[i])
+                        i += 1
+                symbols = out
+            return symbols
+    '''}),
+    Variant("segment", "no ValueError for an empty word or two words", {"bpe_segment": '''
+        def bpe_segment(word, merges, eow="</w>"):
+            symbols = list(word) + [eow]
+            for a, b in merges:
+                out, i = [], 0
+                while i < len(symbols):
+                    if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+                        out.append(a + b)
+                        i += 2
+                    else:
+                        out.append(symbols[i])
+                        i += 1
+                symbols = out
+            return symbols
+    '''}),
+]
+
+# The tokenizer mistakes share a correct class and change one method or line of it.
+_TOKENIZER = '''
+    class BPETokenizer:
+        def __init__(self, merges, eow="</w>", alphabet=None):
+            if not eow:
+                raise ValueError("eow must not be empty")
+            self.merges = [tuple(m) for m in merges]
+            self.eow = eow
+            base = {alphabet_expr}
+            self.vocab = {}
+            for symbol in {base_order}:
+                self.vocab[symbol] = len(self.vocab)
+            self.vocab[eow] = len(self.vocab)
+            for a, b in self.merges:
+                {add_merge}
+            self.itos = {i: s for s, i in self.vocab.items()}
+
+        @classmethod
+        def train(cls, text, num_merges, eow="</w>"):
+            merges = train_bpe(text, num_merges, eow)
+            return cls(merges, eow=eow, alphabet={train_alphabet})
+
+        def encode(self, text):
+            ids = []
+            for word in text.split():
+                if self.eow in word:
+                    raise ValueError(f"{word!r} contains the end-of-word symbol")
+                for token in bpe_segment(word, self.merges, self.eow):
+                    {lookup}
+            return ids
+
+        def decode(self, ids):
+            {decode_body}
+'''
+
+_DECODE = """
+    if isinstance(ids, torch.Tensor):
+        ids = ids.tolist()
+    words, current = [], ""
+    for i in ids:
+        if i not in self.itos:
+            raise ValueError(f"unknown id {i}")
+        token = self.itos[i]
+        if token.endswith(self.eow):
+            words.append(current + token[: -len(self.eow)])
+            current = ""
+        else:
+            current += token
+    if current:
+        words.append(current)
+    return " ".join(words)
+"""
+
+_TOKENIZER_RIGHT = {
+    "alphabet_expr": "set(alphabet) if alphabet is not None else {s for m in self.merges for s in m if len(s) == 1 and s != eow}",
+    "base_order": "sorted(base)",
+    "add_merge": """
+        if a + b not in self.vocab:
+            self.vocab[a + b] = len(self.vocab)
+    """,
+    "train_alphabet": "{c for c in text if not c.isspace()}",
+    "lookup": """
+        if token not in self.vocab:
+            raise ValueError(f"unknown symbol {token!r}")
+        ids.append(self.vocab[token])
+    """,
+    "decode_body": _DECODE,
+}
+
+
+def _tokenizer(**changes: str) -> str:
+    return _fill(_TOKENIZER, _TOKENIZER_RIGHT, changes)
+
+
+def _without(code: str, *lines: str) -> str:
+    """``code`` less the lines that read ``lines`` (whitespace aside)."""
+    return "\n".join(line for line in code.splitlines() if line.strip() not in lines)
+
+
+MISTAKES += [
+    # tokenizer
+    Variant("tokenizer", "end-of-word marker left in the decoded text", {"BPETokenizer": _tokenizer(
+        decode_body=_DECODE.replace("words.append(current + token[: -len(self.eow)])", "words.append(current + token)"),
+    )}),
+    Variant("tokenizer", "base symbols in order of appearance, not sorted", {"BPETokenizer": _tokenizer(
+        alphabet_expr="list(dict.fromkeys(alphabet)) if alphabet is not None else list(dict.fromkeys(s for m in self.merges for s in m if len(s) == 1 and s != eow))",
+        base_order="base",
+    )}),
+    Variant("tokenizer", "a token made by two merges gets a second id", {"BPETokenizer": _tokenizer(
+        add_merge="self.vocab[a + b] = len(self.vocab)",
+    )}),
+    Variant("tokenizer", "decode cannot take a LongTensor", {"BPETokenizer": _tokenizer(
+        decode_body=_without(_DECODE, "if isinstance(ids, torch.Tensor):", "ids = ids.tolist()", "if i not in self.itos:", 'raise ValueError(f"unknown id {i}")'),
+    )}),
+    Variant("tokenizer", "KeyError instead of ValueError for an unknown character", {"BPETokenizer": _tokenizer(
+        lookup="ids.append(self.vocab[token])",
+    )}),
+    Variant("tokenizer", "ids after the last word end are dropped", {"BPETokenizer": _tokenizer(
+        decode_body=_without(_DECODE, "if current:", "words.append(current)"),
+    )}),
+    Variant("tokenizer", "train takes the alphabet from the merges only", {"BPETokenizer": _tokenizer(
+        train_alphabet="None",
+    )}),
+    # efficiency: correct learners that are too slow
+    Variant("efficiency", "recounts every pair of every word after each merge", {"train_bpe": '''
+        def train_bpe(text, num_merges, eow="</w>"):
+            if num_merges < 0:
+                raise ValueError("num_merges must be >= 0")
+            words = word_frequencies(text, eow)
+            merges = []
+            for _ in range(num_merges):
+                counts = {}
+                for symbols, n in words.items():
+                    for pair in zip(symbols, symbols[1:]):
+                        counts[pair] = counts.get(pair, 0) + n
+                if not counts:
+                    break
+                best = max(counts, key=counts.get)
+                merges.append(best)
+                merged = {}
+                for symbols, n in words.items():
+                    out, i = [], 0
+                    while i < len(symbols):
+                        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
+                            out.append(symbols[i] + symbols[i + 1])
+                            i += 2
+                        else:
+                            out.append(symbols[i])
+                            i += 1
+                    merged[tuple(out)] = n
+                words = merged
+            return merges
+    '''}),
+    Variant("efficiency", "the plain loop over count_pairs and merge_pair", {"train_bpe": '''
+        def train_bpe(text, num_merges, eow="</w>"):
+            if num_merges < 0:
+                raise ValueError("num_merges must be >= 0")
+            words = word_frequencies(text, eow)
+            merges = []
+            while len(merges) < num_merges:
+                counts = count_pairs(words)
+                if not counts:
+                    break
+                top = max(counts.values())
+                best = next(pair for pair, c in counts.items() if c == top)
+                merges.append(best)
+                words = merge_pair(words, best)
+            return merges
+    '''}),
+    Variant("efficiency", "works on every word of the running text, not word types", {"train_bpe": '''
+        def train_bpe(text, num_merges, eow="</w>"):
+            if num_merges < 0:
+                raise ValueError("num_merges must be >= 0")
+            if not eow:
+                raise ValueError("eow must not be empty")
+            words = [list(w) + [eow] for w in text.split()]
+            merges = []
+            for _ in range(num_merges):
+                counts = collections.Counter()
+                for w in words:
+                    counts.update(zip(w, w[1:]))
+                if not counts:
+                    break
+                best = max(counts, key=counts.get)
+                merges.append(best)
+                for k, w in enumerate(words):
+                    out, i = [], 0
+                    while i < len(w):
+                        if i + 1 < len(w) and w[i] == best[0] and w[i + 1] == best[1]:
+                            out.append(best[0] + best[1])
+                            i += 2
+                        else:
+                            out.append(w[i])
+                            i += 1
+                    words[k] = out
+            return merges
+    '''}),
+    Variant("efficiency", "counts kept, but every word type rewritten after each merge", {"train_bpe": '''
+        def train_bpe(text, num_merges, eow="</w>"):
+            if num_merges < 0:
+                raise ValueError("num_merges must be >= 0")
+            words = dict(word_frequencies(text, eow))
+            counts = collections.Counter()
+            for symbols, n in words.items():
+                for pair in zip(symbols, symbols[1:]):
+                    counts[pair] += n
+            merges = []
+            while len(merges) < num_merges:
+                counts = +counts  # drops the pairs whose count fell to 0
+                if not counts:
+                    break
+                top = max(counts.values())
+                tied = {p for p, c in counts.items() if c == top}
+                best = next(p for w in words for p in zip(w, w[1:]) if p in tied)
+                merges.append(best)
+                rewritten = {}
+                for symbols, n in words.items():
+                    out, i = [], 0
+                    while i < len(symbols):
+                        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
+                            out.append(symbols[i] + symbols[i + 1])
+                            i += 2
+                        else:
+                            out.append(symbols[i])
+                            i += 1
+                    new = tuple(out)
+                    if new != symbols:
+                        for p in zip(symbols, symbols[1:]):
+                            counts[p] -= n
+                        for p in zip(new, new[1:]):
+                            counts[p] += n
+                    rewritten[new] = n
+                words = rewritten
+            return merges
+    '''}),
+    # byte_bpe
+    Variant("byte_bpe", "decode raises on invalid UTF-8", {"byte_bpe_decode": '''
+        def byte_bpe_decode(ids, merges):
+            table = {i: bytes([i]) for i in range(256)}
+            for r, (a, b) in enumerate(merges):
+                table[256 + r] = table[a] + table[b]
+            if isinstance(ids, torch.Tensor):
+                ids = ids.tolist()
+            for i in ids:
+                if i not in table:
+                    raise ValueError(f"unknown id {i}")
+            return b"".join(table[i] for i in ids).decode("utf-8")
+    '''}),
+    Variant("byte_bpe", "decode token by token", {"byte_bpe_decode": '''
+        def byte_bpe_decode(ids, merges):
+            table = {i: bytes([i]) for i in range(256)}
+            for r, (a, b) in enumerate(merges):
+                table[256 + r] = table[a] + table[b]
+            if isinstance(ids, torch.Tensor):
+                ids = ids.tolist()
+            for i in ids:
+                if i not in table:
+                    raise ValueError(f"unknown id {i}")
+            return "".join(table[i].decode("utf-8", errors="replace") for i in ids)
+    '''}),
+    Variant("byte_bpe", "ties to the numerically larger pair", {"train_byte_bpe": '''
+        def train_byte_bpe(text, vocab_size):
+            if vocab_size < 256:
+                raise ValueError("vocab_size must be at least 256")
+            ids = list(text.encode("utf-8"))
+            merges = []
+            for new_id in range(256, vocab_size):
+                if len(ids) < 2:
+                    break
+                counts = collections.Counter(zip(ids, ids[1:]))
+                best = max(counts, key=lambda p: (counts[p], p))
+                merges.append(best)
+                out, i = [], 0
+                while i < len(ids):
+                    if i + 1 < len(ids) and (ids[i], ids[i + 1]) == best:
+                        out.append(new_id)
+                        i += 2
+                    else:
+                        out.append(ids[i])
+                        i += 1
+                ids = out
+            return merges
+    '''}),
+    Variant("byte_bpe", "vocab_size - 256 + 1 merges", {"train_byte_bpe": '''
+        def train_byte_bpe(text, vocab_size):
+            if vocab_size < 256:
+                raise ValueError("vocab_size must be at least 256")
+            ids = list(text.encode("utf-8"))
+            merges = []
+            for new_id in range(256, vocab_size + 1):
+                if len(ids) < 2:
+                    break
+                counts = collections.Counter(zip(ids, ids[1:]))
+                best = max(counts, key=counts.get)
+                merges.append(best)
+                out, i = [], 0
+                while i < len(ids):
+                    if i + 1 < len(ids) and (ids[i], ids[i + 1]) == best:
+                        out.append(new_id)
+                        i += 2
+                    else:
+                        out.append(ids[i])
+                        i += 1
+                ids = out
+            return merges
+    '''}),
+    Variant("byte_bpe", "encode replaces only the first occurrence of each pair", {"byte_bpe_encode": '''
+        def byte_bpe_encode(text, merges):
+            ids = list(text.encode("utf-8"))
+            for r, (a, b) in enumerate(merges):
+                for i in range(len(ids) - 1):
+                    if ids[i] == a and ids[i + 1] == b:
+                        ids[i : i + 2] = [256 + r]
+                        break
+            return ids
+    '''}),
+    Variant("byte_bpe", "vocab_size below 256 not rejected", {"train_byte_bpe": '''
+        def train_byte_bpe(text, vocab_size):
+            ids = list(text.encode("utf-8"))
+            merges = []
+            for new_id in range(256, vocab_size):
+                if len(ids) < 2:
+                    break
+                counts = collections.Counter(zip(ids, ids[1:]))
+                best = max(counts, key=counts.get)
+                merges.append(best)
+                out, i = [], 0
+                while i < len(ids):
+                    if i + 1 < len(ids) and (ids[i], ids[i + 1]) == best:
+                        out.append(new_id)
+                        i += 2
+                    else:
+                        out.append(ids[i])
+                        i += 1
+                ids = out
+            return merges
+    '''}),
+]
+
+ALTERNATIVES = [
+    Variant("word_frequencies", "a Counter over symbol tuples", {"word_frequencies": '''
+        def word_frequencies(text, eow="</w>"):
+            if not isinstance(eow, str) or len(eow) == 0:
+                raise ValueError(f"eow must be a non-empty string, got {eow!r}")
+            return collections.Counter(tuple(word) + (eow,) for word in text.split())
+    '''}),
+    Variant("count_pairs", "a Counter and index arithmetic", {"count_pairs": '''
+        def count_pairs(word_freqs):
+            counts = collections.Counter()
+            for symbols, n in word_freqs.items():
+                for i in range(len(symbols) - 1):
+                    counts[symbols[i], symbols[i + 1]] += n
+            return dict(counts)
+    '''}),
+    Variant("merge_pair", "a regular expression on space-joined symbols", {"merge_pair": '''
+        import re
+
+        def merge_pair(word_freqs, pair):
+            if len(pair) != 2:
+                raise ValueError(f"pair must hold two symbols, got {pair!r}")
+            pattern = re.compile(r"(?<!\\S)" + re.escape(pair[0] + " " + pair[1]) + r"(?!\\S)")
+            result = {}
+            for symbols, n in word_freqs.items():
+                key = tuple(pattern.sub(lambda _: pair[0] + pair[1], " ".join(symbols)).split(" "))
+                result[key] = result.get(key, 0) + n
+            return result
+    '''}),
+    Variant("train_bpe", "incremental, a scan for the maximum and an index of words", {"train_bpe": _incremental()}),
+    Variant("segment", "lowest-ranked pair first, as GPT-2 does", {"bpe_segment": '''
+        def bpe_segment(word, merges, eow="</w>"):
+            if len(word) == 0 or len(word.split()) != 1 or word.split()[0] != word:
+                raise ValueError(f"expected one word, got {word!r}")
+            rank = {}
+            for r, (a, b) in enumerate(merges):
+                rank.setdefault((a, b), r)
+            symbols = [*word, eow]
+            while len(symbols) > 1:
+                pairs = set(zip(symbols, symbols[1:]))
+                best = min(pairs, key=lambda p: rank.get(p, float("inf")))
+                if best not in rank:
+                    break
+                out, i = [], 0
+                while i < len(symbols):
+                    if symbols[i : i + 2] == list(best):
+                        out.append(best[0] + best[1])
+                        i += 2
+                    else:
+                        out.append(symbols[i])
+                        i += 1
+                symbols = out
+            return symbols
+    '''}),
+    Variant("tokenizer", "vocabulary from dict.fromkeys, decode with removesuffix", {"BPETokenizer": '''
+        class BPETokenizer:
+            def __init__(self, merges, eow="</w>", alphabet=None):
+                if not isinstance(eow, str) or not eow:
+                    raise ValueError("eow must be a non-empty string")
+                self.merges = [(a, b) for a, b in merges]
+                self.eow = eow
+                if alphabet is None:
+                    alphabet = [s for pair in self.merges for s in pair if len(s) == 1 and s != eow]
+                tokens = dict.fromkeys([*sorted(set(alphabet)), eow, *(a + b for a, b in self.merges)])
+                self.vocab = {token: i for i, token in enumerate(tokens)}
+                self.tokens = list(tokens)
+
+            @classmethod
+            def train(cls, text, num_merges, eow="</w>"):
+                return cls(train_bpe(text, num_merges, eow), eow, alphabet="".join(text.split()))
+
+            def encode(self, text):
+                ids = []
+                for word in text.split():
+                    if self.eow in word:
+                        raise ValueError(f"{word!r} holds the end-of-word symbol {self.eow!r}")
+                    try:
+                        ids += [self.vocab[t] for t in bpe_segment(word, self.merges, self.eow)]
+                    except KeyError as err:
+                        raise ValueError(f"{err.args[0]!r} is not in the vocabulary") from None
+                return ids
+
+            def decode(self, ids):
+                pieces, words = [], []
+                for i in torch.as_tensor(ids, dtype=torch.long).tolist():
+                    if not 0 <= i < len(self.tokens):
+                        raise ValueError(f"id {i} is not in the vocabulary")
+                    token = self.tokens[i]
+                    pieces.append(token.removesuffix(self.eow))
+                    if token.endswith(self.eow):
+                        words.append("".join(pieces))
+                        pieces = []
+                if pieces:
+                    words.append("".join(pieces))
+                return " ".join(words)
+    '''}),
+    Variant("efficiency", "incremental, symbols rewritten in place, a lazy heap", {"train_bpe": '''
+        def train_bpe(text, num_merges, eow="</w>"):
+            if num_merges < 0:
+                raise ValueError("num_merges must be >= 0")
+            table = word_frequencies(text, eow)
+            words = [list(w) for w in table]
+            freqs = list(table.values())
+            counts, where = collections.Counter(), collections.defaultdict(set)
+            for i, w in enumerate(words):
+                for pair in zip(w, w[1:]):
+                    counts[pair] += freqs[i]
+                    where[pair].add(i)
+            heap = [(-c, pair) for pair, c in counts.items()]
+            heapq.heapify(heap)
+
+            def first(pair):
+                i = min(where[pair])
+                w = words[i]
+                return i, next(j for j in range(len(w) - 1) if w[j] == pair[0] and w[j + 1] == pair[1])
+
+            merges = []
+            while len(merges) < num_merges:
+                while heap and counts[heap[0][1]] != -heap[0][0]:
+                    heapq.heappop(heap)  # an entry whose count is out of date
+                if not heap:
+                    break
+                top, tied = heap[0][0], set()
+                while heap and heap[0][0] == top:
+                    pair = heapq.heappop(heap)[1]
+                    if counts[pair] == -top:
+                        tied.add(pair)
+                best = min(tied, key=first)
+                for pair in tied - {best}:
+                    heapq.heappush(heap, (top, pair))
+                merges.append(best)
+                a, b = best
+                touched = set()
+                for i in where.pop(best):
+                    w, n = words[i], freqs[i]
+                    for pair in zip(w, w[1:]):
+                        counts[pair] -= n
+                        where[pair].discard(i)
+                        touched.add(pair)
+                    j = 0
+                    while j < len(w) - 1:
+                        if w[j] == a and w[j + 1] == b:
+                            w[j : j + 2] = [a + b]
+                        j += 1
+                    for pair in zip(w, w[1:]):
+                        counts[pair] += n
+                        where[pair].add(i)
+                        touched.add(pair)
+                for pair in touched:
+                    if counts[pair] > 0:
+                        heapq.heappush(heap, (-counts[pair], pair))
+                    else:
+                        del counts[pair]
+                        where.pop(pair, None)
+            return merges
+    '''}),
+    Variant("byte_bpe", "most_common, merges replayed in order, a bytes table", {
+        "train_byte_bpe": '''
+            def train_byte_bpe(text, vocab_size):
+                if vocab_size < 256:
+                    raise ValueError(f"vocab_size must be at least 256, got {vocab_size}")
+                ids = list(text.encode("utf-8"))
+                merges = []
+                while len(merges) < vocab_size - 256 and len(ids) >= 2:
+                    (best, _), = collections.Counter(zip(ids, ids[1:])).most_common(1)
+                    merges.append(best)
+                    ids = _replace(ids, best, 255 + len(merges))
+                return merges
+
+
+            def _replace(ids, pair, new_id):
+                out, i = [], 0
+                while i < len(ids):
+                    if ids[i : i + 2] == list(pair):
+                        out.append(new_id)
+                        i += 2
+                    else:
+                        out.append(ids[i])
+                        i += 1
+                return out
+        ''',
+        "byte_bpe_encode": '''
+            def byte_bpe_encode(text, merges):
+                ids = list(text.encode("utf-8"))
+                for r, pair in enumerate(merges):
+                    ids = _replace(ids, tuple(pair), 256 + r)
+                return ids
+        ''',
+        "byte_bpe_decode": '''
+            def byte_bpe_decode(ids, merges):
+                table = [bytes([b]) for b in range(256)]
+                for a, b in merges:
+                    table.append(table[a] + table[b])
+                ids = torch.as_tensor(ids).tolist() if isinstance(ids, torch.Tensor) else list(ids)
+                if any(not 0 <= i < len(table) for i in ids):
+                    raise ValueError(f"an id is outside 0..{len(table) - 1}")
+                return b"".join(table[i] for i in ids).decode("utf-8", "replace")
+        ''',
+    }),
+]

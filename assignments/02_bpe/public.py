@@ -1,0 +1,480 @@
+"""Public tests of stage 02_bpe: students run these in the notebook with check()."""
+
+import contextlib
+import random
+
+from autograder.kit import Hint, Suite, equal, satisfies
+
+suite = Suite(public=True)
+
+LECTURE_TEXT = "low " * 5 + "lowest " * 2 + "newer " * 6 + "wider " * 3 + "new " * 2
+LECTURE_WORDS = {
+    ("l", "o", "w", "_"): 5,
+    ("l", "o", "w", "e", "s", "t", "_"): 2,
+    ("n", "e", "w", "e", "r", "_"): 6,
+    ("w", "i", "d", "e", "r", "_"): 3,
+    ("n", "e", "w", "_"): 2,
+}
+LECTURE_MERGES = [("e", "r"), ("er", "_"), ("n", "e"), ("ne", "w"), ("l", "o"), ("lo", "w"), ("new", "er_"), ("low", "_")]
+
+
+# While a test of one question runs, the other graded functions it may call answer
+# the test's own inputs from fixed tables below (the answers are the ones this
+# notebook already shows), so that a mistake elsewhere does not fail this question.
+# Any other input goes to your own function as usual.
+
+
+def _table(text):
+    """``"l o w _=5, n e w _=2"`` as ``{("l", "o", "w", "_"): 5, ("n", "e", "w", "_"): 2}``."""
+    pairs = (item.rsplit("=", 1) for item in text.split(", ") if item)
+    return {tuple(symbols.split(" ")): int(n) for symbols, n in pairs}
+
+
+# The worked example step by step: the words before each merge, and their pair counts
+# (the cell of section 5 prints the same steps).
+LECTURE_STEPS = [
+    ("l o w _=5, l o w e s t _=2, n e w e r _=6, w i d e r _=3, n e w _=2",
+     "l o=7, o w=7, w _=7, w e=8, e s=2, s t=2, t _=2, n e=8, e w=8, e r=9, r _=9, w i=3, i d=3, d e=3"),
+    ("l o w _=5, l o w e s t _=2, n e w er _=6, w i d er _=3, n e w _=2",
+     "l o=7, o w=7, w _=7, w e=2, e s=2, s t=2, t _=2, n e=8, e w=8, w er=6, er _=9, w i=3, i d=3, d er=3"),
+    ("l o w _=5, l o w e s t _=2, n e w er_=6, w i d er_=3, n e w _=2",
+     "l o=7, o w=7, w _=7, w e=2, e s=2, s t=2, t _=2, n e=8, e w=8, w er_=6, w i=3, i d=3, d er_=3"),
+    ("l o w _=5, l o w e s t _=2, ne w er_=6, w i d er_=3, ne w _=2",
+     "l o=7, o w=7, w _=7, w e=2, e s=2, s t=2, t _=2, ne w=8, w er_=6, w i=3, i d=3, d er_=3"),
+    ("l o w _=5, l o w e s t _=2, new er_=6, w i d er_=3, new _=2",
+     "l o=7, o w=7, w _=5, w e=2, e s=2, s t=2, t _=2, new er_=6, w i=3, i d=3, d er_=3, new _=2"),
+    ("lo w _=5, lo w e s t _=2, new er_=6, w i d er_=3, new _=2",
+     "lo w=7, w _=5, w e=2, e s=2, s t=2, t _=2, new er_=6, w i=3, i d=3, d er_=3, new _=2"),
+    ("low _=5, low e s t _=2, new er_=6, w i d er_=3, new _=2",
+     "low _=5, low e=2, e s=2, s t=2, t _=2, new er_=6, w i=3, i d=3, d er_=3, new _=2"),
+    ("low _=5, low e s t _=2, newer_=6, w i d er_=3, new _=2",
+     "low _=5, low e=2, e s=2, s t=2, t _=2, w i=3, i d=3, d er_=3, new _=2"),
+    ("low_=5, low e s t _=2, newer_=6, w i d er_=3, new _=2",
+     "low e=2, e s=2, s t=2, t _=2, w i=3, i d=3, d er_=3, new _=2"),
+]
+SMALL_STEPS = [
+    [("a b _=2", "a b=2, b _=2"), ("ab _=2", "ab _=2"), ("ab_=2", "")],
+    [("c d _=1, a b _=1", "c d=1, d _=1, a b=1, b _=1"), ("cd _=1, a b _=1", "cd _=1, a b=1, b _=1")],
+]
+SMALL_MERGES = [[("a", "b"), ("ab", "_")], [("c", "d")]]
+
+_KNOWN_WORDS = {
+    (LECTURE_TEXT, "_"): LECTURE_WORDS,
+    ("ab ab", "_"): _table(SMALL_STEPS[0][0][0]),
+    ("cd ab", "_"): _table(SMALL_STEPS[1][0][0]),
+}
+_KNOWN_COUNTS = {}
+_KNOWN_MERGED = {}
+for _steps, _merges in [(LECTURE_STEPS, LECTURE_MERGES), *zip(SMALL_STEPS, SMALL_MERGES)]:
+    for _k, (_words, _counts) in enumerate(_steps):
+        _KNOWN_COUNTS[frozenset(_table(_words).items())] = _table(_counts)
+        if _k < len(_merges):
+            _KNOWN_MERGED[frozenset(_table(_words).items()), _merges[_k]] = _table(_steps[_k + 1][0])
+_KNOWN_MERGES = {(LECTURE_TEXT, 8, "_"): LECTURE_MERGES}
+_KNOWN_SEGMENTS = {
+    ("lower", "_"): ["low", "er_"],
+    ("newest", "_"): ["new", "e", "s", "t", "_"],
+    ("low", "_"): ["low_"],
+    ("wider", "_"): ["w", "i", "d", "er_"],
+}
+
+
+def _known_word_frequencies(own):
+    def word_frequencies(text, eow="</w>"):
+        if (text, eow) in _KNOWN_WORDS:
+            return dict(_KNOWN_WORDS[text, eow])
+        return own(text, eow)
+
+    return word_frequencies
+
+
+def _known_count_pairs(own):
+    def count_pairs(word_freqs):
+        key = frozenset(word_freqs.items()) if isinstance(word_freqs, dict) else None
+        if key in _KNOWN_COUNTS:
+            return dict(_KNOWN_COUNTS[key])
+        return own(word_freqs)
+
+    return count_pairs
+
+
+def _known_merge_pair(own):
+    def merge_pair(word_freqs, pair):
+        key = (frozenset(word_freqs.items()), tuple(pair)) if isinstance(word_freqs, dict) else None
+        if key in _KNOWN_MERGED:
+            return dict(_KNOWN_MERGED[key])
+        return own(word_freqs, pair)
+
+    return merge_pair
+
+
+def _known_train_bpe(own):
+    def train_bpe(text, num_merges, eow="</w>"):
+        if (text, num_merges, eow) in _KNOWN_MERGES:
+            return list(_KNOWN_MERGES[text, num_merges, eow])
+        return own(text, num_merges, eow)
+
+    return train_bpe
+
+
+def _known_bpe_segment(own):
+    def bpe_segment(word, merges, eow="</w>"):
+        if (word, eow) in _KNOWN_SEGMENTS and [tuple(m) for m in merges] == LECTURE_MERGES:
+            return list(_KNOWN_SEGMENTS[word, eow])
+        return own(word, merges, eow)
+
+    return bpe_segment
+
+
+def _missing(name):
+    def absent(*args, **kwargs):
+        raise NameError(f"`{name}` is not defined: run (or restore) the cell that defines it")
+
+    return absent
+
+
+@contextlib.contextmanager
+def _known_answers(ns, *names):
+    """Let the named functions answer this notebook's own examples from the tables above."""
+    scope = ns._names
+    makers = {
+        "word_frequencies": _known_word_frequencies,
+        "count_pairs": _known_count_pairs,
+        "merge_pair": _known_merge_pair,
+        "train_bpe": _known_train_bpe,
+        "bpe_segment": _known_bpe_segment,
+    }
+    saved = {name: scope.get(name, makers) for name in names}
+    for name in names:
+        own = scope.get(name)
+        scope[name] = makers[name](own if callable(own) else _missing(name))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is makers:
+                scope.pop(name, None)
+            else:
+                scope[name] = value
+
+
+def _items(value):
+    """A dict's items in order (other values are returned as they are, and fail the check)."""
+    return list(value.items()) if isinstance(value, dict) else value
+
+
+# ---------------------------------------------------------------- word_frequencies
+
+
+@suite.case(
+    "word_frequencies",
+    "the lecture corpus with eow='_': counts, end-of-word symbol, order of first appearance",
+    points=1,
+    check=equal([
+        Hint(lambda got, exp: isinstance(got, list) and sorted(got) == sorted(exp) and got != exp, "the counts are right but the order is not: keep word types in the order they first appear in the text"),
+        Hint(lambda got, exp: isinstance(got, list) and got and got[0][0][-1] != "_", "every word ends with the end-of-word symbol eow, as its own last symbol"),
+    ]),
+    expected=list(LECTURE_WORDS.items()),
+)
+def _(ns):
+    return _items(ns.word_frequencies(LECTURE_TEXT, eow="_"))
+
+
+@suite.case(
+    "word_frequencies",
+    "any whitespace separates words; the default eow is '</w>'",
+    points=1,
+    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) != 3, "split the text with str.split() (no argument): runs of spaces, tabs and newlines all separate words")]),
+    expected=[(("b", "</w>"), 2), (("a", "</w>"), 1), (("c", "</w>"), 1)],
+)
+def _(ns):
+    return _items(ns.word_frequencies("b a\n\tb  c"))
+
+
+# ---------------------------------------------------------------- count_pairs
+
+
+@suite.case(
+    "count_pairs",
+    "a a a holds (a, a) twice; each pair is weighted by its word's count",
+    points=1,
+    check=equal([
+        Hint(lambda got, exp: isinstance(got, dict) and got.get(("a", "a")) == 3, "overlapping pairs all count: a a a holds (a, a) at positions 0-1 and 1-2"),
+        Hint(lambda got, exp: isinstance(got, dict) and got.get(("a", "a")) == 2, "weight each pair by the count of its word"),
+    ]),
+    expected={("a", "a"): 6, ("a", "_"): 4, ("b", "a"): 1},
+)
+def _(ns):
+    result = ns.count_pairs({("a", "a", "a", "_"): 3, ("b", "a", "_"): 1})
+    return dict(result) if isinstance(result, dict) else result
+
+
+@suite.case(
+    "count_pairs",
+    "the lecture corpus: (e, r) and (r, _) lead with 9",
+    points=1,
+    check=equal(),
+    expected={
+        ("l", "o"): 7, ("o", "w"): 7, ("w", "_"): 7, ("w", "e"): 8, ("e", "s"): 2, ("s", "t"): 2, ("t", "_"): 2,
+        ("n", "e"): 8, ("e", "w"): 8, ("e", "r"): 9, ("r", "_"): 9, ("w", "i"): 3, ("i", "d"): 3, ("d", "e"): 3,
+    },
+)
+def _(ns):
+    result = ns.count_pairs(dict(LECTURE_WORDS))
+    return dict(result) if isinstance(result, dict) else result
+
+
+# ---------------------------------------------------------------- merge_pair
+
+
+@suite.case(
+    "merge_pair",
+    "(a, a) in a a a gives aa a: left to right, no overlap",
+    points=1,
+    check=equal([
+        Hint(lambda got, exp: isinstance(got, dict) and ("aa", "aa", "_") in got, "an occurrence that overlaps one already merged is not merged again: after aa only a is left"),
+        Hint(lambda got, exp: isinstance(got, dict) and ("a", "aa", "_") in got, "merge from left to right"),
+    ]),
+    expected={("aa", "a", "_"): 2, ("b", "a", "_"): 1},
+)
+def _(ns):
+    result = ns.merge_pair({("a", "a", "a", "_"): 2, ("b", "a", "_"): 1}, ("a", "a"))
+    return dict(result) if isinstance(result, dict) else result
+
+
+@suite.case(
+    "merge_pair",
+    "the lecture corpus after merging (e, r); the input is left unchanged",
+    points=1,
+    check=equal([Hint(lambda got, exp: isinstance(got, list) and got[1] != exp[1], "return a new dict: the dict passed in must not change")]),
+    expected=[
+        [(("l", "o", "w", "_"), 5), (("l", "o", "w", "e", "s", "t", "_"), 2), (("n", "e", "w", "er", "_"), 6), (("w", "i", "d", "er", "_"), 3), (("n", "e", "w", "_"), 2)],
+        list(LECTURE_WORDS.items()),
+    ],
+)
+def _(ns):
+    words = dict(LECTURE_WORDS)
+    result = ns.merge_pair(words, ("e", "r"))
+    return [_items(result), list(words.items())]
+
+
+# ---------------------------------------------------------------- train_bpe
+
+
+def _lexicographic(got, exp):
+    return isinstance(got, list) and len(got) > 4 and got[:4] == exp[:4] and tuple(got[4]) == ("o", "w")
+
+
+@suite.case(
+    "train_bpe",
+    "the lecture's worked example: 8 merges with eow='_'",
+    points=2,
+    check=equal([
+        Hint(_lexicographic, "at merge 5, (l, o) and (o, w) are tied at 7: the tie goes to the pair met first when the words are scanned in order of first appearance, each left to right (not the alphabetically larger or smaller pair)"),
+        Hint(lambda got, exp: isinstance(got, list) and any("</w>" in str(m) for m in got), "pass eow on: the merges should hold '_', not the default '</w>'"),
+    ]),
+    expected=LECTURE_MERGES,
+)
+def _(ns):
+    with _known_answers(ns, "word_frequencies", "count_pairs", "merge_pair"):
+        return ns.train_bpe(LECTURE_TEXT, 8, eow="_")
+
+
+@suite.case(
+    "train_bpe",
+    "stops early when every word is a single symbol",
+    points=1,
+    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) > 2, "once every word is one symbol there is no pair left to merge: stop and return the merges so far")]),
+    expected=[("a", "b"), ("ab", "_")],
+)
+def _(ns):
+    with _known_answers(ns, "word_frequencies", "count_pairs", "merge_pair"):
+        return ns.train_bpe("ab ab", 10, eow="_")
+
+
+@suite.case(
+    "train_bpe",
+    "a tie between (c, d) and (a, b) goes to the pair met first",
+    points=1,
+    check=equal([Hint(lambda got, exp: isinstance(got, list) and got and tuple(got[0]) != ("c", "d"), "every pair occurs once here, so all are tied: take the first pair of the first word")]),
+    expected=[("c", "d")],
+)
+def _(ns):
+    with _known_answers(ns, "word_frequencies", "count_pairs", "merge_pair"):
+        return ns.train_bpe("cd ab", 1, eow="_")
+
+
+# ---------------------------------------------------------------- segment
+
+
+@suite.case(
+    "segment",
+    "bpe_segment('lower', lecture merges, eow='_') == ['low', 'er_']",
+    points=1,
+    check=equal([Hint(lambda got, exp: isinstance(got, list) and got and "_" not in got[-1], "a word starts as its characters plus eow; the last token must end with eow")]),
+    expected=["low", "er_"],
+)
+def _(ns):
+    return ns.bpe_segment("lower", LECTURE_MERGES, eow="_")
+
+
+@suite.case(
+    "segment",
+    "newer, slow, lowest and an unseen character",
+    points=1,
+    check=equal(),
+    expected=[["newer_"], ["s", "low_"], ["low", "e", "s", "t", "_"], ["n", "o", "w", "z", "_"]],
+)
+def _(ns):
+    return [ns.bpe_segment(word, LECTURE_MERGES, eow="_") for word in ("newer", "slow", "lowest", "nowz")]
+
+
+# ---------------------------------------------------------------- tokenizer
+
+
+@suite.case(
+    "tokenizer",
+    "vocab of the lecture merges: base symbols sorted, then eow, then merged tokens in merge order",
+    points=1,
+    check=equal([Hint(lambda got, exp: isinstance(got, list) and sorted(got) != sorted(exp) and sorted(k for k, _ in got) == sorted(k for k, _ in exp), "the tokens are right, their ids are not: ids go to the sorted base symbols, then eow, then each merge's token")]),
+    expected=[
+        ("e", 0), ("l", 1), ("n", 2), ("o", 3), ("r", 4), ("w", 5), ("_", 6),
+        ("er", 7), ("er_", 8), ("ne", 9), ("new", 10), ("lo", 11), ("low", 12), ("newer_", 13), ("low_", 14),
+    ],
+)
+def _(ns):
+    return _items(ns.BPETokenizer(LECTURE_MERGES, eow="_").vocab)
+
+
+@suite.case(
+    "tokenizer",
+    "decode(encode(s)) gives the words of s joined by single spaces",
+    points=1,
+    check=equal([Hint(lambda got, exp: isinstance(got, str) and "_" in got, "the end-of-word symbol marks where a word ends; it is not part of the decoded text")]),
+    expected="lower newest low wider",
+)
+def _(ns):
+    with _known_answers(ns, "bpe_segment"):
+        tok = ns.BPETokenizer(LECTURE_MERGES, eow="_", alphabet="delinorstw")
+        return tok.decode(tok.encode("  lower newest\n\tlow   wider "))
+
+
+@suite.case(
+    "tokenizer",
+    "BPETokenizer.train uses every character of the text as the alphabet",
+    points=1,
+    check=equal(),
+    expected=["d", "e", "i", "l", "n", "o", "r", "s", "t", "w", "_", "er", "er_"],
+)
+def _(ns):
+    with _known_answers(ns, "train_bpe"):
+        return list(ns.BPETokenizer.train(LECTURE_TEXT, 8, eow="_").vocab)[:13]
+
+
+# ---------------------------------------------------------------- efficiency
+
+BUDGET = 20  # train_bpe may take at most this many times the calibration workload
+
+
+def _made_up_text(n_chars, n_words, seed):
+    """Sentences of made-up words whose frequencies follow Zipf's law (1 / rank)."""
+    rng = random.Random(seed)
+    starts = ["", "b", "c", "d", "f", "g", "h", "l", "m", "n", "p", "r", "s", "t", "v", "w", "br", "ch", "cl", "dr", "gr", "pl", "st", "th", "tr", "sh"]
+    middles = ["a", "e", "i", "o", "u", "ai", "ea", "ee", "oo", "ou", "y"]
+    ends = ["", "", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ng", "ck", "rd"]
+    lexicon: dict[str, None] = {}
+    while len(lexicon) < n_words:
+        syllables = rng.choice([1, 1, 2, 2, 2, 3])
+        lexicon["".join(rng.choice(starts) + rng.choice(middles) + rng.choice(ends) for _ in range(syllables))] = None
+    words = list(lexicon)
+    running, total = [], 0.0
+    for rank in range(n_words):
+        total += 1.0 / (rank + 2.7)
+        running.append(total)
+    pieces, size = [], 0
+    while size < n_chars:
+        sentence = rng.choices(words, cum_weights=running, k=rng.randint(4, 16))
+        sentence[0] = sentence[0].capitalize()
+        piece = " ".join(sentence) + rng.choice(".....?!,") + rng.choice("  \n")
+        pieces.append(piece)
+        size += len(piece)
+    return "".join(pieces)[:n_chars]
+
+
+PUBLIC_CORPUS = _made_up_text(500_000, 4000, seed=7)
+
+
+def _merge_list_problem(merges, count):
+    if not isinstance(merges, (list, tuple)):
+        return f"train_bpe must return a list of merges, got {type(merges).__name__}"
+    if len(merges) != count:
+        return f"expected {count} merges (the text has plenty of pairs left), got {len(merges)}"
+    made: set[str] = set()
+    pairs: set[tuple] = set()
+    for i, merge in enumerate(merges):
+        if not isinstance(merge, (tuple, list)) or len(merge) != 2 or not all(isinstance(s, str) and s for s in merge):
+            return f"merge {i} is {merge!r}, not a pair of two symbols"
+        for symbol in merge:
+            if len(symbol) > 1 and symbol != "</w>" and symbol not in made:
+                return f"merge {i} is {tuple(merge)!r}, but {symbol!r} is neither a character nor a token made by an earlier merge"
+        if tuple(merge) in pairs:
+            return f"merge {i} {tuple(merge)!r} repeats an earlier merge"
+        pairs.add(tuple(merge))
+        made.add(merge[0] + merge[1])
+    return None
+
+
+def _fast_enough(got):
+    problem = _merge_list_problem(got["output"], 400)
+    if problem:
+        return problem
+    seconds, calibration = got["seconds"], got["calibration"]
+    if seconds > BUDGET * calibration:
+        return (
+            f"train_bpe took {seconds:.2f} s, {seconds / calibration:.1f} times the calibration workload "
+            f"({calibration:.3f} s here); the budget is {BUDGET} times ({BUDGET * calibration:.2f} s)"
+        )
+    return None
+
+
+@suite.case(
+    "efficiency",
+    "400 merges on a 500 kB text within 20 times the calibration workload",
+    points=1,
+    check=satisfies(_fast_enough, [Hint(lambda got, exp: "times the calibration" in str(_fast_enough(got)), "recounting every pair of every word after each merge is too slow: keep the pair counts, and after a merge update only the words that held the merged pair")]),
+    timed=True,
+    timeout=15,
+)
+def _(ns):
+    return ns.train_bpe(PUBLIC_CORPUS, 400)
+
+
+# ---------------------------------------------------------------- byte_bpe
+
+
+@suite.case(
+    "byte_bpe",
+    "train_byte_bpe('aaabdaaabac', 259): aa, then aa+a, then aaa+b",
+    points=1,
+    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) == 2, "vocab_size counts the 256 byte ids too: 259 allows 3 merges")]),
+    expected=[(97, 97), (256, 97), (257, 98)],
+)
+def _(ns):
+    return ns.train_byte_bpe("aaabdaaabac", 259)
+
+
+@suite.case(
+    "byte_bpe",
+    "encode by rank, decode back; invalid UTF-8 becomes a replacement character",
+    points=1,
+    check=equal([Hint(lambda got, exp: isinstance(got, dict) and got.get("raised") == "UnicodeDecodeError", "decode the bytes with errors=\"replace\"")]),
+    expected=[[257, 98, 226, 130, 172], "aaab€", "\ufffd"],
+)
+def _(ns):
+    merges = [(97, 97), (256, 97)]
+    ids = ns.byte_bpe_encode("aaab€", merges)
+    try:
+        broken = ns.byte_bpe_decode([0xE6, 0x97], [])
+    except UnicodeDecodeError as exc:
+        return {"raised": type(exc).__name__}
+    return [ids, ns.byte_bpe_decode(ids, merges), broken]

@@ -1,0 +1,242 @@
+"""Realistic mistakes and correct alternatives for stage 06_blocks.
+
+The ``block`` tests build the student's block with ``nn.LayerNorm`` and a known-good
+feed-forward network standing in for the notebook's ``LayerNorm`` and
+``FeedForward``, so a ``layernorm`` or ``feedforward`` mistake costs points on its own
+question only. The ``block`` mistakes are all in how the block joins its parts.
+"""
+
+from autograder.authoring.catalogue import Variant
+
+_LAYERNORM = '''
+class LayerNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+        {params}
+
+    def forward(self, x):
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"expected {{self.dim}} features, got {{x.shape[-1]}}")
+        {stats}
+        return {normalise} * self.weight + self.bias
+'''
+
+_LN_RIGHT = {
+    "params": "self.weight = nn.Parameter(torch.ones(dim))\n        self.bias = nn.Parameter(torch.zeros(dim))",
+    "stats": "mean = x.mean(-1, keepdim=True)\n        var = ((x - mean) ** 2).mean(-1, keepdim=True)",
+    "normalise": "(x - mean) / torch.sqrt(var + self.eps)",
+}
+
+
+def _layernorm(**changes: str) -> str:
+    return _LAYERNORM.format(**{**_LN_RIGHT, **changes})
+
+
+_FEEDFORWARD = '''
+class FeedForward(nn.Module):
+    def __init__(self, embed_dim, ff_dim, activation="gelu", dropout=0.0):
+        super().__init__()
+        if activation not in ("gelu", "relu"):
+            raise ValueError(f"unknown activation {{activation!r}}")
+        self.activation = activation
+        self.fc1 = nn.Linear(embed_dim, ff_dim)
+        self.fc2 = nn.Linear(ff_dim, embed_dim)
+        self.p = dropout
+
+    def forward(self, x):
+        h = self.fc1(x)
+        {act}
+        return {out}
+'''
+
+_FF_RIGHT = {
+    "act": 'h = F.gelu(h) if self.activation == "gelu" else F.relu(h)',
+    "out": "F.dropout(self.fc2(h), self.p, self.training)",
+}
+
+
+def _feedforward(**changes: str) -> str:
+    return _FEEDFORWARD.format(**{**_FF_RIGHT, **changes})
+
+
+_BLOCK = '''
+class TransformerBlock(nn.Module):
+    def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
+        super().__init__()
+        self.norm_first = norm_first
+        self.attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout)
+        self.ln1 = LayerNorm(embed_dim)
+        self.ln2 = LayerNorm(embed_dim)
+        self.ff = FeedForward(embed_dim, ff_dim, activation=activation, dropout=dropout)
+
+    def forward(self, x, mask=None):
+        if {pre_norm}:
+            {pre_attn}
+            {pre_ff}
+        else:
+            {post_attn}
+            {post_ff}
+        return x
+'''
+
+_BLOCK_RIGHT = {
+    "pre_norm": "self.norm_first",
+    "pre_attn": "x = x + self.attn(self.ln1(x), mask=mask)",
+    "pre_ff": "x = x + self.ff(self.ln2(x))",
+    "post_attn": "x = self.ln1(x + self.attn(x, mask=mask))",
+    "post_ff": "x = self.ln2(x + self.ff(x))",
+}
+
+
+def _block(**changes: str) -> str:
+    return _BLOCK.format(**{**_BLOCK_RIGHT, **changes})
+
+
+MISTAKES = [
+    # layernorm
+    Variant("layernorm", "unbiased variance (divides by C - 1)", {"LayerNorm": _layernorm(
+        stats="mean = x.mean(-1, keepdim=True)\n        var = x.var(-1, keepdim=True)")}),
+    Variant("layernorm", "eps added outside the square root", {"LayerNorm": _layernorm(
+        normalise="(x - mean) / (torch.sqrt(var) + self.eps)")}),
+    Variant("layernorm", "statistics over the time axis instead of the features", {"LayerNorm": _layernorm(
+        stats="mean = x.mean(1, keepdim=True)\n        var = x.var(1, keepdim=True, unbiased=False)")}),
+    Variant("layernorm", "weight and bias are plain tensors, not parameters", {"LayerNorm": _layernorm(
+        params="self.weight = torch.ones(dim)\n        self.bias = torch.zeros(dim)")}),
+    Variant("layernorm", "weight starts at zeros and bias at ones", {"LayerNorm": _layernorm(
+        params="self.weight = nn.Parameter(torch.zeros(dim))\n        self.bias = nn.Parameter(torch.ones(dim))")}),
+    # feedforward
+    Variant("feedforward", "GELU with the tanh approximation", {"FeedForward": _feedforward(
+        act='h = F.gelu(h, approximate="tanh") if self.activation == "gelu" else F.relu(h)')}),
+    Variant("feedforward", "GELU as x * sigmoid(1.702 x)", {"FeedForward": _feedforward(
+        act='h = h * torch.sigmoid(1.702 * h) if self.activation == "gelu" else F.relu(h)')}),
+    Variant("feedforward", "the activation argument is ignored (always GELU)", {"FeedForward": _feedforward(
+        act="h = F.gelu(h)")}),
+    Variant("feedforward", "no activation between the two layers", {"FeedForward": _feedforward(act="pass")}),
+    Variant("feedforward", "dropout also active in eval mode", {"FeedForward": _feedforward(
+        out="F.dropout(self.fc2(h), self.p)")}),
+    # block
+    Variant("block", "pre-norm and post-norm swapped", {"TransformerBlock": _block(pre_norm="not self.norm_first")}),
+    Variant("block", "pre-norm residual taken after the norm", {"TransformerBlock": _block(
+        pre_attn="x = self.ln1(x)\n            x = x + self.attn(x, mask=mask)",
+        pre_ff="x = self.ln2(x)\n            x = x + self.ff(x)")}),
+    Variant("block", "post-norm normalises the sublayer output before adding", {"TransformerBlock": _block(
+        post_attn="x = x + self.ln1(self.attn(x, mask=mask))",
+        post_ff="x = x + self.ln2(self.ff(x))")}),
+    Variant("block", "the mask is not passed to the attention", {"TransformerBlock": _block(
+        pre_attn="x = x + self.attn(self.ln1(x))",
+        post_attn="x = self.ln1(x + self.attn(x))")}),
+    Variant("block", "ln1 used for both sublayers", {"TransformerBlock": _block(
+        pre_ff="x = x + self.ff(self.ln1(x))",
+        post_ff="x = self.ln1(x + self.ff(x))")}),
+    Variant("block", "no residual around the feed-forward network", {"TransformerBlock": _block(
+        pre_ff="x = self.ff(self.ln2(x))",
+        post_ff="x = self.ln2(self.ff(x))")}),
+]
+
+ALTERNATIVES = [
+    Variant("layernorm", "torch.var(unbiased=False) and rsqrt", {"LayerNorm": '''
+        class LayerNorm(nn.Module):
+            def __init__(self, dim, eps=1e-5):
+                super().__init__()
+                if dim <= 0:
+                    raise ValueError("dim must be positive")
+                self.normalized_dim = dim
+                self.eps = eps
+                self.bias = nn.Parameter(torch.zeros(dim))
+                self.weight = nn.Parameter(torch.ones(dim))
+
+            def forward(self, x):
+                if x.size(-1) != self.normalized_dim:
+                    raise ValueError(f"last axis has {x.size(-1)} features, expected {self.normalized_dim}")
+                var = torch.var(x, dim=-1, keepdim=True, unbiased=False)
+                return (x - x.mean(dim=-1, keepdim=True)) * torch.rsqrt(var + self.eps) * self.weight + self.bias
+    '''}),
+    Variant("layernorm", "var_mean with correction=0", {"LayerNorm": '''
+        class LayerNorm(nn.Module):
+            def __init__(self, dim, eps=1e-5):
+                super().__init__()
+                self.dim, self.eps = dim, eps
+                self.weight = nn.Parameter(torch.ones(dim))
+                self.bias = nn.Parameter(torch.zeros(dim))
+
+            def forward(self, x):
+                if x.shape[-1] != self.dim:
+                    raise ValueError("wrong number of features")
+                var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)
+                return torch.addcmul(self.bias, (x - mean) / (var + self.eps).sqrt(), self.weight)
+    '''}),
+    Variant("feedforward", "erf formula and clamp, dropout on the hidden layer", {"FeedForward": '''
+        class FeedForward(nn.Module):
+            def __init__(self, embed_dim, ff_dim, activation="gelu", dropout=0.0):
+                super().__init__()
+                if activation == "gelu":
+                    self.act = lambda h: 0.5 * h * (1.0 + torch.erf(h / math.sqrt(2.0)))
+                elif activation == "relu":
+                    self.act = lambda h: h.clamp(min=0)
+                else:
+                    raise ValueError(f"activation must be gelu or relu, not {activation}")
+                self.fc1 = nn.Linear(embed_dim, ff_dim)
+                self.fc2 = nn.Linear(ff_dim, embed_dim)
+                self.drop = nn.Dropout(dropout)
+
+            def forward(self, x):
+                return self.fc2(self.drop(self.act(self.fc1(x))))
+    '''}),
+    Variant("feedforward", "activation modules chosen from a dict", {"FeedForward": '''
+        class FeedForward(nn.Module):
+            ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
+
+            def __init__(self, embed_dim, ff_dim, activation="gelu", dropout=0.0):
+                super().__init__()
+                if activation not in self.ACTIVATIONS:
+                    raise ValueError(f"unknown activation: {activation}")
+                self.fc1 = nn.Linear(embed_dim, ff_dim)
+                self.act = self.ACTIVATIONS[activation]()
+                self.fc2 = nn.Linear(ff_dim, embed_dim)
+                self.dropout = nn.Dropout(p=dropout)
+
+            def forward(self, x):
+                return self.dropout(self.fc2(self.act(self.fc1(x))))
+    '''}),
+    Variant("block", "a helper per sublayer", {"TransformerBlock": '''
+        class TransformerBlock(nn.Module):
+            def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
+                super().__init__()
+                self.attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout)
+                self.ff = FeedForward(embed_dim, ff_dim, activation, dropout)
+                self.ln1, self.ln2 = LayerNorm(embed_dim), LayerNorm(embed_dim)
+                self.norm_first = norm_first
+
+            def _sublayer(self, x, norm, fn):
+                if self.norm_first:
+                    return x + fn(norm(x))
+                return norm(x + fn(x))
+
+            def forward(self, x, mask=None):
+                x = self._sublayer(x, self.ln1, lambda h: self.attn(h, mask))
+                return self._sublayer(x, self.ln2, self.ff)
+    '''}),
+    Variant("block", "separate pre-norm and post-norm paths with named steps", {"TransformerBlock": '''
+        class TransformerBlock(nn.Module):
+            def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
+                super().__init__()
+                self.norm_first = bool(norm_first)
+                self.ln1 = LayerNorm(embed_dim)
+                self.attn = MultiHeadAttention(embed_dim, num_heads, dropout)
+                self.ln2 = LayerNorm(embed_dim)
+                self.ff = FeedForward(embed_dim, ff_dim, activation=activation, dropout=dropout)
+
+            def forward(self, x, mask=None):
+                return self._pre(x, mask) if self.norm_first else self._post(x, mask)
+
+            def _pre(self, x, mask):
+                attended = self.attn(self.ln1(x), mask=mask)
+                x = x + attended
+                return x + self.ff(self.ln2(x))
+
+            def _post(self, x, mask):
+                x = self.ln1(x + self.attn(x, mask=mask))
+                return self.ln2(x + self.ff(x))
+    '''}),
+]

@@ -1,0 +1,666 @@
+"""Realistic mistakes and correct alternatives for stage 07_gpt.
+
+Each cell is written from a template with the right code in every slot; a mistake
+changes one slot. The tests keep the questions apart: ``train``, ``generate`` and
+``kv_cache`` run on the grader's stand-in models (and generation on the grader's own
+``sample_next``), so a ``GPT`` or ``sample_next`` mistake costs nothing there. The
+one coupling is by design: ``training_works`` trains the student's ``GPT`` with the
+student's ``train``. So the ``model`` and ``train`` mistakes here are ones that still
+train well enough (the unit tests find them), and the ``training_works`` mistakes are
+ones that only training can show: batches whose targets are not the next tokens.
+"""
+
+from autograder.authoring.catalogue import Variant
+
+# ---------------------------------------------------------------- model
+
+_GPT = '''
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        C = config.n_embd
+        hidden = config.ff_dim or 4 * C
+        self.tok_emb = nn.Embedding(config.vocab_size, C)
+        self.pos_emb = nn.Embedding(config.block_size, C)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(
+            [TransformerBlock(C, config.n_head, hidden, dropout=config.dropout, norm_first=config.norm_first)
+             for _ in range(config.n_layer)]
+        )
+        self.ln_f = LayerNorm(C)
+        {head}
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def forward(self, idx, targets=None):
+        B, T = idx.shape
+        {length_check}
+        pos = torch.arange(T, device=idx.device)
+        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=idx.device), diagonal=1)
+        for block in self.blocks:
+            x = block(x, {mask})
+        logits = self.head({final})
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(B * T, -1), targets.view(B * T), ignore_index=-100)
+        return logits, loss
+'''
+
+_GPT_RIGHT = {
+    "head": ("self.head = nn.Linear(C, config.vocab_size, bias=False)\n"
+             "        if config.tie_weights:\n"
+             "            self.head.weight = self.tok_emb.weight"),
+    "length_check": ('if T > self.config.block_size:\n'
+                     '            raise ValueError(f"{{T}} tokens, but block_size is {{self.config.block_size}}")'),
+    "mask": "mask=mask",
+    "final": "self.ln_f(x)",
+}
+
+
+def _gpt(**changes: str) -> str:
+    return _GPT.format(**{**_GPT_RIGHT, **changes})
+
+
+# ---------------------------------------------------------------- params
+
+_PARAMS = '''
+def num_parameters(config):
+    C, V, L = config.n_embd, config.vocab_size, config.n_layer
+    hidden = {hidden}
+    embeddings = {embeddings}
+    block = {attention} + 4 * C + (C * hidden + hidden) + (hidden * C + C)
+    head = {head}
+    return embeddings + L * block + {final} + head
+'''
+
+_PARAMS_RIGHT = {
+    "hidden": "config.ff_dim if config.ff_dim is not None else 4 * C",
+    "embeddings": "V * C + config.block_size * C",
+    "attention": "4 * (C * C + C)",
+    "head": "0 if config.tie_weights else V * C",
+    "final": "2 * C",
+}
+
+
+def _params(**changes: str) -> str:
+    return _PARAMS.format(**{**_PARAMS_RIGHT, **changes})
+
+
+# ---------------------------------------------------------------- device
+
+_DEVICE = '''
+def get_device():
+    if {first}:
+        return {first_device}
+    if {second}:
+        return {second_device}
+    return {cpu}
+'''
+
+_DEVICE_RIGHT = {
+    "first": "torch.cuda.is_available()",
+    "first_device": 'torch.device("cuda")',
+    "second": "torch.backends.mps.is_available()",
+    "second_device": 'torch.device("mps")',
+    "cpu": 'torch.device("cpu")',
+}
+
+
+def _device(**changes: str) -> str:
+    return _DEVICE.format(**{**_DEVICE_RIGHT, **changes})
+
+
+# ---------------------------------------------------------------- train
+
+_TRAIN_STEP = '''
+def train_step(model, optimizer, x, y, grad_clip=1.0):
+    {zero}
+    _, loss = model(x, y)
+    {backward_and_clip}
+    optimizer.step()
+    return loss.item()
+'''
+
+_TRAIN_STEP_RIGHT = {
+    "zero": "optimizer.zero_grad()",
+    "backward_and_clip": ("loss.backward()\n"
+                          "    if grad_clip is not None:\n"
+                          "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)"),
+}
+
+
+def _train_step(**changes: str) -> str:
+    return _TRAIN_STEP.format(**{**_TRAIN_STEP_RIGHT, **changes})
+
+
+_ESTIMATE = '''
+def estimate_loss(model, data, block_size, batch_size, eval_iters, generator=None):
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    losses = []
+    with torch.no_grad():
+        for _ in range(eval_iters):
+            {batch}
+            _, loss = model(x.to(device), y.to(device))
+            losses.append(loss.item())
+    {restore}
+    return {result}
+'''
+
+_ESTIMATE_RIGHT = {
+    "batch": "x, y = get_batch(data, block_size, batch_size, generator)",
+    "restore": "model.train(was_training)",
+    "result": "sum(losses) / len(losses)",
+}
+
+
+def _estimate(**changes: str) -> str:
+    return _ESTIMATE.format(**{**_ESTIMATE_RIGHT, **changes})
+
+
+_TRAIN = '''
+def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_interval, eval_iters, warmup,
+          generator=None, grad_clip=1.0, weight_decay=0.1, progress=True):
+    block_size = model.config.block_size
+    model.to(device)
+    decay = [p for p in model.parameters() if {decayed}]
+    no_decay = [p for p in model.parameters() if not ({decayed})]
+    optimizer = {optimizer}(
+        [{{"params": decay, "weight_decay": weight_decay}}, {{"params": no_decay, "weight_decay": 0.0}}],
+        lr=lr, betas=(0.9, 0.95),
+    )
+
+    def lr_at(s):
+        if s < warmup:
+            return {warmup_lr}
+        return {decay_lr}
+
+    history = {{"step": [], "train_loss": [], "val_loss": [], "lr": []}}
+
+    def evaluate(done):
+        history["step"].append(done)
+        history["train_loss"].append(estimate_loss(model, train_data, block_size, batch_size, eval_iters, generator))
+        history["val_loss"].append(estimate_loss(model, val_data, block_size, batch_size, eval_iters, generator))
+
+    evaluate(0)
+    {before_loop}
+    bar = tqdm(range(steps), disable=not progress)
+    for s in bar:
+        rate = lr_at(s)
+        {set_lr}
+        history["lr"].append(rate)
+        {batch}
+        train_step(model, optimizer, {inputs}, grad_clip)
+        if {evaluate_when}:
+            evaluate(s + 1)
+            bar.set_postfix(val=history["val_loss"][-1])
+    return history
+'''
+
+_TRAIN_RIGHT = {
+    "decayed": "p.dim() >= 2",
+    "optimizer": "torch.optim.AdamW",
+    "warmup_lr": "lr * (s + 1) / warmup",
+    "decay_lr": "lr * 0.5 * (1 + math.cos(math.pi * (s - warmup) / max(1, steps - warmup)))",
+    "before_loop": "",
+    "set_lr": 'for group in optimizer.param_groups:\n            group["lr"] = rate',
+    "batch": "x, y = get_batch(train_data, block_size, batch_size, generator)",
+    "inputs": "x.to(device), y.to(device)",
+    "evaluate_when": "(s + 1) % eval_interval == 0 or s + 1 == steps",
+}
+
+
+def _train(**changes: str) -> str:
+    return _TRAIN.format(**{**_TRAIN_RIGHT, **changes})
+
+
+# ---------------------------------------------------------------- sampling
+
+_SAMPLE = '''
+def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if logits.dim() != 2:
+        raise ValueError("logits must be (B, V)")
+    if temperature < 0:
+        raise ValueError("temperature must be >= 0")
+    if top_k is not None and top_k < 1:
+        raise ValueError("top_k must be >= 1")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError("top_p must be in (0, 1]")
+    {greedy}
+    logits = {scaled}
+    {filters}
+    probs = {probs}
+    return torch.multinomial(probs, 1, {draw})
+'''
+
+_TOP_K = '''if top_k is not None:
+        kth = torch.topk(logits, min(top_k, logits.size(-1)), dim=-1).values[{kth_index}]
+        logits = logits.masked_fill(logits < kth, float("-inf"))'''
+
+_TOP_P = '''if top_p is not None and top_p < 1:
+        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+        sorted_probs = F.softmax(sorted_logits, dim=-1)
+        {mass}
+        drop[:, 0] = False
+        sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
+        logits = torch.empty_like(logits).scatter(-1, order, sorted_logits)'''
+
+_SAMPLE_RIGHT = {
+    "greedy": "if temperature == 0:\n        return logits.argmax(dim=-1, keepdim=True)",
+    "scaled": "logits / temperature",
+    "probs": "F.softmax(logits, dim=-1)",
+    "draw": "generator=generator",
+    "kth_index": ":, -1:",
+    "mass": "drop = sorted_probs.cumsum(dim=-1) - sorted_probs >= top_p",
+    "order": "k_then_p",
+}
+
+
+def _sample(**changes: str) -> str:
+    slots = {**_SAMPLE_RIGHT, **changes}
+    top_k = _TOP_K.format(kth_index=slots["kth_index"])
+    top_p = _TOP_P.format(mass=slots["mass"])
+    filters = f"{top_k}\n    {top_p}" if slots["order"] == "k_then_p" else f"{top_p}\n    {top_k}"
+    return _SAMPLE.format(filters=filters, **{k: v for k, v in slots.items() if k not in ("kth_index", "mass", "order")})
+
+
+# ---------------------------------------------------------------- generate
+
+_GENERATE = '''
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+    block_size = model.config.block_size
+    idx = idx.to(next(model.parameters()).device)
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits, _ = model({context})
+            next_id = sample_next(logits[{position}], {arguments})
+            idx = torch.cat([idx, next_id], dim=1)
+    {restore}
+    return idx
+'''
+
+_GENERATE_RIGHT = {
+    "context": "idx[:, -block_size:]",
+    "position": ":, -1, :",
+    "arguments": "temperature, top_k, top_p, generator",
+    "restore": "model.train(was_training)",
+}
+
+
+def _generate(**changes: str) -> str:
+    return _GENERATE.format(**{**_GENERATE_RIGHT, **changes})
+
+
+# ---------------------------------------------------------------- kv_cache
+
+_CACHED = '''
+def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+    cfg = model.config
+    H = cfg.n_head
+
+    def run(tokens, cache):
+        T = tokens.size(1)
+        start = 0 if cache is None else cache[0][0].size(2)
+        pos = {positions}
+        x = model.tok_emb(tokens) + model.pos_emb(pos)
+        mask = torch.ones(T, start + T, dtype=torch.bool, device=tokens.device).triu(start + 1)
+        new_cache = []
+        for layer, block in enumerate(model.blocks):
+            attn = block.attn
+            h = block.ln1(x) if {pre_norm} else x
+            q = split_heads(attn.q_proj(h), H)
+            k = split_heads(attn.k_proj(h), H)
+            v = split_heads(attn.v_proj(h), H)
+            if cache is not None:
+                k = torch.cat([cache[layer][0], k], dim=2)
+                v = torch.cat([cache[layer][1], v], dim=2)
+            {keep}
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+            a = attn.out_proj(merge_heads(F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1) @ v))
+            if {pre_norm}:
+                x = x + a
+                x = x + block.ff(block.ln2(x))
+            else:
+                x = block.ln1(x + a)
+                x = block.ln2(x + block.ff(x))
+        return model.head(model.ln_f(x[:, -1])), new_cache
+
+    idx = idx.to(next(model.parameters()).device)
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        logits, cache = run(idx[:, -cfg.block_size:], None)
+        for i in range(max_new_tokens):
+            next_id = sample_next(logits, temperature, top_k, top_p, generator)
+            idx = torch.cat([idx, next_id], dim=1)
+            if i + 1 < max_new_tokens:
+                {advance}
+    model.train(was_training)
+    return idx
+'''
+
+_CACHED_RIGHT = {
+    "positions": "torch.arange(start, start + T, device=tokens.device)",
+    "pre_norm": "cfg.norm_first",
+    "keep": "new_cache.append((k, v))",
+    "advance": ("if cache[0][0].size(2) < cfg.block_size:\n"
+                "                    logits, cache = run(next_id, cache)\n"
+                "                else:\n"
+                "                    logits, cache = run(idx[:, -cfg.block_size:], None)"),
+}
+
+
+def _cached(**changes: str) -> str:
+    return _CACHED.format(**{**_CACHED_RIGHT, **changes})
+
+
+MISTAKES = [
+    # model
+    Variant("model", "no weight tying", {"GPT": _gpt(head="self.head = nn.Linear(C, config.vocab_size, bias=False)")}),
+    Variant("model", "the head keeps its bias", {"GPT": _gpt(head=(
+        "self.head = nn.Linear(C, config.vocab_size)\n"
+        "        if config.tie_weights:\n"
+        "            self.head.weight = self.tok_emb.weight"))}),
+    Variant("model", "no final LayerNorm before the head", {"GPT": _gpt(final="x")}),
+    Variant("model", "the blocks run without the causal mask", {"GPT": _gpt(mask="mask=None")}),
+    Variant("model", "no ValueError for a sequence longer than block_size", {"GPT": _gpt(length_check="pass")}),
+    # params
+    Variant("params", "the tied matrix counted twice", {"num_parameters": _params(head="V * C")}),
+    Variant("params", "position embeddings left out", {"num_parameters": _params(embeddings="V * C")}),
+    Variant("params", "attention projections counted without biases", {"num_parameters": _params(attention="4 * C * C")}),
+    Variant("params", "ff_dim ignored (always 4 * n_embd)", {"num_parameters": _params(hidden="4 * C")}),
+    Variant("params", "the final LayerNorm forgotten", {"num_parameters": _params(final="0")}),
+    # device
+    Variant("device", "returns strings instead of torch.device", {"get_device": _device(
+        first_device='"cuda"', second_device='"mps"', cpu='"cpu"')}),
+    Variant("device", "MPS asked before CUDA", {"get_device": _device(
+        first="torch.backends.mps.is_available()", first_device='torch.device("mps")',
+        second="torch.cuda.is_available()", second_device='torch.device("cuda")')}),
+    Variant("device", "torch.cuda.is_available without the call", {"get_device": _device(first="torch.cuda.is_available")}),
+    Variant("device", "Apple GPUs never considered", {"get_device": _device(second="False")}),
+    Variant("device", "mps.is_built() asked instead of is_available()", {"get_device": _device(
+        second="torch.backends.mps.is_built()")}),
+    # train
+    Variant("train", "no zero_grad: gradients pile up across steps", {"train_step": _train_step(zero="pass")}),
+    Variant("train", "gradients clipped before the backward pass", {"train_step": _train_step(backward_and_clip=(
+        "if grad_clip is not None:\n"
+        "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)\n"
+        "    loss.backward()"))}),
+    Variant("train", "estimate_loss leaves the model in eval mode", {"estimate_loss": _estimate(restore="pass")}),
+    Variant("train", "estimate_loss returns the sum, not the mean", {"estimate_loss": _estimate(result="sum(losses)")}),
+    Variant("train", "no warm-up: cosine decay from the first step", {"train": _train(warmup_lr="lr")}),
+    Variant("train", "the schedule is recorded but never given to the optimiser", {"train": _train(set_lr="pass")}),
+    Variant("train", "weight decay on every parameter", {"train": _train(decayed="True")}),
+    Variant("train", "no evaluation after the last step", {"train": _train(evaluate_when="(s + 1) % eval_interval == 0")}),
+    # sampling
+    Variant("sampling", "temperature applied after the softmax", {"sample_next": _sample(
+        scaled="logits", probs="F.softmax(logits, dim=-1) / temperature")}),
+    Variant("sampling", "top-p drops the token that crosses the threshold", {"sample_next": _sample(
+        mass="drop = sorted_probs.cumsum(dim=-1) > top_p")}),
+    Variant("sampling", "top-p applied before top-k", {"sample_next": _sample(order="p_then_k")}),
+    Variant("sampling", "temperature 0 not treated as greedy", {"sample_next": _sample(greedy="pass")}),
+    Variant("sampling", "the first row's k-th value filters every row", {"sample_next": _sample(kth_index="0, -1")}),
+    Variant("sampling", "the generator is not used", {"sample_next": _sample(draw="replacement=False")}),
+    # generate
+    Variant("generate", "no context cropping", {"generate": _generate(context="idx")}),
+    Variant("generate", "the first position's logits used", {"generate": _generate(position=":, 0, :")}),
+    Variant("generate", "the model left in eval mode", {"generate": _generate(restore="pass")}),
+    Variant("generate", "the sampling arguments not passed on", {"generate": _generate(arguments="generator=generator")}),
+    # kv_cache
+    Variant("kv_cache", "wrong positions: each new token at position 0", {"generate_cached": _cached(
+        positions="torch.arange(T, device=tokens.device)")}),
+    Variant("kv_cache", "a cache that recomputes everything", {"generate_cached": _cached(
+        advance="logits = model(idx[:, -cfg.block_size:])[0][:, -1]")}),
+    Variant("kv_cache", "the new keys and values never enter the cache", {"generate_cached": _cached(
+        keep="new_cache.append(cache[layer] if cache is not None else (k, v))")}),
+    Variant("kv_cache", "pre-norm order for every model", {"generate_cached": _cached(pre_norm="True")}),
+    Variant("kv_cache", "the cache keeps growing past block_size", {"generate_cached": _cached(
+        advance="logits, cache = run(next_id, cache)")}),
+    # training_works: what only training shows
+    Variant("training_works", "targets are the input windows themselves", {"train": _train(inputs="x.to(device), x.to(device)")}),
+    Variant("training_works", "inputs and targets swapped", {"train": _train(inputs="y.to(device), x.to(device)")}),
+    Variant("training_works", "one batch drawn before the loop and reused", {"train": _train(
+        before_loop="x, y = get_batch(train_data, block_size, batch_size, generator)", batch="pass")}),
+    Variant("training_works", "windows start only within the first block_size tokens", {"train": _train(batch=(
+        "starts = torch.randint(block_size, (batch_size,), generator=generator)\n"
+        "        x = torch.stack([train_data[i : i + block_size] for i in starts.tolist()])\n"
+        "        y = torch.stack([train_data[i + 1 : i + block_size + 1] for i in starts.tolist()])"))}),
+]
+
+
+# ---------------------------------------------------------------- correct in other styles
+
+_GPT_OTHER_STYLE = '''
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        width = config.n_embd
+        self.tok_emb = nn.Embedding(config.vocab_size, width)
+        self.pos_emb = nn.Embedding(config.block_size, width)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(width, config.n_head, config.ff_dim if config.ff_dim else 4 * width,
+                             config.dropout, "gelu", config.norm_first)
+            for _ in range(config.n_layer)
+        )
+        self.ln_f = LayerNorm(width)
+        self.head = nn.Linear(width, config.vocab_size, bias=False)
+        self.emb_drop = nn.Dropout(config.dropout)
+        {init}
+        if config.tie_weights:
+            self.tok_emb.weight = self.head.weight
+
+    def forward(self, idx, targets=None):
+        T = idx.size(1)
+        if T > self.config.block_size:
+            raise ValueError(f"cannot read {{T}} tokens with a block size of {{self.config.block_size}}")
+        x = self.emb_drop(self.tok_emb(idx) + self.pos_emb.weight[:T])
+        future = ~torch.tril(torch.ones(T, T, dtype=torch.bool, device=idx.device))
+        for block in self.blocks:
+            x = block(x, future)
+        logits = self.head(self.ln_f(x))
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=-100)
+'''
+
+_GPT2_INIT = '''residual = 0.02 / math.sqrt(2 * config.n_layer)
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                nn.init.normal_(p, std=residual if name.endswith(("out_proj.weight", "fc2.weight")) else 0.02)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)'''
+
+_TRAIN_OTHER_STYLE = {
+    "train_step": '''
+        def train_step(model, optimizer, x, y, grad_clip=1.0):
+            model.zero_grad(set_to_none=True)
+            loss = model(x, targets=y)[1]
+            loss.backward()
+            if grad_clip:
+                nn.utils.clip_grad_norm_(model.parameters(), max_norm=grad_clip)
+            optimizer.step()
+            return float(loss.detach())
+    ''',
+    "estimate_loss": '''
+        def estimate_loss(model, data, block_size, batch_size, eval_iters, generator=None):
+            mode = model.training
+            model.eval()
+            device = next(model.parameters()).device
+            window = torch.arange(block_size + 1)
+            results = torch.zeros(eval_iters)
+            with torch.inference_mode():
+                for i in range(eval_iters):
+                    starts = torch.randint(0, len(data) - block_size, (batch_size, 1), generator=generator)
+                    rows = data[starts + window].to(device)
+                    results[i] = model(rows[:, :-1], rows[:, 1:])[1].item()
+            model.train(mode)
+            return results.mean().item()
+    ''',
+    "train": '''
+        def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_interval, eval_iters, warmup,
+                  generator=None, grad_clip=1.0, weight_decay=0.1, progress=True):
+            T = model.config.block_size
+            model = model.to(device)
+            groups = [
+                {"params": [p for p in model.parameters() if p.ndim > 1], "weight_decay": weight_decay},
+                {"params": [p for p in model.parameters() if p.ndim <= 1], "weight_decay": 0.0},
+            ]
+            optimizer = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95))
+
+            def factor(s):
+                if s < warmup:
+                    return (s + 1) / warmup
+                return 0.5 * (1.0 + math.cos(math.pi * (s - warmup) / max(1, steps - warmup)))
+
+            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+            history = {"step": [], "train_loss": [], "val_loss": [], "lr": [], "batch_loss": []}
+            window = torch.arange(T + 1)
+            with tqdm(total=steps, disable=not progress, desc="train") as bar:
+                for s in range(steps + 1):
+                    if s % eval_interval == 0 or s == steps:
+                        history["step"].append(s)
+                        history["train_loss"].append(estimate_loss(model, train_data, T, batch_size, eval_iters, generator))
+                        history["val_loss"].append(estimate_loss(model, val_data, T, batch_size, eval_iters, generator))
+                    if s == steps:
+                        break
+                    rows = train_data[torch.randint(0, len(train_data) - T, (batch_size, 1), generator=generator) + window]
+                    history["lr"].append(scheduler.get_last_lr()[0])
+                    history["batch_loss"].append(train_step(model, optimizer, rows[:, :-1].to(device), rows[:, 1:].to(device), grad_clip))
+                    scheduler.step()
+                    bar.update(1)
+            return history
+    ''',
+}
+
+ALTERNATIVES = [
+    Variant("model", "tied the other way round, a tril mask, cross-entropy on (B, V, T)", {"GPT": _GPT_OTHER_STYLE.format(init=_GPT2_INIT)}),
+    Variant("params", "a list of parameter shapes, multiplied out", {"num_parameters": '''
+        def num_parameters(config):
+            C, V = config.n_embd, config.vocab_size
+            hidden = config.ff_dim or 4 * C
+            shapes = [(V, C), (config.block_size, C)]
+            for _ in range(config.n_layer):
+                shapes += [(C, C), (C,)] * 4 + [(C,)] * 4 + [(C, hidden), (hidden,), (hidden, C), (C,)]
+            shapes += [(C,), (C,)]
+            if not config.tie_weights:
+                shapes.append((V, C))
+            return sum(math.prod(shape) for shape in shapes)
+    '''}),
+    Variant("device", "a loop over the GPU kinds in order of preference", {"get_device": '''
+        def get_device():
+            for name, available in (("cuda", torch.cuda.is_available), ("mps", torch.backends.mps.is_available)):
+                if available():
+                    return torch.device(name)
+            return torch.device("cpu")
+    '''}),
+    Variant("train", "LambdaLR, windows by index arithmetic, inference_mode", _TRAIN_OTHER_STYLE),
+    Variant("sampling", "filters on sorted probabilities, inverse-CDF draws", {"sample_next": '''
+        def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+            if logits.ndim != 2:
+                raise ValueError(f"expected logits of shape (B, V), got {tuple(logits.shape)}")
+            if temperature < 0 or (top_k is not None and top_k <= 0) or (top_p is not None and not 0 < top_p <= 1):
+                raise ValueError(f"bad arguments: temperature={temperature}, top_k={top_k}, top_p={top_p}")
+            if temperature == 0:
+                return torch.argmax(logits, dim=1).unsqueeze(1)
+            probs = torch.softmax(logits / temperature, dim=1)
+            ranked, order = probs.sort(dim=1, descending=True)
+            keep = torch.ones_like(ranked, dtype=torch.bool)
+            if top_k is not None:
+                keep[:, top_k:] = False
+            if top_p is not None and top_p < 1:
+                kept = ranked * keep
+                kept = kept / kept.sum(dim=1, keepdim=True)
+                keep &= torch.cumsum(kept, dim=1) - kept < top_p
+            cdf = torch.cumsum(ranked * keep, dim=1)
+            u = torch.rand(logits.size(0), 1, generator=generator) * cdf[:, -1:].cpu()
+            choice = torch.searchsorted(cdf.cpu(), u).clamp(max=logits.size(1) - 1)
+            return order.gather(1, choice.to(order.device))
+    '''}),
+    Variant("generate", "a while loop under inference_mode, restored in finally", {"generate": '''
+        def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+            if max_new_tokens < 0:
+                raise ValueError("max_new_tokens must be >= 0")
+            mode = model.training
+            model.train(False)
+            out = idx.to(next(model.parameters()).device)
+            target = out.size(1) + max_new_tokens
+            try:
+                with torch.inference_mode():
+                    while out.size(1) < target:
+                        window = out[:, max(0, out.size(1) - model.config.block_size):]
+                        scores = model(window)[0][:, -1]
+                        choice = sample_next(scores, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator)
+                        out = torch.cat((out, choice), dim=1)
+            finally:
+                model.train(mode)
+            return out
+    '''}),
+    Variant("kv_cache", "preallocated cache tensors and scaled_dot_product_attention", {"generate_cached": '''
+        def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+            cfg = model.config
+            n_head, width, limit = cfg.n_head, cfg.n_embd, cfg.block_size
+            head_dim = width // n_head
+            device = next(model.parameters()).device
+            idx = idx.to(device)
+            B = idx.size(0)
+            keys = [torch.zeros(B, n_head, limit, head_dim, device=device) for _ in model.blocks]
+            values = [torch.zeros(B, n_head, limit, head_dim, device=device) for _ in model.blocks]
+            filled = 0
+
+            def heads(t):  # (B, T, C) -> (B, H, T, D)
+                return t.view(B, -1, n_head, head_dim).transpose(1, 2)
+
+            def advance(tokens):
+                nonlocal filled
+                T = tokens.size(1)
+                x = model.tok_emb(tokens) + model.pos_emb(torch.arange(filled, filled + T, device=device))
+                allowed = torch.ones(T, filled + T, dtype=torch.bool, device=device).tril(filled)
+                for layer, block in enumerate(model.blocks):
+                    h = block.ln1(x) if cfg.norm_first else x
+                    q = heads(block.attn.q_proj(h))
+                    keys[layer][:, :, filled:filled + T] = heads(block.attn.k_proj(h))
+                    values[layer][:, :, filled:filled + T] = heads(block.attn.v_proj(h))
+                    y = F.scaled_dot_product_attention(q, keys[layer][:, :, :filled + T], values[layer][:, :, :filled + T], attn_mask=allowed)
+                    a = block.attn.out_proj(y.transpose(1, 2).reshape(B, T, width))
+                    if cfg.norm_first:
+                        x = x + a
+                        x = x + block.ff(block.ln2(x))
+                    else:
+                        mid = block.ln1(x + a)
+                        x = block.ln2(mid + block.ff(mid))
+                filled += T
+                return model.head(model.ln_f(x[:, -1]))
+
+            was_training = model.training
+            model.eval()
+            try:
+                with torch.no_grad():
+                    logits = advance(idx[:, -limit:])
+                    for step in range(max_new_tokens):
+                        token = sample_next(logits, temperature, top_k, top_p, generator)
+                        idx = torch.cat([idx, token], dim=1)
+                        if step == max_new_tokens - 1:
+                            break
+                        if filled == limit:  # the window slides: rebuild the cache from it
+                            filled = 0
+                            logits = advance(idx[:, -limit:])
+                        else:
+                            logits = advance(token)
+            finally:
+                model.train(was_training)
+            return idx
+    '''}),
+    Variant("training_works", "PyTorch's default initialisation and a LambdaLR loop", {
+        "GPT": _GPT_OTHER_STYLE.format(init="pass"), **_TRAIN_OTHER_STYLE}),
+]

@@ -1,0 +1,54 @@
+"""Catalogues of realistic student mistakes and of correct answers in other styles.
+
+Each stage's ``assignments/<stage>/mistakes.py`` defines
+
+    MISTAKES: list[Variant]      each must lose points on its own question, and only there
+    ALTERNATIVES: list[Variant]  each must earn full marks
+
+A variant replaces the reference code of some stub cells by its own source. The
+project's tests grade every variant; ``gptcourse demo`` grades a few of them.
+"""
+
+import importlib.util
+import textwrap
+from dataclasses import dataclass
+
+from autograder.course import Stage
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A submission that differs from the reference in the named cells."""
+
+    qid: str
+    name: str
+    cells: dict[str, str]  # stub name -> the full source of that cell
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cells", {k: textwrap.dedent(v).strip("\n") for k, v in self.cells.items()})
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe id, e.g. ``build_vocab-ids-start-at-1``."""
+        words = "".join(ch if ch.isalnum() else " " for ch in self.name.lower()).split()
+        return f"{self.qid}-{'-'.join(words)[:48]}"
+
+
+def catalogue(stage: Stage) -> tuple[list[Variant], list[Variant]]:
+    """``(mistakes, alternatives)`` of a stage (a ``course.Stage``), read from its ``mistakes.py``.
+
+    A missing file or a missing list is an error, never an empty catalogue.
+    """
+    path = stage.mistakes
+    if not path.is_file():
+        raise FileNotFoundError(f"{stage.id} has no catalogue: {path}")
+    spec = importlib.util.spec_from_file_location(f"gptcourse_catalogue_{stage.id}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    lists = []
+    for name in ("MISTAKES", "ALTERNATIVES"):
+        items = getattr(module, name, None)
+        if not isinstance(items, list) or not all(isinstance(v, Variant) for v in items):
+            raise ValueError(f"{path} must define {name} as a list of Variant")
+        lists.append(list(items))
+    return lists[0], lists[1]

@@ -1,0 +1,76 @@
+"""Expected outputs of the hidden tests, made by running the reference on the test inputs.
+
+The reference notebook (the stage's source with the reference code in place of the
+stubs) goes through exactly the path a submission takes; the raw outputs of every
+``expected=REFERENCE`` case are saved as JSON (see ``engine.codec``) with a hash of the
+sources they came from. ``stage_tests`` gives a stage's tests with fresh fixtures,
+rebuilding them first when a source changed.
+"""
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+
+from autograder.course import ASSIGNMENTS, ROOT, Stage
+from autograder.engine import codec
+from autograder.engine.fixtures import FixtureError, read_fixtures
+from autograder.engine.runner import Limits, run_submission
+from autograder.engine.suites import StageTests
+from autograder.kit.cases import REFERENCE
+
+from .notebooks import make_notebook, write_notebook
+
+DEFAULT_DIR = ROOT / "release" / "fixtures"
+PACKAGE = Path(__file__).resolve().parent.parent
+# what a probe's output can depend on besides the stage's own files
+ENGINE_FILES = [*sorted((PACKAGE / "kit").glob("*.py")), *(PACKAGE / "engine" / n for n in ("child.py", "codec.py", "runner.py", "submission.py", "suites.py"))]
+
+
+def source_hash(stage: Stage) -> str:
+    """A hash of everything a stage's expected outputs depend on."""
+    digest = hashlib.sha256()
+    paths = [stage.source, stage.public, stage.hidden, *sorted(ASSIGNMENTS.glob("*/reference.py")), ROOT / "solutions" / "data.py", *ENGINE_FILES]
+    for path in paths:
+        digest.update(str(path.relative_to(ROOT)).encode())
+        digest.update(path.read_bytes() if path.exists() else b"")
+    return digest.hexdigest()
+
+
+def build_fixtures(stage: Stage, directory: Path = DEFAULT_DIR) -> Path:
+    """Run the reference on every reference-fixture case and save its outputs."""
+    tests = stage.tests()
+    keys = [c.key for c in tests.cases if c.expected is REFERENCE]
+    with tempfile.TemporaryDirectory(prefix="gptcourse-ref-") as tmp:
+        path = Path(tmp) / f"{stage.id}-reference.ipynb"
+        write_notebook(make_notebook(stage, "reference"), path)
+        outcome = run_submission(path, tests, Limits(), keys)
+    problems = [f"{key}: {msg}" for key, msg in outcome.errors.items()]
+    problems += [f"cell {i}: {msg}" for i, msg in outcome.cell_errors.items()]
+    if problems:
+        raise FixtureError(f"{stage.id}: the reference fails its own probes:\n" + "\n".join(problems))
+    doc = {"stage": stage.id, "source_hash": source_hash(stage), "values": {k: codec.encode(outcome.values[k]) for k in keys}}
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"{stage.id}.json"
+    target.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+    return target
+
+
+def is_fresh(stage: Stage, directory: Path = DEFAULT_DIR) -> bool:
+    """Whether the stage's fixture file exists and was made from the current sources."""
+    path = directory / f"{stage.id}.json"
+    return path.exists() and json.loads(path.read_text(encoding="utf-8")).get("source_hash") == source_hash(stage)
+
+
+def fixture_file(stage: Stage, directory: Path = DEFAULT_DIR, rebuild: bool = True) -> Path:
+    """The stage's fixture file, rebuilt first when missing or made from older sources."""
+    if not is_fresh(stage, directory):
+        if not rebuild:
+            raise FixtureError(f"{directory / stage.id}.json is missing or stale: run `gptcourse build`")
+        build_fixtures(stage, directory)
+    return directory / f"{stage.id}.json"
+
+
+def stage_tests(stage: Stage, directory: Path = DEFAULT_DIR, rebuild: bool = True) -> StageTests:
+    """The stage's tests with its expected outputs (rebuilt first when stale)."""
+    return stage.tests().with_fixtures(read_fixtures(fixture_file(stage, directory, rebuild)))

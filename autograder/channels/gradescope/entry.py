@@ -1,0 +1,116 @@
+"""Entry point of the Gradescope autograder (``run_autograder`` calls it).
+
+Grades the notebook in ``ROOT/submission`` with the suites and fixtures shipped in the
+zip (``stage/``), through the engine's one pipeline, then writes
+``ROOT/results/results.json`` once every process the submission started is gone.
+``ROOT`` is ``/autograder`` on Gradescope; tests point it elsewhere. The stage and its
+settings (hidden-test visibility, rate limit) come from the zip's ``gptcourse.json``.
+``--self-check`` (the end of ``setup.sh``) grades an empty notebook, so that a broken
+image fails when it is built, not at a first submission.
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.engine import processes, sandbox
+from autograder.engine.fixtures import read_fixtures
+from autograder.engine.pipeline import grade_submission
+from autograder.engine.results import cell_notes, dump_json, gradescope_json, write_atomic
+from autograder.engine.runner import Limits
+from autograder.engine.suites import StageTests
+
+from .rate_limit import check_rate_limit
+from .settings import GradescopeSettings, read_shipped
+
+SOURCE = Path(__file__).resolve().parents[3]  # /autograder/source: the zip's root
+
+
+def find_submission(folder: Path) -> tuple[Path | None, str]:
+    """The notebook (or exported zip) to grade, and a note when the choice was not obvious."""
+    candidates = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".ipynb", ".zip") and ".ipynb_checkpoints" not in p.parts)
+    notebooks = [p for p in candidates if p.suffix.lower() == ".ipynb"] or candidates
+    if not notebooks:
+        return None, "No notebook (.ipynb) was found in your submission."
+    if len(notebooks) > 1:
+        return notebooks[0], f"Several notebooks were submitted; {notebooks[0].name} was graded."
+    return notebooks[0], ""
+
+
+def shipped_tests(stage_id: str, source: Path = SOURCE) -> StageTests:
+    """The zip's suites and fixtures."""
+    folder = source / "stage"
+    return StageTests.load(stage_id, folder / "public.py", folder / "hidden.py", read_fixtures(folder / "fixtures.json"))
+
+
+def grade(root: Path, tests: StageTests, settings: GradescopeSettings, limits: Limits | None = None) -> dict:
+    """Grade ``root/submission`` and return the results.json document (not yet written)."""
+    submission, note = find_submission(root / "submission")
+    graded = grade_submission(submission, tests, limits or Limits(), missing=note)
+    processes.reap_strays()
+    notes = "\n".join(x for x in (note if submission is not None else "", cell_notes(graded.outcome)) if x)
+    return gradescope_json(graded.results, output=notes, execution_time=graded.seconds, hidden_visibility=settings.hidden_visibility)
+
+
+def read_metadata(root: Path) -> dict:
+    """``submission_metadata.json`` (an empty document when missing or unreadable)."""
+    try:
+        doc = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def self_check(settings: GradescopeSettings, torch_version: str) -> int:
+    """Check the environment and grade an empty notebook; non-zero when anything is wrong."""
+    import torch
+
+    problems = []
+    if torch.__version__ != torch_version or torch.version.cuda is not None:
+        problems.append(f"torch {torch.__version__} (CUDA {torch.version.cuda}) is installed; the fixtures need {torch_version}")
+    tests = shipped_tests(settings.stage)
+    with tempfile.TemporaryDirectory(prefix="gptcourse-selfcheck-") as tmp:
+        root = Path(tmp)
+        (root / "submission").mkdir()
+        empty = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "x = 1"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        (root / "submission" / "empty.ipynb").write_text(json.dumps(empty), encoding="utf-8")
+        doc = grade(root, tests, settings)
+    if len(doc["tests"]) != len(tests.cases) or doc["score"] != 0:
+        problems.append(f"grading an empty notebook gave {doc['score']} points over {len(doc['tests'])} tests")
+    if "could not be graded" in doc["output"]:
+        problems.append(doc["output"])
+    for problem in problems:
+        print(f"autograder self-check FAILED: {problem}", file=sys.stderr)
+    if not problems:
+        worth = sum(c.points for c in tests.cases)
+        print(f"autograder ready: {settings.stage}, {len(tests.cases)} tests worth {worth:g} points, torch {torch.__version__}")
+    return 1 if problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--root", type=Path, default=Path("/autograder"))
+    parser.add_argument("--settings", type=Path, default=SOURCE / "gptcourse.json", help="the zip's gptcourse.json")
+    parser.add_argument("--self-check", action="store_true", help="check the environment, grade an empty notebook, exit")
+    args = parser.parse_args(argv)
+    settings, torch_version = read_shipped(args.settings)
+    processes.become_subreaper()
+    if args.self_check:
+        return self_check(settings, torch_version)
+    limited = check_rate_limit(read_metadata(args.root), settings)
+    # Where the child cannot get a mount namespace it runs as another user on the real
+    # filesystem: the metadata (names, emails, earlier scores) must be ours alone.
+    sandbox.protect([args.root / "submission_metadata.json"])
+    if limited is not None:
+        doc = limited.doc
+    else:
+        doc = grade(args.root, shipped_tests(settings.stage), settings)
+    write_atomic(args.root / "results" / "results.json", dump_json(doc))
+    print(doc["output"].splitlines()[0])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,325 @@
+"""The child process: runs a submission's code and the test probes, reports raw outputs.
+
+Started by ``runner`` (forked from the fork server, or as ``python -I child.py --job
+EVENTS CONTROL``) in its own session. It reads its job from the *control* pipe, sets its
+resource limits, imports what the tests need, and confines itself (``sandbox``) before
+any student code runs. It never judges anything: it only sends events, one JSON object
+per line, on the *events* pipe:
+
+    {"ev": "ready", "isolation": {...}}              limits set, sandbox entered
+    {"ev": "cell", "index": i}                       about to run notebook cell i
+    {"ev": "cell_done", "index": i, "error": msg}    cell i finished (error or null)
+    {"ev": "case", "key": k}                         about to run test case k
+    {"ev": "result", "key": k, "value": data}        the probe's raw output (codec)
+    {"ev": "result", "key": k, "error": msg}         the probe raised
+    {"ev": "done"}
+
+The hidden tests are not in the job: the parent sends them on the control pipe only
+once the notebook's cells and the public tests are over, so that nothing a cell or a
+public test reports can carry them. The student's prints go to standard output and
+error, which the parent caps. The parent treats everything here as untrusted: a forged
+event can at most claim an output, and outputs are judged in the parent against data
+the child never sees.
+"""
+
+import builtins
+import importlib
+import json
+import os
+import resource
+import signal
+import sys
+import types
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds the autograder package
+HEADER = 8  # bytes of the length that precedes each control message
+
+
+class CaseTimeout(BaseException):
+    """Raised inside student code when its soft time limit is over."""
+
+
+def _on_alarm(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise CaseTimeout()
+
+
+def read_message(fd: int) -> dict:
+    """One length-prefixed JSON message from the control pipe."""
+
+    def exactly(size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = os.read(fd, size - len(data))
+            if not chunk:
+                raise EOFError("the control pipe closed")
+            data += chunk
+        return data
+
+    return json.loads(exactly(int.from_bytes(exactly(HEADER), "big")))
+
+
+def _set_limits(job: dict) -> None:
+    try:  # when memory runs out (a container's limit, say), the kernel kills this process first
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write("1000")
+    except OSError:
+        pass
+    limits = [
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_AS, job.get("memory_bytes")),
+        (resource.RLIMIT_CPU, job.get("cpu_seconds")),
+        (resource.RLIMIT_FSIZE, job.get("file_bytes")),
+        (resource.RLIMIT_NOFILE, job.get("open_files")),
+    ]
+    for which, value in limits:
+        if value is None:
+            continue
+        soft, hard = resource.getrlimit(which)
+        value = int(value) if hard == resource.RLIM_INFINITY else min(int(value), hard)
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+
+
+def _count_processes(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += 1
+            except OSError:
+                pass
+    return count
+
+
+def _limit_processes(job: dict, isolation: dict) -> None:
+    """Cap the processes (and threads) student code may start (``RLIMIT_NPROC``).
+
+    The kernel counts every process of the user and never applies the cap to root:
+    with a private user the cap is exact; as an ordinary user it is added to the
+    processes that user already has (counted before the sandbox hid them).
+    """
+    cap = job.get("max_processes")
+    if not cap or os.geteuid() == 0:
+        return
+    limit = cap if isolation.get("uid") else job.get("existing_processes", 0) + cap
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+    except (ValueError, OSError):
+        pass
+
+
+def _load_probes(suite: dict, index: int) -> dict:
+    """Run a suite's source as a module; return its cases by key, without expected values or checks."""
+    from autograder.engine.suites import exec_suite  # imported before the sandbox is entered (run_job)
+
+    cases = exec_suite(suite["source"], f"<{suite['label']} tests>", f"gptcourse_suite_{index}").cases
+    for case in cases:  # the child needs the probes only: no expected value, no check
+        case.expected = None
+        case.check = None
+    return {case.key: case for case in cases}
+
+
+def run_job(job: dict, events_fd: int, control_fd: int) -> None:
+    """Run one submission's job in this (fresh) process, then exit without cleanup hooks."""
+    events = os.fdopen(events_fd, "w", buffering=1, encoding="utf-8")
+
+    def emit(**event) -> None:
+        events.write(json.dumps(event, allow_nan=False) + "\n")
+        events.flush()
+
+    sys.path.insert(0, ROOT)
+    _set_limits(job)
+    import torch
+
+    from autograder.engine import codec, sandbox, suites  # noqa: F401 - suites: for _load_probes, while readable
+    from autograder.kit import runtime
+    from autograder.kit.cases import Namespace
+
+    for name in job.get("preload", []):  # what the tests import, while the engine is readable
+        try:
+            importlib.import_module(name)
+        except Exception:  # a test that needs it will say so
+            pass
+    torch.set_num_threads(1)
+    runtime.reseed(0)  # imports the random generators' modules while they are readable
+    job["existing_processes"] = _count_processes(os.getuid()) if os.geteuid() != 0 else 0
+    isolation = sandbox.enter(job["workdir"], ROOT, int(job.get("disk_bytes") or 256 * 1024**2), job.get("sandbox") or "namespaces")
+    os.environ.update(HOME=isolation["workdir"], TMPDIR=isolation["workdir"])
+    import tempfile
+
+    tempfile.tempdir = None
+    _limit_processes(job, isolation)
+    cases = {}
+    for index, suite in enumerate(job["suites"]):
+        cases.update(_load_probes(suite, index))
+    engine = dict(sys.modules)  # every module loaded so far, as the tests expect to find them
+    signal.signal(signal.SIGALRM, _on_alarm)
+    emit(ev="ready", isolation=isolation)
+
+    submission = types.ModuleType("submission")
+    submission.__dict__["__builtins__"] = builtins
+    sys.modules["submission"] = submission
+    runtime.reseed(0)
+    skip = set(job.get("skip_cells", []))
+    for cell in job["cells"]:
+        if cell["index"] in skip:
+            continue
+        emit(ev="cell", index=cell["index"])
+        error = None
+        try:
+            signal.setitimer(signal.ITIMER_REAL, job["cell_timeout"])
+            code = compile(cell["source"], f"<cell {cell['index']}>", "exec")
+            exec(code, submission.__dict__)
+        except CaseTimeout:
+            error = f"did not finish within {job['cell_timeout']:g} s and was stopped"
+        except BaseException as exc:  # the student's cell failed: note it and go on
+            error = runtime.describe_error(exc)
+            if isinstance(exc, SyntaxError):
+                error = f"has a syntax error on line {exc.lineno}: {exc.msg}"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        emit(ev="cell_done", index=cell["index"], error=error)
+
+    names = Namespace(submission.__dict__)
+    deferred, unloaded = bool(job.get("deferred")), "this test could not be loaded"
+    for key in job["cases"]:
+        if key not in cases and deferred:
+            deferred = False
+            sys.modules.update(engine)  # modules a cell replaced in sys.modules are put back
+            try:
+                for index, suite in enumerate(read_message(control_fd)["suites"], start=len(job["suites"])):
+                    cases.update(_load_probes(suite, index))
+            except Exception:  # the notebook broke what the tests need (it patched torch or the engine, say)
+                unloaded = "the tests could not be loaded in your notebook's process (did it replace or patch a module the tests use?)"
+        emit(ev="case", key=key)
+        case = cases.get(key)
+        if case is None:
+            emit(ev="result", key=key, error=unloaded)
+            continue
+        timeout = min(case.timeout, job["case_timeout"]) if job.get("case_timeout") else case.timeout
+        try:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            value, error, _ = runtime.run_probe(case, names)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            payload = codec.encode(value) if error is None else None
+        except CaseTimeout:
+            emit(ev="result", key=key, error=f"did not finish within {timeout:g} s (an endless loop, or far too slow)")
+            continue
+        except BaseException as exc:  # sys.exit and the like, or an output the codec cannot carry
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            emit(ev="result", key=key, error=runtime.describe_error(exc))
+            continue
+        if error is not None:
+            emit(ev="result", key=key, error=error)
+            continue
+        emit(ev="result", key=key, value=payload)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # the student may have replaced or closed them
+            pass
+    emit(ev="done")
+    events.close()
+    os._exit(0)
+
+
+def _start_job(request: dict, out_fd: int, events_fd: int, control_fd: int) -> None:
+    """In a freshly forked process: take the pipes, a new session and the job; run it."""
+    os.setsid()
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    os.close(out_fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.chdir(request["workdir"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    job = read_message(control_fd)
+    job["workdir"] = request["workdir"]
+    run_job(job, events_fd, control_fd)
+
+
+def serve(sock_fd: int) -> None:
+    """Fork server: import the heavy libraries once, then fork a fresh process per job.
+
+    Each request is an 8-byte length, a small JSON request (working directory and
+    environment) and three file descriptors passed alongside: the student's output
+    pipe, the event pipe and the control pipe. The job itself (the notebook's code,
+    the tests) goes straight to the forked process on its control pipe, so that no
+    submission's code ever passes through, or stays in the memory of, the server that
+    later forks other submissions. The server answers with the process id.
+    """
+    import socket
+
+    sys.path.insert(0, ROOT)
+    import numpy  # noqa: F401 - imported once here, shared by every forked job
+    import torch
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+
+    from autograder.engine import codec, sandbox, suites  # noqa: F401
+    from autograder.kit import runtime  # noqa: F401
+
+    torch.set_num_threads(1)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked jobs are reaped automatically
+    sock = socket.socket(fileno=sock_fd)
+    while True:
+        try:
+            header, fds, _, _ = socket.recv_fds(sock, HEADER, 3)
+            if not header:
+                break
+            while len(header) < HEADER:
+                more = sock.recv(HEADER - len(header))
+                if not more:
+                    raise EOFError
+                header += more
+            size, body = int.from_bytes(header, "big"), b""
+            while len(body) < size:
+                more = sock.recv(size - len(body))
+                if not more:
+                    raise EOFError
+                body += more
+            request = json.loads(body)
+        except (EOFError, OSError, ValueError):
+            break
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            break
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sock.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _start_job(request, *fds)
+            finally:
+                os._exit(70)
+        for fd in fds:
+            os.close(fd)
+        sock.sendall(pid.to_bytes(8, "big"))
+
+
+def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--server":
+        serve(int(sys.argv[2]))
+    elif len(sys.argv) == 4 and sys.argv[1] == "--job":
+        control_fd = int(sys.argv[3])
+        job = read_message(control_fd)
+        job["workdir"] = os.getcwd()
+        run_job(job, int(sys.argv[2]), control_fd)
+    else:
+        sys.exit("usage: child.py --server SOCKET_FD | --job EVENTS_FD CONTROL_FD")
+
+
+if __name__ == "__main__":
+    main()

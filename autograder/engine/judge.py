@@ -1,0 +1,149 @@
+"""The judge: turns a submission's raw outputs into scored test results (parent side only)."""
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from autograder.kit.cases import REFERENCE, Case
+from autograder.kit.checks import Verdict
+from autograder.kit.runtime import CheckFault, calibrate, fault_message, judge_output
+
+from .runner import Outcome
+from .suites import StageTests
+
+MESSAGE_LIMIT = 1500  # characters of a failed test's message
+HIDDEN_ERROR_LIMIT = 400  # ... of a hidden test's error from the student's code: enough for an honest error, little room to smuggle anything out
+
+_calibration: list[float] = []
+_calibration_lock = threading.Lock()
+
+
+def calibration_seconds() -> float:
+    """The calibration workload's time, measured once per grading process (never in a child)."""
+    with _calibration_lock:
+        if not _calibration:
+            _calibration.append(calibrate())
+        return _calibration[0]
+
+
+@dataclass
+class TestResult:
+    """One test case as the student and the gradebook see it."""
+
+    key: str
+    qid: str
+    name: str
+    public: bool
+    score: float
+    max_score: float
+    message: str
+    fault: str | None = None  # the test's own check failed on this output (for the instructor)
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= self.max_score
+
+
+class MissingFixture(KeyError):
+    """A hidden test needs an expected value that the fixtures do not hold."""
+
+
+def _expected(case: Case, fixtures: dict[str, Any]) -> Any:
+    if case.expected is not REFERENCE:
+        return case.expected
+    if case.key not in fixtures:
+        raise MissingFixture(f"no fixture for {case.key!r}: rebuild the fixtures (gptcourse build)")
+    return fixtures[case.key]
+
+
+def judge_case(case: Case, outcome: Outcome, fixtures: dict[str, Any]) -> Verdict:
+    """The verdict on one case (``CheckFault`` when the test's check fails on the output)."""
+    if case.key in outcome.errors:
+        return Verdict(False, outcome.errors[case.key])
+    if case.key not in outcome.values:
+        return Verdict(False, "no result came back for this test")
+    got = outcome.values[case.key]
+    if case.timed:
+        if case.key not in outcome.seconds:
+            return Verdict(False, "the time of this test could not be measured")
+        got = {"output": got, "seconds": outcome.seconds[case.key], "calibration": calibration_seconds()}
+    return judge_output(case, got, _expected(case, fixtures))
+
+
+def bound(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, saying so."""
+    return text if len(text) <= limit else text[: limit - 20] + " [... message cut]"
+
+
+def scrub(text: str, secrets: tuple[str, ...] | list[str], limit: int = MESSAGE_LIMIT) -> str:
+    """Remove hidden test source from a message a student will see, and bound its length.
+
+    Student code can put anything into an exception message or its output, including
+    what it read of the grader's files; nothing of the hidden tests passes through.
+    """
+    for line in secrets:
+        if line in text:
+            text = text.replace(line, "[hidden test code]")
+    return bound(text, limit)
+
+
+def _text_atoms(value: Any, out: set[str], depth: int = 0) -> set[str]:
+    """The strings inside an expected value (dictionary keys included)."""
+    if depth > 32:
+        return out
+    if isinstance(value, str):
+        out.add(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _text_atoms(key, out, depth + 1)
+            _text_atoms(item, out, depth + 1)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            _text_atoms(item, out, depth + 1)
+    return out
+
+
+def hide_expected(message: str, expected: Any) -> str:
+    """Replace every quoted piece of text of ``expected`` in a hidden test's message.
+
+    Checks describe a difference without quoting expected values when they judge a
+    hidden test; this holds even for a check that slips (a missing dictionary key,
+    say), since the judge knows what must not be quoted.
+    """
+    for atom in sorted(_text_atoms(expected, set()), key=len, reverse=True):
+        for quoted in {repr(atom), f'"{atom}"'}:
+            if quoted in message:
+                message = message.replace(quoted, "[a hidden expected value]")
+    return message
+
+
+def judge(tests: StageTests, outcome: Outcome) -> list[TestResult]:
+    """Score every case of a submission. Messages are scrubbed of hidden test source and,
+    for hidden tests, of expected values; a test whose check fails on the output scores 0
+    and carries the fault for the instructor."""
+    results = []
+    for case in tests.cases:
+        fault = None
+        try:
+            verdict = judge_case(case, outcome, tests.fixtures)
+        except CheckFault as exc:
+            fault = str(exc)
+            verdict = Verdict(False, fault_message(exc))
+        error = case.key in outcome.errors
+        limit = HIDDEN_ERROR_LIMIT if error and not case.public else MESSAGE_LIMIT
+        message = verdict.message
+        if not case.public and not verdict.passed and not error:
+            message = hide_expected(message, _expected(case, tests.fixtures))
+        results.append(
+            TestResult(
+                key=case.key,
+                qid=case.qid,
+                name=case.name,
+                public=case.public,
+                score=case.points if verdict.passed else 0.0,
+                max_score=case.points,
+                message=scrub(message, tests.secrets, limit),
+                fault=fault,
+            )
+        )
+    return results

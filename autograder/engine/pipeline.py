@@ -1,0 +1,91 @@
+"""The one grading pipeline: run a submission in child processes, judge its outputs.
+
+Every channel grades through here: ``gptcourse grade`` (``grade_batch``), the Gradescope
+entry point and the build's fixture run (``grade_submission``). What the results are
+written as (results.json, feedback, a gradebook) is the caller's business.
+"""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tqdm import tqdm
+
+from . import processes
+from .judge import TestResult, judge, scrub
+from .runner import Limits, Outcome, run_submission
+from .suites import StageTests
+
+
+@dataclass
+class Graded:
+    """One graded submission."""
+
+    name: str
+    stage_id: str
+    path: Path | None
+    results: list[TestResult]
+    outcome: Outcome
+    seconds: float
+
+    @property
+    def total(self) -> float:
+        return sum(r.score for r in self.results)
+
+    @property
+    def faults(self) -> list[str]:
+        """Tests whose own check failed on this submission's output (for the instructor)."""
+        return [r.fault for r in self.results if r.fault]
+
+
+def grade_submission(path: Path | None, tests: StageTests, limits: Limits, name: str | None = None, missing: str = "") -> Graded:
+    """Run and judge one notebook (``path`` None: nothing was submitted, ``missing`` says so)."""
+    start = time.monotonic()
+    if path is None:
+        outcome = Outcome(errors={c.key: "no notebook was submitted" for c in tests.cases}, fatal=missing or "no notebook was submitted")
+    else:
+        outcome = run_submission(Path(path), tests, limits)
+    results = judge(tests, outcome)
+    outcome.cell_errors = {i: scrub(m, tests.secrets) for i, m in outcome.cell_errors.items()}
+    label = name or (Path(path).stem if path is not None else "submission")
+    return Graded(label, tests.stage_id, None if path is None else Path(path), results, outcome, time.monotonic() - start)
+
+
+def grade_batch(
+    paths: list[Path],
+    names: list[str],
+    tests: StageTests,
+    limits: Limits,
+    workers: int = 1,
+    progress: bool = True,
+    write: Callable[[Graded], None] | None = None,
+) -> list[Graded]:
+    """Grade every file, in parallel when ``workers > 1``, calling ``write`` for each.
+
+    ``write`` runs as each submission is graded and once more after the last child is
+    gone and every stray process killed, so that nothing a submission left behind can
+    change what was written.
+    """
+    if len(names) != len(paths):
+        raise ValueError(f"{len(paths)} submissions but {len(names)} names")
+    processes.become_subreaper()
+    graded: list[Graded | None] = [None] * len(paths)
+    bar = tqdm(total=len(paths), desc=f"grading {tests.stage_id}", unit="submission", disable=not progress)
+
+    def work(i: int) -> None:
+        graded[i] = grade_submission(paths[i], tests, limits, names[i])
+        if write is not None:
+            write(graded[i])
+        bar.update(1)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(work, range(len(paths))))
+    bar.close()
+    processes.reap_strays()
+    done = [g for g in graded if g is not None]
+    if write is not None:
+        for g in done:
+            write(g)
+    return done

@@ -1,0 +1,98 @@
+"""Writing what grading found: Gradescope's results.json, one per submission.
+
+Files are written atomically (a temporary file in the same folder, then a rename),
+so a reader never sees half a file and a planted file or link is replaced, not followed.
+"""
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .judge import TestResult
+from .runner import Outcome
+
+HIDDEN_VISIBILITY = "after_published"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() and not path.is_symlink():
+        raise IsADirectoryError(f"{path} is a directory")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+WHEN_SHOWN = {
+    "after_published": "are scored after the deadline; you see them when grades are published",
+    "after_due_date": "are scored after the deadline; you see them after the due date",
+    "hidden": "are scored after the deadline; only your instructor sees them",
+    "visible": "count towards your score now",
+}
+
+
+def summary_line(results: list[TestResult], hidden_visibility: str = HIDDEN_VISIBILITY) -> str:
+    """The visible line that says what the public tests were worth and what comes later."""
+    public = [r for r in results if r.public]
+    hidden = [r for r in results if not r.public]
+    earned = sum(r.score for r in public)
+    worth = sum(r.max_score for r in public)
+    line = f"Public tests: {earned:g} of {worth:g} points."
+    if hidden:
+        line += f" Hidden tests ({sum(r.max_score for r in hidden):g} points) {WHEN_SHOWN.get(hidden_visibility, WHEN_SHOWN['hidden'])}."
+    return line
+
+
+def gradescope_json(
+    results: list[TestResult],
+    *,
+    output: str = "",
+    execution_time: float | None = None,
+    hidden_visibility: str = HIDDEN_VISIBILITY,
+) -> dict:
+    """A results.json document in Gradescope's schema."""
+    tests = []
+    for r in results:
+        tests.append(
+            {
+                "name": r.key,
+                "score": r.score,
+                "max_score": r.max_score,
+                "status": "passed" if r.passed else "failed",
+                "output": r.message if not r.passed else ("public test passed" if r.public else "passed"),
+                "visibility": "visible" if r.public else hidden_visibility,
+            }
+        )
+    doc = {
+        "score": round(sum(r.score for r in results), 6),
+        "output": "\n".join(x for x in (summary_line(results, hidden_visibility), output) if x),
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+    if execution_time is not None:
+        doc["execution_time"] = round(execution_time, 3)
+    return doc
+
+
+def dump_json(doc: dict) -> str:
+    """A results document as Gradescope reads it (indented UTF-8 JSON, one final newline)."""
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def cell_notes(outcome: Outcome) -> str:
+    """What went wrong while loading the notebook, for the student."""
+    lines = []
+    if outcome.fatal:
+        lines.append(f"Your notebook could not be graded: {outcome.fatal}")
+    for index, message in sorted(outcome.cell_errors.items()):
+        lines.append(f"Cell {index + 1} of your notebook {message}")
+    return "\n".join(lines)

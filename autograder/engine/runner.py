@@ -1,0 +1,547 @@
+"""The parent side of running a submission: start the child, watch it, restart past failures.
+
+The child loads the notebook's cells and then runs the test probes, announcing each
+step. If it hangs, crashes, exits or exhausts memory, the parent kills its whole
+process tree and starts a fresh child that skips what failed: a cell that brought the
+process down is left out (its names stay undefined), a test case that did so scores
+0. Every other case still runs, so one bad question costs only its own points.
+
+The parent follows the child's events against the script it expects (ready, each cell,
+each case in order, done) and ignores anything out of turn, so that a forged event
+can neither stall grading nor move blame. It sends the hidden tests only when the
+script reaches the first of them (see ``child``), and keeps at most
+``Limits.output_bytes`` of the child's printing: a child that prints more is stopped
+like one that hangs (its output is read and dropped as it comes, never buffered).
+"""
+
+import json
+import os
+import selectors
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.kit.cases import Case
+
+from . import codec, processes, sandbox
+from .submission import SubmissionError, code_cells, load_notebook_json
+from .suites import StageTests, SuiteFile
+
+CHILD = Path(__file__).with_name("child.py")
+EVENT_LIMIT = 64 * 1024 * 1024  # bytes of events one child may send
+OUTPUT_LIMIT = 20_000  # characters of the student's own output that are kept
+ERROR_LIMIT = 1000  # characters of an error the child reports for a cell or a test (the judge bounds it again)
+
+
+@dataclass
+class Limits:
+    """Time and resource limits of one submission's grading."""
+
+    cell_timeout: float = 30.0
+    case_timeout: float | None = None  # caps every test's own time limit (tests use it)
+    total_timeout: float = 600.0
+    startup_timeout: float = 120.0
+    grace: float = 5.0
+    memory_bytes: int = 6 * 1024**3
+    cpu_seconds: int = 900
+    file_bytes: int = 64 * 1024**2
+    open_files: int = 256
+    max_processes: int = 64
+    output_bytes: int = 16 * 1024**2  # a cell or test printing past this is stopped and skipped
+    disk_bytes: int = 256 * 1024**2  # the child's private working directory (a tmpfs)
+    sandbox: str | None = None  # the strongest isolation to try (see sandbox.LEVELS); None: $GPTCOURSE_SANDBOX or all
+
+
+@dataclass
+class Outcome:
+    """What a submission's code did: a raw output or an error per case, and notes."""
+
+    values: dict[str, object] = field(default_factory=dict)  # case key -> decoded output
+    errors: dict[str, str] = field(default_factory=dict)  # case key -> what went wrong
+    cell_errors: dict[int, str] = field(default_factory=dict)  # cell index -> message
+    seconds: dict[str, float] = field(default_factory=dict)  # case key -> time measured here
+    output: str = ""  # the student's own prints, capped
+    fatal: str | None = None  # the submission could not be run at all
+    isolation: dict = field(default_factory=dict)  # how the last child was confined (sandbox.enter)
+
+
+def _child_env(workdir: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "LANG": "C.UTF-8",
+        "MPLBACKEND": "Agg",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "TQDM_DISABLE": "1",
+    }
+    return env
+
+
+def _message(doc: dict) -> bytes:
+    data = json.dumps(doc).encode("utf-8")
+    return len(data).to_bytes(8, "big") + data
+
+
+class _Feeder:
+    """Writes messages to the child's control pipe from a thread (a child that never reads
+    cannot block the parent); stops when the child is gone."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._queue: list[bytes | None] = []
+        self._ready = threading.Condition()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def send(self, data: bytes) -> None:
+        with self._ready:
+            self._queue.append(data)
+            self._ready.notify()
+
+    def close(self) -> None:
+        self.send(None)
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._ready:
+                    while not self._queue:
+                        self._ready.wait()
+                    data = self._queue.pop(0)
+                if data is None:
+                    break
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._fd, view):]
+        except OSError:
+            pass
+        finally:
+            os.close(self._fd)
+
+
+class ForkServer:
+    """A process that has imported torch once and forks a fresh child per job (Linux).
+
+    Starting Python and importing torch costs seconds; a fork costs milliseconds. The
+    server runs no student code and never sees a submission: it receives only a working
+    directory, an environment and the child's pipes. If anything kills it, the next
+    job starts a new one.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._workdir = tempfile.mkdtemp(prefix="gptcourse-forkserver-")
+
+    def _start(self) -> None:
+        parent, child = socket.socketpair()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-I", "-B", str(CHILD), "--server", str(child.fileno())],
+            stdin=subprocess.DEVNULL,
+            cwd=self._workdir,
+            env=_child_env(self._workdir),
+            pass_fds=(child.fileno(),),
+            start_new_session=True,
+        )
+        processes.register(self._proc.pid)
+        child.close()
+        self._sock = parent
+
+    def launch(self, request: dict, fds: list[int]) -> int:
+        """Fork a child for ``request`` (workdir, env) with ``fds`` (output, events, control); return its pid."""
+        data = json.dumps(request).encode("utf-8")
+        with self._lock:
+            for attempt in range(2):
+                if self._proc is None or self._proc.poll() is not None:
+                    if self._proc is not None:
+                        processes.unregister(self._proc.pid)
+                    self._start()
+                try:
+                    socket.send_fds(self._sock, [len(data).to_bytes(8, "big")], fds)
+                    self._sock.sendall(data)
+                    reply = b""
+                    while len(reply) < 8:
+                        chunk = self._sock.recv(8 - len(reply))
+                        if not chunk:
+                            raise ConnectionError("the fork server closed its socket")
+                        reply += chunk
+                    return int.from_bytes(reply, "big")
+                except OSError:
+                    if attempt:
+                        raise
+                    self.stop()
+        raise RuntimeError("unreachable")
+
+    def stop(self) -> None:
+        """Stop the server (it is restarted on the next job)."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            processes.kill_tree(self._proc.pid)
+            self._proc.wait()
+            processes.unregister(self._proc.pid)
+            self._proc = None
+
+
+_server: ForkServer | None = None
+_server_lock = threading.Lock()
+
+
+def fork_server() -> ForkServer | None:
+    """The process-wide fork server, or None where fork is not available or not safe."""
+    global _server
+    if not sys.platform.startswith("linux") or os.environ.get("GPTCOURSE_NO_FORKSERVER"):
+        return None
+    with _server_lock:
+        if _server is None:
+            _server = ForkServer()
+        return _server
+
+
+class _Child:
+    """One child process, its event stream, its control pipe and its captured output."""
+
+    def __init__(self, job: dict, workdir: str, output_bytes: int) -> None:
+        read_fd, write_fd = os.pipe()
+        out_read, out_write = os.pipe()
+        control_read, control_write = os.pipe()
+        server = fork_server()
+        self.proc: subprocess.Popen | None = None
+        try:
+            if server is not None:
+                env = _child_env(workdir)
+                self.pid = server.launch({"workdir": workdir, "env": env}, [out_write, write_fd, control_read])
+            else:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-I", "-B", str(CHILD), "--job", str(write_fd), str(control_read)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out_write,
+                    stderr=out_write,
+                    cwd=workdir,
+                    env=_child_env(workdir),
+                    start_new_session=True,
+                    pass_fds=(write_fd, control_read),
+                )
+                self.pid = self.proc.pid
+                processes.register(self.pid)
+        except BaseException:
+            os.close(control_write)
+            raise
+        finally:
+            for fd in (write_fd, out_write, control_read):
+                os.close(fd)
+        self.control = _Feeder(control_write)
+        self.control.send(_message(job))
+        self.events = os.fdopen(read_fd, "rb", buffering=0)
+        self.stdout = os.fdopen(out_read, "rb", buffering=0)
+        os.set_blocking(self.events.fileno(), False)
+        os.set_blocking(self.stdout.fileno(), False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.events, selectors.EVENT_READ, "events")
+        self.selector.register(self.stdout, selectors.EVENT_READ, "stdout")
+        self.buffer = b""
+        self.event_bytes = 0
+        self.output = bytearray()
+        self.output_bytes = output_bytes
+        self.output_seen = 0
+        self.output_cut = False
+        self.open_streams = 2
+        self.uid: int | None = None  # the child's private user, once it says so
+
+    def poll(self, timeout: float) -> list[dict] | None:
+        """Events that arrived within ``timeout`` seconds; None once the child closed its stream."""
+        events: list[dict] = []
+        if self.open_streams == 0:
+            return None
+        for key, _ in self.selector.select(max(timeout, 0.0)):
+            chunk = os.read(key.fileobj.fileno(), 65536)
+            if not chunk:
+                self.selector.unregister(key.fileobj)
+                # the event stream closing means the child is gone, whatever stdout does
+                self.open_streams = 0 if key.data == "events" else max(self.open_streams - 1, 0)
+                continue
+            if key.data == "stdout":
+                self._keep_output(chunk)
+                continue
+            self.event_bytes += len(chunk)
+            if self.event_bytes > EVENT_LIMIT:
+                raise _Overflow()
+            self.buffer += chunk
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict):
+                    events.append(event)
+        if self.open_streams == 0 and not events:
+            return None
+        return events
+
+    def _keep_output(self, chunk: bytes) -> None:
+        room = OUTPUT_LIMIT * 4 - len(self.output)
+        self.output.extend(chunk[: max(room, 0)])
+        self.output_seen += len(chunk)
+        if self.output_seen > self.output_bytes:
+            self.output_cut = True
+            raise _Flood()
+
+    def drain(self, seconds: float) -> None:
+        """Read what is left of the child's output, for at most ``seconds``."""
+        end = time.monotonic() + seconds
+        while self.open_streams and time.monotonic() < end:
+            if self.poll(end - time.monotonic()) is None:
+                break
+
+    def finish(self) -> str:
+        """Kill the child and everything it started, reap it and return its captured output."""
+        processes.kill_tree(self.pid)
+        if self.uid is not None and self.uid == sandbox.child_uid(self.pid):
+            processes.kill_user(self.uid)
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            processes.unregister(self.pid)
+        else:
+            processes.wait_gone(self.pid)
+        self.control.close()
+        self.selector.close()
+        for stream in (self.events, self.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        text = self.output.decode("utf-8", "replace")
+        if self.output_cut or len(text) > OUTPUT_LIMIT:
+            text = text[:OUTPUT_LIMIT] + f"\n[... output cut: the submission printed {self.output_seen} bytes or more]"
+        return text
+
+
+class _Overflow(Exception):
+    """The child sent more event data than any honest submission needs."""
+
+
+class _Flood(Exception):
+    """The child printed more than ``Limits.output_bytes``: it is stopped like a hang."""
+
+
+def case_limit(case: Case, limits: Limits) -> float:
+    """The time a test case may take: its own limit, capped by ``limits.case_timeout``."""
+    return min(case.timeout, limits.case_timeout) if limits.case_timeout else case.timeout
+
+
+def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str] | None = None) -> Outcome:
+    """Run the cases of ``tests`` (those named in ``keys``, else all) on the notebook at ``path``
+    in child processes and collect their raw outputs."""
+    cases = [c for c in tests.cases if keys is None or c.key in keys]
+    outcome = Outcome()
+    try:
+        notebook = load_notebook_json(path)
+        cells = [{"index": c.index, "source": c.source} for c in code_cells(notebook)]
+    except SubmissionError as exc:
+        outcome.fatal = str(exc)
+        for case in cases:
+            outcome.errors[case.key] = "the submission could not be read"
+        return outcome
+
+    suites = list(tests.suites)
+    by_key = {c.key: c for c in cases}
+    skip_cells: set[int] = set()
+    outputs: list[str] = []
+    deadline = time.monotonic() + limits.total_timeout
+    with tempfile.TemporaryDirectory(prefix="gptcourse-run-") as workdir:
+        os.chmod(workdir, 0o711)  # a child with its own user reaches its own folder inside, and nothing else
+        while True:
+            remaining = [c.key for c in cases if c.key not in outcome.values and c.key not in outcome.errors]
+            if not remaining:
+                break
+            if time.monotonic() >= deadline:
+                for key in remaining:
+                    outcome.errors[key] = f"not run: the submission used up its {limits.total_timeout:g} s in all"
+                break
+            script = _Script(cells, skip_cells, remaining, suites)
+            job = {
+                "suites": [{"label": s.label, "source": s.source} for s in suites if s.public],
+                "deferred": any(not s.public for s in suites),
+                "preload": sorted({name for s in suites for name in s.imports}),
+                "cases": remaining,
+                "cells": cells,
+                "skip_cells": sorted(skip_cells),
+                "cell_timeout": limits.cell_timeout,
+                "case_timeout": limits.case_timeout,
+                "memory_bytes": limits.memory_bytes,
+                "cpu_seconds": limits.cpu_seconds,
+                "file_bytes": limits.file_bytes,
+                "open_files": limits.open_files,
+                "max_processes": limits.max_processes,
+                "disk_bytes": limits.disk_bytes,
+                "sandbox": limits.sandbox or os.environ.get("GPTCOURSE_SANDBOX") or "namespaces",
+            }
+            child = _Child(job, workdir, limits.output_bytes)
+            progress = _watch(child, script, by_key, limits, deadline, outcome, outputs)
+            if progress == "done":
+                break
+            kind, what = progress
+            if kind == "cell":
+                skip_cells.add(what)
+            elif kind == "startup":
+                outcome.fatal = what
+                for key in remaining:
+                    outcome.errors.setdefault(key, "not run: " + what)
+                break
+    outcome.output = "\n".join(o for o in outputs if o)[: OUTPUT_LIMIT + 200]
+    processes.reap_strays()
+    return outcome
+
+
+class _Script:
+    """The events an honest child sends, in order; the parent accepts nothing else."""
+
+    def __init__(self, cells: list[dict], skip: set[int], keys: list[str], suites: list[SuiteFile]) -> None:
+        self.steps: list[tuple[str, object]] = [("ready", None)]
+        for cell in cells:
+            if cell["index"] not in skip:
+                self.steps += [("cell", cell["index"]), ("cell_done", cell["index"])]
+        self.steps += [step for key in keys for step in (("case", key), ("result", key))]
+        self.steps.append(("done", None))
+        self.position = 0
+        self.loaded = {k for s in suites if s.public for k in s.keys}
+        self.deferred = [s for s in suites if not s.public]
+        self.sent = False
+
+    def accepts(self, event: dict) -> bool:
+        """Whether ``event`` is the next step; if so, move past it."""
+        kind, what = self.steps[self.position]
+        if event.get("ev") != kind:
+            return False
+        if kind in ("cell", "cell_done") and event.get("index") != what:
+            return False
+        if kind in ("case", "result") and event.get("key") != what:
+            return False
+        self.position += 1
+        return True
+
+    def last(self) -> tuple[str, object]:
+        return self.steps[self.position - 1] if self.position else ("start", None)
+
+    def hidden_due(self) -> bool:
+        """True once, when the next step is the first case of a suite not yet sent."""
+        kind, what = self.steps[self.position]
+        if self.sent or kind != "case" or what in self.loaded or not self.deferred:
+            return False
+        self.sent = True
+        return True
+
+
+def _watch(
+    child: _Child,
+    script: _Script,
+    by_key: dict[str, Case],
+    limits: Limits,
+    deadline: float,
+    outcome: Outcome,
+    outputs: list[str],
+):
+    """Follow one child until it finishes or fails; say what to skip in the next one.
+
+    A failure between steps is blamed on the cell that ran last (something it started
+    in the background), or, once the tests have begun, on the next test to run, so
+    that every restart makes progress.
+    """
+    case_started = time.monotonic()
+    phase_deadline = time.monotonic() + limits.startup_timeout
+    reason = None
+    try:
+        while True:
+            now = time.monotonic()
+            limit = min(phase_deadline, deadline)
+            if now >= limit:
+                reason = "timeout"
+                break
+            events = child.poll(min(limit - now, 1.0))
+            if events is None:
+                reason = "exit"
+                break
+            for event in events:
+                if not script.accepts(event):
+                    continue
+                kind, what = script.last()
+                if kind == "ready":
+                    isolation = event.get("isolation")
+                    outcome.isolation = isolation if isinstance(isolation, dict) else {}
+                    uid = outcome.isolation.get("uid")
+                    child.uid = uid if isinstance(uid, int) and not isinstance(uid, bool) else None
+                    phase_deadline = time.monotonic() + limits.startup_timeout
+                elif kind == "cell":
+                    phase_deadline = time.monotonic() + limits.cell_timeout + limits.grace
+                elif kind == "cell_done":
+                    if event.get("error"):
+                        outcome.cell_errors[what] = str(event["error"])[:ERROR_LIMIT]
+                    phase_deadline = time.monotonic() + limits.startup_timeout
+                elif kind == "case":
+                    case_started = time.monotonic()
+                    phase_deadline = time.monotonic() + case_limit(by_key[what], limits) + limits.grace
+                elif kind == "result":
+                    outcome.seconds.setdefault(what, time.monotonic() - case_started)
+                    _record(event, outcome)
+                    phase_deadline = time.monotonic() + limits.startup_timeout
+                elif kind == "done":
+                    child.drain(1.0)
+                    outputs.append(child.finish())
+                    return "done"
+                if script.hidden_due():
+                    child.control.send(_message({"suites": [{"label": s.label, "source": s.source} for s in script.deferred]}))
+    except _Overflow:
+        reason = "overflow"
+    except _Flood:
+        reason = "flood"
+    outputs.append(child.finish())
+    what = {
+        "timeout": "did not finish in time and was stopped",
+        "overflow": "sent far more data than expected and was stopped",
+        "flood": f"printed more than {limits.output_bytes / 2**20:g} MB and was stopped",
+        "exit": "ended the process running it (sys.exit, os._exit, a crash or running out of memory)",
+    }[reason]
+    kind, where = script.last()
+    if kind == "case":
+        outcome.errors.setdefault(where, f"this test {what}")
+        return ("case", where)
+    if kind == "cell":
+        outcome.cell_errors[where] = f"this cell {what}; it was skipped"
+        return ("cell", where)
+    if kind == "cell_done":
+        outcome.cell_errors[where] = f"something this cell started {what}; the cell was skipped"
+        return ("cell", where)
+    if kind in ("ready", "result"):
+        pending = [w for k, w in script.steps[script.position :] if k == "case"]
+        if pending:
+            outcome.errors[pending[0]] = f"the process running your code {what} before this test began"
+            return ("case", pending[0])
+        return "done"
+    return ("startup", f"the grading process could not start ({what}); output: {child.output[:300].decode('utf-8', 'replace')}")
+
+
+def _record(event: dict, outcome: Outcome) -> None:
+    key = event["key"]
+    if key in outcome.values or key in outcome.errors:
+        return  # the first report of a case counts; later ones are ignored
+    if "error" in event:
+        outcome.errors[key] = str(event["error"])[:ERROR_LIMIT]
+        return
+    try:
+        outcome.values[key] = codec.decode(event.get("value"))
+    except (codec.DecodeError, RecursionError) as exc:
+        outcome.errors[key] = f"the output could not be read back ({exc})"

@@ -1,0 +1,110 @@
+"""A stage's tests as the engine uses them: each suite file read and run once.
+
+``StageTests.load`` reads the public and the hidden suite of a stage, runs each once as
+a module to collect its cases, and keeps its source for the child process (which runs
+it again there, for the probes only). The same object serves every channel: local
+grading, the Gradescope entry point and the build's fixture run.
+"""
+
+import ast
+import sys
+import threading
+import types
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from autograder.kit.cases import Case, Suite
+
+_parse_lock = threading.Lock()  # CPython 3.11's ast is not safe across threads ("AST constructor recursion depth mismatch")
+
+
+def exec_suite(source: str, filename: str, module_name: str) -> Suite:
+    """Run a suite's source as a module named ``module_name`` and return its ``suite``."""
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    sys.modules[module_name] = module
+    with _parse_lock:
+        code = compile(source, filename, "exec")
+    exec(code, module.__dict__)
+    suite = module.__dict__.get("suite")
+    if not isinstance(suite, Suite):
+        raise ValueError(f"{filename} defines no `suite = Suite(...)`")
+    return suite
+
+
+def imported_modules(source: str) -> tuple[str, ...]:
+    """The modules a suite imports (the child imports them before it is confined)."""
+    with _parse_lock:
+        tree = ast.parse(source)
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
+    return tuple(sorted(set(names)))
+
+
+def secret_lines(texts: list[str], shortest: int = 16) -> list[str]:
+    """The lines of hidden test files worth hiding (long enough to be specific), longest first."""
+    lines = set()
+    for text in texts:
+        for line in text.splitlines():
+            line = line.strip()
+            if len(line) >= shortest and not line.startswith(("import ", "from ", "#")):
+                lines.add(line)
+    return sorted(lines, key=len, reverse=True)
+
+
+@dataclass(frozen=True)
+class SuiteFile:
+    """A test file as the child gets it: its source, whether it is public, its case keys."""
+
+    label: str  # "public" or "hidden"
+    source: str
+    keys: frozenset[str]
+    imports: tuple[str, ...]
+
+    @property
+    def public(self) -> bool:
+        return self.label == "public"
+
+
+@dataclass(frozen=True)
+class StageTests:
+    """Every test case of a stage (public first, in file order), their sources and expected values."""
+
+    stage_id: str
+    suites: tuple[SuiteFile, ...]
+    cases: tuple[Case, ...]
+    fixtures: dict[str, Any] = field(default_factory=dict)  # case key -> the reference's output
+    secrets: tuple[str, ...] = ()  # hidden-test lines that must never reach a student
+
+    @classmethod
+    def load(cls, stage_id: str, public: Path, hidden: Path, fixtures: dict[str, Any] | None = None) -> "StageTests":
+        """Read and run the two suite files once."""
+        suites, cases = [], []
+        for label, path in (("public", Path(public)), ("hidden", Path(hidden))):
+            source = path.read_text(encoding="utf-8")
+            suite = exec_suite(source, str(path), f"gptcourse_suite_{stage_id}_{label}")
+            if suite.public != (label == "public"):
+                raise ValueError(f"{path}: expected Suite(public={label == 'public'})")
+            suites.append(SuiteFile(label, source, frozenset(c.key for c in suite.cases), imported_modules(source)))
+            cases += suite.cases
+        keys = [c.key for c in cases]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"{stage_id}: two tests share a name")
+        return cls(stage_id, tuple(suites), tuple(cases), dict(fixtures or {}), tuple(secret_lines([suites[1].source])))
+
+    def with_fixtures(self, fixtures: dict[str, Any]) -> "StageTests":
+        """The same tests with these expected values."""
+        return replace(self, fixtures=dict(fixtures))
+
+    def questions(self) -> list[tuple[str, float]]:
+        """``(question id, points)`` in the order the public tests introduce them."""
+        totals: dict[str, float] = {}
+        for case in self.cases:
+            totals[case.qid] = totals.get(case.qid, 0.0) + case.points
+        return list(totals.items())

@@ -1,0 +1,27 @@
+"""The kit: what every student notebook carries, and what test suites are written with.
+
+Rules (checked by ``tests/test_layers.py`` and ``gptcourse check-stage``):
+
+- Standard library and torch only (numpy for reseeding): the build pastes these modules,
+  in ``PASTED`` order and then the stage's public suite, into the notebook's first code
+  cell as one module, so that ``check("question")`` works in any Jupyter front end with
+  nothing installed but torch.
+- Modules of the kit import each other only with single-line ``from .module import ...``
+  statements (the build drops them when pasting); a suite imports the kit with single-line
+  ``from autograder.kit import ...`` statements, dropped likewise.
+- No three single quotes in a row (the paste is a raw ``'''`` string).
+
+A suite file is written with the names exported here::
+
+    from autograder.kit import REFERENCE, Hint, Suite, close, equal, generator
+"""
+
+from .cases import REFERENCE, Case, MissingName, Namespace, Suite, catch, generator, randn, set_parameters
+from .checks import Hint, Verdict, close, close_number, equal, raises, satisfies, tensor_problem
+
+PASTED = ("checks", "cases", "runtime", "check_cell", "packaging")  # in dependency order
+
+__all__ = [
+    "REFERENCE", "Case", "Hint", "MissingName", "Namespace", "Suite", "Verdict",
+    "catch", "close", "close_number", "equal", "generator", "raises", "randn", "satisfies", "set_parameters", "tensor_problem",
+]

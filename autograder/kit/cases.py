@@ -1,0 +1,147 @@
+"""How test cases are written: a suite of cases, each a probe and a check.
+
+A test case is a *probe* and a *check*. The probe receives the student's namespace
+and calls the student's code on fixed inputs, returning raw outputs as plain data;
+it runs where the student's code runs (the grading child, or the notebook). The check
+(see ``checks``) compares that output with an expected value; when grading it runs in
+the parent process, which never runs student code.
+
+    suite = Suite(public=True)
+
+    @suite.case("encode_decode", "round trip", points=1, check=equal(), expected="hi")
+    def _(ns):
+        stoi, itos = ns.build_vocab("hi")
+        return ns.decode(ns.encode("hi", stoi), itos)
+
+``expected=REFERENCE`` (hidden tests only) means the expected value is the reference
+solution's output for the same probe, saved as a fixture at build time.
+
+Part of the kit: standard library and torch only, pasted verbatim into every notebook.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+TEXT_LIMIT = 300  # characters of an exception's message kept in a probe's output or an error
+
+class _Reference:
+    def __repr__(self) -> str:
+        return "REFERENCE"
+
+
+REFERENCE = _Reference()
+
+
+@dataclass
+class Case:
+    """One test case: ``probe(ns)`` makes raw output, ``check(got, expected, reveal)`` judges it."""
+
+    qid: str
+    name: str
+    points: float
+    probe: Callable[["Namespace"], Any]
+    check: Callable[..., Any]
+    expected: Any
+    public: bool
+    timeout: float
+    timed: bool = False
+
+    @property
+    def key(self) -> str:
+        """The name every report uses: ``"<question id>: <description>"``."""
+        return f"{self.qid}: {self.name}"
+
+
+@dataclass
+class Suite:
+    """An ordered collection of test cases (one file of public or hidden tests)."""
+
+    public: bool
+    cases: list[Case] = field(default_factory=list)
+
+    def case(
+        self,
+        qid: str,
+        name: str,
+        *,
+        points: float,
+        check: Callable[..., Any],
+        expected: Any = None,
+        timeout: float = 10.0,
+        timed: bool = False,
+    ) -> Callable[[Callable[["Namespace"], Any]], Callable[["Namespace"], Any]]:
+        """Register the decorated probe as a test case of question ``qid``.
+
+        A ``timed`` case is judged on ``{"output": ..., "seconds": ..., "calibration": ...}``:
+        the probe's output, the seconds it took as measured by the grader (outside the
+        student's process), and the seconds a fixed calibration workload took on the
+        same machine in the same run (see ``calibration``).
+        """
+        if self.public and expected is REFERENCE:
+            raise ValueError(f"public test {qid}: {name} cannot use a reference fixture")
+        if points <= 0:
+            raise ValueError(f"test {qid}: {name} must carry positive points")
+
+        def register(probe: Callable[["Namespace"], Any]) -> Callable[["Namespace"], Any]:
+            new = Case(qid, name, float(points), probe, check, expected, self.public, float(timeout), timed)
+            if any(c.key == new.key for c in self.cases):
+                raise ValueError(f"duplicate test name {new.key!r}")
+            self.cases.append(new)
+            return probe
+
+        return register
+
+
+class MissingName(Exception):
+    """The notebook does not define a name a test needs."""
+
+
+class Namespace:
+    """Attribute access to the names a notebook defined, with a clear error for missing ones."""
+
+    def __init__(self, names: dict[str, Any]) -> None:
+        self._names = names
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._names[name]
+        except KeyError:
+            raise MissingName(f"`{name}` is not defined: run (or restore) the cell that defines it") from None
+
+
+def catch(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """Call ``fn`` and report which exception it raised, if any, as plain data."""
+    try:
+        fn(*args, **kwargs)
+    except Exception as exc:  # the type is the answer; tests check it
+        return {"raised": type(exc).__name__, "message": str(exc)[:TEXT_LIMIT]}
+    return {"raised": None, "message": ""}
+
+
+def generator(seed: int) -> torch.Generator:
+    """A CPU random generator with a fixed seed, for test inputs."""
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return g
+
+
+def randn(*shape: int, seed: int) -> torch.Tensor:
+    """Standard normal float32 test input, the same on every machine with the pinned torch."""
+    return torch.randn(*shape, generator=generator(seed))
+
+
+def set_parameters(module: torch.nn.Module, seed: int, scale: float = 0.5) -> None:
+    """Give every parameter of ``module`` fixed values drawn from its name and a seed.
+
+    Each parameter's values depend only on its dotted name, shape and ``seed``, never on
+    the order in which the student's code created it.
+    """
+    with torch.no_grad():
+        for name, param in sorted(module.named_parameters()):
+            offset = sum(ord(ch) * (i + 1) for i, ch in enumerate(name))
+            values = torch.randn(param.shape, generator=generator(seed * 100003 + offset)) * scale
+            param.copy_(values)

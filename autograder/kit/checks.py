@@ -1,0 +1,257 @@
+"""Comparisons that turn one test's raw output into a verdict.
+
+A check is a callable ``check(got, expected, reveal) -> Verdict``. ``got`` is what the
+student's code produced (decoded from the child process, or computed in place by the
+notebook's check cell), ``expected`` is the literal or fixture the test names, and
+``reveal`` says whether the message may quote expected values (public tests) or only
+describe the difference (hidden tests).
+
+Part of the kit: standard library and torch only, pasted verbatim into every notebook,
+where the public checks run.
+"""
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+
+@dataclass
+class Verdict:
+    """The outcome of one check: did it pass, and what to tell the student."""
+
+    passed: bool
+    message: str = ""
+
+
+@dataclass
+class Hint:
+    """A known mistake: ``when(got, expected)`` recognises it, ``text`` nudges without answering."""
+
+    when: Callable[[Any, Any], bool]
+    text: str
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _with_hint(verdict: Verdict, hints: list[Hint], got: Any, expected: Any) -> Verdict:
+    """Add the first matching hint to a failed verdict. A hint that raises is a fault of the
+    test (``runtime.CheckFault`` when judged), never silently "no hint"."""
+    if verdict.passed:
+        return verdict
+    for hint in hints:
+        if hint.when(got, expected):
+            return Verdict(False, f"{verdict.message}\nHint: {hint.text}")
+    return verdict
+
+
+def tensor_problem(got: Any, dtype: torch.dtype | None = None, shape: tuple[int, ...] | None = None) -> str | None:
+    """Why ``got`` is not a plain tensor of the given dtype and shape, or None when it is."""
+    if type(got) is not torch.Tensor:
+        return f"expected a torch.Tensor, got {type(got).__name__}"
+    if dtype is not None and got.dtype != dtype:
+        return f"expected dtype {dtype}, got {got.dtype}"
+    if shape is not None and tuple(got.shape) != tuple(shape):
+        return f"expected shape {tuple(shape)}, got {tuple(got.shape)}"
+    return None
+
+
+@dataclass
+class Close:
+    """Element-wise ``|got - expected| <= atol + rtol * |expected|`` on tensors of equal shape.
+
+    ``dtype`` is the dtype the answer must have (None: any floating dtype is compared
+    in float64). NaN in the same places counts as equal.
+    """
+
+    rtol: float
+    atol: float
+    dtype: torch.dtype | None = torch.float32
+    hints: list[Hint] = field(default_factory=list)
+
+    def __call__(self, got: Any, expected: Any, reveal: bool = True) -> Verdict:
+        exp = expected if isinstance(expected, torch.Tensor) else torch.as_tensor(expected)
+        problem = tensor_problem(got, self.dtype, tuple(exp.shape))
+        if problem is None and self.dtype is None and not got.dtype.is_floating_point:
+            problem = f"expected a floating-point tensor, got dtype {got.dtype}"
+        if problem:
+            return _with_hint(Verdict(False, problem), self.hints, got, expected)
+        g = got.detach().to(torch.float64)
+        e = exp.detach().to(torch.float64)
+        both_nan = torch.isnan(g) & torch.isnan(e)
+        err = (g - e).abs()
+        err = torch.where(both_nan, torch.zeros_like(err), err)
+        err = torch.where(torch.isnan(err), torch.full_like(err, math.inf), err)
+        bad = err > self.atol + self.rtol * e.abs()
+        if not bool(bad.any()):
+            return Verdict(True)
+        flat = int(torch.argmax(torch.where(bad, err, torch.zeros_like(err))).item()) if err.numel() else 0
+        where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(e.shape))) if e.dim() else ()
+        message = (
+            f"values differ: {int(bad.sum())} of {bad.numel()} elements are outside the tolerance "
+            f"(rtol={self.rtol:g}, atol={self.atol:g}); largest error {float(err.reshape(-1)[flat]):.3g} "
+            f"at index {where}"
+        )
+        if reveal:
+            message += f": expected {float(e.reshape(-1)[flat]):.6g}, got {float(g.reshape(-1)[flat]):.6g}"
+        else:
+            message += f", where you returned {float(g.reshape(-1)[flat]):.6g}"
+        return _with_hint(Verdict(False, message), self.hints, got, expected)
+
+
+def close(rtol: float, atol: float, dtype: torch.dtype | None = torch.float32, hints: list[Hint] | None = None) -> Close:
+    """A tensor comparison with its own relative and absolute tolerance (no default on purpose)."""
+    return Close(rtol, atol, dtype, list(hints or []))
+
+
+def _first_difference(got: Any, expected: Any, path: str) -> str | None:
+    """Describe the first place where two plain values differ, or None when equal."""
+    if isinstance(expected, torch.Tensor):
+        problem = tensor_problem(got, expected.dtype, tuple(expected.shape))
+        if problem:
+            return f"{path or 'result'}: {problem}"
+        if not torch.equal(got, expected):
+            diff = (got != expected).nonzero()
+            where = tuple(int(i) for i in diff[0]) if len(diff) else ()
+            return f"{path or 'result'}: {int((got != expected).sum())} elements differ, first at index {where}"
+        return None
+    if isinstance(expected, bool) or isinstance(got, bool):
+        if type(got) is not type(expected) or got != expected:
+            return f"{path or 'result'}: expected {type(expected).__name__} value, got {_short(got)}"
+        return None
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            return f"{path or 'result'}: expected a number, got {type(got).__name__}"
+        if got != expected:
+            return f"{path or 'result'}: got {_short(got)}"
+        return None
+    if isinstance(expected, str):
+        if not isinstance(got, str):
+            return f"{path or 'result'}: expected a str, got {type(got).__name__}"
+        if got != expected:
+            n = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+            return f"{path or 'result'}: strings differ from character {n} on (lengths {len(got)} and {len(expected)} expected)"
+        return None
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return f"{path or 'result'}: expected a dict, got {type(got).__name__}"
+        missing = [k for k in expected if k not in got]
+        extra = [k for k in got if k not in expected]
+        if missing:
+            return f"{path or 'result'}: missing key {_short(missing[0])} ({len(missing)} keys missing)"
+        if extra:
+            return f"{path or 'result'}: unexpected key {_short(extra[0])} ({len(extra)} extra keys)"
+        for key in expected:
+            found = _first_difference(got[key], expected[key], f"{path}[{key!r}]")
+            if found:
+                return found
+        return None
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(got, (list, tuple)):
+            return f"{path or 'result'}: expected a {type(expected).__name__}, got {type(got).__name__}"
+        if len(got) != len(expected):
+            return f"{path or 'result'}: expected length {len(expected)}, got {len(got)}"
+        for i, (g, e) in enumerate(zip(got, expected)):
+            found = _first_difference(g, e, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if expected is None:
+        return None if got is None else f"{path or 'result'}: expected None, got {_short(got)}"
+    return None if got == expected else f"{path or 'result'}: got {_short(got)}"
+
+
+@dataclass
+class Equal:
+    """Exact equality of plain values (lists and tuples interchangeable, tensors by dtype, shape and value)."""
+
+    hints: list[Hint] = field(default_factory=list)
+
+    def __call__(self, got: Any, expected: Any, reveal: bool = True) -> Verdict:
+        problem = _first_difference(got, expected, "")
+        if problem is None:
+            return Verdict(True)
+        if reveal:
+            problem += f"\nexpected {_short(expected, 300)}\ngot      {_short(got, 300)}"
+        return _with_hint(Verdict(False, problem), self.hints, got, expected)
+
+
+def equal(hints: list[Hint] | None = None) -> Equal:
+    """Exact equality; messages name the first difference."""
+    return Equal(list(hints or []))
+
+
+@dataclass
+class CloseNumber:
+    """A Python number within ``atol + rtol * |expected|`` of the expected one."""
+
+    rtol: float
+    atol: float
+    hints: list[Hint] = field(default_factory=list)
+
+    def __call__(self, got: Any, expected: Any, reveal: bool = True) -> Verdict:
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            hint = " (use .item() to turn a one-element tensor into a float)" if isinstance(got, torch.Tensor) else ""
+            return _with_hint(Verdict(False, f"expected a Python float, got {type(got).__name__}{hint}"), self.hints, got, expected)
+        err = abs(float(got) - float(expected))
+        if err <= self.atol + self.rtol * abs(float(expected)) or (math.isnan(got) and math.isnan(expected)):
+            return Verdict(True)
+        message = f"off by {err:.4g} (rtol={self.rtol:g}, atol={self.atol:g}); you returned {float(got):.6g}"
+        if reveal:
+            message += f", expected {float(expected):.6g}"
+        return _with_hint(Verdict(False, message), self.hints, got, expected)
+
+
+def close_number(rtol: float, atol: float, hints: list[Hint] | None = None) -> CloseNumber:
+    """A scalar comparison with its own tolerances."""
+    return CloseNumber(rtol, atol, list(hints or []))
+
+
+@dataclass
+class Satisfies:
+    """A property of the output alone: ``test(got)`` returns None when it holds, else what is wrong."""
+
+    test: Callable[[Any], str | None]
+    hints: list[Hint] = field(default_factory=list)
+
+    def __call__(self, got: Any, expected: Any = None, reveal: bool = True) -> Verdict:
+        problem = self.test(got)
+        if problem is None:
+            return Verdict(True)
+        return _with_hint(Verdict(False, problem), self.hints, got, expected)
+
+
+def satisfies(test: Callable[[Any], str | None], hints: list[Hint] | None = None) -> Satisfies:
+    """A property check; ``test`` returns None when the property holds, else a message."""
+    return Satisfies(test, list(hints or []))
+
+
+@dataclass
+class Raises:
+    """The probe caught an exception of type ``name`` (see ``cases.catch``)."""
+
+    name: str
+    hints: list[Hint] = field(default_factory=list)
+
+    def __call__(self, got: Any, expected: Any = None, reveal: bool = True) -> Verdict:
+        if not isinstance(got, dict) or "raised" not in got:
+            return Verdict(False, "the test could not tell whether an exception was raised")
+        if got["raised"] is None:
+            return _with_hint(Verdict(False, f"expected {self.name} to be raised, but nothing was raised"), self.hints, got, expected)
+        if got["raised"] != self.name:
+            return _with_hint(
+                Verdict(False, f"expected {self.name}, got {got['raised']}: {_short(got.get('message', ''))}"),
+                self.hints,
+                got,
+                expected,
+            )
+        return Verdict(True)
+
+
+def raises(name: str, hints: list[Hint] | None = None) -> Raises:
+    """Passes when the probe's call raised an exception of the named type."""
+    return Raises(name, list(hints or []))

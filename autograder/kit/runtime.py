@@ -1,0 +1,120 @@
+"""Running one test case where the student's code runs, and judging its output.
+
+The grading child and the notebook's ``check()`` run a probe the same way (``run_probe``:
+reseeded, timed, the student's exception described in words), and the grading parent
+and ``check()`` judge an output the same way (``judge_output``). A check that itself
+fails on an output is a fault of the test, raised as ``CheckFault`` so that it is never
+mistaken for the student's mistake.
+
+Part of the kit: standard library and torch only, pasted verbatim into every notebook.
+"""
+
+import time
+import traceback
+from typing import Any
+
+import torch
+
+from .cases import TEXT_LIMIT, Case, MissingName, Namespace
+from .checks import Verdict
+
+
+def calibration_workload(rounds: int = 75) -> int:
+    """A fixed amount of pure-Python work: the longest word under each of many tuple keys.
+
+    Efficiency tests compare a student's time with this workload's time on the same
+    machine in the same run, so that a slow or busy grader does not fail fast code. It
+    does what tokenizer code spends its time on (slicing short strings, hashing tuples
+    of them, dictionary look-ups) and is no function of the course. It keeps few objects
+    alive, so its time does not depend on how much memory the process already holds.
+    """
+    words = [f"{(i * 7919) % 5003:x}z{i % 97}" for i in range(5000)]
+    total = 0
+    for r in range(rounds):
+        longest: dict[tuple[str, str], str] = {}
+        for word in words:
+            signature = (word[: 1 + r % 2], word[-2:])
+            if len(word) > len(longest.get(signature, "")):
+                longest[signature] = word
+        total += len(longest)
+    return total
+
+
+def calibrate(repeats: int = 3) -> float:
+    """Seconds the calibration workload takes here (the fastest of a few runs)."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        calibration_workload()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def describe_error(exc: BaseException) -> str:
+    """A short, student-facing account of an exception raised by the student's code."""
+    if isinstance(exc, NotImplementedError):
+        return "not implemented yet (the stub still raises NotImplementedError)"
+    if isinstance(exc, MissingName):
+        return str(exc)
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = ""
+    for frame in reversed(frames):
+        if frame.filename.startswith("<cell"):
+            where = f" (in {frame.filename.strip('<>')}, line {frame.lineno}: {(frame.line or '').strip()[:80]})"
+            break
+    text = str(exc)
+    if len(text) > TEXT_LIMIT:
+        text = text[: TEXT_LIMIT - 3] + "..."
+    return f"raised {type(exc).__name__}: {text}{where}"
+
+
+CASE_SEED = 1234
+
+
+def reseed(seed: int) -> None:
+    """Seed every global random generator a test may touch (Python, NumPy, torch)."""
+    import random
+
+    import numpy
+
+    random.seed(seed)
+    numpy.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class CheckFault(Exception):
+    """A test's check (or one of its hints) failed on an output: a fault of the test, not of the student."""
+
+
+def run_probe(case: Case, names: Namespace) -> tuple[Any, str | None, float]:
+    """Run ``case``'s probe once, reseeded: ``(output, None, seconds)`` or ``(None, error, seconds)``."""
+    reseed(CASE_SEED)
+    start = time.perf_counter()
+    try:
+        output = case.probe(names)
+    except Exception as exc:  # a student's error is a failed test, described in words
+        return None, describe_error(exc), time.perf_counter() - start
+    return output, None, time.perf_counter() - start
+
+
+def judge_output(case: Case, got: Any, expected: Any) -> Verdict:
+    """The verdict of ``case``'s check on ``got``; hidden tests never quote ``expected``.
+
+    Raises ``CheckFault`` when the check or a hint raises, or returns no ``Verdict``.
+    """
+    try:
+        verdict = case.check(got, expected, case.public)
+    except Exception as exc:  # re-raised as the test's fault, with the cause kept
+        raise CheckFault(f"{case.key}: the check raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(verdict, Verdict):
+        raise CheckFault(f"{case.key}: the check returned {type(verdict).__name__}, not a Verdict")
+    return verdict
+
+
+def fault_message(fault: CheckFault) -> str:
+    """What a student is told when a test could not judge their output."""
+    return (
+        "the grader could not judge this output: its check failed on it "
+        f"({str(fault).split(': ', 1)[-1]}). Check the type and shape your code returns; "
+        "if they are right, this is a fault in the test: tell your instructor."
+    )
