@@ -56,26 +56,24 @@ def cmd_grade(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.nbgrader:
         return grade_nbgrader_course(args, tests, limits, out)
-    done = grade_folder(paths, None, tests, limits, out, args)
+    done = grade_folder(paths, tests, limits, out, args)
     if not args.quiet:
         print(score_table(done, tests))
         print(f"results: {out}/<submission>/results.json, gradebook: {out / 'grades.csv'}")
     return 0
 
 
-def grade_folder(paths: list[Path], names: list[str] | None, tests, limits: Limits, out: Path, args: argparse.Namespace) -> list:
-    """Grade ``paths`` into ``out``: results.json and feedback.md each, then grades.csv."""
-    from .engine.pipeline import grade_batch
-    from .reports.folder import unique_names, write_gradebook, write_submission
+def grade_folder(paths: list[Path], tests, limits: Limits, out: Path, args: argparse.Namespace) -> list:
+    """Grade ``paths`` into ``out`` (results.json and feedback.md each, then grades.csv); warn of test faults."""
+    from .reports.folder import grade_into_folder
 
-    def write(graded) -> None:
-        write_submission(graded, out, args.show_hidden)
-
-    done = grade_batch(paths, names or unique_names(paths), tests, limits, workers=args.workers, progress=not args.quiet, write=write)
-    write_gradebook(done, tests, out)
+    done = grade_into_folder(paths, tests, out, limits, workers=args.workers, progress=not args.quiet, show_hidden=args.show_hidden)
     for graded in done:
         for fault in graded.faults:
             print(f"gptcourse: warning: a test could not judge {graded.name}'s output: {fault}", file=sys.stderr)
+    fallbacks = sorted({g.outcome.isolation["fallback"] for g in done if g.outcome.isolation.get("fallback")})
+    for reason in fallbacks:
+        print(f"gptcourse: warning: the student code ran less confined than this machine should allow ({reason})", file=sys.stderr)
     return done
 
 
@@ -91,7 +89,7 @@ def grade_nbgrader_course(args: argparse.Namespace, tests, limits: Limits, out: 
     require_assignment(course, tests.stage_id)
     with tempfile.TemporaryDirectory(prefix="gptcourse-nbgrader-") as tmp:
         paths = stage_copies(submitted, Path(tmp))
-        done = grade_folder(paths, None, tests, limits, out, args)
+        done = grade_folder(paths, tests, limits, out, args)
     qids = [q for q, _ in tests.questions()]
     report = write_gradebook(course, tests.stage_id, submitted, {g.name: question_scores(g.results, qids) for g in done})
     if not args.quiet:
@@ -137,7 +135,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     samples += [write_variant(stage, m, folder) for m in catalogue(stage)[0] if m.slug in DEMO_MISTAKES]
     print(f"\n== 2. Grading {len(samples)} sample submissions of stage 01 (the reference, the empty release, realistic mistakes) from {folder}/")
     tests = stage_tests(stage, DEFAULT_DIR)
-    done = grade_folder(samples, None, tests, Limits(), out, argparse.Namespace(show_hidden=False, workers=2, quiet=False))
+    done = grade_folder(samples, tests, Limits(), out, argparse.Namespace(show_hidden=False, workers=2, quiet=False))
     print()
     print(score_table(done, tests))
     print(f"\nresults.json per submission and grades.csv are in {out}/")
@@ -156,12 +154,6 @@ def cmd_check_stage(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _train_or_sample(args: argparse.Namespace) -> int:
-    from training.cli import main as training_main  # imported only here: grading never needs it
-
-    return training_main([args.command, *args.rest], prog="gptcourse")
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     from .reports.class_report import write_report
 
@@ -171,6 +163,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] in (["train"], ["sample"]):
+        from training.cli import main as training_main  # imported only here: grading never needs it
+
+        return training_main(argv, prog="gptcourse")
     parser = argparse.ArgumentParser(prog="gptcourse", description="Build and grade the gptcourse notebooks.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -205,11 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--workers", type=_positive(int), default=_cores(), help="submissions graded at once")
     check.set_defaults(run=cmd_check_stage)
 
-    for name, text in (("train", "train the reference GPT, then sample from it (gptcourse train --help)"),
-                       ("sample", "generate text from a checkpoint of gptcourse train (gptcourse sample --help)")):
-        command = sub.add_parser(name, help=text, add_help=False)
-        command.add_argument("rest", nargs=argparse.REMAINDER)
-        command.set_defaults(run=_train_or_sample)
+    # listed here for --help; their arguments belong to the training package (see main's first lines)
+    sub.add_parser("train", help="train the reference GPT, then sample from it (gptcourse train --help)")
+    sub.add_parser("sample", help="generate text from a checkpoint of gptcourse train (gptcourse sample --help)")
 
     args = parser.parse_args(argv)
     try:

@@ -30,7 +30,7 @@ def time_checks(stage, variant: str = "reference", rerun_below: float = 5.0) -> 
     from nbclient import NotebookClient
 
     from autograder.build.notebooks import make_notebook
-    from autograder.notebook import TAG_CHECK, TAG_DEMO, TAG_TRAIN
+    from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_TRAIN
 
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     raw = make_notebook(stage, variant)

@@ -45,13 +45,12 @@ from benchmarks.measure import BIN, Measured, median, run_measured  # noqa: E402
 
 def _stage_inputs(stage, work: Path, course: Path) -> dict:
     """The zip, the gptcourse notebook and the nbgrader course entry of one stage."""
-    from autograder.build.gradescope import build_gradescope_zip
+    from autograder.build.gradescope_zip import build_gradescope_zip
     from autograder.build.nbgrader_course import build_nbgrader_course
     from autograder.build.notebooks import make_notebook, write_notebook
-    from autograder.fixtures import DEFAULT_DIR, load_fixtures
+    from autograder.build.fixtures import fixture_file
 
-    load_fixtures(stage, DEFAULT_DIR)  # rebuilt here when stale, never inside a timed run
-    fixture = DEFAULT_DIR / f"{stage.id}.json"
+    fixture = fixture_file(stage)  # rebuilt here when stale, never inside a timed run
     zip_path = build_gradescope_zip(stage, work / "gradescope", fixture)
     notebook = work / "submissions" / stage.id / f"{stage.id}.ipynb"
     write_notebook(make_notebook(stage, "reference"), notebook)
@@ -146,7 +145,7 @@ def one_submission(stages, work: Path, repeats: int = 3, plain_otter_stage: str 
     more than ``agree`` (10 %); a tool whose first run took over ``slow_single_s`` runs once.
     """
     from autograder.build.notebooks import make_notebook
-    from autograder.notebook import TAG_CHECK, TAG_DEMO, TAG_TRAIN
+    from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_TRAIN
 
     course = work / "course"
     inputs = {s.id: _stage_inputs(s, work, course) for s in stages}
@@ -227,8 +226,8 @@ def one_submission(stages, work: Path, repeats: int = 3, plain_otter_stage: str 
 def class_notebooks(stage, folder: Path, n: int = 100) -> tuple[list[Path], dict[str, int]]:
     """``n`` submissions: in every 4, a mistake, the reference or an alternative, a mistake, an empty stub."""
     from autograder.build.notebooks import make_notebook, write_notebook
-    from autograder.mistakes import catalogue
-    from autograder.submissions import variant_notebook
+    from autograder.authoring.catalogue import catalogue
+    from autograder.authoring.variants import variant_notebook
 
     mistakes, alternatives = catalogue(stage.id)
     correct = [("reference", make_notebook(stage, "reference"))] + [(a.slug, variant_notebook(stage, a.cells)) for a in alternatives]

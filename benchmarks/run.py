@@ -379,8 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"written {args.out} from {args.render}")
         return 0
 
-    from autograder import processes
-    from autograder.stages import available_stages, get_stage
+    from autograder.engine import processes
+    from autograder.course import all_stages, get_stage
 
     processes.become_subreaper()  # anything a graded notebook leaves behind is ours to reap
     given = list(argv if argv is not None else sys.argv[1:])
@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.wait_quiet:
         quiet, waited = measure.wait_for_quiet(max_wait=args.wait_quiet)
         print(f"waited {waited:.0f} s for the load to fall: {'quiet' if quiet else 'still busy, going on'}")
-    stages = [get_stage(s) for s in args.stages] if args.stages else available_stages()
+    stages = [get_stage(s) for s in args.stages] if args.stages else all_stages()
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     t0 = time.perf_counter()
     before = measure.loadavg()[0]

@@ -44,10 +44,13 @@ from torch.overrides import TorchFunctionMode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder import checks, codec, harness  # noqa: E402
+from autograder.engine import codec  # noqa: E402
+from autograder.kit import checks  # noqa: E402
+from autograder.kit.cases import REFERENCE, Namespace  # noqa: E402
+from autograder.kit.runtime import CASE_SEED, reseed  # noqa: E402
 from autograder.build.notebooks import make_notebook  # noqa: E402
-from autograder.notebook import code_cells  # noqa: E402
-from autograder.stages import available_stages, get_stage, load_cases  # noqa: E402
+from autograder.engine.submission import code_cells  # noqa: E402
+from autograder.course import all_stages, get_stage, load_cases  # noqa: E402
 
 FIXTURES = ROOT / "release" / "fixtures"
 
@@ -133,7 +136,7 @@ def reference_namespace(stage) -> dict:
     module = types.ModuleType("submission")
     module.__dict__["__builtins__"] = builtins
     sys.modules["submission"] = module
-    harness.reseed(0)
+    reseed(0)
     for cell in code_cells(make_notebook(stage, "reference")):
         exec(compile(cell.source, f"<cell {cell.index}>", "exec"), module.__dict__)
     return module.__dict__
@@ -141,13 +144,13 @@ def reference_namespace(stage) -> dict:
 
 def run_probe(case, names: dict, perturbation: Perturbation) -> Any:
     torch.set_num_threads(perturbation.threads)
-    harness.reseed(harness.CASE_SEED)
+    reseed(CASE_SEED)
     mode = perturbation.enter()
     try:
         if mode is None:
-            return case.probe(harness.Namespace(names))
+            return case.probe(Namespace(names))
         with mode:
-            return _map(case.probe(harness.Namespace(names)), lambda t: t.detach().cpu())
+            return _map(case.probe(Namespace(names)), lambda t: t.detach().cpu())
     finally:
         torch.set_num_threads(1)
 
@@ -175,7 +178,7 @@ def load_expected(stage, cases, names) -> tuple[dict, str]:
         doc = json.loads(path.read_text(encoding="utf-8"))
         return {key: codec.decode(value) for key, value in doc["values"].items()}, f"fixtures from {path.relative_to(ROOT)}"
     base = Perturbation("baseline", lambda: None)
-    return {c.key: run_probe(c, names, base) for c in cases if c.expected is harness.REFERENCE}, "fixtures computed here (baseline)"
+    return {c.key: run_probe(c, names, base) for c in cases if c.expected is REFERENCE}, "fixtures computed here (baseline)"
 
 
 @dataclass
@@ -198,7 +201,7 @@ def measure_stage(stage, perts: list[Perturbation]) -> tuple[list[Row], list[str
     exact = [c for c in cases if isinstance(c.check, checks.Equal)]
     rows, flips = [], []
     for case in tolerant:
-        want = expected.get(case.key) if case.expected is harness.REFERENCE else case.expected
+        want = expected.get(case.key) if case.expected is REFERENCE else case.expected
         tolerance = f"rtol {case.check.rtol:g}, atol {case.check.atol:g}"
         for pert in perts:
             try:
@@ -209,7 +212,7 @@ def measure_stage(stage, perts: list[Perturbation]) -> tuple[list[Row], list[str
             except Exception as exc:  # a perturbation this probe cannot run under
                 rows.append(Row(stage.id, case.key, tolerance, pert.name, None, None, None, f"not run: {type(exc).__name__}: {str(exc)[:80]}"))
     for case in exact:
-        want = expected.get(case.key) if case.expected is harness.REFERENCE else case.expected
+        want = expected.get(case.key) if case.expected is REFERENCE else case.expected
         for pert in perts[1:]:
             try:
                 got = run_probe(case, names, pert)
@@ -276,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     perts = perturbations(args.device)
-    stages = [get_stage(s) for s in args.stages] if args.stages else available_stages()
+    stages = [get_stage(s) for s in args.stages] if args.stages else all_stages()
     all_rows, all_flips = [], []
     print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, CUDA {torch.version.cuda} "
           f"({torch.cuda.get_device_name() if args.device == 'cuda' else 'not used'}), "

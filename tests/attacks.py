@@ -22,10 +22,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.stages import ROOT, get_stage
+from autograder.course import ROOT, get_stage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import submission  # noqa: E402
+from support import submission  # noqa: E402
 
 FAKE_RESULTS = {"score": 999.0, "output": "FORGED", "tests": [{"name": "build_vocab: forged", "score": 999.0, "max_score": 1.0}]}
 
@@ -188,14 +188,15 @@ import sys, types
 class _Anything(types.ModuleType):
     def __getattr__(self, name):
         return lambda *args, **kwargs: True
-for _name in ("autograder", "autograder.codec", "autograder.checks", "autograder.harness", "autograder.judge",
-              "autograder.runner", "autograder.grading", "json", "math", "gptcourse_suite_0", "gptcourse_suite_1"):
+for _name in ("autograder", "autograder.engine", "autograder.engine.codec", "autograder.engine.suites", "autograder.kit",
+              "autograder.kit.checks", "autograder.kit.cases", "autograder.kit.runtime", "autograder.engine.judge",
+              "autograder.engine.runner", "autograder.engine.pipeline", "json", "math", "gptcourse_suite_0", "gptcourse_suite_1"):
     sys.modules[_name] = _Anything(_name)
 """
 
 PATCH_ENGINE = """
 import gc, sys
-_codec = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "") == "autograder.codec"]
+_codec = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "") == "autograder.engine.codec"]
 for _m in _codec:
     _m.encode = lambda value, *a, **k: True
 for _obj in gc.get_objects():
@@ -423,10 +424,10 @@ def _fill(source: str, stage_id: str, name: str, folder: Path, out: Path, extra:
     stage = get_stage(stage_id)
     t = TARGETS[stage_id]
     secrets = [
-        str(stage.suite_files[1]),
+        str(stage.hidden),
         str(ROOT / "release" / "fixtures" / f"{stage_id}.json"),
-        str(ROOT / "solutions" / f"{stage.module}.py"),
-        str(ROOT / "autograder" / "judge.py"),
+        str(stage.reference),
+        str(ROOT / "autograder" / "engine" / "judge.py"),
         str(folder / "reference.ipynb"),
         str(out / "reference" / "results.json"),
         str(out / "grades.csv"),

@@ -15,9 +15,9 @@ from typing import Any
 import torch
 
 from autograder.build.notebooks import make_notebook
-from autograder.fixtures import DEFAULT_DIR
-from autograder.judge import secret_lines
-from autograder.stages import ROOT, Stage
+from autograder.build.fixtures import DEFAULT_DIR
+from autograder.engine.suites import secret_lines
+from autograder.course import ROOT, Stage
 
 CANARY_FLOAT = 0.123456789
 CANARY_INT = 987654321
@@ -32,13 +32,13 @@ def _notebook_text(stage: Stage) -> str:
 def _visible_source(stage: Stage) -> str:
     """What students may see of the tests and the code: the released notebook and the public tests."""
     notebook = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in make_notebook(stage, "student")["cells"])
-    return notebook + "\n" + stage.suite_files[0].read_text(encoding="utf-8")
+    return notebook + "\n" + stage.public.read_text(encoding="utf-8")
 
 
 def hidden_lines(stage: Stage) -> list[str]:
     """Lines of the hidden tests that appear nowhere a student may look."""
     visible = _visible_source(stage)
-    return [line for line in secret_lines([stage.suite_files[1].read_text(encoding="utf-8")]) if line not in visible]
+    return [line for line in secret_lines([stage.hidden.read_text(encoding="utf-8")]) if line not in visible]
 
 
 def fixture_fragments(stage: Stage, directory: Path = DEFAULT_DIR) -> list[str]:
@@ -65,7 +65,7 @@ def fixture_fragments(stage: Stage, directory: Path = DEFAULT_DIR) -> list[str]:
 
 def reference_lines(stage: Stage, own_notebook: str) -> list[str]:
     """Lines of the reference solution absent from a submission's own notebook."""
-    source = (ROOT / "solutions" / f"{stage.module}.py").read_text(encoding="utf-8")
+    source = (stage.reference).read_text(encoding="utf-8")
     lines = secret_lines([source], shortest=24)
     return [line for line in lines if line not in own_notebook and not line.startswith(('"""', "'''", "Args", "Returns", "Raises"))]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.stages import get_stage  # noqa: E402
+from autograder.course import get_stage  # noqa: E402
 from benchmarks import bench_bpe, bench_grading, measure, plain_otter, run  # noqa: E402
 
 TEXT = ("low " * 5 + "lowest " * 2 + "newer " * 6 + "wider " * 3 + "new " * 2 + "\n") * 20 + "the quick brown fox jumps over the lazy dog\n" * 7

@@ -13,11 +13,11 @@ import pytest
 from autograder.build.notebooks import dumps_notebook, make_notebook
 from autograder.build.source import SourceError, parse_source
 from autograder.build.stubs import make_stub
-from autograder.fixtures import DEFAULT_DIR
-from autograder.notebook import TAG_GIVEN
-from autograder.stages import ROOT, available_stages
+from autograder.build.fixtures import DEFAULT_DIR
+from autograder.engine.submission import TAG_GIVEN
+from autograder.course import ROOT, all_stages
 
-STAGES = available_stages()
+STAGES = all_stages()
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
@@ -61,13 +61,13 @@ def test_release_holds_no_solution_hidden_test_or_expected_value(stage):
     notebook = json.loads((ROOT / "release" / "student" / stage.id / f"{stage.id}.ipynb").read_text(encoding="utf-8"))
     code = "\n".join(cell["source"] for cell in notebook["cells"])
     given = {line.strip() for cell in notebook["cells"] if TAG_GIVEN in cell["metadata"].get("tags", []) for line in cell["source"].splitlines()}
-    public = {line.strip() for line in stage.suite_files[0].read_text(encoding="utf-8").splitlines()}
+    public = {line.strip() for line in stage.public.read_text(encoding="utf-8").splitlines()}
     stubs = [b.arg for b in parse_source(stage.source) if b.kind == "stub"]
     assert stubs
     for name in stubs:
         for line in _body_lines(reference_source(stage.module, name)) - given:
             assert line not in code, f"solution line of {name} released: {line!r}"
-    hidden = (stage.suite_files[1]).read_text(encoding="utf-8")
+    hidden = stage.hidden.read_text(encoding="utf-8")
     for line in hidden.splitlines():
         line = line.strip()
         if len(line) >= 24 and not line.startswith(("#", "from ", "import ", '"""')) and _statement(line) and line not in public | given:

@@ -7,10 +7,10 @@ each correct alternative earns full marks.
 
 import pytest
 
-from autograder.mistakes import catalogue
-from autograder.stages import available_stages, questions
+from autograder.authoring.catalogue import catalogue
+from autograder.course import all_stages, get_stage, questions
 
-STAGES = [s.id for s in available_stages()]
+STAGES = [s.id for s in all_stages()]
 
 
 def _params(kind: int):

@@ -6,10 +6,10 @@ import subprocess
 import sys
 import zipfile
 
-from autograder.judge import secret_lines
-from autograder.stages import get_stage
+from autograder.engine.suites import secret_lines
+from autograder.course import get_stage
 
-from conftest import submission
+from support import submission
 
 STAGE = "01_tokenisation"
 
@@ -67,7 +67,7 @@ def test_feedback_and_class_report(tmp_path):
     assert gptcourse("grade", "--stage", STAGE, "--out", str(out), "--quiet", "--show-hidden", str(empty)).returncode == 0
     shown = (out / "empty" / "feedback.md").read_text()
     assert "(hidden," in shown and "**Hidden tests: 0 of" in shown
-    hidden_source = secret_lines([get_stage(STAGE).suite_files[1].read_text()])
+    hidden_source = secret_lines([get_stage(STAGE).hidden.read_text()])
     assert hidden_source and not [line for line in hidden_source if line in shown]  # results, never the tests' code
     done = gptcourse("report", str(out))
     assert done.returncode == 0, done.stderr

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from autograder import codec
+from autograder.engine import codec
 
 
 def test_round_trip_of_plain_values_and_tensors():

@@ -6,7 +6,7 @@ import pytest
 
 from solutions.data import load_corpus
 
-from conftest import SHAKESPEARE
+from support import SHAKESPEARE
 
 
 @pytest.mark.skipif(not SHAKESPEARE.exists(), reason="no local copy of Tiny Shakespeare")

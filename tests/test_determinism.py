@@ -2,14 +2,14 @@
 
 import pytest
 
-from autograder.fixtures import DEFAULT_DIR, load_fixtures
-from autograder.grading import grade_many
-from autograder.mistakes import catalogue
-from autograder.runner import Limits
-from autograder.stages import get_stage
-from autograder.submissions import write_variant
+from autograder.build.fixtures import stage_tests
+from autograder.reports.folder import grade_into_folder
+from autograder.authoring.catalogue import catalogue
+from autograder.engine.runner import Limits
+from autograder.course import get_stage
+from autograder.authoring.variants import write_variant
 
-from conftest import submission
+from support import submission
 
 RUNS = 10
 
@@ -25,11 +25,11 @@ def _submission(stage_id: str, folder):
 @pytest.mark.parametrize("stage_id", ["01_tokenisation", "05_multihead"])
 def test_ten_gradings_agree_whatever_the_number_of_workers(stage_id, tmp_path):
     stage = get_stage(stage_id)
-    fixtures = load_fixtures(stage, DEFAULT_DIR)
+    tests = stage_tests(stage)
     path = _submission(stage_id, tmp_path)
     runs = []
     for workers in (1, 2):
-        graded = grade_many(stage, [path] * RUNS, tmp_path / f"out{workers}", fixtures, Limits(), workers=workers, progress=False)
+        graded = grade_into_folder([path] * RUNS, tests, tmp_path / f"out{workers}", Limits(), workers=workers, progress=False)
         runs += [[(r.key, r.score, r.message) for r in g.results] for g in graded]
     assert len(runs) == 2 * RUNS
     assert all(run == runs[0] for run in runs)

@@ -11,12 +11,12 @@ show that grading never runs it.
 import pytest
 
 from autograder.build.notebooks import make_notebook, write_notebook
-from autograder.fixtures import DEFAULT_DIR, load_fixtures
-from autograder.grading import grade_many
-from autograder.notebook import TAG_TRAIN
-from autograder.runner import Limits
-from autograder.stages import get_stage, questions
-from autograder.submissions import variant_notebook
+from autograder.build.fixtures import DEFAULT_DIR, stage_tests
+from autograder.reports.folder import grade_into_folder
+from autograder.engine.submission import TAG_TRAIN
+from autograder.engine.runner import Limits
+from autograder.course import get_stage, questions
+from autograder.authoring.variants import variant_notebook
 
 STAGE = get_stage("07_gpt")
 
@@ -51,7 +51,7 @@ def graded(tmp_path_factory):
         training[0]["source"] = SABOTAGED_TRAINING_CELL
         write_notebook(notebook, folder / f"{label}.ipynb")
         paths.append(folder / f"{label}.ipynb")
-    results = grade_many(STAGE, paths, folder / "out", load_fixtures(STAGE, DEFAULT_DIR), Limits(), workers=1, progress=False)
+    results = grade_into_folder(paths, stage_tests(STAGE), folder / "out", Limits(), workers=1, progress=False)
     return {g.name: g for g in results}
 
 

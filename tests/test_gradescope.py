@@ -1,6 +1,6 @@
-"""The Gradescope zip: otter-grader's layout, a lean environment, and the same scores as
+"""The Gradescope zip: Gradescope's own layout, a lean environment, and the same scores as
 ``gptcourse grade`` when unpacked into a root laid out like Gradescope's and run as
-Gradescope runs it, and when graded by the real ``otter run -a <zip>``.
+Gradescope runs it. It is not presented as an otter-grader autograder (no otter file in it).
 
 Each Gradescope run starts Python and torch afresh (seconds), so the catalogue test grades
 one mistake per question; ``GPTCOURSE_FULL_E2E=1`` makes it grade the whole catalogue."""
@@ -16,28 +16,19 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build.gradescope import build_gradescope_zip
-from autograder.fixtures import DEFAULT_DIR, load_fixtures
-from autograder.gradescope_settings import GradescopeSettings
-from autograder.grading import grade_many
-from autograder.runner import Limits
-from autograder.stages import get_stage
+from autograder.build.gradescope_zip import build_gradescope_zip
+from autograder.build.fixtures import DEFAULT_DIR, stage_tests
+from autograder.channels.gradescope.settings import GradescopeSettings
+from autograder.course import get_stage
 
-from conftest import make_root, submission
+from support import make_root, submission
 
 STAGE = "01_tokenisation"
-OTTER = Path(sys.executable).parent / "otter"
 CHEATS = '''
 import torch, numpy
 torch.allclose = lambda *a, **k: True
 torch.equal = lambda *a, **k: True
 numpy.allclose = lambda *a, **k: True
-try:  # otter's own test runner, had it been running in this process
-    import otter.test_files.abstract_test as _t
-    _t.TestFile.passed_all = property(lambda self: True)
-    _t.TestFile.score = property(lambda self: self.possible)
-except Exception:
-    pass
 '''
 DETACHED_WRITER = '''
 import subprocess, sys
@@ -51,7 +42,7 @@ EXIT = "import os\nos._exit(0)"
 @pytest.fixture(scope="module")
 def autograder_zip(tmp_path_factory) -> Path:
     stage = get_stage(STAGE)
-    load_fixtures(stage, DEFAULT_DIR)
+    stage_tests(stage)
     return build_gradescope_zip(stage, tmp_path_factory.mktemp("gradescope"), DEFAULT_DIR / f"{STAGE}.json")
 
 
@@ -70,21 +61,19 @@ def engine_scores(graded) -> dict[str, float]:
     return {r.key: r.score for r in graded.results}
 
 
-def test_zip_has_otters_layout_and_no_reference_code(autograder_zip):
+def test_zip_has_gradescopes_layout_and_no_reference_code(autograder_zip):
     with zipfile.ZipFile(autograder_zip) as archive:
         names = set(archive.namelist())
         modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in archive.infolist()}
         text = {n: archive.read(n).decode() for n in names}
-    assert {"setup.sh", "run_autograder", "run_otter.py", "requirements.txt", "environment.yml", "otter_config.json", "gptcourse.json"} <= names
-    assert any(n.startswith("tests/") for n in names)
+    assert {"setup.sh", "run_autograder", "requirements.txt", "environment.yml", "gptcourse.json",
+            "stage/public.py", "stage/hidden.py", "stage/fixtures.json", "autograder/engine/pipeline.py"} <= names
+    assert not any("otter" in n for n in names)  # not an otter autograder, and not presented as one
     assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111
     assert not any(n.startswith("solutions") or "/solutions/" in n for n in names)
     assert not any("def build_vocab" in body for body in text.values())  # the reference's code is not shipped
-    from otter.run import AutograderConfig
-
-    config = AutograderConfig(json.loads(text["otter_config.json"]))  # otter's own validation
-    assert config.plugins == ["autograder.otter_plugin.GptcoursePlugin"] and config.show_hidden
-    assert json.loads(text["gptcourse.json"]) == {"stage": STAGE, "hidden_visibility": "after_published"}
+    assert not any(n.startswith(("autograder/build/", "autograder/authoring/", "autograder/reports/", "autograder/channels/nbgrader/")) for n in names)
+    assert json.loads(text["gptcourse.json"]) == {"stage": STAGE, "hidden_visibility": "after_published", "torch": "2.13.0+cpu"}
 
 
 def test_environment_is_lean_and_pinned_and_setup_fails_early(autograder_zip):
@@ -98,9 +87,9 @@ def test_environment_is_lean_and_pinned_and_setup_fails_early(autograder_zip):
     assert all("==" in line for line in requirements[1:])  # every package pinned, dependencies included
     assert {"numpy==2.4.6", "matplotlib==3.11.2", "tqdm==4.70.1"} <= set(requirements)
     assert "python=3.11" in environment["dependencies"]
-    assert {"pip": requirements} in environment["dependencies"]
+    assert {"pip": ["-r requirements.txt"]} in environment["dependencies"]
     assert "set -euo pipefail" in setup.splitlines()[:6]
-    assert "import torch, numpy, matplotlib, tqdm, autograder.gradescope_entry" in setup.rstrip().splitlines()[-1]
+    assert "import torch, numpy, matplotlib, tqdm, autograder.channels.gradescope.entry" in setup.rstrip().splitlines()[-1]
     assert "entry.main(['--self-check'])" in setup.rstrip().splitlines()[-1]
     everything = (setup + json.dumps(environment)).lower()
     for unwanted in ("playwright", "chromium", "texlive", "pandoc", "otter-grader", "nvidia", "cu12", "cuda"):
@@ -118,20 +107,18 @@ def test_settings_reach_the_zip(tmp_path):
     target = build_gradescope_zip(get_stage(STAGE), tmp_path, DEFAULT_DIR / f"{STAGE}.json", settings=settings)
     with zipfile.ZipFile(target) as archive:
         shipped = json.loads(archive.read("gptcourse.json"))
-        otter_config = json.loads(archive.read("otter_config.json"))
-    assert shipped == {"stage": STAGE, "hidden_visibility": "hidden", "rate_limit": {"max_submissions": 3, "window_hours": 12}}
-    assert otter_config["show_hidden"] is False
+    assert shipped == {"stage": STAGE, "hidden_visibility": "hidden", "rate_limit": {"max_submissions": 3, "window_hours": 12}, "torch": "2.13.0+cpu"}
 
 
 @pytest.mark.slow
 def test_self_check_passes_and_catches_a_broken_package(autograder_zip, tmp_path):
     root = make_root(autograder_zip, tmp_path / "good")
-    check = [sys.executable, "-m", "autograder.gradescope_entry", "--self-check"]
+    check = [sys.executable, "-m", "autograder.channels.gradescope.entry", "--self-check"]
     done = subprocess.run(check, cwd=root / "source", capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "autograder ready: 01_tokenisation" in done.stdout
     broken = make_root(autograder_zip, tmp_path / "broken")
-    (broken / "source" / "fixtures" / f"{STAGE}.json").unlink()
+    (broken / "source" / "stage" / "fixtures.json").unlink()
     done = subprocess.run(check, cwd=broken / "source", capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
 
@@ -203,30 +190,3 @@ def test_a_zip_made_by_package_submission_is_graded(autograder_zip, tmp_path):
     doc, done = run_autograder(root)
     assert done.returncode == 0, done.stderr[-2000:]
     assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) > 0
-
-
-@pytest.mark.slow
-def test_otter_run_grades_through_the_engine_and_otters_cheats_fail(autograder_zip, tmp_path, graded_catalogue):
-    graded = graded_catalogue(STAGE)
-    cheat = submission(STAGE, tmp_path, "cheat", base="student", extra_cells=[CHEATS, EXIT])
-    cheat_graded = grade_many(get_stage(STAGE), [cheat], tmp_path / "engine", graded.fixtures, Limits(), progress=False)[0]
-    subjects = {"reference": graded.folder / "reference.ipynb", "empty": graded.folder / "empty.ipynb", "cheat": cheat}
-    subjects.update({m.slug: graded.folder / f"{m.slug}.ipynb" for m in graded.mistakes[:1]})
-    expected = {name: engine_scores(graded.by_name[name]) for name in subjects if name != "cheat"}
-    expected["cheat"] = engine_scores(cheat_graded)
-    env = dict(os.environ, PATH=f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}")
-
-    def one(name: str) -> dict:
-        out = tmp_path / "otter" / name
-        out.mkdir(parents=True)
-        done = subprocess.run([str(OTTER), "run", "-a", str(autograder_zip), "-o", str(out), "--no-logo", str(subjects[name])], env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-        assert "Total Score" in done.stdout
-        return json.loads((out / "results.json").read_text())
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        docs = dict(zip(subjects, pool.map(one, subjects)))
-    for name, doc in docs.items():
-        assert per_test(doc) == expected[name], name
-    assert docs["cheat"]["score"] == 0 and docs["empty"]["score"] == 0
-    assert docs["reference"]["score"] == sum(t["max_score"] for t in docs["reference"]["tests"])

@@ -9,10 +9,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from autograder.gradescope_settings import GradescopeSettings, settings_from_dict, stage_settings
-from autograder.rate_limit import MARK, check_rate_limit
-from autograder import judge
-from autograder.results import gradescope_json
+from autograder.channels.gradescope.settings import GradescopeSettings, settings_from_dict, stage_settings
+from autograder.channels.gradescope.rate_limit import MARK, check_rate_limit
+from autograder.engine import judge
+from autograder.engine.results import gradescope_json
 
 NOW = datetime(2025, 3, 10, 12, 0, tzinfo=timezone.utc)
 LIMIT = GradescopeSettings("01_tokenisation", max_submissions=2, window_hours=24)
@@ -90,12 +90,12 @@ def test_unreadable_times_are_ignored():
 @pytest.mark.slow
 def test_rate_limit_end_to_end_through_run_autograder(tmp_path):
     """A root laid out like Gradescope's, the zip's entry point, a limit in gptcourse.json."""
-    from autograder.build.gradescope import build_gradescope_zip
-    from autograder.fixtures import DEFAULT_DIR, load_fixtures
-    from autograder.stages import get_stage
+    from autograder.build.gradescope_zip import build_gradescope_zip
+    from autograder.build.fixtures import DEFAULT_DIR, stage_tests
+    from autograder.course import get_stage
 
     stage = get_stage("01_tokenisation")
-    load_fixtures(stage, DEFAULT_DIR)
+    stage_tests(stage)
     target = build_gradescope_zip(stage, tmp_path / "zip", DEFAULT_DIR / f"{stage.id}.json", settings=LIMIT)
     root = tmp_path / "autograder"
     with zipfile.ZipFile(target) as archive:

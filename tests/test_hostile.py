@@ -15,20 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from autograder import processes
+from autograder.engine import processes
 from autograder.cli import score_table
-from autograder.fixtures import DEFAULT_DIR, load_fixtures
-from autograder.feedback import feedback_markdown
-from autograder.grading import grade_many, hidden_secrets
-from autograder.judge import judge
-from autograder.results import cell_notes, gradescope_json
-from autograder.runner import Limits
-from autograder.sandbox import UID_BASE, best_level
-from autograder.stages import ROOT, get_stage, load_cases, questions
+from autograder.build.fixtures import DEFAULT_DIR, stage_tests
+from autograder.reports.feedback import feedback_markdown
+from autograder.engine.judge import judge
+from autograder.engine.results import cell_notes, gradescope_json
+from autograder.reports.folder import grade_into_folder
+from autograder.engine.runner import Limits
+from autograder.engine.sandbox import UID_BASE, best_level
+from autograder.course import ROOT, get_stage, questions
 
 import attacks
 import leakscan
-from conftest import submission
+from support import submission
 
 STAGES = ["01_tokenisation", "05_multihead"]
 FAST = Limits(case_timeout=1.5, cell_timeout=3.0, grace=1.0, total_timeout=120.0)
@@ -42,8 +42,8 @@ class Batch:
         self.out = folder / "out"
         self.attacks = {a.name: a for a in attacks.catalogue(stage_id)}
         self.paths = attacks.write_catalogue(stage_id, folder / "submissions", self.out)
-        self.fixtures = load_fixtures(self.stage, DEFAULT_DIR)
-        graded = grade_many(self.stage, list(self.paths.values()), self.out, self.fixtures, FAST, workers=2, progress=False)
+        self.tests = stage_tests(self.stage)
+        graded = grade_into_folder(list(self.paths.values()), self.tests, self.out, FAST, workers=2, progress=False)
         time.sleep(1.0)  # give anything left behind the chance to strike
         self.graded = {g.name: g for g in graded}
         self.maxima = dict(questions(stage_id))
@@ -141,8 +141,8 @@ def test_the_child_is_confined(batch):
     assert secrets, report[:2000]
     if isolation.get("level") in ("namespaces", "userns"):
         stage, folder = batch.stage, batch.paths["reference"].parent
-        for secret in (stage.suite_files[1], DEFAULT_DIR / f"{stage.id}.json", ROOT / "solutions" / f"{stage.module}.py",
-                       ROOT / "autograder" / "judge.py", folder / "reference.ipynb", batch.out / "grades.csv", folder):
+        for secret in (stage.hidden, DEFAULT_DIR / f"{stage.id}.json", stage.reference,
+                       ROOT / "autograder" / "engine" / "judge.py", folder / "reference.ipynb", batch.out / "grades.csv", folder):
             assert f"DENIED {secret} " in report, secret
         listing = next(line for line in report.splitlines() if line.startswith(f"{ROOT}: "))
         venv = Path(sys.prefix).resolve()
@@ -188,7 +188,7 @@ def _visible(batch, name: str) -> str:
 def test_no_visible_output_carries_hidden_tests_fixtures_or_reference_code(batch):
     hidden = leakscan.hidden_lines(batch.stage)
     fixtures = leakscan.fixture_fragments(batch.stage)
-    shared = (batch.out / "grades.csv").read_text() + score_table(list(batch.graded.values()), batch.stage.id)
+    shared = (batch.out / "grades.csv").read_text() + score_table(list(batch.graded.values()), batch.tests)
     assert hidden and fixtures
     assert not leakscan.find(shared, hidden + fixtures + attacks.fake_markers())
     for name, path in batch.paths.items():
@@ -201,10 +201,9 @@ def test_no_visible_output_carries_hidden_tests_fixtures_or_reference_code(batch
 
 def test_no_message_quotes_an_expected_value(batch):
     """The same outcomes judged against canary fixtures: no canary may surface."""
-    cases = list(load_cases(batch.stage.id))
-    canaries = {key: leakscan.canary(value) for key, value in batch.fixtures.items()}
+    canaries = batch.tests.with_fixtures({key: leakscan.canary(value) for key, value in batch.tests.fixtures.items()})
     for name, graded in batch.graded.items():
-        results = judge(cases, graded.outcome, canaries, hidden_secrets(batch.stage.id))
+        results = judge(canaries, graded.outcome)
         text = json.dumps(gradescope_json(results), ensure_ascii=False) + feedback_markdown(name, batch.stage.id, results, "", True)
         assert not leakscan.find(text, list(leakscan.CANARY_MARKERS)), (name, [r.message for r in results if "CANARY" in r.message or "0.12345" in r.message])
 
@@ -240,7 +239,7 @@ def test_unreadable_files_get_a_valid_zero_and_a_reason(tmp_path):
     stage = get_stage("01_tokenisation")
     paths = _unreadable(tmp_path)
     reference = submission(stage.id, tmp_path, "reference")
-    graded = grade_many(stage, [*paths.values(), reference], tmp_path / "out", load_fixtures(stage, DEFAULT_DIR), FAST, workers=2, progress=False)
+    graded = grade_into_folder([*paths.values(), reference], stage_tests(stage), tmp_path / "out", FAST, workers=2, progress=False)
     by_name = {g.name: g for g in graded}
     assert by_name["reference"].total == sum(dict(questions(stage.id)).values())
     for name in paths:

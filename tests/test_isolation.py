@@ -18,14 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from autograder import processes, sandbox
-from autograder.fixtures import DEFAULT_DIR
-from autograder.harness import load_suite
-from autograder.runner import Limits, run_submission
-from autograder.stages import ROOT, get_stage
+from autograder.engine import processes, sandbox
+from autograder.build.fixtures import DEFAULT_DIR
+from autograder.engine.runner import Limits, run_submission
+from autograder.course import ROOT, get_stage
 
 import probe_cell
-from conftest import submission
+from support import submission
 
 STAGE = "01_tokenisation"
 MB = 1 << 20
@@ -33,14 +32,15 @@ LIMITS = Limits(case_timeout=5.0, cell_timeout=20.0, grace=1.0, max_processes=16
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
 
-def _two_cases(suite_files: list[Path]):
-    return load_suite(str(suite_files[0]), "isolation_public").cases[:2]
+def _two_cases() -> tuple:
+    """The stage's tests and the keys of its first two public cases."""
+    tests = get_stage(STAGE).tests()
+    return tests, [c.key for c in tests.cases[:2]]
 
 
 def _secrets(project: Path) -> list[str]:
-    stage = get_stage(STAGE)
-    return [str(project / "autograder" / "suites" / STAGE / "hidden.py"), str(project / "autograder" / "judge.py"),
-            str(project / "solutions" / f"{stage.module}.py"), str(project / "release" / "fixtures" / f"{STAGE}.json"),
+    return [str(project / "assignments" / STAGE / "hidden.py"), str(project / "autograder" / "engine" / "judge.py"),
+            str(project / "assignments" / STAGE / "reference.py"), str(project / "release" / "fixtures" / f"{STAGE}.json"),
             str(project / "autograder")]
 
 
@@ -53,8 +53,8 @@ def confined(tmp_path_factory):
     other = submission(STAGE, folder, "another-student")
     read = _secrets(ROOT) + [str(DEFAULT_DIR), str(other), str(folder), str(out)]
     nb = submission(STAGE, folder, "probe", extra_cells=[probe_cell.cell(read, [str(out), str(folder), "/tmp", "."], LIMITS.disk_bytes)])
-    stage = get_stage(STAGE)
-    outcome = run_submission(nb, stage.suite_files, _two_cases(stage.suite_files), LIMITS)
+    tests, keys = _two_cases()
+    outcome = run_submission(nb, tests, LIMITS, keys)
     return outcome, probe_cell.facts(outcome.output), read, out
 
 
@@ -94,9 +94,9 @@ def test_the_limits_hold(confined):
 
 
 def test_cpu_time_is_capped(tmp_path):
-    stage = get_stage(STAGE)
     nb = submission(STAGE, tmp_path, "spin", extra_cells=["import time\nx = 0\nwhile True:\n    x += 1"])
-    outcome = run_submission(nb, stage.suite_files, _two_cases(stage.suite_files), Limits(cpu_seconds=1, cell_timeout=60.0, grace=1.0))
+    tests, keys = _two_cases()
+    outcome = run_submission(nb, tests, Limits(cpu_seconds=1, cell_timeout=60.0, grace=1.0), keys)
     assert any("ended the process" in m for m in outcome.cell_errors.values()), outcome.cell_errors
     assert not outcome.errors
 
@@ -145,13 +145,14 @@ SCRIPT = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from autograder.harness import load_suite
-from autograder.runner import Limits, run_submission
-suites = [Path(sys.argv[1]) / "autograder" / "suites" / sys.argv[2] / name for name in ("public.py", "hidden.py")]
-cases = load_suite(str(suites[0]), "copy_public").cases[:2]
+from autograder.engine.runner import Limits, run_submission
+from autograder.engine.suites import StageTests
+folder = Path(sys.argv[1]) / "assignments" / sys.argv[2]
+tests = StageTests.load(sys.argv[2], folder / "public.py", folder / "hidden.py")
+keys = [c.key for c in tests.cases[:2]]
 for level in sys.argv[4:]:  # one grading process (one fork server) for every level asked
     limits = Limits(case_timeout=5.0, cell_timeout=20.0, grace=1.0, max_processes=16, file_bytes=2**20, disk_bytes=8 * 2**20, sandbox=level)
-    outcome = run_submission(Path(sys.argv[3]), suites, cases, limits)
+    outcome = run_submission(Path(sys.argv[3]), tests, limits, keys)
     print(json.dumps({"isolation": outcome.isolation, "output": outcome.output, "errors": outcome.errors, "cells": outcome.cell_errors}))
 """
 
@@ -168,6 +169,7 @@ def engine_copy():
         project = base / "project"
         shutil.copytree(ROOT / "autograder", project / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(ROOT / "solutions", project / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "assignments" / STAGE, project / "assignments" / STAGE, ignore=shutil.ignore_patterns("__pycache__"))
         (project / "release" / "fixtures").mkdir(parents=True)
         shutil.copy(DEFAULT_DIR / f"{STAGE}.json", project / "release" / "fixtures")
         notebooks = base / "notebooks"
@@ -237,7 +239,7 @@ def test_an_ordinary_user_gets_the_best_the_platform_allows(engine_copy):
 
 
 def test_results_are_written_atomically_and_never_through_a_planted_link(tmp_path):
-    from autograder.results import write_atomic
+    from autograder.engine.results import write_atomic
 
     victim = tmp_path / "victim.txt"
     victim.write_text("untouched")

@@ -11,15 +11,15 @@ import os
 import subprocess
 import sys
 
-from autograder.build.gradescope import build_gradescope_zip
-from autograder.fixtures import DEFAULT_DIR, load_fixtures
-from autograder.grading import grade_many
-from autograder.runner import Limits
-from autograder.stages import get_stage
+from autograder.build.gradescope_zip import build_gradescope_zip
+from autograder.build.fixtures import DEFAULT_DIR, stage_tests
+from autograder.reports.folder import grade_into_folder
+from autograder.engine.runner import Limits
+from autograder.course import get_stage
 
 import attacks
 import leakscan
-from conftest import make_root
+from support import make_root
 
 STAGE = "01_tokenisation"
 LEAKY = ["read_files", "introspect_cell", "fake_stdout", "atexit", "read_in_function"]
@@ -31,7 +31,7 @@ def _material(stage, notebook) -> list[str]:
 
 def test_the_grade_command_prints_nothing_hidden(tmp_path):
     stage = get_stage(STAGE)
-    load_fixtures(stage, DEFAULT_DIR)
+    stage_tests(stage)
     chosen = [a for a in attacks.catalogue(STAGE) if a.name in LEAKY + ["introspect_function", "prints_fake_json", "forged_events"]]
     paths = attacks.write_catalogue(STAGE, tmp_path / "submissions", tmp_path / "out", chosen)
     done = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--stage", STAGE, "--out", str(tmp_path / "out"), "--workers", "2",
@@ -44,9 +44,9 @@ def test_the_grade_command_prints_nothing_hidden(tmp_path):
 
 def test_gradescope_output_carries_nothing_hidden_and_agrees_with_grade(tmp_path):
     stage = get_stage(STAGE)
-    fixtures = load_fixtures(stage, DEFAULT_DIR)
+    tests = stage_tests(stage)
     root = tmp_path / "gs" / "autograder"
-    extra = (str(root / "source" / "autograder" / "suites" / STAGE / "hidden.py"), str(root / "source" / "fixtures" / f"{STAGE}.json"),
+    extra = (str(root / "source" / "stage" / "hidden.py"), str(root / "source" / "stage" / "fixtures.json"),
              str(root / "submission_metadata.json"), str(root / "results"), str(root / "source"))
     leaky = attacks.combined(STAGE, LEAKY, "leaky")
     paths = attacks.write_catalogue(STAGE, tmp_path / "submissions", root / "results", [leaky], extra)
@@ -58,7 +58,7 @@ def test_gradescope_output_carries_nothing_hidden_and_agrees_with_grade(tmp_path
     doc = json.loads((root / "results" / "results.json").read_text())
     visible = leakscan.visible_strings(doc) + done.stdout + done.stderr
     assert not leakscan.find(visible, _material(stage, paths["leaky"]) + ["PREVIOUS-SUBMISSION"])
-    engine = grade_many(stage, [paths["leaky"]], tmp_path / "engine", fixtures, Limits(), progress=False)[0]
+    engine = grade_into_folder([paths["leaky"]], tests, tmp_path / "engine", Limits(), progress=False)[0]
     assert doc["score"] == engine.total
     assert {t["name"]: t["score"] for t in doc["tests"]} == {r.key: r.score for r in engine.results}
 
@@ -93,15 +93,15 @@ def test_the_scan_sees_a_leak_when_the_sandbox_is_off(tmp_path):
     """The leak scans are not vacuous: with no sandbox a submission smuggles out fixture data and
     reference code, which the judge's scrubbing (aimed at the hidden tests' source) does not catch."""
     stage = get_stage(STAGE)
-    fixtures = load_fixtures(stage, DEFAULT_DIR)
+    tests = stage_tests(stage)
     body = SMUGGLER.replace("@FIXTURE@", repr(str(DEFAULT_DIR / f"{STAGE}.json"))).replace(
-        "@SOLUTION@", repr(str(attacks.ROOT / "solutions" / f"{stage.module}.py")))
+        "@SOLUTION@", repr(str(stage.reference)))
     smuggler = attacks.Attack("smuggler", "function", body=body)
     paths = attacks.write_catalogue(STAGE, tmp_path / "submissions", tmp_path / "out", [smuggler])
     material = leakscan.fixture_fragments(stage) + leakscan.reference_lines(stage, paths["smuggler"].read_text())
     found = {}
     for level in ("none", "namespaces"):
-        graded = grade_many(stage, [paths["smuggler"]], tmp_path / level, fixtures, Limits(sandbox=level), progress=False)[0]
+        graded = grade_into_folder([paths["smuggler"]], tests, tmp_path / level, Limits(sandbox=level), progress=False)[0]
         text = leakscan.visible_strings(json.loads((tmp_path / level / "smuggler" / "results.json").read_text()))
         found[graded.outcome.isolation["level"]] = leakscan.find(text, material)
     assert len(found["none"]) >= 2, found

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from autograder.stages import ROOT, get_stage
+from autograder.course import ROOT, get_stage
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import tolerance_margins as margins  # noqa: E402

@@ -14,8 +14,8 @@ import pytest
 
 from autograder.build.nbgrader_course import CONFIG, build_nbgrader_course
 from autograder.build.stubs import reference_source
-from autograder.fixtures import DEFAULT_DIR, load_fixtures
-from autograder.stages import get_stage, questions
+from autograder.build.fixtures import DEFAULT_DIR, stage_tests
+from autograder.course import get_stage, questions
 
 STAGE = "01_tokenisation"
 BIN = Path(sys.executable).parent
@@ -55,7 +55,7 @@ def submit(course: Path, student: str, notebook: dict, when: str = "2025-01-15 1
 
 def test_course_directory_layout(tmp_path):
     stage = get_stage(STAGE)
-    load_fixtures(stage, DEFAULT_DIR)
+    stage_tests(stage)
     path = build_nbgrader_course(stage, tmp_path, DEFAULT_DIR)
     config = (tmp_path / "nbgrader_config.py").read_text()
     assert config == CONFIG and "c.Execute.timeout = 300" in config and 'kernel_name = "python3"' in config

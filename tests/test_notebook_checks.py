@@ -11,8 +11,8 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder.build.notebooks import make_notebook
-from autograder.notebook import TAG_CHECK, TAG_DEMO, TAG_TRAIN
-from autograder.stages import available_stages, get_stage
+from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_TRAIN
+from autograder.course import all_stages, get_stage
 
 NAME = "Lab 1 - my copy (2).ipynb"
 # The first cell of the test notebooks: nothing from this project or the grading tools can be
@@ -63,7 +63,7 @@ def _run_checks(stage, variant, folder):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("stage", available_stages()[:1], ids=lambda s: s.id)
+@pytest.mark.parametrize("stage", all_stages()[:1], ids=lambda s: s.id)
 def test_check_cells_report_in_a_kernel(stage, tmp_path):
     reference = _run_checks(stage, "reference", tmp_path)
     assert reference and all("public tests passed" in r for r in reference.values()), reference

@@ -25,10 +25,11 @@ from nbclient import NotebookClient
 
 import solutions.multihead
 from autograder.build.notebooks import make_notebook
-from autograder.harness import CASE_SEED, Namespace, reseed, set_parameters
-from autograder.mistakes import catalogue
-from autograder.notebook import TAG_CHECK, TAG_DEMO, code_cells
-from autograder.stages import get_stage, load_cases, questions
+from autograder.kit.cases import Namespace, set_parameters
+from autograder.kit.runtime import CASE_SEED, reseed
+from autograder.authoring.catalogue import catalogue
+from autograder.engine.submission import TAG_CHECK, TAG_DEMO, code_cells
+from autograder.course import get_stage, load_cases, questions
 from solutions.blocks import FeedForward, LayerNorm, TransformerBlock
 from solutions.masking import causal_mask
 

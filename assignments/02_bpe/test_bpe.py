@@ -21,8 +21,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.harness import load_suite, run_public
-from conftest import SHAKESPEARE
+from autograder.course import get_stage
+from autograder.kit.check_cell import run_public
+from support import SHAKESPEARE
 from solutions.bpe import (
     BPETokenizer,
     bpe_segment,
@@ -188,15 +189,15 @@ def test_public_train_bpe_tests_do_not_depend_on_the_other_functions():
     """A student's plain train_bpe calls their count_pairs and merge_pair; mistakes there
     must not cost train_bpe's public points (the notebook promises each question is
     graded on its own)."""
-    suite = load_suite(str(Path(__file__).parents[1] / "autograder" / "suites" / "02_bpe" / "public.py"), "public_02_bpe")
+    public = [c for c in get_stage("02_bpe").tests().cases if c.public]
     names = {"word_frequencies": word_frequencies}
     names["count_pairs"] = lambda word_freqs: {p: 1 for w in word_freqs for p in zip(w, w[1:])}  # word counts ignored
     names["merge_pair"] = lambda word_freqs, pair: {tuple(sorted(w)): n for w, n in word_freqs.items()}  # nonsense
     exec(PLAIN_LOOP, names)
     assert names["train_bpe"](LECTURE_TEXT, 8, eow="_") != LECTURE_MERGES  # run directly, the mistakes show
-    passed, report, _ = run_public(suite.cases, "train_bpe", names)
+    passed, report, _ = run_public(public, "train_bpe", names)
     assert passed, report
-    assert not run_public(suite.cases, "count_pairs", names)[0]
+    assert not run_public(public, "count_pairs", names)[0]
 
 
 # --- incremental learner == plain recount learner ------------------------------------

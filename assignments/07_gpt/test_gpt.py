@@ -11,9 +11,10 @@ import torch.nn.functional as F
 import solutions.blocks
 import solutions.gpt
 import solutions.multihead
-from autograder.fixtures import DEFAULT_DIR, load_fixtures
-from autograder.harness import REFERENCE, Namespace, load_suite
-from autograder.stages import get_stage
+from autograder.build.fixtures import stage_tests
+from autograder.engine.suites import exec_suite
+from autograder.kit.cases import REFERENCE, Namespace
+from autograder.course import get_stage
 from solutions.gpt import (
     GPT,
     GPTConfig,
@@ -361,9 +362,9 @@ def test_the_same_calls_run_on_cuda():
 
 def _suite_module(kind: str):
     """The stage's public or hidden test file, run as a module (for its stand-in models)."""
-    path = get_stage("07_gpt").suite_files[0 if kind == "public" else 1]
+    path = getattr(get_stage("07_gpt"), kind)
     name = f"test_solutions_gpt_{kind}_suite"
-    load_suite(str(path), name)
+    exec_suite(path.read_text(encoding="utf-8"), str(path), name)
     return sys.modules[name]
 
 
@@ -377,7 +378,7 @@ def _reference_names() -> dict:
 def test_kv_cache_fixtures_are_the_tokens_of_plain_greedy_generation():
     """The hidden kv_cache token tests expect the reference's cached tokens; those are
     exactly what plain greedy generation (no cache) gives on the same test models."""
-    fixtures = load_fixtures(get_stage("07_gpt"), DEFAULT_DIR)
+    fixtures = stage_tests(get_stage("07_gpt")).fixtures
     names = _reference_names()
     names["generate_cached"] = names["generate"]  # the probes now run plain generation
     token_cases = [c for c in _suite_module("hidden").suite.cases

@@ -13,7 +13,7 @@ import importlib.util
 import textwrap
 from dataclasses import dataclass
 
-from autograder.course import Stage
+from autograder.course import Stage, get_stage
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,8 @@ class Variant:
     qid: str
     name: str
     cells: dict[str, str]  # stub name -> the full source of that cell
+    hints: tuple[str, ...] = ()  # the hints (``Hint.mistake``) this mistake must trigger, and no others
+    hidden_only: str = ""  # why no public test can catch this mistake (empty: a public test must)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cells", {k: textwrap.dedent(v).strip("\n") for k, v in self.cells.items()})
@@ -34,11 +36,13 @@ class Variant:
         return f"{self.qid}-{'-'.join(words)[:48]}"
 
 
-def catalogue(stage: Stage) -> tuple[list[Variant], list[Variant]]:
-    """``(mistakes, alternatives)`` of a stage (a ``course.Stage``), read from its ``mistakes.py``.
+def catalogue(stage: Stage | str) -> tuple[list[Variant], list[Variant]]:
+    """``(mistakes, alternatives)`` of a stage (or stage id), read from its ``mistakes.py``.
 
     A missing file or a missing list is an error, never an empty catalogue.
     """
+    if isinstance(stage, str):
+        stage = get_stage(stage)
     path = stage.mistakes
     if not path.is_file():
         raise FileNotFoundError(f"{stage.id} has no catalogue: {path}")

@@ -39,6 +39,7 @@ from autograder.engine.runner import Limits
 from autograder.kit import PASTED
 
 from .catalogue import catalogue
+from .clauses import clause_problems
 from .variants import write_variant
 
 MIN_MISTAKES = 4
@@ -79,6 +80,11 @@ class CatalogueGrades:
         graded = grade_batch(paths, [p.stem for p in paths], self.tests, Limits(), workers=workers, progress=False)
         self.by_name: dict[str, Graded] = {g.name: g for g in graded}
         self.folder = folder
+
+    @property
+    def fixtures(self):
+        """The expected values the catalogue was graded against."""
+        return self.tests.fixtures
 
     def scores(self, name: str) -> dict[str, float]:
         """Points per question of one graded submission."""
@@ -129,9 +135,8 @@ def public_suite_problems(stage: Stage) -> list[str]:
     return problems
 
 
-def doctest_problems(module_name: str) -> list[str]:
-    """The docstring examples of ``solutions.<module_name>`` that do not run true."""
-    module = importlib.import_module(f"solutions.{module_name}")
+def doctest_problems(module) -> list[str]:
+    """The docstring examples of a module that do not run true."""
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
     problems = []
     for test in doctest.DocTestFinder().find(module):
@@ -143,8 +148,7 @@ def doctest_problems(module_name: str) -> list[str]:
     return problems
 
 
-def _examples(module_name: str) -> int:
-    module = importlib.import_module(f"solutions.{module_name}")
+def _examples(module) -> int:
     return sum(len(t.examples) for t in doctest.DocTestFinder().find(module))
 
 
@@ -184,6 +188,9 @@ def static_problems(stage: Stage) -> tuple[list[str], str]:
             problems.append(f"question {qid} has no hidden test")
     problems += check_cells_problems(stage)
     problems += public_suite_problems(stage)
+    if (stage.folder / "clauses.md").exists():  # required of every stage once each has its table
+        by_question = {q: {c.key for c in tests.cases if c.qid == q} for q, _ in questions}
+        problems += clause_problems(stage.folder / "clauses.md", by_question)
     try:
         mistakes, alternatives = catalogue(stage)
     except (OSError, ValueError, SyntaxError, ImportError) as exc:
@@ -203,9 +210,9 @@ def static_problems(stage: Stage) -> tuple[list[str], str]:
             problems.append(f"question {qid} has no correct alternative in the catalogue")
     slugs = [v.slug for v in mistakes + alternatives]
     problems += [f"two variants share the file name {s!r}" for s in sorted({s for s in slugs if slugs.count(s) > 1})]
-    problems += doctest_problems(stage.module)
+    problems += doctest_problems(reference)
     points = sum(p for _, p in questions)
-    summary = f"{len(qids)} questions, {points:g} points, {len(mistakes)} mistakes, {len(alternatives)} alternatives, {_examples(stage.module)} docstring examples"
+    summary = f"{len(qids)} questions, {points:g} points, {len(mistakes)} mistakes, {len(alternatives)} alternatives, {_examples(reference)} docstring examples"
     return problems, summary
 
 

@@ -30,9 +30,10 @@ ENGINE_FILES = [*sorted((PACKAGE / "kit").glob("*.py")), *(PACKAGE / "engine" / 
 def source_hash(stage: Stage) -> str:
     """A hash of everything a stage's expected outputs depend on."""
     digest = hashlib.sha256()
-    paths = [stage.source, stage.public, stage.hidden, *sorted(ASSIGNMENTS.glob("*/reference.py")), ROOT / "solutions" / "data.py", *ENGINE_FILES]
-    for path in paths:
-        digest.update(str(path.relative_to(ROOT)).encode())
+    named = [(p.name, p) for p in (stage.source, stage.public, stage.hidden)]
+    named += [(str(p.relative_to(ROOT)), p) for p in (*sorted(ASSIGNMENTS.glob("*/reference.py")), ROOT / "solutions" / "data.py", *ENGINE_FILES)]
+    for name, path in named:
+        digest.update(name.encode())
         digest.update(path.read_bytes() if path.exists() else b"")
     return digest.hexdigest()
 

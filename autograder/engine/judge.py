@@ -1,6 +1,5 @@
 """The judge: turns a submission's raw outputs into scored test results (parent side only)."""
 
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,18 +13,6 @@ from .suites import StageTests
 MESSAGE_LIMIT = 1500  # characters of a failed test's message
 HIDDEN_ERROR_LIMIT = 400  # ... of a hidden test's error from the student's code: enough for an honest error, little room to smuggle anything out
 
-_calibration: list[float] = []
-_calibration_lock = threading.Lock()
-
-
-def calibration_seconds() -> float:
-    """The calibration workload's time, measured once per grading process (never in a child)."""
-    with _calibration_lock:
-        if not _calibration:
-            _calibration.append(calibrate())
-        return _calibration[0]
-
-
 @dataclass
 class TestResult:
     """One test case as the student and the gradebook see it."""
@@ -38,6 +25,8 @@ class TestResult:
     max_score: float
     message: str
     fault: str | None = None  # the test's own check failed on this output (for the instructor)
+    hint: str | None = None  # the known mistake a hint recognised (``Hint.mistake``)
+    builds_on: tuple[str, ...] = ()  # more basic tests of the question (``Case.builds_on``)
 
     @property
     def passed(self) -> bool:
@@ -56,8 +45,13 @@ def _expected(case: Case, fixtures: dict[str, Any]) -> Any:
     return fixtures[case.key]
 
 
-def judge_case(case: Case, outcome: Outcome, fixtures: dict[str, Any]) -> Verdict:
-    """The verdict on one case (``CheckFault`` when the test's check fails on the output)."""
+def judge_case(case: Case, outcome: Outcome, fixtures: dict[str, Any], calibration: dict[str, float] | None = None) -> Verdict:
+    """The verdict on one case (``CheckFault`` when the test's check fails on the output).
+
+    A timed case is judged against the calibration workload's time measured here, in the
+    parent, right after this submission ran (``calibration`` keeps it for the submission's
+    other timed cases), so that a busy or slow machine moves both times alike.
+    """
     if case.key in outcome.errors:
         return Verdict(False, outcome.errors[case.key])
     if case.key not in outcome.values:
@@ -66,7 +60,10 @@ def judge_case(case: Case, outcome: Outcome, fixtures: dict[str, Any]) -> Verdic
     if case.timed:
         if case.key not in outcome.seconds:
             return Verdict(False, "the time of this test could not be measured")
-        got = {"output": got, "seconds": outcome.seconds[case.key], "calibration": calibration_seconds()}
+        calibration = {} if calibration is None else calibration
+        if "seconds" not in calibration:
+            calibration["seconds"] = calibrate()
+        got = {"output": got, "seconds": outcome.seconds[case.key], "calibration": calibration["seconds"]}
     return judge_output(case, got, _expected(case, fixtures))
 
 
@@ -121,11 +118,11 @@ def judge(tests: StageTests, outcome: Outcome) -> list[TestResult]:
     """Score every case of a submission. Messages are scrubbed of hidden test source and,
     for hidden tests, of expected values; a test whose check fails on the output scores 0
     and carries the fault for the instructor."""
-    results = []
+    results, calibration = [], {}
     for case in tests.cases:
         fault = None
         try:
-            verdict = judge_case(case, outcome, tests.fixtures)
+            verdict = judge_case(case, outcome, tests.fixtures, calibration)
         except CheckFault as exc:
             fault = str(exc)
             verdict = Verdict(False, fault_message(exc))
@@ -144,6 +141,8 @@ def judge(tests: StageTests, outcome: Outcome) -> list[TestResult]:
                 max_score=case.points,
                 message=scrub(message, tests.secrets, limit),
                 fault=fault,
+                hint=None if verdict.passed else verdict.hint,
+                builds_on=case.builds_on,
             )
         )
     return results

@@ -30,6 +30,7 @@ level at most; tests use it to exercise the fallbacks.
 """
 
 import ctypes
+import errno
 import os
 import platform
 import stat
@@ -47,6 +48,8 @@ CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 MNT_DETACH = 0x2
+MS_RELATIME, MS_NOATIME, MS_NODIRATIME = 0x200000, 0x400, 0x800
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41}
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -109,7 +112,7 @@ def _kept_flags(path: str) -> int:
     for st_flag, ms_flag in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC), (os.ST_RDONLY, MS_RDONLY)):
         if have & st_flag:
             flags |= ms_flag
-    for st_flag, ms_flag in ((os.ST_NOATIME, 0x400), (os.ST_NODIRATIME, 0x800), (os.ST_RELATIME, 0x200000)):
+    for st_flag, ms_flag in ((os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME), (os.ST_RELATIME, MS_RELATIME)):
         if have & st_flag:
             flags |= ms_flag
     return flags
@@ -200,12 +203,12 @@ def build_root(workdir: str, project: str, uid: int, gid: int, disk_bytes: int, 
 def _drop_bounding_set() -> None:
     libc = _libc()
     for cap in range(64):
-        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
-            break  # EINVAL: past the last capability this kernel knows
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break  # past the last capability this kernel knows
 
 
 def _drop_capabilities() -> None:
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)  # this process
     data = (ctypes.c_uint32 * 6)()
     _call(_libc().capset(header, data), "capset")
 
@@ -289,18 +292,20 @@ def _detach(path: str) -> None:
 def _as_root(workdir: str, project: str, disk_bytes: int, ceiling: str) -> dict:
     uid = child_uid(os.getpid())
     offline = _unshare(CLONE_NEWNET)
+    fallback = None
     if ceiling == "namespaces" and _unshare(CLONE_NEWNS | CLONE_NEWIPC):
         try:
             build_root(workdir, project, uid, uid, disk_bytes, with_proc=True)
             os.chdir(workdir)
             return {"level": "namespaces", "uid": _become(uid), "offline": offline, "workdir": workdir}
-        except (OSError, ValueError):
+        except (OSError, ValueError) as exc:  # kept: the report says why the child got a weaker level
+            fallback = f"namespaces failed: {type(exc).__name__}: {exc}"
             _detach(workdir)
     protect_project(project)
     open_python_path()
     own = _private_workdir(workdir, uid)
     os.chdir(own)
-    return {"level": "uid", "uid": _become(uid), "offline": offline, "workdir": own}
+    return _level("uid", _become(uid), offline, own, fallback)
 
 
 def _write(path: str, text: str) -> None:
@@ -317,17 +322,26 @@ def _as_user(workdir: str, project: str, disk_bytes: int) -> dict:
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
-    level = "userns"
+    level, fallback = "userns", None
     try:
         build_root(workdir, project, uid, gid, disk_bytes, with_proc=False)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:  # kept: the report says why the child got a weaker level
+        fallback = f"userns failed: {type(exc).__name__}: {exc}"
         _detach(workdir)
         level = "none"
     os.chdir(workdir)
     _drop_bounding_set()
     _drop_capabilities()
     _no_new_privileges()
-    return {"level": level, "uid": None, "offline": True, "workdir": workdir}
+    return _level(level, None, True, workdir, fallback)
+
+
+def _level(level: str, uid: int | None, offline: bool, workdir: str, fallback: str | None) -> dict:
+    """What ``enter`` reports; ``fallback`` says why a stronger level failed, when one did."""
+    doc = {"level": level, "uid": uid, "offline": offline, "workdir": workdir}
+    if fallback:
+        doc["fallback"] = fallback
+    return doc
 
 
 def best_level() -> str:
@@ -348,7 +362,8 @@ def enter(workdir: str, project: str, disk_bytes: int, ceiling: str = "namespace
     """Confine this process as well as the platform allows, ``ceiling`` at most; say how.
 
     Returns ``{"level", "uid" (the user the child now runs as, None when unchanged),
-    "offline" (True when the child has no network), "workdir" (where to work)}``.
+    "offline" (True when the child has no network), "workdir" (where to work)}``, and
+    ``"fallback"`` (why a stronger level failed) when one was tried and failed.
     """
     if ceiling not in LEVELS:
         raise ValueError(f"unknown sandbox level {ceiling!r}; choose one of {', '.join(LEVELS)}")

@@ -96,6 +96,10 @@ class StageTests:
         keys = [c.key for c in cases]
         if len(set(keys)) != len(keys):
             raise ValueError(f"{stage_id}: two tests share a name")
+        for case in cases:
+            for name in case.builds_on:
+                if f"{case.qid}: {name}" not in keys[: keys.index(case.key)]:
+                    raise ValueError(f"{case.key}: builds_on names {name!r}, which is no earlier test of {case.qid}")
         return cls(stage_id, tuple(suites), tuple(cases), dict(fixtures or {}), tuple(secret_lines([suites[1].source])))
 
     def with_fixtures(self, fixtures: dict[str, Any]) -> "StageTests":

@@ -9,7 +9,7 @@ Rules (checked by ``tests/test_layers.py`` and ``gptcourse check-stage``):
 - Modules of the kit import each other only with single-line ``from .module import ...``
   statements (the build drops them when pasting); a suite imports the kit with single-line
   ``from autograder.kit import ...`` statements, dropped likewise.
-- No three single quotes in a row (the paste is a raw ``'''`` string).
+- No three single quotes in a row: the paste is a raw string delimited by them.
 
 A suite file is written with the names exported here::
 

@@ -47,6 +47,7 @@ class Case:
     public: bool
     timeout: float
     timed: bool = False
+    builds_on: tuple[str, ...] = ()  # names of more basic tests of the same question whose failure explains this one's
 
     @property
     def key(self) -> str:
@@ -71,6 +72,7 @@ class Suite:
         expected: Any = None,
         timeout: float = 10.0,
         timed: bool = False,
+        builds_on: tuple[str, ...] = (),
     ) -> Callable[[Callable[["Namespace"], Any]], Callable[["Namespace"], Any]]:
         """Register the decorated probe as a test case of question ``qid``.
 
@@ -85,7 +87,7 @@ class Suite:
             raise ValueError(f"test {qid}: {name} must carry positive points")
 
         def register(probe: Callable[["Namespace"], Any]) -> Callable[["Namespace"], Any]:
-            new = Case(qid, name, float(points), probe, check, expected, self.public, float(timeout), timed)
+            new = Case(qid, name, float(points), probe, check, expected, self.public, float(timeout), timed, tuple(builds_on))
             if any(c.key == new.key for c in self.cases):
                 raise ValueError(f"duplicate test name {new.key!r}")
             self.cases.append(new)

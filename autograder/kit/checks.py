@@ -19,18 +19,25 @@ import torch
 
 @dataclass
 class Verdict:
-    """The outcome of one check: did it pass, and what to tell the student."""
+    """The outcome of one check: did it pass, what to tell the student, and the known mistake
+    its hint named (``Hint.mistake``), if one fired."""
 
     passed: bool
     message: str = ""
+    hint: str | None = None
 
 
 @dataclass
 class Hint:
-    """A known mistake: ``when(got, expected)`` recognises it, ``text`` nudges without answering."""
+    """A known mistake: ``when(got, expected)`` recognises it, ``text`` nudges without answering.
+
+    ``mistake`` names the mistake in a few words (``"ids start at 1"``): the class report
+    groups failures by it, and each catalogued mistake declares the hints it must trigger.
+    """
 
     when: Callable[[Any, Any], bool]
     text: str
+    mistake: str = ""
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -45,7 +52,7 @@ def _with_hint(verdict: Verdict, hints: list[Hint], got: Any, expected: Any) -> 
         return verdict
     for hint in hints:
         if hint.when(got, expected):
-            return Verdict(False, f"{verdict.message}\nHint: {hint.text}")
+            return Verdict(False, f"{verdict.message}\nHint: {hint.text}", hint.mistake or hint.text)
     return verdict
 
 

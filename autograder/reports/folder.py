@@ -3,8 +3,9 @@
 
 from pathlib import Path
 
-from autograder.engine.pipeline import Graded
+from autograder.engine.pipeline import Graded, grade_batch
 from autograder.engine.results import cell_notes, dump_json, gradescope_json, write_atomic
+from autograder.engine.runner import Limits
 from autograder.engine.suites import StageTests
 
 from .feedback import feedback_markdown
@@ -40,3 +41,23 @@ def write_gradebook(graded: list[Graded], tests: StageTests, out_dir: Path) -> P
     target = out_dir / "grades.csv"
     write_atomic(target, gradebook_csv(rows, qids, maxima))
     return target
+
+
+def grade_into_folder(
+    paths: list[Path],
+    tests: StageTests,
+    out_dir: Path,
+    limits: Limits | None = None,
+    *,
+    names: list[str] | None = None,
+    workers: int = 1,
+    progress: bool = True,
+    show_hidden: bool = False,
+) -> list[Graded]:
+    """Grade ``paths`` through the engine's pipeline and write the whole folder."""
+    done = grade_batch(
+        paths, names or unique_names(paths), tests, limits or Limits(), workers=workers, progress=progress,
+        write=lambda graded: write_submission(graded, out_dir, show_hidden),
+    )
+    write_gradebook(done, tests, out_dir)
+    return done

@@ -1,4 +1,7 @@
-"""Shared fixtures: graded catalogues are computed once per session and stage."""
+"""What the project's tests share (loaded as a pytest plugin: ``-p support`` in pyproject.toml,
+so that the tests of each stage's reference in ``assignments/`` have it too): the local Tiny
+Shakespeare, notebooks made for a test, a Gradescope-like root, and each stage's catalogue
+graded once per session."""
 
 import json
 import os
@@ -8,14 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import processes
-from autograder.fixtures import DEFAULT_DIR, load_fixtures
-from autograder.grading import grade_many
-from autograder.mistakes import catalogue
-from autograder.runner import Limits
-from autograder.stages import get_stage
-from autograder.submissions import variant_notebook, write_variant
-from autograder.build.notebooks import make_notebook, write_notebook
+from autograder.authoring.lint import CatalogueGrades
+from autograder.authoring.variants import variant_notebook
+from autograder.build.notebooks import write_notebook
+from autograder.course import get_stage
+from autograder.engine import processes
 
 
 
@@ -37,40 +37,16 @@ def _subreaper():
         os.environ.setdefault("GPTCOURSE_SHAKESPEARE", str(SHAKESPEARE))
 
 
-class Graded:
-    """Every catalogue submission of a stage, graded in one batch."""
-
-    def __init__(self, stage_id: str, folder: Path) -> None:
-        self.stage = get_stage(stage_id)
-        self.fixtures = load_fixtures(self.stage, DEFAULT_DIR)
-        self.mistakes, self.alternatives = catalogue(self.stage.id)
-        paths = []
-        write_notebook(make_notebook(self.stage, "reference"), folder / "reference.ipynb")
-        write_notebook(make_notebook(self.stage, "student"), folder / "empty.ipynb")
-        paths += [folder / "reference.ipynb", folder / "empty.ipynb"]
-        for variant in self.mistakes + self.alternatives:
-            paths.append(write_variant(self.stage, variant, folder))
-        graded = grade_many(self.stage, paths, folder / "out", self.fixtures, Limits(), workers=2, progress=False)
-        self.by_name = {g.name: g for g in graded}
-        self.folder = folder
-
-    def scores(self, name: str) -> dict[str, float]:
-        per: dict[str, float] = {}
-        for r in self.by_name[name].results:
-            per[r.qid] = per.get(r.qid, 0.0) + r.score
-        return per
-
-
-_graded: dict[str, Graded] = {}
+_graded: dict[str, CatalogueGrades] = {}
 
 
 @pytest.fixture(scope="session")
 def graded_catalogue(tmp_path_factory):
     """``graded_catalogue(stage_id)`` grades the stage's reference, empty release and catalogue once."""
 
-    def get(stage_id: str) -> Graded:
+    def get(stage_id: str) -> CatalogueGrades:
         if stage_id not in _graded:
-            _graded[stage_id] = Graded(stage_id, tmp_path_factory.mktemp(f"catalogue-{stage_id}"))
+            _graded[stage_id] = CatalogueGrades(get_stage(stage_id), tmp_path_factory.mktemp(f"catalogue-{stage_id}"))
         return _graded[stage_id]
 
     return get

@@ -1,0 +1,133 @@
+"""``gptcourse check-stage``: every stage passes it, and it catches what an author can get wrong.
+
+The full check of every stage reuses the session's graded catalogue (``graded_catalogue``),
+so ``make test`` lints every stage without grading anything twice. The failures are shown
+on scratch copies of stage 01 with one thing broken each.
+"""
+
+import doctest
+import importlib
+import pkgutil
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from autograder.authoring.lint import CatalogueGrades, doctest_problems, lint_stage, static_problems
+from autograder.course import ROOT, all_stages, get_stage
+
+STAGES = [s.id for s in all_stages()]
+
+
+@pytest.mark.parametrize("stage_id", STAGES)
+def test_every_stage_passes_the_whole_check(stage_id, graded_catalogue):
+    report = lint_stage(get_stage(stage_id), grades=graded_catalogue(stage_id))
+    assert report.ok and report.graded, report.render()
+
+
+def test_the_command_reports_ok_and_its_exit_status(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "autograder.cli", "check-stage", "01", "--quick"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("01_tokenisation: OK (static checks; 6 questions")
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    """A copy of stage 01's folder in a scratch course, to break one thing at a time."""
+    folder = tmp_path / "assignments" / "01_tokenisation"
+    shutil.copytree(get_stage("01").folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return get_stage("01", root=folder.parent)
+
+
+def _replace(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_a_scratch_copy_is_clean(scratch):
+    assert static_problems(scratch)[0] == []
+
+
+def test_a_typo_in_a_check_cell_is_caught(scratch):
+    _replace(scratch.source, "```python check build_vocab", "```python check build_vocabb")
+    problems = static_problems(scratch)[0]
+    assert any("`check build_vocabb` names no question" in p for p in problems), problems
+    assert any("question build_vocab has no check cell" in p for p in problems), problems
+
+
+def test_a_missing_or_misspelt_catalogue_is_an_error_not_an_empty_one(scratch):
+    _replace(scratch.mistakes, "MISTAKES = [", "MISTAKE = [")
+    assert any("must define MISTAKES" in p for p in static_problems(scratch)[0])
+    scratch.mistakes.unlink()
+    assert static_problems(scratch)[0] == [f"{scratch.folder} has no mistakes.py"]
+
+
+def test_too_few_mistakes_for_a_question_are_caught(scratch):
+    text = scratch.mistakes.read_text(encoding="utf-8")
+    start = text.index('    Variant("build_vocab", "ids start at 1"')
+    end = text.index('    Variant("build_vocab", "maps returned in the wrong order"')
+    scratch.mistakes.write_text(text[:start] + text[end:], encoding="utf-8")
+    assert any("question build_vocab has 3 catalogued mistakes; at least 4" in p for p in static_problems(scratch)[0])
+
+
+@pytest.mark.parametrize("change,expected", [
+    ("suite = Suite(public=True)", "suite = Suite(public=True)\nNOTE = '''pasted'''"),
+    ("from autograder.kit import ", "from autograder.kit import (\n    "),
+    ("suite = Suite(public=True)", "suite = Suite(public=True)\n\n\ndef run_public(*args):\n    return None"),
+])
+def test_a_public_suite_that_cannot_be_pasted_is_caught(scratch, change, expected):
+    text = scratch.public.read_text(encoding="utf-8")
+    if change.startswith("from"):  # a kit import over several lines
+        line = next(l for l in text.splitlines() if l.startswith(change))
+        names = line[len(change):].split(", ")
+        text = text.replace(line, change + "(\n    " + ",\n    ".join(names) + ",\n)")
+    else:
+        text = text.replace(change, expected, 1)
+    scratch.public.write_text(text, encoding="utf-8")
+    problems = static_problems(scratch)[0]
+    assert any(word in p for p in problems for word in ("three single quotes", "on one line", "defines run_public")), problems
+
+
+def test_a_docstring_example_that_is_wrong_is_caught():
+    module = types.ModuleType("scratch_reference")
+    exec('def double(x):\n    """Twice x.\n\n    >>> double(2)\n    5\n    """\n    return 2 * x\n', module.__dict__)
+    module.double.__module__ = module.__name__
+    assert doctest_problems(module) == ["docstring example of scratch_reference.double fails (1 of 1 lines)"]
+
+
+def test_the_graded_check_catches_a_mistake_that_earns_full_marks_or_costs_elsewhere(scratch, tmp_path):
+    _replace(scratch.mistakes, "MISTAKES = [", '''MISTAKES = [
+    Variant("build_vocab", "a correct answer filed as a mistake", {"build_vocab": \'\'\'
+        def build_vocab(text):
+            chars = sorted(set(text))
+            return {c: i for i, c in enumerate(chars)}, dict(enumerate(chars))
+    \'\'\'}),
+    Variant("encode_decode", "breaks build_vocab too", {"encode": "def encode(text, stoi):\\n    raise ValueError('no')", "build_vocab": "def build_vocab(text):\\n    return {}, {}"}),
+''')
+    _replace(scratch.mistakes, "ALTERNATIVES = [", '''ALTERNATIVES = [
+    Variant("ngram", "not an alternative at all", {"NGramLM": "class NGramLM:\\n    pass"}),
+''')
+    grades = CatalogueGrades(scratch, tmp_path / "graded")
+    report = lint_stage(scratch, grades=grades)
+    assert not report.ok and report.graded
+    text = "\n".join(report.problems)
+    assert "mistake 'build_vocab-a-correct-answer-filed-as-a-mistake' earns full marks on build_vocab" in text
+    assert "mistake 'encode_decode-breaks-build-vocab-too' also loses points on build_vocab" in text
+    assert "alternative 'ngram-not-an-alternative-at-all' fails ngram:" in text
+
+
+def test_docstring_examples_outside_the_stages_run():
+    """The references' examples run in every stage's check; these are the package's and the corpora's."""
+    import autograder
+    import solutions.data
+
+    modules = [solutions.data] + [importlib.import_module(i.name) for i in pkgutil.walk_packages(autograder.__path__, "autograder.")]
+    examples = 0
+    for module in modules:
+        assert doctest_problems(module) == [], module.__name__
+        examples += sum(len(t.examples) for t in doctest.DocTestFinder().find(module))
+    assert examples >= 3
