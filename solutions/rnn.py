@@ -71,14 +71,8 @@ class LSTMCell(nn.Module):
     """
 
     def __init__(self, input_size: int, hidden_size: int) -> None:
-        """Create the four parameters for inputs of ``input_size`` and ``hidden_size`` units.
-
-        Raises:
-            ValueError: if a size is not positive.
-        """
+        """Create the four parameters for inputs of ``input_size`` and ``hidden_size`` units."""
         super().__init__()
-        if input_size < 1 or hidden_size < 1:
-            raise ValueError(f"input_size and hidden_size must be positive, got {input_size} and {hidden_size}")
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.weight_ih = nn.Parameter(torch.empty(4 * hidden_size, input_size))
@@ -120,17 +114,12 @@ def run_lstm(
         ``(outputs, (h_T, c_T))``: the hidden state after every step, ``(B, T, H)``,
         and the final state, ``(B, H)`` each (not ``nn.LSTM``'s ``(1, B, H)``).
 
-    Raises:
-        ValueError: if ``x`` is not a ``(B, T, I)`` tensor with ``T >= 1``.
-
     Example:
         >>> cell = LSTMCell(3, 4)
         >>> outputs, (h, c) = run_lstm(cell, torch.randn(2, 5, 3))
         >>> outputs.shape, h.shape, torch.equal(outputs[:, -1], h)
         (torch.Size([2, 5, 4]), torch.Size([2, 4]), True)
     """
-    if x.dim() != 3 or x.size(1) == 0:
-        raise ValueError(f"x must be a (B, T, I) tensor with T >= 1, got shape {tuple(x.shape)}")
     outputs = []
     for t in range(x.size(1)):
         state = cell(x[:, t], state)  # (h, c), (B, H) each
@@ -159,17 +148,8 @@ class RNNLM(nn.Module):
     def __init__(
         self, vocab_size: int, embed_dim: int, hidden_size: int, num_layers: int = 1, dropout: float = 0.0
     ) -> None:
-        """Create ``emb``, ``lstm`` and ``head`` (and the dropout ``drop``).
-
-        Raises:
-            ValueError: if a size is not positive or ``dropout`` is outside ``[0, 1)``.
-        """
+        """Create ``emb``, ``lstm`` and ``head`` (and the dropout ``drop``)."""
         super().__init__()
-        for name, value in [("vocab_size", vocab_size), ("embed_dim", embed_dim), ("hidden_size", hidden_size), ("num_layers", num_layers)]:
-            if value < 1:
-                raise ValueError(f"{name} must be positive, got {value}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.emb = nn.Embedding(vocab_size, embed_dim)
         between = dropout if num_layers > 1 else 0.0  # nn.LSTM drops only between layers
         self.lstm = nn.LSTM(embed_dim, hidden_size, num_layers=num_layers, dropout=between, batch_first=True)

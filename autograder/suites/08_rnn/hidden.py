@@ -58,8 +58,8 @@ Clauses of the contract -> tests
       stream_batches -> (batch_size, N), contiguous rows, tail dropped
                                     -> "stream_batches: 23 tokens in 4 streams", "... divisible lengths and one stream",
                                        "... random ids keep their values and dtype"
-      ValueError when fewer tokens than batch_size
-                                    -> "stream_batches: as many tokens as streams; fewer raise ValueError"
+      ValueError when fewer tokens than batch_size (docstring: or batch_size < 1)
+                                    -> "stream_batches: as many tokens as streams gives (B, 1); fewer, or batch_size=0, raise"
       windows x = streams[:, p:p+seq_len], y shifted, p += seq_len, full windows only
                                     -> "windows: consecutive, full, targets shifted"
       state carried, detached; restart at p = 0 with a zero state
@@ -70,8 +70,10 @@ Clauses of the contract -> tests
       lr, Adam (notebook), the update itself
                                     -> "one Adam step per step with the lr given", "the losses of 12 steps"
       grad_clip (default 1.0, None) -> "grad_clip=0.05", "grad_clip=None", "the default grad_clip=1.0"
-      (docstring) ValueError when the streams are too short for one window
-                                    -> "streams too short for one window raise ValueError"
+      (docstring) ValueError when the streams are too short for one window, and for a
+      seq_len, steps, lr or grad_clip that is not positive
+                                    -> "streams too short for one window raise ValueError",
+                                       "seq_len=0, steps=0, lr=0 and grad_clip=0 raise ValueError"
     sample_rnn
       (B, T0 + N), prompt kept, temperature 0 greedy
                                     -> "greedy tokens", "max_new_tokens=0"
@@ -82,8 +84,9 @@ Clauses of the contract -> tests
       temperature (default 1.0), generator
                                     -> "frequencies follow softmax(logits / temperature)",
                                        "the same seeded generator gives the same draws"
-      (docstring) a negative temperature raises ValueError
-                                    -> "max_new_tokens=0 returns the prompt; a negative temperature raises"
+      (docstring) ValueError for a negative temperature or max_new_tokens, and for an idx
+      that is not a non-empty (B, T0) tensor
+                                    -> "max_new_tokens=0 returns the prompt; bad arguments raise ValueError"
 
 Tolerances (relative + absolute, per test; margins measured with the reference against
 the fixtures and twins, as computed when grading, with several threads, and with every
@@ -679,11 +682,11 @@ def _(ns):
     return [ns.stream_batches(torch.arange(12), 3), ns.stream_batches(torch.arange(7), 1)]
 
 
-@suite.case("tbptt", "stream_batches: as many tokens as streams gives (B, 1); fewer raise ValueError", points=1, check=equal(),
-            expected=[[5, 1], "ValueError", "ValueError"])
+@suite.case("tbptt", "stream_batches: as many tokens as streams gives (B, 1); fewer, or batch_size=0, raise ValueError", points=1, check=equal(),
+            expected=[[5, 1], "ValueError", "ValueError", "ValueError"])
 def _(ns):
     return [list(ns.stream_batches(torch.arange(5), 5).shape), catch(ns.stream_batches, torch.arange(4), 5)["raised"],
-            catch(ns.stream_batches, torch.arange(0), 2)["raised"]]
+            catch(ns.stream_batches, torch.arange(0), 2)["raised"], catch(ns.stream_batches, torch.arange(5), 0)["raised"]]
 
 
 @suite.case("tbptt", "stream_batches: random ids keep their values and dtype", points=1, check=equal(), expected=REFERENCE)
@@ -809,6 +812,13 @@ def _(ns):
 @suite.case("tbptt", "streams too short for one window raise ValueError", points=1, check=raises("ValueError"))
 def _(ns):
     return catch(ns.train_tbptt, _Recorder(12, 430), torch.arange(10), seq_len=5, batch_size=2, steps=3, lr=0.01)
+
+
+@suite.case("tbptt", "seq_len=0, steps=0, lr=0 and grad_clip=0 raise ValueError", points=1, check=equal(), expected=["ValueError"] * 4)
+def _(ns):
+    good = dict(seq_len=2, batch_size=2, steps=2, lr=0.01)
+    bad = [dict(seq_len=0), dict(steps=0), dict(lr=0.0), dict(grad_clip=0.0)]
+    return [catch(ns.train_tbptt, _Recorder(12, 435), torch.arange(12), **{**good, **kwargs})["raised"] for kwargs in bad]
 
 
 LOSS_DATA = torch.randint(11, (60,), generator=generator(440))
@@ -1018,8 +1028,9 @@ def _(ns):
     return a, b
 
 
-@suite.case("sample_rnn", "max_new_tokens=0 returns the prompt; a negative temperature raises ValueError", points=0.5, check=equal(),
-            expected=[PROMPT.tolist(), "ValueError"])
+@suite.case("sample_rnn", "max_new_tokens=0 returns the prompt; bad arguments raise ValueError", points=0.5, check=equal(),
+            expected=[PROMPT.tolist(), "ValueError", "ValueError", "ValueError", "ValueError"])
 def _(ns):
     model = _Recorder(12, 560)
-    return [_sample(ns, model, PROMPT, 0, temperature=0).tolist(), catch(ns.generate_rnn, model, PROMPT.clone(), 3, temperature=-1.0)["raised"]]
+    bad = [((PROMPT.clone(), 3), dict(temperature=-1.0)), ((PROMPT.clone(), -1), {}), ((PROMPT[0].clone(), 3), {}), ((PROMPT[:, :0].clone(), 3), {})]
+    return [_sample(ns, model, PROMPT, 0, temperature=0).tolist(), *[catch(ns.generate_rnn, model, *args, **kwargs)["raised"] for args, kwargs in bad]]
