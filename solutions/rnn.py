@@ -132,8 +132,9 @@ class RNNLM(nn.Module):
 
     ``logits = head(drop(lstm(emb(idx), state)))``. ``lstm`` is
     ``nn.LSTM(embed_dim, hidden_size, num_layers, batch_first=True)`` with ``dropout``
-    between its layers (only when there are at least two), and the same ``dropout``
-    is applied to its outputs before the head (active in training mode only).
+    between its layers (given only when there are at least two). Applying the same
+    ``dropout`` to the LSTM's outputs before the head, as here, is optional: dropout
+    is active in training mode only, and the tests run the model in eval mode.
     Unlike a GPT the model has no window: the state after the last position
     summarises everything read so far, and passing it back in continues the text.
 

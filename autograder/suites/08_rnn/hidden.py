@@ -69,6 +69,8 @@ Clauses of the contract -> tests
                                     -> "history: step indices and the batch losses"
       lr, Adam (notebook), the update itself
                                     -> "one Adam step per step with the lr given", "the losses of 12 steps"
+      (docstring) the model in training mode throughout
+                                    -> "a model handed over in eval mode trains in training mode"
       grad_clip (default 1.0, None) -> "grad_clip=0.05", "grad_clip=None", "the default grad_clip=1.0"
       (docstring) ValueError when the streams are too short for one window, and for a
       seq_len, steps, lr or grad_clip that is not positive
@@ -842,6 +844,21 @@ def _(ns):
     model = _Recorder(11, 450)
     history = ns.train_tbptt(model, LOSS_DATA.clone(), seq_len=4, batch_size=2, steps=9, lr=0.02)
     return history, [e["loss"] for e in model.log if e["loss"] is not None]
+
+
+def _training_mode_problem(got):
+    if not got:
+        return "train_tbptt never called the model"
+    if not all(got):
+        return "the model must be in training mode while it trains (model.train()), even when it arrives in eval mode"
+    return None
+
+
+@suite.case("tbptt", "a model handed over in eval mode trains in training mode", points=1, check=satisfies(_training_mode_problem))
+def _(ns):
+    model = _Recorder(11, 455).eval()
+    ns.train_tbptt(model, LOSS_DATA.clone(), seq_len=4, batch_size=2, steps=3, lr=0.02)
+    return [e["training"] for e in model.log]
 
 
 @suite.case("tbptt", "the losses of 12 steps of training from fixed weights", points=2, check=close(rtol=1e-4, atol=1e-5, dtype=None), expected=REFERENCE)
