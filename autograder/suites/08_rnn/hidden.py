@@ -39,7 +39,9 @@ Clauses of the contract -> tests
       equals one-layer nn.LSTM(batch_first=True), state None and given, gradients included
                                     -> "equals nn.LSTM from a zero state", "... from a given state", "gradients"
       the cell unrolled: one call per step, the state carried
-                                    -> "the cell is called once per step"
+                                    -> "the grader's cell is called once per step", the gradients
+      (no detaching inside: backpropagation through every step)
+                                    -> "gradients with respect to x, h0, c0 and the weights"
     rnn_lm
       emb (nn.Embedding), lstm (nn.LSTM, batch_first), head (nn.Linear(H, V))
                                     -> "the parts"
