@@ -189,6 +189,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
 
     names = Namespace(submission.__dict__)
     deferred, unloaded = bool(job.get("deferred")), "this test could not be loaded"
+    struck, strike = set(job.get("struck") or ()), job.get("strike_fraction")  # questions that ran out of time (runner.case_limit)
     for key in job["cases"]:
         if key not in cases and deferred:
             deferred = False
@@ -204,13 +205,17 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
             emit(ev="result", key=key, error=unloaded)
             continue
         timeout = min(case.timeout, job["case_timeout"]) if job.get("case_timeout") else case.timeout
+        shortened = bool(strike) and case.qid in struck
+        timeout = timeout * strike if shortened else timeout
         try:
             signal.setitimer(signal.ITIMER_REAL, timeout)
             value, error, _ = runtime.run_probe(case, names)
             signal.setitimer(signal.ITIMER_REAL, 0)
             payload = codec.encode(value) if error is None else None
         except CaseTimeout:
-            emit(ev="result", key=key, error=f"did not finish within {timeout:g} s (an endless loop, or far too slow)")
+            struck.add(case.qid)
+            note = "; a shorter limit, as an earlier test of this question ran out of time" if shortened else ""
+            emit(ev="result", key=key, error=f"did not finish within {timeout:g} s (an endless loop, or far too slow{note})")
             continue
         except BaseException as exc:  # sys.exit and the like, or an output the codec cannot carry
             signal.setitimer(signal.ITIMER_REAL, 0)
