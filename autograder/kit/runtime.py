@@ -97,11 +97,48 @@ def run_probe(case: Case, names: Namespace) -> tuple[Any, str | None, float]:
     return output, None, time.perf_counter() - start
 
 
+def boolean_in(value: Any, path: str = "output", depth: int = 0) -> str | None:
+    """Where ``value`` holds a boolean (a Python or NumPy bool, or a 0-d bool tensor), or None.
+
+    A probe's output never holds one: a boolean about the student's objects is a verdict,
+    and a verdict computed where the student's code runs can be faked. Boolean state
+    (``module.training``, grad mode) is returned as a word (``cases.mode_of``, ``cases.grad_mode``).
+
+    Example:
+        >>> boolean_in({"out": [1, 2], "same": True})
+        "output['same']"
+        >>> boolean_in((torch.tensor([True, False]), "train")) is None
+        True
+    """
+    kind = type(value)
+    if kind is bool or (kind.__name__ == "bool_" and kind.__module__ == "numpy"):
+        return path
+    if isinstance(value, torch.Tensor):
+        return path if value.dtype == torch.bool and value.dim() == 0 else None
+    if depth > 64:
+        return None
+    if kind in (list, tuple):
+        return next((p for i, v in enumerate(value) if (p := boolean_in(v, f"{path}[{i}]", depth + 1))), None)
+    if kind is dict:
+        for key, item in value.items():
+            found = boolean_in(key, f"{path} (a key)", depth + 1) or boolean_in(item, f"{path}[{key!r}]", depth + 1)
+            if found:
+                return found
+    return None
+
+
 def judge_output(case: Case, got: Any, expected: Any) -> Verdict:
     """The verdict of ``case``'s check on ``got``; hidden tests never quote ``expected``.
 
-    Raises ``CheckFault`` when the check or a hint raises, or returns no ``Verdict``.
+    Raises ``CheckFault`` when the probe's output holds a boolean (``boolean_in``), or
+    when the check or a hint raises, or returns no ``Verdict``.
     """
+    where = boolean_in(got)
+    if where is not None:
+        raise CheckFault(
+            f"{case.key}: the probe returned a boolean ({where}); a probe returns raw outputs and "
+            "the check computes every verdict (return boolean state as a word: mode_of, grad_mode)"
+        )
     try:
         verdict = case.check(got, expected, case.public)
     except Exception as exc:  # re-raised as the test's fault, with the cause kept
