@@ -5,6 +5,9 @@
   snippets it must refuse and allow, then applied to every stage's two suites.
 - The judge refuses a boolean anywhere in a probe's output (``runtime.boolean_in``), as
   a fault of the test that ``TestResult.fault`` carries to ``check-stage`` and ``grade``.
+- An output holding a tensor subclass (or an object the codec does not carry) fails its
+  test before the check is asked anything (``runtime.refused_in``), in the parent and in
+  the notebook alike.
 
 The hostile catalogue (tests/test_hostile.py) shows that the attacks on verdicts gain
 nothing; tests/test_reachable.py that no reference implementation is within reach.
@@ -22,7 +25,8 @@ from autograder.engine.runner import Outcome
 from autograder.engine.suites import StageTests
 from autograder.kit.cases import Suite
 from autograder.kit.checks import equal
-from autograder.kit.runtime import CheckFault, boolean_in, judge_output
+from autograder.engine import codec
+from autograder.kit.runtime import CheckFault, boolean_in, judge_output, refused_in
 
 STAGES = all_stages()
 
@@ -224,9 +228,31 @@ def test_the_judge_refuses_a_boolean_as_a_fault_of_the_test():
         return ns.f()
 
     verdict, raw = suite.cases
-    with pytest.raises(CheckFault, match="returned a boolean"):
+    with pytest.raises(CheckFault, match="holds a boolean"):
         judge_output(verdict, True, True)
     tests = StageTests("scratch", (), tuple(suite.cases))
     results = judge(tests, Outcome(values={verdict.key: True, raw.key: 3}))
     assert [r.score for r in results] == [0.0, 1.0]
-    assert "returned a boolean" in results[0].fault and results[1].fault is None
+    assert "holds a boolean" in results[0].fault and results[1].fault is None
+
+
+class _Sneaky(torch.Tensor):
+    def __eq__(self, other):
+        return True
+
+
+def _never_asked(got, expected, reveal=True):
+    raise AssertionError("the check was asked to judge a refused output")
+
+
+@pytest.mark.parametrize("got,words", [
+    (codec.loads(codec.dumps((torch.zeros(2), torch.zeros(2).as_subclass(_Sneaky)))), "output[1] is an instance of test_integrity._Sneaky, a subclass of torch.Tensor"),
+    ({"w": torch.nn.Parameter(torch.zeros(2))}, "output['w'] is an instance of Parameter, a subclass of torch.Tensor"),
+    (codec.loads(codec.dumps([torch.zeros(2).numpy()])), "output[0] is an object of type numpy.ndarray, which the grader does not accept"),
+])
+def test_a_tensor_subclass_or_a_foreign_object_fails_before_the_check(got, words):
+    suite = Suite(public=False)
+    suite.case("q", "t", points=1, check=_never_asked)(lambda ns: None)
+    verdict = judge_output(suite.cases[0], got, None)
+    assert not verdict.passed and verdict.message.startswith(words), verdict.message
+    assert refused_in([1, "a", None, torch.zeros(1), {"k": (2.0,)}]) is None

@@ -35,6 +35,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HEADER = 8  # bytes of the length that precedes each control message
 
 
+# LAZY: torch imports some modules on first use, inside whatever test first needs them:
+# torch.broadcast_shapes imports torch.fx.experimental.symbolic_shapes and sympy (about
+# 2 s). A test stopped by its time limit in the middle of that import leaves the module
+# half made, and every later test that needs it fails. The child imports them first.
+
+
 class CaseTimeout(BaseException):
     """Raised inside student code when its soft time limit is over."""
 
@@ -136,6 +142,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     sys.path.insert(0, ROOT)
     _set_limits(job)
     import torch
+    import torch.fx.experimental.symbolic_shapes  # noqa: F401 - see LAZY below
 
     from autograder.engine import codec, sandbox, suites  # noqa: F401 - suites: for _load_probes, while readable
     from autograder.kit import runtime
@@ -261,6 +268,7 @@ def serve(sock_fd: int) -> None:
     sys.path.insert(0, ROOT)
     import numpy  # noqa: F401 - imported once here, shared by every forked job
     import torch
+    import torch.fx.experimental.symbolic_shapes  # noqa: F401 - see LAZY below
 
     import matplotlib
 

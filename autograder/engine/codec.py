@@ -106,7 +106,10 @@ def _encode_tensor(value: torch.Tensor, t: type) -> dict:
 
 
 class Foreign:
-    """Stands for an output of a type the grader does not accept (never equals an answer)."""
+    """Stands for an output of a type the grader does not accept (never equals an answer;
+    the judge fails a test whose output holds one, see ``kit.runtime.refused_in``)."""
+
+    refused_output = True
 
     def __init__(self, type_name: str) -> None:
         self.type_name = type_name
