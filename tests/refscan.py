@@ -95,7 +95,7 @@ def reference_units(stage: Stage) -> list[Unit]:
     graded = {b.arg for b in parse_source(stage.source) if b.kind == "stub"}
     units = []
     for node in tree.body:
-        if node.name in graded if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else False:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in graded:
             functions = [node] if isinstance(node, ast.FunctionDef) else [n for n in node.body if isinstance(n, ast.FunctionDef)]
             for function in functions:
                 name = node.name if function is node else f"{node.name}.{function.name}"

@@ -198,7 +198,7 @@ def _seeds(helper: ast.AST, call: ast.Call | None, tainted: set[str]) -> set[str
     for i, value in enumerate(call.args):
         if _names(value) & tainted:
             if isinstance(value, ast.Starred) or i >= len(positional):
-                return _parameters(function) - set(positional[:0])
+                return _parameters(function)
             seeds.add(positional[i])
     for keyword in call.keywords:
         if _names(keyword.value) & tainted:
