@@ -35,6 +35,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HEADER = 8  # bytes of the length that precedes each control message
 
 
+# Modules torch imports on first use, inside whatever test first needs them: the first
+# optimiser step imports torch._dynamo (hundreds of modules); torch.broadcast_shapes imports
+# torch.fx.experimental.symbolic_shapes and sympy (about 2 s). A test stopped by its time
+# limit in the middle of such an import leaves the module half made, and every later test
+# that needs it fails. The child (and the fork server) import them before any test runs.
+LAZY = ("torch._dynamo", "torch.fx.experimental.symbolic_shapes")
+
+
 class CaseTimeout(BaseException):
     """Raised inside student code when its soft time limit is over."""
 
@@ -136,7 +144,8 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     sys.path.insert(0, ROOT)
     _set_limits(job)
     import torch
-    import torch._dynamo  # noqa: F401 - the first optimiser step imports it: never inside a test's time limit
+    for name in LAZY:
+        importlib.import_module(name)
 
     from autograder.engine import codec, sandbox, suites  # noqa: F401 - suites: for _load_probes, while readable
     from autograder.kit import runtime
@@ -262,7 +271,8 @@ def serve(sock_fd: int) -> None:
     sys.path.insert(0, ROOT)
     import numpy  # noqa: F401 - imported once here, shared by every forked job
     import torch
-    import torch._dynamo  # noqa: F401 - the first optimiser step imports it (hundreds of modules)
+    for name in LAZY:
+        importlib.import_module(name)
 
     import matplotlib
 

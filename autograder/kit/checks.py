@@ -59,6 +59,9 @@ def with_hint(verdict: Verdict, hints: list[Hint], got: Any, expected: Any) -> V
 def tensor_problem(got: Any, dtype: torch.dtype | None = None, shape: tuple[int, ...] | None = None) -> str | None:
     """Why ``got`` is not a plain tensor of the given dtype and shape, or None when it is."""
     if type(got) is not torch.Tensor:
+        if isinstance(got, torch.Tensor) or getattr(type(got), "tensor_subclass", False):  # in the notebook, or as the parent decodes it
+            name = type(got).__qualname__ if isinstance(got, torch.Tensor) else got.type_name
+            return f"expected a plain torch.Tensor, got an instance of a subclass of it ({name}); nn.Parameter is one: return its .detach()"
         return f"expected a torch.Tensor, got {type(got).__name__}"
     if dtype is not None and got.dtype != dtype:
         return f"expected dtype {dtype}, got {got.dtype}"

@@ -97,11 +97,83 @@ def run_probe(case: Case, names: Namespace) -> tuple[Any, str | None, float]:
     return output, None, time.perf_counter() - start
 
 
+def boolean_in(value: Any, path: str = "output", depth: int = 0) -> str | None:
+    """Where ``value`` holds a boolean (a Python or NumPy bool, or a 0-d bool tensor), or None.
+
+    A probe's output never holds one: a boolean about the student's objects is a verdict,
+    and a verdict computed where the student's code runs can be faked. Boolean state
+    (``module.training``, grad mode) is returned as a word (``cases.mode_of``, ``cases.grad_mode``).
+
+    Example:
+        >>> boolean_in({"out": [1, 2], "same": True})
+        "output['same']"
+        >>> boolean_in((torch.tensor([True, False]), "train")) is None
+        True
+    """
+    kind = type(value)
+    if kind is bool or (kind.__name__ == "bool_" and kind.__module__ == "numpy"):
+        return path
+    if isinstance(value, torch.Tensor):
+        return path if value.dtype == torch.bool and value.dim() == 0 else None
+    if depth > 64:
+        return None
+    if kind in (list, tuple):
+        return next((p for i, v in enumerate(value) if (p := boolean_in(v, f"{path}[{i}]", depth + 1))), None)
+    if kind is dict:
+        for key, item in value.items():
+            found = boolean_in(key, f"{path} (a key)", depth + 1) or boolean_in(item, f"{path}[{key!r}]", depth + 1)
+            if found:
+                return found
+    return None
+
+
+def refused_in(value: Any, path: str = "output", depth: int = 0) -> str | None:
+    """Why the judge refuses ``value`` without asking the check, or None.
+
+    An instance of a subclass of ``torch.Tensor`` may redefine every comparison and
+    method a check would call, so only a plain tensor is judged. As the parent receives
+    outputs (``engine.codec``), such a tensor, and any object of a type the grader does
+    not carry, arrives as a stand-in marked ``refused_output``.
+
+    Example:
+        >>> refused_in([torch.zeros(2), torch.nn.Parameter(torch.zeros(2))])
+        'output[1] is an instance of Parameter, a subclass of torch.Tensor: return a plain tensor (for a parameter, its .detach())'
+    """
+    kind = type(value)
+    if isinstance(value, torch.Tensor) and kind is not torch.Tensor:
+        name = kind.__qualname__
+    elif getattr(kind, "refused_output", False):
+        name = getattr(value, "type_name", kind.__name__)
+        if not getattr(kind, "tensor_subclass", False):
+            return (f"{path} is an object of type {name}, which the grader does not accept: "
+                    "return tensors, numbers, strings, None, or lists, tuples and dicts of them")
+    else:
+        if depth < 64 and kind in (list, tuple):
+            return next((p for i, v in enumerate(value) if (p := refused_in(v, f"{path}[{i}]", depth + 1))), None)
+        if depth < 64 and kind is dict:
+            return next((p for k, v in value.items() if (p := refused_in(v, f"{path}[{k!r}]", depth + 1))), None)
+        return None
+    return f"{path} is an instance of {name}, a subclass of torch.Tensor: return a plain tensor (for a parameter, its .detach())"
+
+
 def judge_output(case: Case, got: Any, expected: Any) -> Verdict:
     """The verdict of ``case``'s check on ``got``; hidden tests never quote ``expected``.
 
-    Raises ``CheckFault`` when the check or a hint raises, or returns no ``Verdict``.
+    An output that holds a tensor subclass or an object the grader does not carry fails
+    the test without reaching the check (``refused_in``). Raises ``CheckFault`` when the
+    output holds a boolean (``boolean_in``), or when the check or a hint raises, or
+    returns no ``Verdict``.
     """
+    refused = refused_in(got)
+    if refused is not None:
+        return Verdict(False, refused)
+    where = boolean_in(got)
+    if where is not None:
+        raise CheckFault(
+            f"{case.key}: the output holds a boolean ({where}): a probe returns raw outputs, never a verdict, "
+            "and the check computes it (boolean state goes as a word: mode_of, grad_mode); "
+            "unless the code under test returned it, this is a fault of the test"
+        )
     try:
         verdict = case.check(got, expected, case.public)
     except Exception as exc:  # re-raised as the test's fault, with the cause kept
