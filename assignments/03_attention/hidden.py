@@ -36,7 +36,7 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
-from autograder.kit import REFERENCE, Hint, Suite, catch, close, generator, raises, randn, satisfies, set_parameters
+from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, generator, raises, randn, satisfies, set_parameters
 
 suite = Suite(public=False)
 
@@ -94,11 +94,22 @@ def _(ns):
         return _fresh_embedding(ns, 1)(_IDX)
 
 
+def _minus_token_rows(check):
+    """A check of ``output - token rows``, the two raw outputs of the probe, subtracted here."""
+
+    def judged(got, expected, reveal):
+        if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(type(t) is torch.Tensor for t in got) and got[0].shape == got[1].shape):
+            return check(got, expected[0] - expected[1], reveal)
+        return check(got[0] - got[1], expected[0] - expected[1], reveal)
+
+    return judged
+
+
 @suite.case(
     "embedding",
     "the part added to each token is its position's row, counted from 0",
     points=1,
-    check=close(atol=1e-6, rtol=1e-5, hints=[
+    check=_minus_token_rows(close(atol=1e-6, rtol=1e-5, hints=[
         Hint(lambda got, exp: _same_shape(got, exp) and _near(got[:, :-1], exp[:, 1:], 1e-5), "the positions look counted from 1: the first token has position 0", mistake="positions counted from 1"),
         Hint(lambda got, exp: _same_shape(got, exp) and _near(got[0, 0], got[0, 1], 1e-5) and _near(got[0, 2], got[0, 5], 1e-5),
              "the part added to a token repeats wherever the token repeats: pick the position rows by position (0, 1, ..., T-1), not by token id",
@@ -106,7 +117,7 @@ def _(ns):
         Hint(lambda got, exp: _same_shape(got, exp) and _near((got - exp)[0, 0], (got - exp)[0, 1], 1e-5) and _near((got - exp)[0, 2], (got - exp)[0, 5], 1e-5),
              "besides tok_emb(idx) and the position row, your output holds a part that depends on the token: do not scale the token vectors",
              mistake="token vectors scaled"),
-    ]),
+    ])),
     expected=REFERENCE,
     builds_on=(_TABLES,),
 )
@@ -114,7 +125,7 @@ def _(ns):
     with torch.no_grad():
         module = _fresh_embedding(ns, 2)
         idx = torch.tensor([[4, 4, 7, 0, 2, 7], [1, 5, 3, 3, 5, 6]])
-        return module(idx) - module.tok_emb.weight[idx]
+        return module(idx), module.tok_emb.weight[idx]
 
 
 @suite.case(
@@ -171,14 +182,24 @@ def _placement_problem(calls):
     return None
 
 
-@suite.case("embedding", "the positions are made on the device of idx", points=1, check=satisfies(_placement_problem))
+def _placed_and_right(got, expected, reveal):
+    """The torch calls forward made put its tensors on idx's device, and its output is right."""
+    verdict = close(rtol=1e-5, atol=1e-6)(got[1], expected[1], reveal)
+    if not verdict.passed:
+        return Verdict(False, f"the output is not right yet: {verdict.message}")
+    problem = _placement_problem(got[0])
+    return Verdict(problem is None, problem or "")
+
+
+@suite.case("embedding", "the positions are made on the device of idx", points=1, check=_placed_and_right, expected=REFERENCE,
+            builds_on=("fixed weights, B=3, T=5, vocabulary 11, C=6, max_seq_len=8",))
 def _(ns):
     # Grading runs on the CPU only: the test watches the torch calls forward makes and
     # checks that a tensor it creates is given a device (or moved to one).
     module = _fresh_embedding(ns, 4)
     with _Placement() as spy, torch.no_grad():
-        module(_IDX)
-    return [list(call) for call in spy.calls]
+        out = module(_IDX)
+    return [list(call) for call in spy.calls], out
 
 
 # ---------------------------------------------------------------- sinusoidal

@@ -13,7 +13,7 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
-from autograder.kit import Hint, Suite, catch, close, equal, raises, randn, satisfies
+from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises, randn, satisfies
 
 suite = Suite(public=True)
 
@@ -98,20 +98,28 @@ class _Placement(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def _placement_problem(calls):
+def _placed_and_right(got, expected, reveal):
+    """The output is right, and forward made its tensors on idx's device (or moved them there)."""
+    calls, out = got
+    verdict = close(rtol=1e-5, atol=1e-6)(out, _SUM, reveal)
+    if not verdict.passed:
+        return Verdict(False, f"the output is not right yet: {verdict.message}")
     unplaced = [name for kind, name, device in calls if kind == "made" and device == "None"]
     if unplaced and not any(kind == "moved" for kind, _, _ in calls):
-        return f"forward makes a tensor with torch.{unplaced[0]}(...) without a device: make the positions on idx.device (device=idx.device)"
-    return None
+        return Verdict(False, f"forward makes a tensor with torch.{unplaced[0]}(...) without a device: make the positions on idx.device (device=idx.device)")
+    return Verdict(True)
 
 
-@suite.case("embedding", "forward makes its positions on idx.device", points=1, check=satisfies(_placement_problem))
+@suite.case("embedding", "forward makes its positions on idx.device", points=1, check=_placed_and_right,
+            builds_on=("the output is the token row plus the row of its position",))
 def _(ns):
-    emb = ns.TokenPositionEmbedding(vocab_size=10, embed_dim=4, max_seq_len=8)
-    ids = torch.zeros(2, 3, dtype=torch.long)
-    with _Placement() as spy, torch.no_grad():
-        emb(ids)
-    return [list(call) for call in spy.calls]
+    emb = ns.TokenPositionEmbedding(vocab_size=4, embed_dim=2, max_seq_len=5)
+    with torch.no_grad():
+        emb.tok_emb.weight.copy_(_TOK)
+        emb.pos_emb.weight.copy_(_POS)
+        with _Placement() as spy:
+            out = emb(_IDS)
+    return [list(call) for call in spy.calls], out
 
 
 @suite.case("embedding", "a sequence longer than max_seq_len raises ValueError", points=1, check=raises("ValueError"))
@@ -226,9 +234,11 @@ def _(ns):
     return ns.apply_rope(torch.tensor([[1.0, 0.0, 1.0, 0.0]] * 3))
 
 
-def _relative_problem(scores):
-    if type(scores) is not torch.Tensor or tuple(scores.shape) != (6, 6):
-        return "could not form the (6, 6) matrix of scores q_p . k_p' from your rotated vectors"
+def _relative_problem(got):
+    rq, rk = got
+    if any(type(t) is not torch.Tensor or tuple(t.shape) != (6, 8) for t in (rq, rk)):
+        return "apply_rope of a (6, 8) input should return a (6, 8) tensor"
+    scores = rq.double() @ rk.double().T  # scores[p, p'] = q at position p . k at position p'
     for offset in range(-5, 6):
         diag = torch.diagonal(scores, offset)
         if float(diag.max() - diag.min()) > 1e-4:
@@ -241,7 +251,7 @@ def _relative_problem(scores):
 def _(ns):
     q = randn(8, seed=2).expand(6, 8).clone()  # the same vector at positions 0..5
     k = randn(8, seed=3).expand(6, 8).clone()
-    return ns.apply_rope(q) @ ns.apply_rope(k).T
+    return ns.apply_rope(q), ns.apply_rope(k)
 
 
 @suite.case("rope", "an odd D raises ValueError", points=1, check=raises("ValueError"))

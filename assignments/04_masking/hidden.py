@@ -17,18 +17,22 @@ every clause and its tests are in ``clauses.md`` beside this file.
 Tolerances: masks, shifted ids and padded batches are compared exactly (dtype, shape
 and every value). lm_loss: rtol 1e-5, atol 1e-6 for the loss (float32 cross-entropy
 in any order of summation agrees to about 1e-7); rtol 1e-4, atol 1e-7 for its gradient.
-Devices: grading has no second real device, so the device tests ask for "meta" (tensors
-with a shape and no data, on every PyTorch) and check where the result comes back.
-Causality: an earlier output may move by at most 1e-6 when only later inputs change
-(it should not move at all), and an output must move by more than 1e-4 when its own
-input changes.
+Devices: grading has no second device, so the device tests watch the torch calls the
+function makes (a TorchFunctionMode) and fail a tensor made without a device that is
+never moved to one; the result must be right too. (The meta device would do without
+a spy, but its first use imports torch._dynamo, seconds in every grading process.)
+Causality (black box): the probes return the student's mask, and the check runs the
+test's own attention under it in the grading process: an earlier output may move by at
+most 1e-6 when only later inputs change (it should not move at all), and an output must
+move by more than 1e-4 when its own input changes.
 """
 
 import math
 
 import torch
+from torch.overrides import TorchFunctionMode
 
-from autograder.kit import REFERENCE, Hint, Suite, catch, close, equal, generator, raises, randn, satisfies
+from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, equal, generator, raises, randn, satisfies
 
 suite = Suite(public=False)
 
@@ -111,10 +115,13 @@ def _attend(x, mask):
     return torch.softmax(scores, dim=-1) @ v
 
 
-def _as_mask(mask):
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"the mask must be a tensor, got {type(mask).__name__}")
-    return mask.to(torch.bool)
+def _mask_problem(mask, shape):
+    """Why ``mask`` cannot be used as a boolean mask of ``shape``, or None."""
+    if type(mask) is not torch.Tensor:
+        return f"the mask must be a tensor, got {type(mask).__name__}"
+    if tuple(mask.shape) != shape:
+        return f"the mask should have shape {shape}, got {tuple(mask.shape)}"
+    return None
 
 
 # ---------------------------------------------------------------- causal_mask
@@ -161,16 +168,27 @@ def _(ns):
     return ns.causal_mask(0)
 
 
-def _causal_story(got):
-    leaks, moves = got["leak"], got["move"]
-    if any(math.isnan(v) for v in leaks + moves):
-        return "an output is NaN: some query has no key left to attend to (a position must at least see itself)"
-    bad = [t for t, v in enumerate(leaks) if v > 1e-6]
-    if bad:
-        return f"changing tokens from position {bad[0]} on changed outputs before position {bad[0]}: the future leaks through the mask"
-    blind = [t for t, v in enumerate(moves) if v <= 1e-4]
-    if blind:
-        return f"changing token {blind[0]} did not change output {blind[0]}: a position must see its own token"
+def _causal_story(mask):
+    """Attention under the student's (7, 7) mask, run here in the grading process: later
+    tokens must never move earlier outputs, and each token must move its own output."""
+    problem = _mask_problem(mask, (7, 7))
+    if problem:
+        return problem
+    mask, T = mask.to(torch.bool), 7
+    x = randn(2, T, 6, seed=71)
+    base = _attend(x, mask)
+    for t in range(T):
+        y = x.clone()
+        y[:, t:] = randn(2, T - t, 6, seed=100 + t)
+        out = _attend(y, mask)
+        leak = float((out[:, :t] - base[:, :t]).abs().max()) if t else 0.0
+        move = float((out[:, t] - base[:, t]).abs().max())
+        if math.isnan(leak) or math.isnan(move):
+            return "an output is NaN: some query has no key left to attend to (a position must at least see itself)"
+        if leak > 1e-6:
+            return f"changing tokens from position {t} on changed outputs before position {t}: the future leaks through the mask"
+        if move <= 1e-4:
+            return f"changing token {t} did not change output {t}: a position must see its own token"
     return None
 
 
@@ -182,42 +200,57 @@ def _causal_story(got):
     builds_on=(_NINE,),
 )
 def _(ns):
-    T = 7
-    mask = _as_mask(ns.causal_mask(T))
-    x = randn(2, T, 6, seed=71)
-    base = _attend(x, mask)
-    leak, move = [], []
-    for t in range(T):
-        y = x.clone()
-        y[:, t:] = randn(2, T - t, 6, seed=100 + t)
-        out = _attend(y, mask)
-        leak.append(float((out[:, :t] - base[:, :t]).abs().max()) if t else 0.0)
-        move.append(float((out[:, t] - base[:, t]).abs().max()))
-    return {"leak": leak, "move": move}
+    return ns.causal_mask(7)
 
 
-def _on_meta(shape, dtype):
-    def problem(got):
-        device, found_dtype, found_shape = got
-        if device != "meta":
-            return f"asked for the meta device, the tensor came back on {device}: create it on `device` (or move it there)"
-        if found_dtype != dtype or found_shape != shape:
-            return f"on the meta device the result has dtype {found_dtype} and shape {tuple(found_shape)}, not what the same call gives on the CPU"
-        return None
+class _Placement(TorchFunctionMode):
+    """Notes every tensor-making torch call (with the device it was given) and every move."""
 
-    return problem
+    def __init__(self):
+        TorchFunctionMode.__init__(self)
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye") and not any(isinstance(a, torch.Tensor) for a in args):
+            self.calls.append(("made", name, str(kwargs.get("device"))))
+        elif name in ("to", "type_as", "cuda"):
+            self.calls.append(("moved", name, ""))
+        return func(*args, **kwargs)
 
 
-@suite.case(
-    "causal_mask",
-    "the mask is made on the device passed as device",
-    points=1,
-    check=satisfies(_on_meta([5, 5], "torch.bool"), hints=[Hint(lambda got, exp: got[0] != "meta", "pass device=device when you create the tensor (or move it there)", mistake="device ignored")]),
-)
+def _unplaced(calls):
+    """The first tensor made without a device and never moved to one, or None."""
+    made = [name for kind, name, device in calls if kind == "made" and device == "None"]
+    return made[0] if made and not any(kind == "moved" for kind, _, _ in calls) else None
+
+
+def _placed(what, hint, mistake):
+    """A check: the output equals the fixture, and every tensor the call made got a device."""
+
+    def check(got, expected, reveal):
+        calls, out = got
+        verdict = equal()(out, expected[1], reveal)
+        if not verdict.passed:
+            return Verdict(False, f"the result is not right yet: {verdict.message}")
+        made = _unplaced(calls)
+        if made:
+            return Verdict(False, f"{what} makes a tensor with torch.{made}(...) on the default device\nHint: {hint}", mistake)
+        return Verdict(True)
+
+    return check
+
+
+@suite.case("causal_mask", "the mask is made on the device passed as device", points=1,
+            check=_placed("causal_mask(5, device=...)", "pass device=device when you create the tensor (or move it there)", "device ignored"),
+            expected=REFERENCE, builds_on=(_NINE,))
 def _(ns):
-    # Grading has no second real device: "meta" (tensors with a shape and no data) is one every PyTorch has.
-    mask = ns.causal_mask(5, device=torch.device("meta"))
-    return [str(mask.device), str(mask.dtype), list(mask.shape)]
+    # Grading has no second device: the test watches the torch calls causal_mask makes
+    # and checks that the tensor it creates is given the device (or moved to it).
+    with _Placement() as spy:
+        mask = ns.causal_mask(5, device=torch.device("cpu"))
+    return [list(call) for call in spy.calls], mask
 
 
 def _all_value_errors(labels):
@@ -306,12 +339,27 @@ def _(ns):
     return _isolated(ns, "combined_mask", _CIDS, 2)
 
 
-def _padded_story(got):
-    if any(math.isnan(v) for v in got["future"] + got["pad"]):
+def _padded_story(mask):
+    """Attention under the student's (4, 6, 6) mask, run here in the grading process: real
+    tokens must ignore later tokens and padded positions."""
+    problem = _mask_problem(mask, (4, 6, 6))
+    if problem:
+        return problem
+    mask, real = mask.to(torch.bool), _CIDS != 2
+    x = randn(4, 6, 6, seed=72)
+    base = _attend(x, mask)
+    noise = randn(4, 6, 6, seed=73)
+    pad_moved = float((_attend(torch.where(real[..., None], x, noise), mask) - base).abs()[real].max())
+    future = []
+    for t in range(1, 6):
+        y = x.clone()
+        y[:, t:] = noise[:, t:]
+        future.append(float((_attend(y, mask)[:, :t] - base[:, :t]).abs()[real[:, :t]].max()))
+    if any(math.isnan(v) for v in future + [pad_moved]):
         return "an output at a real token is NaN: some real query has no key left to attend to"
-    if max(got["future"]) > 1e-6:
+    if max(future) > 1e-6:
         return "changing later tokens changed earlier outputs: the mask lets the future leak"
-    if max(got["pad"]) > 1e-6:
+    if pad_moved > 1e-6:
         return "changing the vectors at padded positions changed the outputs of real tokens: padded keys must be blocked"
     return None
 
@@ -324,20 +372,7 @@ def _padded_story(got):
     builds_on=(_COMBINED,),
 )
 def _(ns):
-    mask = _as_mask(_isolated(ns, "combined_mask", _CIDS, 2))
-    real = _CIDS != 2
-    x = randn(4, 6, 6, seed=72)
-    base = _attend(x, mask)
-    noise = randn(4, 6, 6, seed=73)
-    pad_changed = _attend(torch.where(real[..., None], x, noise), mask)
-    future = []
-    for t in range(1, 6):
-        y = x.clone()
-        y[:, t:] = noise[:, t:]
-        out = _attend(y, mask)
-        earlier = real[:, :t]
-        future.append(float((out[:, :t] - base[:, :t]).abs()[earlier].max()))
-    return {"future": future, "pad": [float((pad_changed - base).abs()[real].max())]}
+    return _isolated(ns, "combined_mask", _CIDS, 2)
 
 
 # ---------------------------------------------------------------- shift
@@ -380,11 +415,14 @@ def _(ns):
     return tokens  # as the caller holds it afterwards
 
 
-@suite.case("shift", "on the meta device the result keeps the device, dtype and shape", points=1,
-            check=satisfies(_on_meta([3, 7], "torch.int64")), builds_on=(_SHIFT,))
+@suite.case("shift", "the start column is made on the device of the tokens", points=1,
+            check=_placed("shift_right", "make the start column on tokens.device (tokens.new_full, or device=tokens.device)", "start column off the tokens' device"),
+            expected=REFERENCE, builds_on=(_SHIFT,))
 def _(ns):
-    out = ns.shift_right(_TOKENS.to("meta"), 2)
-    return [str(out.device), str(out.dtype), list(out.shape)]
+    tokens = _TOKENS.clone()
+    with _Placement() as spy:
+        out = ns.shift_right(tokens, 2)
+    return [list(call) for call in spy.calls], out
 
 
 @suite.case("shift", "tokens that are not (B, T) raise ValueError", points=1,

@@ -97,6 +97,13 @@ MISTAKES = [
             start = torch.ones(tokens.shape[0], 1) * start_id
             return torch.cat([start, tokens[:, :-1]], dim=1)
     '''}, hints=("shift changes the dtype",)),
+    Variant("shift", "start column made on the default device", {"shift_right": '''
+        def shift_right(tokens, start_id):
+            if tokens.dim() != 2:
+                raise ValueError("tokens must be (B, T)")
+            start = torch.full((tokens.shape[0], 1), start_id, dtype=tokens.dtype)
+            return torch.cat([start, tokens[:, :-1]], dim=1)
+    '''}, hints=("start column off the tokens' device",)),
     # pad_and_shift
     Variant("pad_and_shift", "targets padded with pad_id", {"pad_and_shift": '''
         def pad_and_shift(sequences, start_id, pad_id, ignore_index=-100):

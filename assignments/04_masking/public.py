@@ -8,8 +8,9 @@ rtol 1e-5, atol 1e-6 (a float32 cross-entropy of a few numbers against a float64
 import math
 
 import torch
+from torch.overrides import TorchFunctionMode
 
-from autograder.kit import Hint, Suite, catch, close, equal, raises, satisfies
+from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises, satisfies
 
 suite = Suite(public=True)
 
@@ -108,17 +109,47 @@ def _(ns):
     return ns.causal_mask(1)
 
 
-@suite.case(
-    "causal_mask",
-    "device='meta': the mask is made on the device asked for",
-    points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and got[:1] != exp[:1], "create the mask on `device` (device=device), or move it there", mistake="device ignored")]),
-    expected=["meta", [3, 3]],
-)
+class _Placement(TorchFunctionMode):
+    """Notes every tensor-making torch call (with the device it was given) and every move."""
+
+    def __init__(self):
+        TorchFunctionMode.__init__(self)
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye") and not any(isinstance(a, torch.Tensor) for a in args):
+            self.calls.append(("made", name, str(kwargs.get("device"))))
+        elif name in ("to", "type_as", "cuda"):
+            self.calls.append(("moved", name, ""))
+        return func(*args, **kwargs)
+
+
+def _unplaced(calls):
+    """The first tensor made without a device and never moved to one, or None."""
+    made = [name for kind, name, device in calls if kind == "made" and device == "None"]
+    return made[0] if made and not any(kind == "moved" for kind, _, _ in calls) else None
+
+
+def _placed_mask(got, expected, reveal):
+    """The mask is right, and made on the device passed (or moved there)."""
+    calls, mask = got
+    verdict = equal()(mask, _grid("011 001 000"), reveal)
+    if not verdict.passed:
+        return Verdict(False, f"the mask is not right yet: {verdict.message}")
+    made = _unplaced(calls)
+    if made:
+        return Verdict(False, f"causal_mask(3, device='cpu') makes its tensor with torch.{made}(...) without passing the device on\nHint: create the mask on `device` (device=device), or move it there", "device ignored")
+    return Verdict(True)
+
+
+@suite.case("causal_mask", "the device argument reaches the tensor it makes", points=1, check=_placed_mask,
+            builds_on=("T=4: True strictly above the diagonal",))
 def _(ns):
-    # "meta" is a device every PyTorch has: tensors with a shape but no data
-    mask = ns.causal_mask(3, device="meta")
-    return [str(mask.device), list(mask.shape)]
+    with _Placement() as spy:
+        mask = ns.causal_mask(3, device="cpu")
+    return [list(call) for call in spy.calls], mask
 
 
 # ---------------------------------------------------------------- padding_mask
@@ -224,6 +255,27 @@ def _(ns):
     tokens = _BATCH.clone()
     out = ns.shift_right(tokens, 0)
     return out, tokens
+
+
+def _placed_shift(got, expected, reveal):
+    """The shifted ids are right, and the start column is made on the tokens' device."""
+    calls, out = got
+    verdict = equal()(out, torch.tensor([[1, 5, 6]]), reveal)
+    if not verdict.passed:
+        return Verdict(False, f"the result is not right yet: {verdict.message}")
+    made = _unplaced(calls)
+    if made:
+        return Verdict(False, f"shift_right makes a tensor with torch.{made}(...) without a device\nHint: make the start column on tokens.device (tokens.new_full, or device=tokens.device)", "start column off the tokens' device")
+    return Verdict(True)
+
+
+@suite.case("shift", "the start column is made on the device of tokens", points=1, check=_placed_shift,
+            builds_on=("[[5, 6, 7]] with start_id=1 gives [[1, 5, 6]]",))
+def _(ns):
+    tokens = _FIVE_SIX_SEVEN.clone()
+    with _Placement() as spy:
+        out = ns.shift_right(tokens, 1)
+    return [list(call) for call in spy.calls], out
 
 
 # ---------------------------------------------------------------- pad_and_shift

@@ -404,8 +404,15 @@ def _(ns):
         return _module(ns, 9)(_XM.clone(), mask=_COMBINED.clone())
 
 
+def _same_shapes(got, shape):
+    return isinstance(got, (tuple, list)) and len(got) == 2 and all(type(t) is torch.Tensor and tuple(t.shape) == shape for t in got)
+
+
 def _future_ignored(got):
-    early, late = got
+    if not _same_shapes(got, (MB, MT, MC)):
+        return f"forward should return a tensor of shape {(MB, MT, MC)} for each input"
+    a, b = got
+    early, late = float((a[:, :3] - b[:, :3]).abs().max()), float((a[:, 3:] - b[:, 3:]).abs().max())
     if not early <= 1e-6:
         return f"changing positions 3 and 4 changed the outputs at positions 0 to 2 (by up to {early:.3g})"
     if not late > 1e-6:
@@ -420,8 +427,7 @@ def _(ns):
         module = _module(ns, 10)
         changed = _XM.clone()
         changed[:, 3:] = randn(MB, MT - 3, MC, seed=62)
-        a, b = module(_XM.clone(), mask=_CAUSAL.clone()), module(changed, mask=_CAUSAL.clone())
-    return float((a[:, :3] - b[:, :3]).abs().max()), float((a[:, 3:] - b[:, 3:]).abs().max())
+        return module(_XM.clone(), mask=_CAUSAL.clone()), module(changed, mask=_CAUSAL.clone())
 
 
 def _no_bias_problem(got):
@@ -459,7 +465,9 @@ def _(ns):
 
 
 def _random_in_training(got):
-    if not got > 1e-6:
+    if not _same_shapes(got, (MB, MT, MC)):
+        return f"forward should return a tensor of shape {(MB, MT, MC)} for each call"
+    if not float((got[0] - got[1]).abs().max()) > 1e-6:
         return "with dropout=0.5 in training mode, two calls on the same input gave the same output: dropout is not applied"
     return None
 
@@ -471,7 +479,7 @@ _RANDOM = "dropout=0.5 in training mode makes the output random"
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         module = _module(ns, 13, dropout=0.5).train()
-        return float((module(_XM.clone()) - module(_XM.clone())).abs().max())
+        return module(_XM.clone()), module(_XM.clone())
 
 
 @suite.case("mha", "in training mode the weights returned are those before dropout", points=1,
@@ -511,9 +519,8 @@ def _only_output_dropped(got):
 
 
 def _weights_dropped(got):
-    train, plain = got
-    if type(train) is not torch.Tensor or type(plain) is not torch.Tensor or train.shape != plain.shape:
-        return "forward should return tensors of the same shape in training and in eval mode"
+    if not _same_shapes(got, (MB, MT, MC)):
+        return f"forward should return a tensor of shape {(MB, MT, MC)} in training and in eval mode"
     if _only_output_dropped(got):
         return "in training mode your output is the eval output with some numbers dropped and the rest doubled: the attention weights are not dropped"
     return None
@@ -521,7 +528,7 @@ def _weights_dropped(got):
 
 @suite.case("mha", "dropout=0.5 in training mode also drops attention weights", points=1,
             check=satisfies(_weights_dropped, hints=[
-                Hint(lambda got, exp: type(got[0]) is torch.Tensor and type(got[1]) is torch.Tensor and got[0].shape == got[1].shape and _only_output_dropped(got),
+                Hint(lambda got, exp: _same_shapes(got, (MB, MT, MC)) and _only_output_dropped(got),
                      "dropout applies to the attention weights after the softmax as well as to the output of out_proj", mistake="no dropout on the attention weights"),
             ]),
             builds_on=(_RANDOM,))
