@@ -71,12 +71,12 @@ def _answering(own):
     def causal_mask(T, device=None):
         if T != 6:
             return own["causal_mask"](T, device=device)
-        return _CAUSAL_6.clone() if device is None else _CAUSAL_6.to(device)
+        return _CAUSAL_6.clone() if device is None else _CAUSAL_6.clone().to(device)
 
     def padding_mask(ids, pad_id):
         if pad_id != 2 or _rows(ids) != _rows(_CIDS):
             return own["padding_mask"](ids, pad_id=pad_id)
-        return _CIDS_PADDING.to(ids.device)
+        return _CIDS_PADDING.clone().to(ids.device)
 
     def shift_right(tokens, start_id):
         start, shifted = _KNOWN_SHIFTS.get(_rows(tokens), (None, None))

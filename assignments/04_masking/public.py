@@ -14,6 +14,7 @@ from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises, sa
 
 suite = Suite(public=True)
 
+
 def _grid(rows):
     """A boolean matrix written as rows of 0s and 1s: "011 001 000"."""
     return torch.tensor([[ch == "1" for ch in row] for row in rows.split()])
@@ -45,11 +46,11 @@ def _answering(ns):
     def causal_mask(T, device=None):
         if T not in _CAUSAL:
             return own["causal_mask"](T, device)
-        return _CAUSAL[T].clone() if device is None else _CAUSAL[T].to(device)
+        return _CAUSAL[T].clone() if device is None else _CAUSAL[T].clone().to(device)
 
     def padding_mask(ids, pad_id):
         found = _PADDING.get((_rows(ids), pad_id))
-        return own["padding_mask"](ids, pad_id) if found is None else found.to(ids.device)
+        return own["padding_mask"](ids, pad_id) if found is None else found.clone().to(ids.device)
 
     def shift_right(tokens, start_id):
         found = _SHIFTED.get((_rows(tokens), start_id))
