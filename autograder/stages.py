@@ -47,6 +47,7 @@ ALL_STAGES = [
     Stage("05_multihead", "multihead", "Multi-head attention"),
     Stage("06_blocks", "blocks", "LayerNorm, feed-forward, residuals and the transformer block"),
     Stage("07_gpt", "gpt", "The full GPT: training, sampling and a KV cache"),
+    Stage("09_encoders", "encoders", "Encoders, masked language modelling and the encoder-decoder"),
 ]
 
 
