@@ -1199,7 +1199,7 @@ def _inputs_problem(got):
 def _(ns):
     model = _Scripted(_SCRIPT)
     out = ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6], [7, 8]]), start_id=10, end_id=2, max_len=8)
-    return out.tolist(), model.calls
+    return out.tolist(), list(model.calls)
 
 
 class _Copier(nn.Module):

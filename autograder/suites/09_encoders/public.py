@@ -59,8 +59,7 @@ class _TorchEncoder(nn.Module):
     def __init__(self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0):
         super().__init__()
         self.pad_id, self.n_head = pad_id, n_head
-        self.tok_emb = nn.Embedding(vocab_size, n_embd)
-        self.pos_emb = nn.Embedding(max_len, n_embd)
+        self.tok_emb, self.pos_emb = nn.Embedding(vocab_size, n_embd), nn.Embedding(max_len, n_embd)
         self.blocks = nn.ModuleList(
             nn.TransformerEncoderLayer(n_embd, n_head, ff_dim or 4 * n_embd, dropout=dropout, activation="gelu", batch_first=True, norm_first=True)
             for _ in range(n_layer)
@@ -228,7 +227,7 @@ class _TableEncoder(nn.Module):
 
     def __init__(self, rows, pad_id=0):
         super().__init__()
-        self.pad_id = pad_id
+        self.pad_id = int(pad_id)
         self.tok_emb = nn.Embedding(len(rows), len(rows[0]))
         with torch.no_grad():
             self.tok_emb.weight.copy_(torch.tensor(rows))
@@ -639,7 +638,7 @@ class _Scripted(nn.Module):
 
     def __init__(self, script, vocab_size=10, pad_id=0):
         super().__init__()
-        self.pad_id = pad_id
+        self.pad_id = int(pad_id)
         self.script = torch.tensor(script)
         self.vocab_size = vocab_size
         self.scale = nn.Parameter(torch.tensor(4.0))
@@ -699,7 +698,7 @@ class _Recorder(nn.Module):
 
     def __init__(self, vocab_size=9, pad_id=0):
         super().__init__()
-        self.pad_id = pad_id
+        self.pad_id = int(pad_id)
         self.table = nn.Embedding(vocab_size, vocab_size)
         self.calls = []
 
