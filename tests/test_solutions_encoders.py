@@ -460,3 +460,38 @@ def test_hidden_known_parts_compute_what_the_reference_parts_compute():
             else:
                 a, b = mine(x, memory, causal_mask(T), pad), theirs(x, memory, causal_mask(T), pad)
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_reference_notebook_runs_top_to_bottom_quickly_in_a_kernel(tmp_path, monkeypatch):
+    """With GPTCOURSE_QUICK=1 every demonstration and training cell runs on tiny sizes, so the
+    whole reference notebook (check cells included) runs in a real kernel, offline, without
+    importing anything of this project, and no cell raises."""
+    import json
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    isolate = (
+        "import socket, sys\n"
+        "for _name in ('autograder', 'solutions', 'otter', 'nbgrader', 'gptcourse'):\n"
+        "    sys.modules[_name] = None\n"
+        "def _no_network(*args, **kwargs):\n"
+        "    raise OSError('no network in this test')\n"
+        "socket.socket = _no_network\n"
+        "socket.create_connection = _no_network\n"
+    )
+    monkeypatch.setenv("GPTCOURSE_QUICK", "1")
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    notebook = make_notebook(get_stage("09_encoders"), "reference")
+    notebook["cells"].insert(0, nbformat.v4.new_code_cell(isolate, id="isolate"))
+    path = tmp_path / "09 reference.ipynb"
+    path.write_text(json.dumps(notebook))
+    executed = nbformat.read(path, as_version=4)
+    NotebookClient(executed, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [(i, o["ename"], o["evalue"][:200]) for i, cell in enumerate(executed.cells) if cell.cell_type == "code"
+              for o in cell.outputs if o.get("output_type") == "error"]
+    assert errors == []
+    checks = ["".join(o.get("text", "") for o in cell.outputs) for cell in executed.cells
+              if "gptcourse:check" in cell.metadata.get("tags", [])]
+    assert len(checks) == 7 and all("public tests passed" in text for text in checks)
