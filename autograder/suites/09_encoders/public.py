@@ -422,7 +422,7 @@ def _(ns):
             points=1, check=satisfies(_agrees_with_mha))
 def _(ns):
     module = ns.CrossAttention(PC, PH)
-    set_parameters(module, 22)
+    set_parameters(module, 22, scale=0.2)
     x, memory = randn(PB, PQ, PC, seed=23), randn(PB, PK, PC, seed=24)
     mask = torch.tensor([[0, 0, 0, 0, 0], [0, 0, 0, 1, 1]], dtype=torch.bool)[:, None, :]  # (B, 1, T_k)
     with torch.no_grad():
@@ -444,7 +444,7 @@ def _separate_queries(got):
             points=1, check=satisfies(_separate_queries))
 def _(ns):
     module = ns.CrossAttention(PC, PH).eval()
-    set_parameters(module, 25)
+    set_parameters(module, 25, scale=0.2)
     x, memory = randn(PB, PQ, PC, seed=26), randn(PB, PK, PC, seed=27)
     other_x = x.clone()
     other_x[:, 1:] = randn(PB, PQ - 1, PC, seed=28)
@@ -489,7 +489,7 @@ def _decoder_state(block):
 def _decoder_block(ns, seed, **kwargs):
     with _stand_ins(ns, CrossAttention=_TorchCrossAttention):
         block = ns.DecoderBlock(PC, PH, PF, **kwargs)
-    set_parameters(block, seed)
+    set_parameters(block, seed, scale=0.2)
     return block.eval()
 
 
