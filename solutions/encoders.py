@@ -55,17 +55,8 @@ class Encoder(nn.Module):
         dropout: float = 0.0,
         pad_id: int = 0,
     ) -> None:
-        """Create ``tok_emb``, ``pos_emb``, ``blocks`` and ``ln_f``; keep ``pad_id``.
-
-        Raises:
-            ValueError: if a size is not positive or ``n_head`` does not divide ``n_embd``.
-        """
+        """Create ``tok_emb``, ``pos_emb``, ``blocks`` and ``ln_f``; keep ``pad_id``."""
         super().__init__()
-        for name, value in (("vocab_size", vocab_size), ("max_len", max_len), ("n_layer", n_layer), ("n_head", n_head), ("n_embd", n_embd)):
-            if value < 1:
-                raise ValueError(f"{name} must be positive, got {value}")
-        if n_embd % n_head != 0:
-            raise ValueError(f"n_embd ({n_embd}) must be divisible by n_head ({n_head})")
         self.pad_id = pad_id
         self.max_len = max_len
         hidden = ff_dim if ff_dim is not None else 4 * n_embd
@@ -81,10 +72,8 @@ class Encoder(nn.Module):
         """Encode ``idx (B, T)`` into ``(B, T, C)``: every position sees the whole sequence.
 
         Raises:
-            ValueError: if ``idx`` is not 2-D or ``T > max_len``.
+            ValueError: if ``T > max_len``.
         """
-        if idx.dim() != 2:
-            raise ValueError(f"idx must be (B, T), got shape {tuple(idx.shape)}")
         T = idx.size(1)
         if T > self.max_len:
             raise ValueError(f"sequence length {T} exceeds max_len {self.max_len}")
@@ -120,14 +109,11 @@ class SequenceClassifier(nn.Module):
         """Keep ``encoder`` and create ``head``.
 
         Raises:
-            ValueError: if ``pooling`` is neither ``"mean"`` nor ``"first"``, or
-                ``num_classes`` is not positive.
+            ValueError: if ``pooling`` is neither ``"mean"`` nor ``"first"``.
         """
         super().__init__()
         if pooling not in ("mean", "first"):
             raise ValueError(f"pooling must be 'mean' or 'first', got {pooling!r}")
-        if num_classes < 1:
-            raise ValueError(f"num_classes must be positive, got {num_classes}")
         self.encoder = encoder
         self.pooling = pooling
         self.head = nn.Linear(encoder.tok_emb.embedding_dim, num_classes)
@@ -167,7 +153,7 @@ def mlm_mask_tokens(
     results move to ``ids.device``).
 
     Raises:
-        ValueError: if ``prob`` is outside ``[0, 1]`` or ``vocab_size`` is not positive.
+        ValueError: if ``prob`` is outside ``[0, 1]``.
 
     Example:
         >>> ids = torch.tensor([[1, 5, 6, 7, 8, 2]])        # 1 and 2 are [CLS] and [SEP]
@@ -180,8 +166,6 @@ def mlm_mask_tokens(
     """
     if not 0.0 <= prob <= 1.0:
         raise ValueError(f"prob must be in [0, 1], got {prob}")
-    if vocab_size < 1:
-        raise ValueError(f"vocab_size must be positive, got {vocab_size}")
     device = generator.device if generator is not None else ids.device
     choose = torch.rand(ids.shape, generator=generator, device=device).to(ids.device)
     action = torch.rand(ids.shape, generator=generator, device=device).to(ids.device)
@@ -222,14 +206,11 @@ class CrossAttention(nn.Module):
         """Create the four projections.
 
         Raises:
-            ValueError: if ``num_heads`` is not positive or does not divide ``embed_dim``.
+            ValueError: if ``embed_dim`` is not divisible by ``num_heads``.
         """
         super().__init__()
-        if num_heads < 1:
-            raise ValueError(f"num_heads must be positive, got {num_heads}")
         if embed_dim % num_heads != 0:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
-        self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.q_proj = nn.Linear(embed_dim, embed_dim)
         self.k_proj = nn.Linear(embed_dim, embed_dim)
@@ -239,18 +220,8 @@ class CrossAttention(nn.Module):
         self.resid_dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Attend from ``x (B, T_q, C)`` to ``memory (B, T_k, C)``; returns ``(B, T_q, C)``.
-
-        Raises:
-            ValueError: if ``x`` or ``memory`` is not ``(B, T, embed_dim)`` with the same
-                ``B``, or ``memory_mask`` is not a boolean 3-D tensor.
-        """
-        C = self.embed_dim
-        if x.dim() != 3 or memory.dim() != 3 or x.size(-1) != C or memory.size(-1) != C or x.size(0) != memory.size(0):
-            raise ValueError(f"expected x (B, T_q, {C}) and memory (B, T_k, {C}), got {tuple(x.shape)} and {tuple(memory.shape)}")
+        """Attend from ``x (B, T_q, C)`` to ``memory (B, T_k, C)``; returns ``(B, T_q, C)``."""
         if memory_mask is not None:
-            if memory_mask.dtype != torch.bool or memory_mask.dim() != 3:
-                raise ValueError(f"memory_mask must be a boolean (B, 1, T_k) or (B, T_q, T_k) tensor, got {memory_mask.dtype} {tuple(memory_mask.shape)}")
             memory_mask = memory_mask.unsqueeze(1)  # (B, 1, 1 or T_q, T_k): the same for every head
 
         q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, T_q, D)
@@ -302,12 +273,7 @@ class DecoderBlock(nn.Module):
         activation: str = "gelu",
         norm_first: bool = True,
     ) -> None:
-        """Create ``self_attn``, ``cross_attn``, ``ff``, ``ln1``, ``ln2`` and ``ln3``.
-
-        Raises:
-            ValueError: if ``num_heads`` does not divide ``embed_dim`` or the activation
-                is unknown (raised by the parts).
-        """
+        """Create ``self_attn``, ``cross_attn``, ``ff``, ``ln1``, ``ln2`` and ``ln3``."""
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout)
@@ -368,16 +334,9 @@ class Seq2Seq(nn.Module):
         n_embd: int = 64,
         pad_id: int = 0,
     ) -> None:
-        """Create ``encoder``, ``tgt_emb``, ``tgt_pos_emb``, ``decoder_blocks``, ``ln_f`` and ``head``.
-
-        Raises:
-            ValueError: if a size is not positive or ``n_head`` does not divide ``n_embd``.
-        """
+        """Create ``encoder``, ``tgt_emb``, ``tgt_pos_emb``, ``decoder_blocks``, ``ln_f`` and ``head``."""
         super().__init__()
-        if tgt_vocab < 1:
-            raise ValueError(f"tgt_vocab must be positive, got {tgt_vocab}")
         self.pad_id = pad_id
-        self.max_len = max_len
         self.encoder = Encoder(src_vocab, max_len, n_layer=n_layer, n_head=n_head, n_embd=n_embd, pad_id=pad_id)
         self.tgt_emb = nn.Embedding(tgt_vocab, n_embd)
         self.tgt_pos_emb = nn.Embedding(max_len, n_embd)
@@ -388,17 +347,8 @@ class Seq2Seq(nn.Module):
         self.head = nn.Linear(n_embd, tgt_vocab)
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        """Logits ``(B, T, tgt_vocab)`` for the decoder inputs ``tgt_in (B, T)`` given ``src (B, S)``.
-
-        Raises:
-            ValueError: if ``src`` or ``tgt_in`` is not 2-D, their batch sizes differ, or
-                a length exceeds ``max_len``.
-        """
-        if src.dim() != 2 or tgt_in.dim() != 2 or src.size(0) != tgt_in.size(0):
-            raise ValueError(f"src and tgt_in must be (B, S) and (B, T), got {tuple(src.shape)} and {tuple(tgt_in.shape)}")
+        """Logits ``(B, T, tgt_vocab)`` for the decoder inputs ``tgt_in (B, T)`` given ``src (B, S)``."""
         T = tgt_in.size(1)
-        if T > self.max_len:
-            raise ValueError(f"target length {T} exceeds max_len {self.max_len}")
         memory = self.encoder(src)  # (B, S, C)
         memory_mask = padding_mask(src, self.pad_id)  # (B, 1, S): source padding blocked
         self_mask = causal_mask(T, device=tgt_in.device)  # (T, T): no peeking at later targets
@@ -420,7 +370,7 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, start_id: int, end_id: in
     eval mode without gradients and puts the model back in the mode it was in.
 
     Raises:
-        ValueError: if ``src`` is not 2-D or ``max_len`` is negative.
+        ValueError: if ``max_len`` is negative.
 
     Example:
         >>> model = Seq2Seq(src_vocab=12, tgt_vocab=9, max_len=10, n_layer=1, n_head=2, n_embd=16)
@@ -428,8 +378,6 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, start_id: int, end_id: in
         >>> out.shape[0], out.shape[1] <= 6
         (2, True)
     """
-    if src.dim() != 2:
-        raise ValueError(f"src must be (B, S), got shape {tuple(src.shape)}")
     if max_len < 0:
         raise ValueError(f"max_len must be non-negative, got {max_len}")
     B = src.size(0)
@@ -486,7 +434,7 @@ def train_seq2seq(
 
     Raises:
         ValueError: if ``steps``, ``batch_size`` or ``lr`` is not positive, or ``src`` and
-            ``tgt`` are not 2-D with the same number of rows.
+            ``tgt`` have different numbers of rows.
 
     Example:
         >>> model = Seq2Seq(src_vocab=6, tgt_vocab=6, max_len=4, n_layer=1, n_head=2, n_embd=16)
@@ -500,8 +448,8 @@ def train_seq2seq(
         raise ValueError(f"steps and batch_size must be positive, got {steps} and {batch_size}")
     if lr <= 0:
         raise ValueError(f"lr must be positive, got {lr}")
-    if src.dim() != 2 or tgt.dim() != 2 or src.size(0) != tgt.size(0):
-        raise ValueError(f"src and tgt must be (N, S) and (N, T) with the same N, got {tuple(src.shape)} and {tuple(tgt.shape)}")
+    if src.size(0) != tgt.size(0):
+        raise ValueError(f"src and tgt must have the same number of rows, got {src.size(0)} and {tgt.size(0)}")
     device = next(model.parameters()).device
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     sample_device = generator.device if generator is not None else torch.device("cpu")

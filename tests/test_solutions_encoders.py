@@ -240,12 +240,9 @@ def test_cross_attention_equals_torch_multihead_attention(mask_kind, heads):
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
 
 
-def test_cross_attention_errors():
+def test_cross_attention_refuses_heads_that_do_not_divide_the_width():
     with pytest.raises(ValueError):
         CrossAttention(C, 5)
-    cross = CrossAttention(C, H)
-    with pytest.raises(ValueError):
-        cross(torch.randn(B, T, C), torch.randn(B, S, C), memory_mask=torch.zeros(B, 1, S))  # not boolean
 
 
 # ---------------------------------------------------------------- decoder_block
@@ -366,8 +363,8 @@ def test_reference_learns_reversal_and_greedy_equals_teacher_forced_exact_match(
     test_src, test_tgt, _ = reversal_pairs(200, test_seed, seen)
     torch.manual_seed(train_seed)
     model = Seq2Seq(13, 13, 8, n_layer=1, n_head=2, n_embd=32)
-    losses = train_seq2seq(model, src, tgt, steps=300, batch_size=32, lr=3e-3, start_id=1, generator=torch.Generator().manual_seed(train_seed))
-    assert len(losses) == 300 and losses[-1] < 0.2 * losses[0]
+    losses = train_seq2seq(model, src, tgt, steps=200, batch_size=32, lr=3e-3, start_id=1, generator=torch.Generator().manual_seed(train_seed))
+    assert len(losses) == 200 and losses[-1] < 0.2 * losses[0]
     greedy = greedy_decode(model, test_src, 1, 2, max_len=7)
     greedy = F.pad(greedy, (0, 7 - greedy.size(1)), value=0)
     greedy_right = (greedy == test_tgt).all(dim=1)
