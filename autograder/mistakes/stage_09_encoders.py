@@ -541,6 +541,12 @@ ALTERNATIVES = [
                 model.train(mode)
             return buffer[:, 1 : length + 1]
         '''}),
+    Variant("seq2seq", "GPT-2's initialisation of every layer (normal, std 0.02)", {"Seq2Seq": _seq2seq().replace(
+        "        self.head = nn.Linear(n_embd, tgt_vocab)\n",
+        "        self.head = nn.Linear(n_embd, tgt_vocab)\n"
+        "        for module in self.modules():\n"
+        "            if isinstance(module, (nn.Linear, nn.Embedding)):\n"
+        "                nn.init.normal_(module.weight, mean=0.0, std=0.02)\n")}),
     Variant("seq2seq_works", "rows by randperm, labels by torch.where, cross-entropy on (B, V, T)", {"train_seq2seq": '''
         def train_seq2seq(model, src, tgt, *, steps, batch_size, lr, start_id, generator=None, grad_clip=1.0):
             if min(steps, batch_size) <= 0 or not lr > 0:

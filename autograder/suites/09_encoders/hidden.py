@@ -14,8 +14,9 @@ Keeping the questions apart
     student's Seq2Seq while ``Encoder`` and ``DecoderBlock`` stand for the grader's own
     (put back afterwards), and runs greedy_decode on scripted stand-in models.
     seq2seq_works runs train_seq2seq on a recording stand-in model, and trains the
-    student's Seq2Seq (with the grader's encoder and decoder blocks) with the student's
-    train_seq2seq: that one dependency is by design (Seq2Seq's wiring and the loop must
+    student's Seq2Seq (with the grader's encoder and decoder blocks, every layer
+    re-initialised as PyTorch does by default) with the student's train_seq2seq: that one
+    dependency is by design (Seq2Seq's wiring and the loop must
     work together). Comparisons with nn.MultiheadAttention and nn.TransformerDecoderLayer
     are computed in the check, in the grading parent, from the weights the probe reports.
 
@@ -89,7 +90,7 @@ Clauses and the tests that cover them
       does not clip                                                            "gradients ...", "grad_clip=1e-3 ...", "by default ..."
       AdamW with learning rate lr                                              "AdamW ..."
       bad arguments raise ValueError                                           "ValueError ..."
-      the student's Seq2Seq and loop learn the reversal task (>= 80%)          "300 steps ..."
+      the student's Seq2Seq and loop learn the reversal task (>= 80%)          "200 steps ..."
 
 Tolerances (relative + absolute, per test)
     Margins below were measured with benchmarks/tolerance_margins.py (the reference's own
@@ -117,8 +118,9 @@ Tolerances (relative + absolute, per test)
       clip_grad_norm_'s 1e-6 guard leaves); from zero weights Adam's first step moves a
       weight with a gradient by lr * g / (|g| + eps), so between 0.9 and 1.02 lr whatever
       the weight decay;
-    - seq2seq_works: at least 80% of 200 unseen strings exactly right (the reference
-      reaches 99-100% on every seed tried; nothing learned gives 0%).
+    - seq2seq_works: at least 80% of 200 unseen strings exactly right after 200 steps,
+      every layer re-initialised as PyTorch does by default (the reference reaches 97.5-99.5%
+      on every seed tried, with the public or the hidden parts; nothing learned gives 0%).
 """
 
 import contextlib
@@ -1604,16 +1606,30 @@ def _reversed_enough(got):
     return None
 
 
-@suite.case("seq2seq_works", f"300 steps on other digit strings: at least {THRESHOLD:.0%} of unseen strings exactly reversed",
+def _reinitialised(ns, model, seed):
+    """Every layer back to PyTorch's default initialisation, seeded, whatever the student's
+    Seq2Seq did (GPT-2's small initialisation, applied to the grader's parts too, learns
+    this task too slowly for the budget): the test is about the wiring and the loop."""
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for part in model.modules():
+            if isinstance(part, (nn.Linear, nn.Embedding, nn.LayerNorm)):
+                part.reset_parameters()
+            elif isinstance(part, ns.LayerNorm):
+                part.weight.fill_(1.0)
+                part.bias.zero_()
+
+
+@suite.case("seq2seq_works", f"200 steps on other digit strings: at least {THRESHOLD:.0%} of unseen strings exactly reversed",
             points=3, check=satisfies(_reversed_enough), timeout=60)
 def _(ns):
     src, tgt, seen = _reversals(2000, 2)
     test_src, test_tgt, _ = _reversals(200, 3, seen)
-    torch.manual_seed(2)
     known = _known_classes(ns)
     with _standing_in(ns, Encoder=known["Encoder"], DecoderBlock=known["DecoderBlock"]):
         model = ns.Seq2Seq(13, 13, 8, n_layer=1, n_head=2, n_embd=32)
-    ns.train_seq2seq(model, src, tgt, steps=300, batch_size=32, lr=3e-3, start_id=1, generator=generator(2))
+    _reinitialised(ns, model, 2)
+    ns.train_seq2seq(model, src, tgt, steps=200, batch_size=32, lr=3e-3, start_id=1, generator=generator(2))
     tgt_in = torch.cat([torch.ones(len(test_tgt), 1, dtype=torch.long), test_tgt[:, :-1]], dim=1)
     model.cpu().eval()
     with torch.no_grad():

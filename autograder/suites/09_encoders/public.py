@@ -769,25 +769,40 @@ def _exact_match(got):
     right = ((predictions == targets) | (targets == 0)).all(dim=1).float().mean().item()
     if not right >= THRESHOLD:
         return (f"after training, {right:.1%} of the unseen strings come out exactly reversed, fewer than {THRESHOLD:.0%} "
-                "(the reference reaches about 99%; section 8 of the notebook lists what to look for)")
+                "(the reference reaches 97 to 100%; section 8 of the notebook lists what to look for)")
     return None
+
+
+def _default_init(ns, model, seed):
+    """PyTorch's default initialisation for every layer, seeded: this test is about the wiring
+    and the training loop, not about the student's choice of initialisation."""
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding, nn.LayerNorm)):
+                module.reset_parameters()
+            elif isinstance(module, nn.MultiheadAttention):
+                module._reset_parameters()
+            elif isinstance(module, ns.LayerNorm):
+                module.weight.fill_(1.0)
+                module.bias.zero_()
 
 
 def _train_and_predict(ns, train_seed, test_seed):
     """Train the student's Seq2Seq (with the stand-in parts) with train_seq2seq; predict in one teacher-forced pass."""
     src, tgt, seen = _reversal_pairs(2000, train_seed)
     test_src, test_tgt, _ = _reversal_pairs(200, test_seed, seen)
-    torch.manual_seed(train_seed)
     with _torch_parts(ns):
         model = ns.Seq2Seq(13, 13, 8, n_layer=1, n_head=2, n_embd=32)
-    ns.train_seq2seq(model, src, tgt, steps=300, batch_size=32, lr=3e-3, start_id=1, generator=generator(train_seed))
+    _default_init(ns, model, train_seed)
+    ns.train_seq2seq(model, src, tgt, steps=200, batch_size=32, lr=3e-3, start_id=1, generator=generator(train_seed))
     tgt_in = torch.cat([torch.ones(len(test_tgt), 1, dtype=torch.long), test_tgt[:, :-1]], dim=1)
     model.cpu().eval()
     with torch.no_grad():
         return model(test_src, tgt_in).argmax(dim=-1), train_seed, test_seed
 
 
-@suite.case("seq2seq_works", f"300 steps on reversing digit strings: at least {THRESHOLD:.0%} of unseen strings exactly right",
+@suite.case("seq2seq_works", f"200 steps on reversing digit strings: at least {THRESHOLD:.0%} of unseen strings exactly right",
             points=1, check=satisfies(_exact_match), timeout=60)
 def _(ns):
     return _train_and_predict(ns, 0, 1)
