@@ -1203,7 +1203,8 @@ def _(ns):
 def _inputs_problem(got):
     out, calls = got
     if out != [[5, 6, 2, 0], [4, 2, 0, 0], [8, 8, 8, 2]]:
-        return f"expected the tokens [[5, 6, 2, 0], [4, 2, 0, 0], [8, 8, 8, 2]] (start_id=10, end_id=2), got {out}"
+        return (f"with start_id=10 and end_id=2 the tokens are not those of greedy decoding (each row's best tokens "
+                f"up to its end token, then padding); got {out}")
     if len(calls) != 4:
         return (f"the model was called {len(calls)} times; every row has ended after 4 tokens, so decoding stops there "
                 "(one call per generated token)")
@@ -1337,7 +1338,7 @@ def _pairs_problem(got):
             if not torch.equal(_W_IN[row], t):
                 if torch.equal(_W_TGT[row], t):
                     return "the decoder was fed the targets themselves: feed them shifted right behind start_id"
-                return f"a decoder input {t.tolist()} is not its source's target shifted right behind start_id ({_W_IN[row].tolist()})"
+                return f"the decoder input {t.tolist()} is not its source's target shifted right behind start_id"
     return None
 
 
@@ -1374,8 +1375,8 @@ def _losses_problem(got):
         if want is None:
             return "a source row fed to the model is not one of src's rows"
         if not isinstance(loss, float) or not abs(loss - want) <= 1e-6 + 1e-5 * abs(want):
-            return (f"the loss of step {step} is {loss!r}, but the mean cross-entropy of that batch over the positions that "
-                    f"are not padding (model.pad_id, here 9) is {want:.6f}")
+            return (f"the loss of step {step} is {loss!r}, which is not the mean cross-entropy of that batch over the "
+                    "positions that are not padding (model.pad_id, here 9)")
     return None
 
 
