@@ -25,7 +25,7 @@ Messages name the property that failed, never an expected value.
 
 import torch
 
-from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, close_number, equal, generator, satisfies
+from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, close_number, generator, satisfies
 
 suite = Suite(public=False)
 
