@@ -35,6 +35,10 @@ from .suites import StageTests, SuiteFile
 CHILD = Path(__file__).with_name("child.py")
 EVENT_LIMIT = 64 * 1024 * 1024  # bytes of events one child may send
 OUTPUT_LIMIT = 20_000  # characters of the student's own output that are kept
+# -s: no user site-packages; -P: no script folder on sys.path; -B: no bytecode files. Not -I:
+# it implies -E, which would ignore PYTHONHASHSEED, and the child's set order must not vary
+# from one grading to the next (its environment is built from scratch, see _child_env).
+PYTHON_FLAGS = ("-s", "-P", "-B")
 ERROR_LIMIT = 1000  # characters of an error the child reports for a cell or a test (the judge bounds it again)
 
 
@@ -145,7 +149,7 @@ class ForkServer:
     def _start(self) -> None:
         parent, child = socket.socketpair()
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", str(CHILD), "--server", str(child.fileno())],
+            [sys.executable, *PYTHON_FLAGS, str(CHILD), "--server", str(child.fileno())],
             stdin=subprocess.DEVNULL,
             cwd=self._workdir,
             env=_child_env(self._workdir),
@@ -223,7 +227,7 @@ class _Child:
                 self.pid = server.launch({"workdir": workdir, "env": env}, [out_write, write_fd, control_read])
             else:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-I", "-B", str(CHILD), "--job", str(write_fd), str(control_read)],
+                    [sys.executable, *PYTHON_FLAGS, str(CHILD), "--job", str(write_fd), str(control_read)],
                     stdin=subprocess.DEVNULL,
                     stdout=out_write,
                     stderr=out_write,
