@@ -145,4 +145,24 @@ def judge(tests: StageTests, outcome: Outcome) -> list[TestResult]:
                 builds_on=case.builds_on,
             )
         )
+    return _errors_need_working_code(results, tests)
+
+
+def _errors_need_working_code(results: list[TestResult], tests: StageTests) -> list[TestResult]:
+    """Take back the points of passed error tests in a question where nothing else passed.
+
+    A test whose probe calls ``catch`` (it expects an error, or checks that none is raised)
+    passes for a function that raises ``ValueError`` on every call, or that only checks its
+    arguments; those points are earned only when the function also works, that is when
+    another test of the question passed.
+    """
+    errors = tests.error_tests
+    working = {r.qid for r in results if r.passed and r.key not in errors}
+    for result in results:
+        if result.passed and result.qid not in working and result.key in errors:
+            result.score = 0.0
+            result.message = (
+                f"this passed, but every other test of {result.qid} failed: the tests of its errors "
+                "count only once the function also works on valid inputs"
+            )
     return results
