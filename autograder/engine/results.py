@@ -89,10 +89,19 @@ def dump_json(doc: dict) -> str:
 
 
 def cell_notes(outcome: Outcome) -> str:
-    """What went wrong while loading the notebook, for the student."""
+    """What went wrong while loading the notebook, and what of it did not run, for the student.
+
+    Each cell is named as the student sees it (``Outcome.cell_labels``): its place among
+    the notebook's code cells and the ``In [n]`` Jupyter showed.
+    """
     lines = []
     if outcome.fatal:
         lines.append(f"Your notebook could not be graded: {outcome.fatal}")
-    for index, message in sorted(outcome.cell_errors.items()):
-        lines.append(f"Cell {index + 1} of your notebook {message}")
+    for index in sorted(set(outcome.cell_errors) | set(outcome.left_out)):
+        label = outcome.cell_labels.get(index, f"cell {index + 1}")
+        label = label[:1].upper() + label[1:]
+        for note in outcome.left_out.get(index, ()):
+            lines.append(f"{label}, {note}" if note.startswith("line ") else f"{label}: {note}")
+        if index in outcome.cell_errors:
+            lines.append(f"{label} {outcome.cell_errors[index]}")
     return "\n".join(lines)
