@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Any
 
-from autograder.kit.cases import REFERENCE, Case
+from autograder.kit.cases import REFERENCE, Case, failure_roots
 from autograder.kit.checks import Verdict
 from autograder.kit.runtime import CheckFault, calibrate, fault_message, judge_output
 
@@ -31,6 +31,30 @@ class TestResult:
     @property
     def passed(self) -> bool:
         return self.score >= self.max_score
+
+
+def follows_from(results: list[TestResult]) -> dict[str, list[str]]:
+    """For each failed result's key, the keys of the most basic failed tests of its question
+    that it builds on (``[]``: it follows from no other failure; start there)."""
+    out: dict[str, list[str]] = {}
+    for qid in dict.fromkeys(r.qid for r in results):
+        mine = [r for r in results if r.qid == qid]
+        roots = failure_roots([(r.name, r.builds_on, r.passed) for r in mine])
+        out.update({f"{qid}: {name}": [f"{qid}: {root}" for root in on] for name, on in roots.items()})
+    return out
+
+
+def by_cause(results: list[TestResult]) -> list[TestResult]:
+    """The results in the order feedback explains them: per question (in order), its failures
+    that follow from no other first, then the failures that follow from them, then the passes."""
+    roots = follows_from(results)
+    ordered = []
+    for qid in dict.fromkeys(r.qid for r in results):
+        mine = [r for r in results if r.qid == qid]
+        ordered += [r for r in mine if not r.passed and not roots[r.key]]
+        ordered += [r for r in mine if not r.passed and roots[r.key]]
+        ordered += [r for r in mine if r.passed]
+    return ordered
 
 
 class MissingFixture(KeyError):
