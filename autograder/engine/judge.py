@@ -124,14 +124,16 @@ def _text_atoms(value: Any, out: set[str], depth: int = 0) -> set[str]:
     return out
 
 
-def hide_expected(message: str, expected: Any) -> str:
-    """Replace every quoted piece of text of ``expected`` in a hidden test's message.
+def hide_expected(message: str, expected: Any, got: Any = None) -> str:
+    """Replace every quoted piece of text of ``expected`` in a hidden test's message, unless
+    the student's output ``got`` holds it too (a key the student wrote is theirs to see).
 
     Checks describe a difference without quoting expected values when they judge a
     hidden test; this holds even for a check that slips (a missing dictionary key,
     say), since the judge knows what must not be quoted.
     """
-    for atom in sorted(_text_atoms(expected, set()), key=len, reverse=True):
+    own = _text_atoms(got, set())
+    for atom in sorted(_text_atoms(expected, set()) - own, key=len, reverse=True):
         for quoted in {repr(atom), f'"{atom}"'}:
             if quoted in message:
                 message = message.replace(quoted, "[a hidden expected value]")
@@ -154,7 +156,7 @@ def judge(tests: StageTests, outcome: Outcome) -> list[TestResult]:
         limit = HIDDEN_ERROR_LIMIT if error and not case.public else MESSAGE_LIMIT
         message = verdict.message
         if not case.public and not verdict.passed and not error:
-            message = hide_expected(message, _expected(case, tests.fixtures))
+            message = hide_expected(message, _expected(case, tests.fixtures), outcome.values.get(case.key))
         results.append(
             TestResult(
                 key=case.key,
