@@ -291,6 +291,8 @@ def serve(sock_fd: int) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
+    import torch._dynamo  # noqa: F401 - the first optimiser a test makes imports it (seconds): a test's time limit
+    # interrupting that import would leave it half-loaded for every later test of the submission
 
     from autograder.engine import codec, sandbox, suites  # noqa: F401
     from autograder.kit import runtime  # noqa: F401
