@@ -124,7 +124,7 @@ def close(rtol: float, atol: float, dtype: torch.dtype | None = torch.float32, h
 
 
 def _at(path: str) -> str:
-    return f"{path}: " if path else ""
+    return f"result{path}: " if path else ""
 
 
 def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -> str | None:
