@@ -141,11 +141,11 @@ def failure_roots(tests: list[tuple[str, tuple[str, ...], bool]]) -> dict[str, l
 
     def roots(name: str, seen: frozenset[str]) -> list[str]:
         if name not in found:
-            out: list[str] = []
+            basic: list[str] = []
             for parent in failed[name]:
                 if parent in failed and parent not in seen:
-                    out += [r for r in roots(parent, seen | {name}) or [parent] if r not in out]
-            found[name] = out
+                    basic += [r for r in roots(parent, seen | {name}) or [parent] if r not in basic]
+            found[name] = basic
         return found[name]
 
     return {name: roots(name, frozenset()) for name in failed}
