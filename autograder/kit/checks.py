@@ -141,10 +141,11 @@ def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -
         if problem:
             return at + problem
         if not torch.equal(got, expected):
-            diff = (got != expected).nonzero()
-            where = tuple(int(i) for i in diff[0]) if len(diff) else ()
-            mine = f", where you have {_short(got[where].item())}" if len(diff) else ""
-            return f"{at}{int((got != expected).sum())} of {got.numel()} elements differ, the first at index {where}{mine}"
+            diff = (got != expected).nonzero()  # torch.equal is False: some element differs (NaN differs from NaN)
+            where = tuple(int(i) for i in diff[0])
+            value = got[where].item()
+            shown = f"{value:.6g}" if isinstance(value, float) else repr(value)
+            return f"{at}{int((got != expected).sum())} of {got.numel()} elements differ, the first at index {where}, where you have {shown}"
         return None
     if isinstance(expected, bool) or isinstance(got, bool):
         if type(got) is not type(expected):
