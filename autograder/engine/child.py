@@ -157,7 +157,12 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     from autograder.kit import runtime
     from autograder.kit.cases import Namespace
 
-    for name in job.get("preload", []):  # what the tests import, while the engine is readable
+    preload = list(job.get("preload", []))
+    if any(name.startswith("torch.optim") for name in preload):
+        # tests that train: the first optimiser made imports torch._dynamo (seconds); a test's time
+        # limit interrupting that import would leave it half-loaded for every later test
+        preload.append("torch._dynamo")
+    for name in preload:  # what the tests import, while the engine is readable
         try:
             importlib.import_module(name)
         except Exception:  # a test that needs it will say so
@@ -291,8 +296,6 @@ def serve(sock_fd: int) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
-    import torch._dynamo  # noqa: F401 - the first optimiser a test makes imports it (seconds): a test's time limit
-    # interrupting that import would leave it half-loaded for every later test of the submission
 
     from autograder.engine import codec, sandbox, suites  # noqa: F401
     from autograder.kit import runtime  # noqa: F401
