@@ -67,7 +67,9 @@ class Outcome:
 
     values: dict[str, object] = field(default_factory=dict)  # case key -> decoded output
     errors: dict[str, str] = field(default_factory=dict)  # case key -> what went wrong
-    cell_errors: dict[int, str] = field(default_factory=dict)  # cell index -> message
+    cell_errors: dict[int, str] = field(default_factory=dict)  # cell index -> what went wrong ("raised ...")
+    cell_labels: dict[int, str] = field(default_factory=dict)  # cell index -> how the student names it ("code cell 5 (In [12])")
+    left_out: dict[int, tuple[str, ...]] = field(default_factory=dict)  # cell index -> what of its IPython syntax did not run
     seconds: dict[str, float] = field(default_factory=dict)  # case key -> time measured here
     output: str = ""  # the student's own prints, capped
     fatal: str | None = None  # the submission could not be run at all
@@ -354,7 +356,10 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
     outcome = Outcome()
     try:
         notebook = load_notebook_json(path)
-        cells = [{"index": c.index, "source": c.source} for c in code_cells(notebook)]
+        found = code_cells(notebook)
+        cells = [{"index": c.index, "source": c.source, "label": c.label} for c in found]
+        outcome.cell_labels = {c.index: c.label for c in found}
+        outcome.left_out = {c.index: c.notes for c in found if c.notes}
     except SubmissionError as exc:
         outcome.fatal = str(exc)
         for case in cases:
@@ -524,10 +529,10 @@ def _watch(
         outcome.errors.setdefault(where, f"this test {what}")
         return ("case", where)
     if kind == "cell":
-        outcome.cell_errors[where] = f"this cell {what}; it was skipped"
+        outcome.cell_errors[where] = f"{what}; it was skipped"
         return ("cell", where)
     if kind == "cell_done":
-        outcome.cell_errors[where] = f"something this cell started {what}; the cell was skipped"
+        outcome.cell_errors[where] = f"started something that {what}; the cell was skipped"
         return ("cell", where)
     if kind in ("ready", "result"):
         pending = [w for k, w in script.steps[script.position :] if k == "case"]
