@@ -45,7 +45,7 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _with_hint(verdict: Verdict, hints: list[Hint], got: Any, expected: Any) -> Verdict:
+def with_hint(verdict: Verdict, hints: list[Hint], got: Any, expected: Any) -> Verdict:
     """Add the first matching hint to a failed verdict. A hint that raises is a fault of the
     test (``runtime.CheckFault`` when judged), never silently "no hint"."""
     if verdict.passed:
@@ -86,7 +86,7 @@ class Close:
         if problem is None and self.dtype is None and not got.dtype.is_floating_point:
             problem = f"expected a floating-point tensor, got dtype {got.dtype}"
         if problem:
-            return _with_hint(Verdict(False, problem), self.hints, got, expected)
+            return with_hint(Verdict(False, problem), self.hints, got, expected)
         g = got.detach().to(torch.float64)
         e = exp.detach().to(torch.float64)
         both_nan = torch.isnan(g) & torch.isnan(e)
@@ -107,7 +107,7 @@ class Close:
             message += f": expected {float(e.reshape(-1)[flat]):.6g}, got {float(g.reshape(-1)[flat]):.6g}"
         else:
             message += f", where you returned {float(g.reshape(-1)[flat]):.6g}"
-        return _with_hint(Verdict(False, message), self.hints, got, expected)
+        return with_hint(Verdict(False, message), self.hints, got, expected)
 
 
 def close(rtol: float, atol: float, dtype: torch.dtype | None = torch.float32, hints: list[Hint] | None = None) -> Close:
@@ -184,7 +184,7 @@ class Equal:
             return Verdict(True)
         if reveal:
             problem += f"\nexpected {_short(expected, 300)}\ngot      {_short(got, 300)}"
-        return _with_hint(Verdict(False, problem), self.hints, got, expected)
+        return with_hint(Verdict(False, problem), self.hints, got, expected)
 
 
 def equal(hints: list[Hint] | None = None) -> Equal:
@@ -203,14 +203,14 @@ class CloseNumber:
     def __call__(self, got: Any, expected: Any, reveal: bool = True) -> Verdict:
         if isinstance(got, bool) or not isinstance(got, (int, float)):
             hint = " (use .item() to turn a one-element tensor into a float)" if isinstance(got, torch.Tensor) else ""
-            return _with_hint(Verdict(False, f"expected a Python float, got {type(got).__name__}{hint}"), self.hints, got, expected)
+            return with_hint(Verdict(False, f"expected a Python float, got {type(got).__name__}{hint}"), self.hints, got, expected)
         err = abs(float(got) - float(expected))
         if err <= self.atol + self.rtol * abs(float(expected)) or (math.isnan(got) and math.isnan(expected)):
             return Verdict(True)
         message = f"off by {err:.4g} (rtol={self.rtol:g}, atol={self.atol:g}); you returned {float(got):.6g}"
         if reveal:
             message += f", expected {float(expected):.6g}"
-        return _with_hint(Verdict(False, message), self.hints, got, expected)
+        return with_hint(Verdict(False, message), self.hints, got, expected)
 
 
 def close_number(rtol: float, atol: float, hints: list[Hint] | None = None) -> CloseNumber:
@@ -229,7 +229,7 @@ class Satisfies:
         problem = self.test(got)
         if problem is None:
             return Verdict(True)
-        return _with_hint(Verdict(False, problem), self.hints, got, expected)
+        return with_hint(Verdict(False, problem), self.hints, got, expected)
 
 
 def satisfies(test: Callable[[Any], str | None], hints: list[Hint] | None = None) -> Satisfies:
@@ -248,9 +248,9 @@ class Raises:
         if not isinstance(got, dict) or "raised" not in got:
             return Verdict(False, "the test could not tell whether an exception was raised")
         if got["raised"] is None:
-            return _with_hint(Verdict(False, f"expected {self.name} to be raised, but nothing was raised"), self.hints, got, expected)
+            return with_hint(Verdict(False, f"expected {self.name} to be raised, but nothing was raised"), self.hints, got, expected)
         if got["raised"] != self.name:
-            return _with_hint(
+            return with_hint(
                 Verdict(False, f"expected {self.name}, got {got['raised']}: {_short(got.get('message', ''))}"),
                 self.hints,
                 got,
