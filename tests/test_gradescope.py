@@ -19,7 +19,7 @@ import pytest
 from autograder.build.gradescope_zip import build_gradescope_zip
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.channels.gradescope.settings import GradescopeSettings
-from autograder.course import get_stage
+from autograder.course import all_stages, get_stage
 
 from support import make_root, submission
 
@@ -190,3 +190,34 @@ def test_a_zip_made_by_package_submission_is_graded(autograder_zip, tmp_path):
     doc, done = run_autograder(root)
     assert done.returncode == 0, done.stderr[-2000:]
     assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage_id", [s.id for s in all_stages()])
+def test_every_stages_zip_gives_the_reference_full_marks_and_the_release_none(stage_id, tmp_path):
+    """Issue 15: the Gradescope channel on every stage, the two ends of the scale (about 20-40 s a stage on 2 busy cores)."""
+    stage = get_stage(stage_id)
+    stage_tests(stage)
+    built = build_gradescope_zip(stage, tmp_path / "zip", DEFAULT_DIR / f"{stage_id}.json")
+    for base, full in (("reference", True), ("student", False)):
+        notebook = submission(stage_id, tmp_path, base, base=base)
+        doc, done = run_autograder(make_root(built, tmp_path / base, notebook))
+        assert done.returncode == 0, done.stderr[-2000:]
+        worth = sum(t["max_score"] for t in doc["tests"])
+        assert worth > 0 and doc["score"] == (worth if full else 0), [t["name"] for t in doc["tests"] if t["score"] < t["max_score"]][:5]
+
+
+def test_gradescope_run_tries_a_zip_locally(autograder_zip, tmp_path):
+    notebook = submission(STAGE, tmp_path, "Alice's lab", base="reference")
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "-m", "autograder.cli", "gradescope-run", str(autograder_zip), str(notebook), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    worth = sum(t["max_score"] for t in doc["tests"])
+    assert doc["score"] == worth > 0
+    assert f"score {worth:g} of {worth:g} in " in done.stdout and "unconfined" in done.stdout
+    assert "limits: " in done.stdout  # the entry point's first line: the limits it found and its budget
+    missing = subprocess.run([sys.executable, "-m", "autograder.cli", "gradescope-run", str(autograder_zip), str(tmp_path / "none.ipynb")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and "no such file" in missing.stderr

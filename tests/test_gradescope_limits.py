@@ -74,9 +74,9 @@ def test_every_function_hanging_is_graded_inside_gradescopes_limits(zip_07, tmp_
     assert [t["name"] for t in doc["tests"]] == [c.key for c in tests.cases]
     assert doc["score"] == 0
     assert not any(LATE in t["output"] for t in doc["tests"]), "the watchdog wrote the results: grading did not finish in time"
-    stopped = ("did not finish within", "not run", "ran out of time")
+    stopped = ("did not finish", "not run", "ran out of time")
     unexplained = [t["name"] for t in doc["tests"] if not any(s in t["output"] for s in stopped)]
-    assert not unexplained, unexplained
+    assert not unexplained, [(t["name"], t["output"]) for t in doc["tests"] if t["name"] in unexplained][:3]
 
 
 @pytest.mark.slow

@@ -54,6 +54,19 @@ def hint_line(message: str) -> str:
     return ""
 
 
+FOLLOWS = "This follows from the failure of"  # the line ``results.explain_failures`` puts first
+
+
+def own_line(message: str) -> str:
+    """A message's first line about the test itself, past the line saying which failure it follows from.
+
+    >>> own_line('This follows from the failure of "a": fix that first.\\nraised KeyError: 3')
+    'raised KeyError: 3'
+    """
+    lines = [line for line in message.strip().splitlines() if line.strip() and not line.startswith(FOLLOWS)]
+    return lines[0].strip() if lines else ""
+
+
 def classify(test: dict) -> Failure:
     """Name a failed test of a results.json (see the module docstring).
 
@@ -63,6 +76,8 @@ def classify(test: dict) -> Failure:
     'count from zero'
     >>> classify({"output": "raised IndexError: list index out of range (in cell 4, line 2: x[9])"}).label
     'raised IndexError'
+    >>> classify({"output": 'This follows from the failure of "a": fix that first.\\nthis test did not finish in time and was stopped'}).kind
+    'time'
     >>> classify({"output": "expected 3, got 19"}).label == UNRECOGNISED
     True
     """
@@ -74,7 +89,7 @@ def classify(test: dict) -> Failure:
     hint = hint_line(message)
     if hint:
         return Failure("mistake", hint)
-    first = message.strip().splitlines()[0] if message.strip() else ""
+    first = own_line(message)
     for kind, label, phrases in KINDS:
         if any(phrase in first for phrase in phrases):
             return Failure(kind, label)
