@@ -5,6 +5,7 @@ Gradescope runs it. It is not presented as an otter-grader autograder (no otter 
 Each Gradescope run starts Python and torch afresh (seconds), so the catalogue test grades
 one mistake per question; ``GPTCOURSE_FULL_E2E=1`` makes it grade the whole catalogue."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build.gradescope_zip import build_gradescope_zip
+from autograder.build.gradescope_zip import build_gradescope_zip, settings_note
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.channels.gradescope.settings import GradescopeSettings
 from autograder.course import all_stages, get_stage
@@ -103,11 +104,15 @@ def test_zip_bytes_are_deterministic(autograder_zip, tmp_path):
 
 
 def test_settings_reach_the_zip(tmp_path):
-    settings = GradescopeSettings(STAGE, hidden_visibility="hidden", max_submissions=3, window_hours=12)
+    settings = GradescopeSettings(STAGE, hidden_visibility="hidden", max_submissions=3, window_hours=12, timeout_minutes=20)
     target = build_gradescope_zip(get_stage(STAGE), tmp_path, DEFAULT_DIR / f"{STAGE}.json", settings=settings)
     with zipfile.ZipFile(target) as archive:
         shipped = json.loads(archive.read("gptcourse.json"))
-    assert shipped == {"stage": STAGE, "hidden_visibility": "hidden", "rate_limit": {"max_submissions": 3, "window_hours": 12}, "torch": "2.13.0+cpu"}
+    assert shipped == {"stage": STAGE, "hidden_visibility": "hidden", "rate_limit": {"max_submissions": 3, "window_hours": 12},
+                       "timeout_minutes": 20, "torch": "2.13.0+cpu"}
+    assert "set the timeout to 10 min (the default)" in settings_note(get_stage(STAGE))
+    (tmp_path / "gradescope.json").write_text('{"timeout_minutes": 20}')
+    assert "set the timeout to 20 min;" in settings_note(dataclasses.replace(get_stage(STAGE), folder=tmp_path))
 
 
 @pytest.mark.slow
