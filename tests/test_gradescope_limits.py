@@ -10,8 +10,9 @@ written its results by then fails the test, as Gradescope would fail the submiss
 
 - every function hangs (an endless loop in each stub): every test ends with a time-out or
   "not run", results.json is the engine's (not the watchdog's "not graded in time");
-- one function grabs memory until the kernel stops it: that question loses its points,
-  every other question keeps full marks.
+- one function grabs memory until the kernel stops it: that question loses its points
+  and every other question is scored as the reference is (none of its tests runs out of
+  time, memory or turns; each has tests that pass).
 """
 
 import pytest
@@ -21,6 +22,7 @@ from autograder.build.gradescope_tryout import MEMORY_BYTES, make_root, run_root
 from autograder.build.gradescope_zip import build_gradescope_zip
 from autograder.channels.gradescope.entry import LATE
 from autograder.course import get_stage
+from autograder.reports.failures import classify
 
 from support import submission
 
@@ -28,11 +30,12 @@ STAGE = "07_gpt"
 GRADESCOPE_TIMEOUT = 600.0
 HANG = "\n    while True:\n        pass\n"
 HANGING = {
-    "GPT": "class GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()" + HANG
-    + "\n    def forward(self, idx, targets=None):" + HANG,
+    "GPT": "class GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()" + HANG.replace("\n", "\n    ")
+    + "\n    def forward(self, idx, targets=None):" + HANG.replace("\n", "\n    "),
     **{name: f"def {name}(*args, **kwargs):" + HANG for name in (
         "num_parameters", "get_device", "train_step", "estimate_loss", "train", "sample_next", "generate", "generate_cached")},
 }
+DISTURBED = ("time", "not run", "process", "unreadable", "output")  # failure kinds a memory grab elsewhere could cause
 GRAB = '''
 def num_parameters(config):
     hoard = []
@@ -89,5 +92,11 @@ def test_a_memory_grab_costs_its_question_only_inside_gradescopes_limits(zip_07,
     scores = per_question(tried.results)
     assert set(scores) == {q for q, _ in tests.questions()}
     assert scores["params"][0] < scores["params"][1]
-    short = {q: s for q, s in scores.items() if q != "params" and s[0] < s[1]}
-    assert not short, (short, [t["output"] for t in tried.results["tests"] if t["score"] < t["max_score"]][:5])
+    stopped = {t["name"] for t in tried.results["tests"] if t["score"] < t["max_score"] and classify(t).kind == "process"}
+    assert stopped and all(name.startswith("params: ") for name in stopped), stopped  # the grab ended its own tests' process
+    # every other question is scored as if nothing had happened: nothing of it ran out of time, memory or turns
+    disturbed = [(t["name"], t["output"][:200]) for t in tried.results["tests"] if not t["name"].startswith("params: ")
+                 and t["score"] < t["max_score"] and classify(t).kind in DISTURBED]
+    assert not disturbed, disturbed
+    passed = {t["name"].split(":", 1)[0] for t in tried.results["tests"] if t["score"] >= t["max_score"]}
+    assert passed >= set(scores) - {"params"}
