@@ -9,7 +9,8 @@ is named, in this order, by:
    mistakes had names);
 2. what stopped the code, read from the grader's own wording: not implemented, a name
    not defined, out of time, not run (the submission's time was used up), the process
-   ended (exit, crash, out of memory), too much output, an exception (by its type only),
+   ended (exit, crash, out of memory), too much output, an exception (by its type only,
+   also where another was expected: "expected ValueError, got KeyError"),
    a fault of the test, a notebook that could not be read;
 3. else "a wrong result that no known mistake explains" (for that question), a sign that
    the catalogue may be missing a mistake.
@@ -32,6 +33,7 @@ KINDS = (
 )
 KNOWN_LABELS = frozenset({UNRECOGNISED, *(label for _, label, _ in KINDS)})
 RAISED = re.compile(r"raised (\w+(?:\.\w+)*)")
+OTHER_ERROR = re.compile(r"\bgot (\w+(?:Error|Exception))\b")  # "expected ValueError, got KeyError: ..."
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,10 @@ def classify(test: dict) -> Failure:
     'raised IndexError'
     >>> classify({"output": 'This follows from the failure of "a": fix that first.\\nthis test did not finish in time and was stopped'}).kind
     'time'
+    >>> classify({"output": "expected ValueError, got KeyError: 'Z'"}).label
+    'raised KeyError'
+    >>> classify({"output": "n=0: NotImplementedError; alpha=0: NotImplementedError"}).kind
+    'not implemented'
     >>> classify({"output": "expected 3, got 19"}).label == UNRECOGNISED
     True
     """
@@ -93,7 +99,9 @@ def classify(test: dict) -> Failure:
     for kind, label, phrases in KINDS:
         if any(phrase in first for phrase in phrases):
             return Failure(kind, label)
-    raised = RAISED.match(first)
+    if "NotImplementedError" in first:  # an error test of a stub: "expected ValueError, got NotImplementedError"
+        return Failure(*KINDS[0][:2])
+    raised = RAISED.match(first) or OTHER_ERROR.search(first)
     if raised:
         return Failure("error", f"raised {raised.group(1)}")
     return Failure("unrecognised", UNRECOGNISED)
