@@ -10,9 +10,10 @@ written its results by then fails the test, as Gradescope would fail the submiss
 
 - every function hangs (an endless loop in each stub): every test ends with a time-out or
   "not run", results.json is the engine's (not the watchdog's "not graded in time");
-- one function grabs memory until the kernel stops it: that question loses its points
-  and every other question is scored as the reference is (none of its tests runs out of
-  time, memory or turns; each has tests that pass).
+- one function grabs memory until the kernel stops it and another is a fork bomb (every
+  process forks for ever): those two questions lose their points and every other question
+  is scored as the reference is (none of its tests runs out of time, memory or turns;
+  each has tests that pass).
 """
 
 import pytest
@@ -35,6 +36,15 @@ HANGING = {
     **{name: f"def {name}(*args, **kwargs):" + HANG for name in (
         "num_parameters", "get_device", "train_step", "estimate_loss", "train", "sample_next", "generate", "generate_cached")},
 }
+FORK_BOMB = '''
+def get_device():
+    import os
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            pass
+'''
 DISTURBED = ("time", "not run", "process", "unreadable", "output")  # failure kinds a memory grab elsewhere could cause
 GRAB = '''
 def num_parameters(config):
@@ -83,20 +93,20 @@ def test_every_function_hanging_is_graded_inside_gradescopes_limits(zip_07, tmp_
 
 
 @pytest.mark.slow
-def test_a_memory_grab_costs_its_question_only_inside_gradescopes_limits(zip_07, tmp_path):
+def test_a_memory_grab_and_a_fork_bomb_cost_their_questions_only_inside_gradescopes_limits(zip_07, tmp_path):
     zip_path, tests = zip_07
-    notebook = submission(STAGE, tmp_path, "grabs", replace={"num_parameters": GRAB})
+    notebook = submission(STAGE, tmp_path, "grabs", replace={"num_parameters": GRAB, "get_device": FORK_BOMB})
     tried = run_limited(zip_path, notebook, tmp_path / "grabs-root")
     if tried.peak_memory is not None:
         assert tried.peak_memory <= MEMORY_BYTES
     scores = per_question(tried.results)
     assert set(scores) == {q for q, _ in tests.questions()}
-    assert scores["params"][0] < scores["params"][1]
+    assert scores["params"][0] < scores["params"][1] and scores["device"][0] == 0
     stopped = {t["name"] for t in tried.results["tests"] if t["score"] < t["max_score"] and classify(t).kind == "process"}
     assert stopped and all(name.startswith("params: ") for name in stopped), stopped  # the grab ended its own tests' process
     # every other question is scored as if nothing had happened: nothing of it ran out of time, memory or turns
-    disturbed = [(t["name"], t["output"][:200]) for t in tried.results["tests"] if not t["name"].startswith("params: ")
-                 and t["score"] < t["max_score"] and classify(t).kind in DISTURBED]
+    others = [t for t in tried.results["tests"] if t["name"].split(":", 1)[0] not in ("params", "device")]
+    disturbed = [(t["name"], t["output"][:200]) for t in others if t["score"] < t["max_score"] and classify(t).kind in DISTURBED]
     assert not disturbed, disturbed
-    passed = {t["name"].split(":", 1)[0] for t in tried.results["tests"] if t["score"] >= t["max_score"]}
-    assert passed >= set(scores) - {"params"}
+    passed = {t["name"].split(":", 1)[0] for t in others if t["score"] >= t["max_score"]}
+    assert passed == set(scores) - {"params", "device"}
