@@ -193,7 +193,7 @@ def test_the_class_report_groups_the_catalogue_by_mistake(graded_catalogue, tmp_
         assert set().union(*(row.students for row in q.mistakes)) == failing if q.mistakes else not failing
         assert q.submissions - q.full_marks == len(failing)
         for row in q.mistakes:  # every row names a mistake or what stopped the code, never a student's values
-            assert row.label in hints or row.label in KNOWN_LABELS or row.label.startswith("raised "), row.label
+            assert row.label in hints or row.label in KNOWN_LABELS or row.label.startswith(("raised ", UNRECOGNISED)), row.label
             seen_mistake |= row.kind == "mistake"
     assert seen_mistake
     by_label = {(row.qid, row.label): row for q in report.questions for row in q.mistakes}

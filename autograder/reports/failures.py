@@ -12,8 +12,9 @@ is named, in this order, by:
    ended (exit, crash, out of memory), too much output, an exception (by its type only,
    also where another was expected: "expected ValueError, got KeyError"),
    a fault of the test, a notebook that could not be read;
-3. else "a wrong result that no known mistake explains" (for that question), a sign that
-   the catalogue may be missing a mistake.
+3. else "a wrong result that no known mistake explains, in: <the test's description>"
+   (the test that caught it, never its values), a sign that the catalogue may be missing
+   a mistake.
 """
 
 import re
@@ -84,6 +85,8 @@ def classify(test: dict) -> Failure:
     'raised KeyError'
     >>> classify({"output": "n=0: NotImplementedError; alpha=0: NotImplementedError"}).kind
     'not implemented'
+    >>> classify({"name": "encode_decode: ids of stoi", "output": "expected 3, got 19"}).label
+    'a wrong result that no known mistake explains, in: ids of stoi'
     >>> classify({"output": "expected 3, got 19"}).label == UNRECOGNISED
     True
     """
@@ -104,4 +107,5 @@ def classify(test: dict) -> Failure:
     raised = RAISED.match(first) or OTHER_ERROR.search(first)
     if raised:
         return Failure("error", f"raised {raised.group(1)}")
-    return Failure("unrecognised", UNRECOGNISED)
+    what = str(test.get("name", "")).split(":", 1)[-1].strip()  # the test, never its values
+    return Failure("unrecognised", f"{UNRECOGNISED}, in: {what}" if what else UNRECOGNISED)
