@@ -11,8 +11,10 @@ same folders ``grades.csv`` is built from) and writes into DIR:
 - ``mistakes.csv``: one row per question and mistake (question, mistake, kind,
   students, failed tests, the students), for a spreadsheet.
 
-A failed test is named by the mistake it shows (``reports.failures``), never by the
-values in its message, so that one mistake made by twenty students is one row of twenty.
+A failed test is named by the mistake it shows (``reports.failures``; a wrong result
+with no hint of its own takes the one known mistake the student's other tests of the
+question named: ``student_failures``), never by the values in its message, so that one
+mistake made by twenty students is one row of twenty.
 """
 
 import csv
@@ -24,7 +26,7 @@ from pathlib import Path
 from autograder.engine.results import write_atomic
 from autograder.errors import UsageError
 
-from .failures import classify
+from .failures import Failure, classify
 from .records import StudentFolder, read_folder
 
 EXAMPLES = 3  # students named per mistake in report.md
@@ -92,6 +94,30 @@ def load_class(folder: Path) -> list[StudentFolder]:
     return found
 
 
+def student_failures(tests: list[dict]) -> dict[str, Failure]:
+    """Each failed test of one student, named (``failures.classify``); a wrong result no
+    hint of its own explains counts under the known mistake the student's other tests of
+    the same question named, when they named exactly one (hints are right or absent, and
+    a hidden test without a hint often fails for the same mistake as a public one with).
+
+    >>> tests = [{"name": "q: a", "score": 0, "max_score": 1, "output": "got 2", "extra_data": {"mistake": "off by one"}},
+    ...          {"name": "q: b", "score": 0, "max_score": 1, "output": "wrong"}, {"name": "r: c", "score": 0, "max_score": 1, "output": "wrong"}]
+    >>> [f.label for f in student_failures(tests).values()]
+    ['off by one', 'off by one', 'a wrong result that no known mistake explains, in: c']
+    """
+    failed = [t for t in tests if float(t.get("score", 0)) < float(t.get("max_score", 0))]
+    named = {str(t.get("name", "")): classify(t) for t in failed}
+    mistakes: dict[str, set[str]] = {}
+    for name, failure in named.items():
+        if failure.kind == "mistake":
+            mistakes.setdefault(name.split(":", 1)[0], set()).add(failure.label)
+    for name, failure in named.items():
+        known = mistakes.get(name.split(":", 1)[0], set())
+        if failure.kind == "unrecognised" and len(known) == 1:
+            named[name] = Failure("mistake", next(iter(known)))
+    return named
+
+
 def summarise(folders: list[StudentFolder]) -> ClassReport:
     """Per-question statistics with their mistakes, and a line per student."""
     questions: dict[str, QuestionStats] = {}
@@ -100,6 +126,7 @@ def summarise(folders: list[StudentFolder]) -> ClassReport:
     for folder in folders:
         per_q: dict[str, list[float]] = {}
         named: list[str] = []
+        named_here = student_failures(folder.results.get("tests", []))
         for test in folder.results.get("tests", []):
             name = str(test.get("name", ""))
             qid = name.split(":", 1)[0]
@@ -109,7 +136,7 @@ def summarise(folders: list[StudentFolder]) -> ClassReport:
             per_q[qid][1] += worth
             questions.setdefault(qid, QuestionStats(qid, 0.0))
             if got < worth:
-                failure = classify(test)
+                failure = named_here[name]
                 row = rows.setdefault((qid, failure.label), MistakeRow(qid, failure.label, failure.kind))
                 row.tests += 1
                 if folder.key not in row.students:
@@ -169,8 +196,9 @@ def render(report: ClassReport) -> str:
         common = f"{_cell(q.mistakes[0].label)} ({len(q.mistakes[0].students)})" if q.mistakes else ""
         lines.append(f"| {q.qid} | {q.full_marks}/{q.submissions} ({100 * q.pass_rate:.0f}%) | {q.mean:.2f} / {q.max_score:g} | {common} |")
     lines += ["", "## Mistakes per question", ""]
-    lines.append("Each failed test is named by the known mistake its hint recognised, or by what stopped the code; "
-                 "the counts of a question add up to its failed tests.")
+    lines.append("Each failed test is named by the known mistake its hint recognised (without a hint of its own, the one "
+                 "mistake the student's other tests of the question named), else by what stopped the code, else by the test "
+                 "that caught it; the counts of a question add up to its failed tests.")
     for q in report.questions:
         if not q.mistakes:
             continue
