@@ -74,7 +74,7 @@ def test_zip_has_gradescopes_layout_and_no_reference_code(autograder_zip):
     assert not any(n.startswith("solutions") or "/solutions/" in n for n in names)
     assert not any("def build_vocab" in body for body in text.values())  # the reference's code is not shipped
     assert not any(n.startswith(("autograder/build/", "autograder/authoring/", "autograder/reports/", "autograder/channels/nbgrader/")) for n in names)
-    assert json.loads(text["gptcourse.json"]) == {"stage": STAGE, "hidden_visibility": "after_published", "torch": "2.13.0+cpu"}
+    assert json.loads(text["gptcourse.json"]) == {"stage": STAGE, "hidden_visibility": "after_published", "timeout_minutes": 10, "torch": "2.13.0+cpu"}
 
 
 def test_environment_is_lean_and_pinned_and_setup_fails_early(autograder_zip):
