@@ -5,7 +5,6 @@ one of them runs: grading never imports the reference solutions or the training 
 """
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -17,7 +16,10 @@ DEMO_MISTAKES = ["build_vocab-ids-start-at-1", "get_batch-last-valid-start-never
 
 
 def _cores() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    """Submissions graded at once, one thread each: $GPTCOURSE_THREADS, else the usable CPUs."""
+    from .kit.threads import worker_count
+
+    return worker_count()
 
 
 def _positive(kind):
@@ -41,6 +43,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from .build.fixtures import DEFAULT_DIR, stage_tests
+    from .kit.threads import configure_threads
 
     stage = get_stage(args.stage)
     paths = [Path(p) for p in args.files]
@@ -51,6 +54,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         raise UsageError(f"no such file: {', '.join(missing)}")
     if not paths and not args.nbgrader:
         raise UsageError("name at least one submission to grade (or --nbgrader COURSE_DIR)")
+    configure_threads(1)  # this process only compares outputs: the workers get the CPUs
     tests = stage_tests(stage, Path(args.fixtures) if args.fixtures else DEFAULT_DIR)
     limits = Limits(total_timeout=args.timeout, cell_timeout=min(Limits.cell_timeout, args.timeout))
     out = Path(args.out)
@@ -179,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     grade = sub.add_parser("grade", help="grade submissions of one stage")
     grade.add_argument("--stage", required=True, help="e.g. 01_tokenisation (or 01)")
     grade.add_argument("--out", default="grades", help="output folder (default: grades/)")
-    grade.add_argument("--workers", type=_positive(int), default=_cores(), help="submissions graded at once (default: all cores)")
+    grade.add_argument("--workers", type=_positive(int), default=_cores(), help="submissions graded at once, one thread each (default: $GPTCOURSE_THREADS, "
+                       "else the CPUs this process may use: its affinity mask within its cgroup's CPU quota)")
     grade.add_argument("--timeout", type=_positive(float), default=Limits.total_timeout, help="seconds allowed per submission (default: 600)")
     grade.add_argument("--fixtures", help="folder of fixture files (default: release/fixtures, rebuilt when stale)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table")

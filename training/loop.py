@@ -29,6 +29,7 @@ import torch
 import torch.nn as nn
 from tqdm import tqdm
 
+from autograder.kit.threads import configure_threads, thread_count
 from solutions.gpt import GPT, GPTConfig
 from training import checkpoint, ddp
 from training.data import Corpus
@@ -99,6 +100,21 @@ def autocast_for(preset: Preset, device: torch.device) -> Callable[[], object]:
     return nullcontext
 
 
+def cpu_threads(preset: Preset, info: DistInfo = DistInfo()) -> int:
+    """Set and return this process's CPU threads: ``preset.threads``, else the rule of
+    :mod:`autograder.kit.threads` (overrides, affinity, cgroup quota, busy neighbours).
+
+    Under DDP the count (``preset.threads`` or the usable CPUs) is shared out among the
+    local processes; their neighbours are not subtracted there, since the ranks, starting
+    together, would count one another as busy.
+    """
+    if not info.enabled:
+        return configure_threads(preset.threads)
+    threads = max(1, thread_count(preset.threads, busy=0.0) // info.local_world_size)
+    torch.set_num_threads(threads)
+    return threads
+
+
 def new_history() -> dict[str, list]:
     """Empty lists: per evaluation ``step``, ``train_loss``, ``val_loss``, ``time`` (seconds);
     per step ``batch_step``, ``batch_loss`` and ``lr``."""
@@ -144,9 +160,8 @@ def run(
         if len(data) <= T:
             raise ValueError(f"the {name} split has {len(data)} tokens, too few for block_size {T}")
     rows = ddp.local_rows(B, info)
-    if device.type == "cpu" and (preset.threads or info.enabled):
-        threads = preset.threads or torch.get_num_threads()
-        torch.set_num_threads(max(1, threads // info.local_world_size))
+    if device.type == "cpu":
+        cpu_threads(preset, info)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
