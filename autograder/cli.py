@@ -121,6 +121,17 @@ def score_table(graded, tests) -> str:
     return "\n".join(lines)
 
 
+def demo_mistakes(mistakes: list) -> list:
+    """The demo's mistakes: 01's chosen three, else the first catalogued mistake of each of the first three questions."""
+    chosen = [m for m in mistakes if m.slug in DEMO_MISTAKES]
+    if chosen:
+        return chosen
+    first: dict[str, object] = {}
+    for mistake in mistakes:
+        first.setdefault(mistake.qid, mistake)
+    return list(first.values())[:3]
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .authoring.catalogue import catalogue
     from .authoring.variants import write_variant
@@ -128,16 +139,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .build.notebooks import make_notebook, write_notebook
     from .build.release import build_stage
 
-    stage = get_stage("01_tokenisation")
+    stage = get_stage(args.stage)
     out = Path(args.out)
-    print("== 1. Building the release of stage 01 (student notebook, fixtures, Gradescope zip, nbgrader)")
+    print(f"== 1. Building the release of stage {stage.id} (student notebook, fixtures, Gradescope zip, nbgrader)")
     build_stage(stage, ROOT / "release")
     folder = out / "submissions"
     write_notebook(make_notebook(stage, "reference"), folder / "reference.ipynb")
     write_notebook(make_notebook(stage, "student"), folder / "empty-release.ipynb")
     samples = [folder / "reference.ipynb", folder / "empty-release.ipynb"]
-    samples += [write_variant(stage, m, folder) for m in catalogue(stage)[0] if m.slug in DEMO_MISTAKES]
-    print(f"\n== 2. Grading {len(samples)} sample submissions of stage 01 (the reference, the empty release, realistic mistakes) from {folder}/")
+    samples += [write_variant(stage, m, folder) for m in demo_mistakes(catalogue(stage)[0])]
+    print(f"\n== 2. Grading {len(samples)} sample submissions of stage {stage.id} (the reference, the empty release, realistic mistakes) from {folder}/")
     tests = stage_tests(stage, DEFAULT_DIR)
     done = grade_folder(samples, tests, Limits(), out, argparse.Namespace(show_hidden=False, workers=2, quiet=False))
     print()
@@ -197,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("folder", help="the --out folder of gptcourse grade")
     report.set_defaults(run=cmd_report)
 
-    demo = sub.add_parser("demo", help="build, then grade the bundled sample submissions of stage 01")
+    demo = sub.add_parser("demo", help="build, then grade sample submissions of one stage (default 01)")
+    demo.add_argument("--stage", default="01_tokenisation", help="e.g. 08_rnn or 08 (default: 01_tokenisation)")
     demo.add_argument("--out", default="grades/demo", help="output folder (default: grades/demo)")
     demo.set_defaults(run=cmd_demo)
 
