@@ -111,7 +111,7 @@ def _gptcourse_score(out: Path) -> float | None:
         return None
 
 
-def _otter_score(out: Path) -> float | None:
+def _results_json_score(out: Path) -> float | None:
     try:
         doc = json.loads((out / "results.json").read_text())
         return float(doc["score"]) if "score" in doc else sum(float(t.get("score", 0)) for t in doc["tests"])
@@ -175,7 +175,7 @@ def _gradescope_run(paths: dict, out: Path) -> tuple[Measured, float | None]:
         m.wall_s = float(json.loads((out / "tryout.json").read_text())["seconds"])
     except (OSError, KeyError, ValueError):
         m.returncode = m.returncode or 1  # no figure from run_autograder: count the run as failed
-    return m, _otter_score(out)  # results.json in Gradescope's schema, like otter's
+    return m, _results_json_score(out)
 
 
 def _run_tool(tool: str, stage, paths: dict, course: Path, out: Path, say) -> tuple[Measured, float | None]:
@@ -190,7 +190,7 @@ def _run_tool(tool: str, stage, paths: dict, course: Path, out: Path, say) -> tu
     if tool in ("otter", "otter_doctests"):
         archive = paths["otter_zip" if tool == "otter" else "otter_doctest_zip"]
         m = run_measured([str(BIN / "otter"), "run", "-a", str(archive), "-o", str(out), "--no-logo", str(paths["otter_notebook"])])
-        return _check(m, f"otter run ({tool})", say), _otter_score(out)
+        return _check(m, f"otter run ({tool})", say), _results_json_score(out)
     if tool == "nbgrader":
         m = run_measured([str(BIN / "nbgrader"), "autograde", stage.id, "--force"], cwd=course)
         return _check(m, "nbgrader autograde", say), _nbgrader_score(course, stage.id)

@@ -7,8 +7,8 @@
 ``submission_metadata.json``, ``results/``) and runs the zip's own ``run_autograder``
 with this Python, unconfined (Gradescope's limits are tested elsewhere). Writes
 ``OUT/results.json`` (the zip's) and ``OUT/tryout.json`` (``seconds``: the wall time of
-``run_autograder`` alone; ``returncode``; the end of its stderr); exits with
-``run_autograder``'s status.
+``run_autograder`` alone; ``returncode``), prints what ``run_autograder`` printed and
+exits with its status.
 """
 
 import json
@@ -29,7 +29,9 @@ def main(argv: list[str]) -> int:
     tryout = run_zip(zip_path, notebook, gradescope_limits=False, python=sys.executable)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(tryout.results))
-    (out / "tryout.json").write_text(json.dumps({"seconds": tryout.seconds, "returncode": tryout.returncode, "stderr": tryout.stderr[-2000:]}))
+    (out / "tryout.json").write_text(json.dumps({"seconds": tryout.seconds, "returncode": tryout.returncode}))
+    print(tryout.stdout, end="")
+    print(tryout.stderr, end="", file=sys.stderr)
     return tryout.returncode
 
 

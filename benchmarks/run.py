@@ -10,7 +10,7 @@
 3. the student's check cells in a real kernel (bench_checks.py);
 4. BPE learning against Hugging Face tokenizers and the naive loop (bench_bpe.py).
 
-About 10-13 minutes on a 2-core machine. Never part of ``make test``. The raw figures go
+About 15-20 minutes on a quiet 2-core machine. Never part of ``make test``. The raw figures go
 to RESULTS.json next to the Markdown.
 """
 
@@ -83,7 +83,9 @@ def render_machine(m: dict, load: dict, command: str, started: str, took_s: floa
     return "\n".join(lines)
 
 
-COLUMNS = (("gptcourse", "gptcourse"), ("gradescope", "Gradescope zip"), ("otter", "otter (public, in kernel)"), ("nbgrader", "nbgrader"))
+# (key in RESULTS.json, the column's name in the text, its short name in the table)
+COLUMNS = (("gptcourse", "gptcourse", "gptcourse"), ("gradescope", "Gradescope zip", "zip"),
+           ("otter", "otter (public, in kernel)", "otter"), ("nbgrader", "nbgrader", "nbgrader"))
 
 
 def _of(score, most) -> str:
@@ -133,11 +135,13 @@ def render_grading(r: dict) -> str:
         "  nbgrader's release with the same reference answers (nbgrader needs its own cell",
         "  metadata); its grade cells grade as the course's nbgrader release sets them up.",
         "",
-        "| stage | " + " | ".join(f"{name} s" + ("" if key == "gptcourse" else f" | gptcourse / {name}") for key, name in COLUMNS)
-        + " | " + " | ".join(f"peak MiB {name}" for _, name in COLUMNS) + " | score (" + " / ".join(name for _, name in COLUMNS) + ") |",
+        "In the table, *zip* is the Gradescope zip and *otter* otter running the public tests in the kernel.",
+        "",
+        "| stage | " + " | ".join(f"{short} s" + ("" if key == "gptcourse" else f" | gptcourse / {short}") for key, _, short in COLUMNS)
+        + " | " + " | ".join(f"peak MiB {short}" for _, _, short in COLUMNS) + " | score (" + " / ".join(short for _, _, short in COLUMNS) + ") |",
         "|---|" + "---:|" * (2 * len(COLUMNS) - 1) + "---:|" * len(COLUMNS) + "---|",
     ]
-    keys = [key for key, _ in COLUMNS]
+    keys = [key for key, _, _ in COLUMNS]
     for sid, e in r["stages"].items():
         g = e["gptcourse"]["wall_s"]
         cells = [f"{_s(e[k]['wall_s'])}" + ("" if k == "gptcourse" else f" | **{_ratio(g, e[k]['wall_s'])}**") for k in keys]
@@ -153,7 +157,7 @@ def render_grading(r: dict) -> str:
         lines += ["**Not full marks on the reference** (a problem to look into):", ""] + [f"- {x}" for x in short] + [""]
     else:
         lines += ["The reference earned full marks from every tool in every run (otter: full public points).", ""]
-    lines += ["Every run, in seconds (" + "; ".join(name for _, name in COLUMNS) + "):", ""]
+    lines += ["Every run, in seconds (" + "; ".join(name for _, name, _ in COLUMNS) + "):", ""]
     for sid, e in r["stages"].items():
         lines.append(f"- {sid}: " + "; ".join(str(e[k]["runs"]) for k in keys) + ("" if all(e[k]["ok"] for k in keys) else " (a run failed: see RESULTS.json)"))
     for sid, e in r["stages"].items():
@@ -337,7 +341,7 @@ def render_summary(data: dict) -> str:
     g = data.get("grading")
     if g:
         st = g["stages"]
-        for key, name in COLUMNS[1:]:
+        for key, name, _ in COLUMNS[1:]:
             ratios = {sid: e["gptcourse"]["wall_s"] / e[key]["wall_s"] for sid, e in st.items()}
             lines.append(f"- **gptcourse grade / {name}** (one submission, median of 1-3 runs): " + ", ".join(f"{sid[:2]} {x:.2f}" for sid, x in ratios.items()) + ".")
         short = not_full_marks(g)
