@@ -11,9 +11,10 @@ answers (the reference solution) graded by
 - ``otter run -a S-otter.zip -o DIR --no-logo S.ipynb``: otter-grader grading natively, as
   an instructor who wraps the course in otter would (plain_otter.py): an otter
   autograder whose test for each question runs that question's PUBLIC tests in the
-  student's kernel through the notebook's ``check``. otter thus runs the public tests
-  only, in the kernel (no hidden tests, no confinement): less work than ours. Stage 01
-  has a second otter row, with hand-written doctests (otter's most native form);
+  student's kernel through the notebook's harness (what ``check`` runs). otter runs the
+  public tests only, in the kernel (no hidden tests, no confinement): less work than
+  ours. Stage 01 has a second otter row, with hand-written doctests (otter's most native
+  form);
 - ``nbgrader autograde S --force`` in a temporary course (``generate_assignment`` once,
   then one student whose notebook is nbgrader's release filled with the same answers:
   nbgrader needs its own cell metadata, so it cannot take the gptcourse notebook as is).

@@ -5,9 +5,9 @@ of its own kind: ``otter_config.json`` and OK-format test files ``tests/<questio
 which ``otter run`` runs in the student's kernel. This module writes two such zips:
 
 - ``write_stage_zip``, for any stage: one test per question, whose doctest runs that
-  question's PUBLIC tests in the kernel through the notebook's own harness
-  (``check(qid, points=True)`` returns the points earned; its printed report is
-  silenced) and expects the question's public points. otter then runs the public tests
+  question's PUBLIC tests in the kernel through the notebook's own harness (the
+  ``run_public`` that ``check(qid)`` runs, which returns the points earned and prints
+  nothing) and expects the question's public points. otter then runs the public tests
   only, in the student's kernel: no hidden tests, no fixtures, no confinement. It does
   less work than ``gptcourse grade`` and the Gradescope zip, which run every public and
   hidden test in a confined child;
@@ -64,12 +64,16 @@ CASES: list[tuple[str, int, list[str]]] = [
 
 
 def question_test(qid: str, points: float) -> str:
-    """The doctest of one question: its public tests through ``check``, which must earn ``points``."""
+    """The doctest of one question: its public tests through the notebook's harness, which must earn ``points``.
+
+    The harness cell registers its module as ``gptcourse_checks``; its ``run_public`` is what
+    ``check(qid)`` runs, and returns the points earned without printing the report.
+    """
     return (
-        ">>> import contextlib, io\n"
-        ">>> with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"...     earned = check({qid!r}, points=True)\n"
-        ">>> print(round(float(earned), 6))\n"
+        ">>> import sys\n"
+        ">>> _harness = sys.modules['gptcourse_checks']\n"
+        f">>> _passed, _report, _earned = _harness.run_public(_harness.suite.cases, {qid!r}, globals())\n"
+        ">>> print(round(float(_earned), 6))\n"
         f"{round(float(points), 6)!r}"
     )
 

@@ -127,7 +127,7 @@ def render_grading(r: dict) -> str:
         "  grading natively, as an instructor who wraps the course in otter would (`benchmarks/plain_otter.py`):",
         "  an otter autograder zip (`otter_config.json`, OK-format `tests/<question>.py`) whose test for each",
         "  question runs that question's **public tests only**, in the student's kernel, through the notebook's",
-        "  own `check` (its report silenced), and expects the question's public points; the check,",
+        "  own harness (`run_public`, what `check(\"question\")` runs), and expects the question's public points; the check,",
         "  demonstration and training cells are tagged `otter_ignore`. No hidden tests, no confinement: otter",
         "  does less work here than the other columns, and its score is out of the public points only.",
         "- **nbgrader**: `nbgrader autograde S --force` in a temporary course made from `release/nbgrader`",
