@@ -32,8 +32,8 @@ bench-train: install
 bench-threads: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_threads.py
 
-# never part of `make test`: grading against otter and nbgrader, a class of 100, check
-# cells, BPE against Hugging Face tokenizers; writes benchmarks/RESULTS.md (10-15 minutes)
+# never part of `make test`: grading each stage against its Gradescope zip, otter and nbgrader,
+# a class of 100, check cells, BPE against Hugging Face tokenizers; writes benchmarks/RESULTS.md (15-20 minutes)
 bench: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run.py
 
