@@ -1,0 +1,1054 @@
+"""Hidden tests of stage 08_rnn (run only when grading; never shipped to students).
+
+Expected values marked REFERENCE are the reference solution's outputs on the same
+probe, saved at build time. Checks marked "twin" compute the expected value in the
+grading parent, at check time, from the ``nn`` module the contract names
+(``nn.RNNCell``, ``nn.LSTMCell``, ``nn.LSTM(batch_first=True)``) with the same seeded
+weights and inputs as the probe: no ``nn`` module run in the child is trusted.
+tests/test_solutions_rnn.py also proves the reference equal to these modules.
+
+Keeping the questions apart
+    lstm_layer calls the student's run_lstm on `_GraderCell`, the grader's own LSTM
+    cell (the contract's parameter names and gate order), never on the student's
+    LSTMCell. tbptt and sample_rnn run on `_Recorder`, the grader's own LSTM language
+    model with RNNLM's interface (and a table model for the sampling frequencies),
+    never on the student's RNNLM. train_tbptt calls the student's stream_batches: the
+    two are one question.
+
+Clauses of the contract -> tests
+    rnn_cell
+      tanh(x W_ih^T + b_ih + h W_hh^T + b_hh), shapes (B,I),(B,H),(H,I),(H,H),(H,),(H,)
+                                    -> "fixed weights (B=4, I=5, H=3)", "a batch of one, one unit"
+      equals nn.RNNCell             -> "equals nn.RNNCell", "gradients equal nn.RNNCell's"
+      both biases                   -> "zero input and zero state: tanh(b_ih + b_hh)"
+    lstm_cell
+      parameters weight_ih (4H,I), weight_hh (4H,H), bias_ih, bias_hh (4H), nn.Parameters
+                                    -> "parameters: names, shapes, nn.Parameter"
+      nn.LSTMCell's initialisation (notebook: uniform in +-1/sqrt(H))
+                                    -> "fresh parameters: uniform within 1/sqrt(H)"
+      gates i, f, g, o; c' = f c + i g; h' = o tanh(c')
+                                    -> "gates from the biases", "fixed weights and a given state"
+      forward(x, state) -> (h, c), equals nn.LSTMCell
+                                    -> "equals nn.LSTMCell with a given state", "gradients equal nn.LSTMCell's"
+      state=None is a zero state    -> "state=None equals nn.LSTMCell's zero state"
+      (notebook) the zero state has x's dtype and device
+                                    -> "a float64 cell and input with state=None"
+    lstm_layer
+      run_lstm(cell, x, state=None) -> (outputs (B,T,H), (h_T, c_T)), states (B,H)
+                                    -> "shapes", "T = 1"
+      equals one-layer nn.LSTM(batch_first=True), state None and given, gradients included
+                                    -> "equals nn.LSTM from a zero state", "... from a given state", "gradients"
+      the cell unrolled: one call per step, the state carried
+                                    -> "the grader's cell is called once per step", the gradients
+      (no detaching inside: backpropagation through every step)
+                                    -> "gradients with respect to x, h0, c0 and the weights"
+    rnn_lm
+      emb (nn.Embedding), lstm (nn.LSTM, batch_first), head (nn.Linear(H, V))
+                                    -> "the parts"
+      num_layers, dropout (nn.LSTM's, between layers)
+                                    -> "num_layers=2 and dropout=0.3"
+      forward -> logits (B,T,V)     -> "logits with fixed weights: one layer", "... two layers"
+      loss (mean CE, -100 ignored), None without targets
+                                    -> "losses with targets", "without targets the loss is None",
+                                       "the loss back-propagates"
+      state: the LSTM's (h, c) after the last position; a given state is used
+                                    -> "the final state (h, c)", "a given initial state",
+                                       "the state continues the text"
+      (a language model) position t sees only tokens up to t
+                                    -> "later tokens leave earlier logits unchanged"
+    tbptt
+      stream_batches -> (batch_size, N), contiguous rows, tail dropped
+                                    -> "stream_batches: 23 tokens in 4 streams", "... divisible lengths and one stream",
+                                       "... random ids keep their values and dtype"
+      ValueError when fewer tokens than batch_size (docstring: or batch_size < 1)
+                                    -> "stream_batches: as many tokens as streams gives (B, 1); fewer, or batch_size=0, raise"
+      windows x = streams[:, p:p+seq_len], y shifted, p += seq_len, full windows only
+                                    -> "windows: consecutive, full, targets shifted"
+      state carried, detached; restart at p = 0 with a zero state
+                                    -> "the state: carried, detached, fresh at each restart",
+                                       "streams of exactly one window"
+      step (0-based) and loss (float, before each update)
+                                    -> "history: step indices and the batch losses"
+      lr, Adam (notebook), the update itself
+                                    -> "one Adam step per step with the lr given", "the losses of 12 steps"
+      (docstring) the model in training mode throughout
+                                    -> "a model handed over in eval mode trains in training mode"
+      grad_clip (default 1.0, None) -> "grad_clip=0.05", "grad_clip=None", "the default grad_clip=1.0"
+      (docstring) ValueError when the streams are too short for one window, and for a
+      seq_len, steps, lr or grad_clip that is not positive
+                                    -> "streams too short for one window raise ValueError",
+                                       "seq_len=0, steps=0, lr=0 and grad_clip=0 raise ValueError"
+    sample_rnn
+      (B, T0 + N), prompt kept, temperature 0 greedy
+                                    -> "greedy tokens", "max_new_tokens=0"
+      prompt read once, then one token at a time with the carried state
+                                    -> "the prompt once, then one token per call"
+      eval mode, no gradients, the previous mode restored
+                                    -> "eval mode and no gradients inside"
+      temperature (default 1.0), generator
+                                    -> "frequencies follow softmax(logits / temperature)",
+                                       "the same seeded generator gives the same draws"
+      (docstring) ValueError for a negative temperature or max_new_tokens, and for an idx
+      that is not a non-empty (B, T0) tensor
+                                    -> "max_new_tokens=0 returns the prompt; bad arguments raise ValueError"
+
+Tolerances (relative + absolute, per test; margins measured with the reference against
+the fixtures and twins, as computed when grading, with several threads, and with every
+operation in float64, as benchmarks/tolerance_margins.py does)
+    - rnn_cell and lstm_cell outputs (values of order 1, float32): rtol 1e-5, atol 1e-6.
+      The reference against nn.RNNCell / nn.LSTMCell differs by at most 1.2e-7 (a
+      margin of 47x); float64 arithmetic moves the outputs by at most 1.6e-7 (17x).
+      Gradients: rtol 1e-4, atol 1e-6 (smallest margin 29x). The catalogued mistakes
+      are off by 1e-3 or more.
+    - the float64 cell: rtol 1e-6, atol 1e-8 with dtype float64 (the test is about the
+      zero state's dtype; a wrong dtype fails whatever the values).
+    - run_lstm against nn.LSTM over 5-6 steps: outputs and states rtol 1e-5, atol 1e-6
+      (measured differences up to 1.2e-7: 21x); gradients rtol 1e-4, atol 1e-6.
+    - RNNLM logits (order 1-5, 7 steps, one or two layers): rtol 1e-4, atol 1e-5
+      (smallest margin 146x, float64); losses rtol 1e-5, atol 1e-5 (274x); the
+      state-carry and causality properties 1e-5 absolute.
+    - train_tbptt losses over 12 Adam steps: rtol 1e-4, atol 1e-5 (944x); unclipped
+      gradient norms rtol 1e-4, atol 1e-6 (675x); clipped norms within 1e-3 relative of
+      the bound (clip_grad_norm_ divides by the norm plus 1e-6).
+    - windows, stream rows, step indices and greedy tokens: exact. The greedy fixture's
+      model leads its second-best logit by at least 0.1 at every step (checked in
+      tests/test_solutions_rnn.py).
+    - sampling frequencies: 4000 draws, each within 0.035 of its probability (about 4.4
+      standard deviations at worst), never exact draws.
+"""
+
+import contextlib
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, close_number, equal, generator, raises, randn, satisfies, set_parameters, with_hint
+
+suite = Suite(public=False)
+
+
+# ======================================================================== helpers
+
+
+def _near(got, want, atol):
+    return type(got) is torch.Tensor and got.shape == want.shape and bool(torch.allclose(got.double(), want.double(), rtol=0, atol=atol))
+
+
+class _Named:
+    """Compare a dict of named tensors with the expected one (a fixture, or a twin made
+    here in the parent), part by part; the message names the first part that differs."""
+
+    def __init__(self, rtol, atol, twin=None, what="", hints=None, dtype=torch.float32):
+        self.inner = close(rtol=rtol, atol=atol, dtype=dtype)
+        self.twin = twin
+        self.what = what
+        self.hints = list(hints or [])
+        self.cached = None
+
+    def __call__(self, got, expected, reveal=True):
+        if self.twin is not None:
+            if self.cached is None:
+                self.cached = self.twin()
+            expected = self.cached
+        if not isinstance(got, dict) or set(got) != set(expected):
+            return Verdict(False, f"the test could not read the parts {sorted(expected)} from your result")
+        for name, want in expected.items():
+            verdict = self.inner(got[name], want, reveal)
+            if not verdict.passed:
+                return with_hint(Verdict(False, f"{self.what}{name}: {verdict.message}"), self.hints, got, expected)
+        return Verdict(True)
+
+
+def _rnn_arrays(seed, B, I, H, scale=0.5):
+    """Seeded inputs and weights of one RNN step (the probe and the twin make the same ones)."""
+    return {
+        "x": randn(B, I, seed=seed),
+        "h": randn(B, H, seed=seed + 1),
+        "W_ih": randn(H, I, seed=seed + 2) * scale,
+        "W_hh": randn(H, H, seed=seed + 3) * scale,
+        "b_ih": randn(H, seed=seed + 4) * scale,
+        "b_hh": randn(H, seed=seed + 5) * scale,
+    }
+
+
+def _lstm_weights(seed, I, H, scale=0.4):
+    """Seeded LSTM parameters with PyTorch's names and shapes."""
+    return {
+        "weight_ih": randn(4 * H, I, seed=seed) * scale,
+        "weight_hh": randn(4 * H, H, seed=seed + 1) * scale,
+        "bias_ih": randn(4 * H, seed=seed + 2) * scale,
+        "bias_hh": randn(4 * H, seed=seed + 3) * scale,
+    }
+
+
+def _load(module, weights, suffix=""):
+    with torch.no_grad():
+        for name, value in weights.items():
+            getattr(module, name + suffix).copy_(value)
+    return module
+
+
+def _grads(named):
+    return {name: (t.grad.detach().clone() if t.grad is not None else torch.zeros_like(t)) for name, t in named.items()}
+
+
+# ======================================================================== rnn_cell
+
+
+def _rnn_probe(ns, seed, B, I, H):
+    a = _rnn_arrays(seed, B, I, H)
+    with torch.no_grad():
+        return {"h": ns.rnn_cell(a["x"], a["h"], a["W_ih"], a["W_hh"], a["b_ih"], a["b_hh"])}
+
+
+def _rnn_twin(seed, B, I, H):
+    a = _rnn_arrays(seed, B, I, H)
+    cell = nn.RNNCell(I, H)
+    _load(cell, {"weight_ih": a["W_ih"], "weight_hh": a["W_hh"], "bias_ih": a["b_ih"], "bias_hh": a["b_hh"]})
+    with torch.no_grad():
+        return {"h": cell(a["x"], a["h"])}
+
+
+@suite.case("rnn_cell", "fixed weights (B=4, I=5, H=3)", points=2, check=_Named(1e-5, 1e-6), expected=REFERENCE)
+def _(ns):
+    return _rnn_probe(ns, 10, 4, 5, 3)
+
+
+@suite.case("rnn_cell", "equals nn.RNNCell with the same weights (B=3, I=6, H=4)", points=2,
+            check=_Named(1e-5, 1e-6, twin=lambda: _rnn_twin(20, 3, 6, 4), what="against nn.RNNCell, "))
+def _(ns):
+    return _rnn_probe(ns, 20, 3, 6, 4)
+
+
+def _rnn_grad_twin():
+    a = {k: v.clone().requires_grad_(True) for k, v in _rnn_arrays(30, 3, 4, 5).items()}
+    cell = nn.RNNCell(4, 5)
+    with torch.no_grad():
+        cell.weight_ih.copy_(a["W_ih"])
+        cell.weight_hh.copy_(a["W_hh"])
+        cell.bias_ih.copy_(a["b_ih"])
+        cell.bias_hh.copy_(a["b_hh"])
+    (cell(a["x"], a["h"]) * randn(3, 5, seed=31)).sum().backward()
+    names = {"x": a["x"], "h": a["h"], "W_ih": cell.weight_ih, "W_hh": cell.weight_hh, "b_ih": cell.bias_ih, "b_hh": cell.bias_hh}
+    return _grads(names)
+
+
+@suite.case("rnn_cell", "gradients with respect to the inputs, the state and every weight equal nn.RNNCell's", points=1,
+            check=_Named(1e-4, 1e-6, twin=_rnn_grad_twin, what="gradient of "))
+def _(ns):
+    a = {k: v.clone().requires_grad_(True) for k, v in _rnn_arrays(30, 3, 4, 5).items()}
+    (ns.rnn_cell(a["x"], a["h"], a["W_ih"], a["W_hh"], a["b_ih"], a["b_hh"]) * randn(3, 5, seed=31)).sum().backward()
+    return _grads(a)
+
+
+def _bias_only_twin():
+    a = _rnn_arrays(40, 2, 3, 4)
+    return {"h": torch.tanh(a["b_ih"] + a["b_hh"]).expand(2, 4).clone()}
+
+
+_BIAS_HINTS = [Hint(lambda got, exp: isinstance(got, dict) and any(_near(got.get("h"), torch.tanh(b).expand(2, 4), 1e-5) for b in (_rnn_arrays(40, 2, 3, 4)["b_ih"], _rnn_arrays(40, 2, 3, 4)["b_hh"])),
+                    "both biases, b_ih and b_hh, are added inside the tanh")]
+
+
+@suite.case("rnn_cell", "zero input and zero state: tanh(b_ih + b_hh) in every row", points=1,
+            check=_Named(1e-5, 1e-6, twin=_bias_only_twin, hints=_BIAS_HINTS))
+def _(ns):
+    a = _rnn_arrays(40, 2, 3, 4)
+    with torch.no_grad():
+        return {"h": ns.rnn_cell(torch.zeros(2, 3), torch.zeros(2, 4), a["W_ih"], a["W_hh"], a["b_ih"], a["b_hh"])}
+
+
+@suite.case("rnn_cell", "a batch of one, one unit; and seven inputs into two units", points=1, check=_Named(1e-5, 1e-6), expected=REFERENCE)
+def _(ns):
+    return {"one": _rnn_probe(ns, 50, 1, 1, 1)["h"], "wide": _rnn_probe(ns, 60, 2, 7, 2)["h"]}
+
+
+# ======================================================================== lstm_cell
+
+
+@suite.case(
+    "lstm_cell",
+    "parameters: names, shapes, nn.Parameter (input_size=5, hidden_size=3)",
+    points=1,
+    check=equal(),
+    expected={"bias_hh": [[12], "Parameter"], "bias_ih": [[12], "Parameter"], "weight_hh": [[12, 3], "Parameter"], "weight_ih": [[12, 5], "Parameter"]},
+)
+def _(ns):
+    cell = ns.LSTMCell(5, 3)
+    return {name: [list(p.shape), type(p).__name__] for name, p in sorted(cell.named_parameters())}
+
+
+def _init_problem(got):
+    bound = 1 / math.sqrt(16)
+    for name, values in got.items():
+        if not bool(torch.isfinite(values).all()) or float(values.abs().max()) > bound * (1 + 1e-6):
+            return f"a fresh cell's {name} must lie within +-1/sqrt(hidden_size) = +-{bound:.3g}, as nn.LSTMCell's does; its largest value is {float(values.abs().max()):.3g}"
+        if float(values.std()) < 0.2 * bound:
+            return f"a fresh cell's {name} must be drawn uniformly from [-1/sqrt(hidden_size), 1/sqrt(hidden_size)]; its values hardly vary (all zero, or left uninitialised?)"
+    return None
+
+
+@suite.case("lstm_cell", "fresh parameters: uniform within 1/sqrt(H), as nn.LSTMCell's (H=16)", points=1, check=satisfies(_init_problem))
+def _(ns):
+    cell = ns.LSTMCell(6, 16)
+    return {name: p.detach().clone() for name, p in cell.named_parameters()}
+
+
+def _lstm_arrays(seed, B, I, H):
+    return {"x": randn(B, I, seed=seed + 10), "h": randn(B, H, seed=seed + 11), "c": randn(B, H, seed=seed + 12)}
+
+
+def _lstm_probe(ns, seed, B, I, H, with_state=True):
+    a = _lstm_arrays(seed, B, I, H)
+    cell = _load(ns.LSTMCell(I, H), _lstm_weights(seed, I, H))
+    with torch.no_grad():
+        h, c = cell(a["x"], (a["h"], a["c"])) if with_state else cell(a["x"])
+    return {"h": h, "c": c}
+
+
+def _lstm_twin(seed, B, I, H, with_state=True):
+    a = _lstm_arrays(seed, B, I, H)
+    cell = _load(nn.LSTMCell(I, H), _lstm_weights(seed, I, H))
+    with torch.no_grad():
+        h, c = cell(a["x"], (a["h"], a["c"])) if with_state else cell(a["x"])
+    return {"h": h, "c": c}
+
+
+@suite.case("lstm_cell", "fixed weights and a given state (B=4, I=5, H=3)", points=2, check=_Named(1e-5, 1e-6), expected=REFERENCE)
+def _(ns):
+    return _lstm_probe(ns, 100, 4, 5, 3)
+
+
+@suite.case("lstm_cell", "equals nn.LSTMCell with a given state (B=3, I=4, H=6)", points=2,
+            check=_Named(1e-5, 1e-6, twin=lambda: _lstm_twin(110, 3, 4, 6), what="against nn.LSTMCell, "))
+def _(ns):
+    return _lstm_probe(ns, 110, 3, 4, 6)
+
+
+@suite.case("lstm_cell", "state=None equals nn.LSTMCell's zero state (B=2, I=3, H=5)", points=1,
+            check=_Named(1e-5, 1e-6, twin=lambda: _lstm_twin(120, 2, 3, 5, with_state=False), what="against nn.LSTMCell without a state, "))
+def _(ns):
+    return _lstm_probe(ns, 120, 2, 3, 5, with_state=False)
+
+
+def _lstm_cell_grads(cell, seed=130, B=3, I=4, H=5):
+    a = {k: v.clone().requires_grad_(True) for k, v in _lstm_arrays(seed, B, I, H).items()}
+    h, c = cell(a["x"], (a["h"], a["c"]))
+    ((h * randn(B, H, seed=seed + 20)).sum() + (c * randn(B, H, seed=seed + 21)).sum()).backward()
+    return _grads({**a, **{name: getattr(cell, name) for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}})
+
+
+@suite.case("lstm_cell", "gradients with respect to x, h, c and the four parameters equal nn.LSTMCell's", points=2,
+            check=_Named(1e-4, 1e-6, twin=lambda: _lstm_cell_grads(_load(nn.LSTMCell(4, 5), _lstm_weights(130, 4, 5))), what="gradient of "))
+def _(ns):
+    return _lstm_cell_grads(_load(ns.LSTMCell(4, 5), _lstm_weights(130, 4, 5)))
+
+
+GATE_BIAS = randn(4 * 3, seed=140) * 1.5  # the weights are zero: each gate is a known number
+_GATE_STATE = (randn(2, 3, seed=141), randn(2, 3, seed=142))
+
+
+def _gates(order="ifgo", g_act=torch.tanh, forget_shift=0.0, squash_c=True, bias_ih=1.0, bias_hh=1.0):
+    """What a cell with zero weights, bias_ih = GATE_BIAS and bias_hh = 0.1 gives on the state
+    (h, c) of _GATE_STATE, when its gates are read in ``order`` (a known mistake per argument)."""
+    b = (bias_ih * GATE_BIAS + bias_hh * 0.1).view(4, 1, 3)
+    parts = dict(zip(order, b))
+    i, f, o = torch.sigmoid(parts["i"]), torch.sigmoid(parts["f"] + forget_shift), torch.sigmoid(parts["o"])
+    c = f * _GATE_STATE[1] + i * g_act(parts["g"])
+    return {"h": o * (torch.tanh(c) if squash_c else c), "c": c}
+
+
+def _is(got, want):
+    return isinstance(got, dict) and all(_near(got.get(k), v.expand(2, 3), 1e-5) for k, v in want.items())
+
+
+_GATE_HINTS = [
+    Hint(lambda got, exp: any(_is(got, _gates(order)) for order in ("ifog", "igfo", "iofg", "fiog", "figo")), "read the four blocks of rows as the gates in PyTorch's order: input, forget, cell (candidate), output"),
+    Hint(lambda got, exp: _is(got, _gates(forget_shift=1.0)), "add no extra bias to the forget gate: bias_ih and bias_hh are all there is"),
+    Hint(lambda got, exp: _is(got, _gates(g_act=torch.sigmoid)), "the candidate g uses tanh (it may be negative); the three gates use the sigmoid"),
+    Hint(lambda got, exp: _is(got, _gates(squash_c=False)), "the new h is o * tanh(c'), not o * c'"),
+    Hint(lambda got, exp: _is(got, _gates(bias_ih=0.0)) or _is(got, _gates(bias_hh=0.0)), "both biases, bias_ih and bias_hh, are added to the gates"),
+    Hint(lambda got, exp: isinstance(got, dict) and _near(got.get("h"), exp["c"], 1e-5) and _near(got.get("c"), exp["h"], 1e-5), "return the pair in the order (h, c)"),
+]
+
+
+@suite.case("lstm_cell", "gates from the biases alone (zero weights): order, activations, the new c and h", points=1,
+            check=_Named(1e-5, 1e-6, hints=_GATE_HINTS), expected=REFERENCE)
+def _(ns):
+    cell = ns.LSTMCell(4, 3)
+    with torch.no_grad():
+        cell.weight_ih.zero_()
+        cell.weight_hh.zero_()
+        cell.bias_ih.copy_(GATE_BIAS)
+        cell.bias_hh.fill_(0.1)
+        h, c = cell(randn(2, 4, seed=143), (_GATE_STATE[0].clone(), _GATE_STATE[1].clone()))
+    return {"h": h, "c": c}
+
+
+@suite.case("lstm_cell", "a float64 cell and input with state=None: the zero state follows the input's dtype", points=1,
+            check=_Named(1e-6, 1e-8, dtype=torch.float64), expected=REFERENCE)
+def _(ns):
+    cell = _load(ns.LSTMCell(3, 4), _lstm_weights(150, 3, 4)).double()
+    with torch.no_grad():
+        h, c = cell(randn(2, 3, seed=151).double())
+    return {"h": h, "c": c}
+
+
+# ======================================================================== lstm_layer
+
+
+class _GraderCell(nn.Module):
+    """The grader's LSTM cell (PyTorch's parameter names, shapes and gate order).
+    It records the input and the incoming state of every call."""
+
+    def __init__(self, weights):
+        super().__init__()
+        for name, value in weights.items():
+            setattr(self, name, nn.Parameter(value.clone()))
+        self.hidden_size = weights["weight_hh"].size(1)
+        self.calls = []
+
+    def forward(self, x, state=None):
+        if state is None:
+            blank = torch.zeros(x.size(0), self.hidden_size, dtype=x.dtype, device=x.device)
+            state = (blank, blank)
+        self.calls.append({"x": x.detach().clone(), "state": [s.detach().clone() for s in state]})
+        h, c = state
+        pre = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
+        i, f, g, o = pre.split(self.hidden_size, dim=-1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+
+def _layer_arrays(seed, B, T, I, H):
+    return {"x": randn(B, T, I, seed=seed + 10), "h0": randn(B, H, seed=seed + 11) * 0.5, "c0": randn(B, H, seed=seed + 12)}
+
+
+def _layer_probe(ns, seed, B, T, I, H, with_state):
+    a = _layer_arrays(seed, B, T, I, H)
+    cell = _GraderCell(_lstm_weights(seed, I, H))
+    with torch.no_grad():
+        outputs, (h, c) = ns.run_lstm(cell, a["x"], (a["h0"], a["c0"]) if with_state else None)
+    return {"outputs": outputs, "h": h, "c": c}
+
+
+def _layer_twin(seed, B, T, I, H, with_state):
+    a = _layer_arrays(seed, B, T, I, H)
+    lstm = _load(nn.LSTM(I, H, batch_first=True), _lstm_weights(seed, I, H), suffix="_l0")
+    with torch.no_grad():
+        outputs, (h, c) = lstm(a["x"], (a["h0"][None], a["c0"][None]) if with_state else None)
+    return {"outputs": outputs, "h": h[0], "c": c[0]}
+
+
+@suite.case("lstm_layer", "equals nn.LSTM(batch_first=True) from a zero state (B=3, T=6, I=4, H=5)", points=2,
+            check=_Named(1e-5, 1e-6, twin=lambda: _layer_twin(200, 3, 6, 4, 5, False), what="against a one-layer nn.LSTM, "))
+def _(ns):
+    return _layer_probe(ns, 200, 3, 6, 4, 5, False)
+
+
+@suite.case("lstm_layer", "equals nn.LSTM(batch_first=True) from a given state (B=2, T=5, I=3, H=4)", points=2,
+            check=_Named(1e-5, 1e-6, twin=lambda: _layer_twin(210, 2, 5, 3, 4, True), what="against a one-layer nn.LSTM given (h0, c0), "))
+def _(ns):
+    return _layer_probe(ns, 210, 2, 5, 3, 4, True)
+
+
+def _layer_grads(module, run, seed=220, B=2, T=5, I=3, H=4, suffix=""):
+    a = {k: v.clone().requires_grad_(True) for k, v in _layer_arrays(seed, B, T, I, H).items()}
+    outputs, h, c = run(a)
+    loss = (outputs * randn(B, T, H, seed=seed + 20)).sum() + (h * randn(B, H, seed=seed + 21)).sum() + (c * randn(B, H, seed=seed + 22)).sum()
+    if loss.requires_grad:  # otherwise no gradient reaches anything: every gradient is reported as zero
+        loss.backward()
+    params = {name: getattr(module, name + suffix) for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
+    return _grads({**a, **params})
+
+
+def _layer_grad_twin():
+    lstm = _load(nn.LSTM(3, 4, batch_first=True), _lstm_weights(220, 3, 4), suffix="_l0")
+
+    def run(a):
+        outputs, (h, c) = lstm(a["x"], (a["h0"][None], a["c0"][None]))
+        return outputs, h[0], c[0]
+
+    return _layer_grads(lstm, run, suffix="_l0")
+
+
+_NO_GRADIENT = [Hint(lambda got, exp: isinstance(got, dict) and type(got.get("x")) is torch.Tensor and float(got["x"].abs().max()) == 0.0,
+                    "no gradient reaches the inputs: detach nothing inside run_lstm, so that backpropagation runs through every step")]
+
+
+@suite.case("lstm_layer", "gradients with respect to x, h0, c0 and the weights equal nn.LSTM's", points=2,
+            check=_Named(1e-4, 1e-6, twin=_layer_grad_twin, what="gradient of ", hints=_NO_GRADIENT))
+def _(ns):
+    cell = _GraderCell(_lstm_weights(220, 3, 4))
+
+    def run(a):
+        outputs, (h, c) = ns.run_lstm(cell, a["x"], (a["h0"], a["c0"]))
+        return outputs, h, c
+
+    return _layer_grads(cell, run)
+
+
+@suite.case("lstm_layer", "T = 1: one step of the cell", points=1, check=_Named(1e-5, 1e-6), expected=REFERENCE)
+def _(ns):
+    return _layer_probe(ns, 230, 3, 1, 2, 3, True)
+
+
+@suite.case(
+    "lstm_layer",
+    "shapes: outputs (B, T, H), h_T and c_T (B, H) each (B=2, T=3, I=4, H=5)",
+    points=1,
+    check=equal([Hint(lambda got, exp: isinstance(got, dict) and got.get("h") == [1, 2, 5], "run_lstm returns the final state as (B, H) tensors, not nn.LSTM's (1, B, H)")]),
+    expected={"outputs": [2, 3, 5], "h": [2, 5], "c": [2, 5]},
+)
+def _(ns):
+    return {k: list(v.shape) for k, v in _layer_probe(ns, 240, 2, 3, 4, 5, False).items()}
+
+
+def _layer_calls_problem(got):
+    calls, x, h0, c0 = got["calls"], got["x"], got["h0"], got["c0"]
+    T = x.size(1)
+    if len(calls) != T:
+        return f"for T={T} the cell must be called {T} times, once per step; it was called {len(calls)} times"
+    for t, call in enumerate(calls):
+        if not torch.equal(call["x"], x[:, t]):
+            return f"call {t} must get x[:, {t}], the inputs of step {t} for the whole batch"
+    if not (torch.equal(calls[0]["state"][0], h0) and torch.equal(calls[0]["state"][1], c0)):
+        return "the first call must get the state given to run_lstm"
+    outputs = got["outputs"]
+    for t in range(1, T):
+        if not torch.equal(calls[t]["state"][0], outputs[:, t - 1]):
+            return f"call {t} must get the state that call {t - 1} returned"
+    return None
+
+
+@suite.case("lstm_layer", "the grader's cell is called once per step with x[:, t], starting from the given state", points=1, check=satisfies(_layer_calls_problem))
+def _(ns):
+    a = _layer_arrays(250, 2, 4, 3, 3)
+    cell = _GraderCell(_lstm_weights(250, 3, 3))
+    with torch.no_grad():
+        outputs, _ = ns.run_lstm(cell, a["x"], (a["h0"], a["c0"]))
+    return {"calls": cell.calls, "x": a["x"], "h0": a["h0"], "c0": a["c0"], "outputs": outputs}
+
+
+# ======================================================================== rnn_lm
+
+V, E, HID = 13, 6, 8
+LM_IDX = torch.randint(V, (3, 7), generator=generator(300))
+LM_TARGETS = torch.randint(V, (3, 7), generator=generator(301))
+
+
+def _lm(ns, seed, **kwargs):
+    model = ns.RNNLM(V, E, HID, **kwargs)
+    set_parameters(model, seed, scale=0.5)
+    return model.eval()
+
+
+@suite.case(
+    "rnn_lm",
+    "the parts: emb, a batch-first nn.LSTM and head = nn.Linear(H, V)",
+    points=1,
+    check=equal([Hint(lambda got, exp: isinstance(got, dict) and got.get("batch_first") is False, "the LSTM reads (B, T, E) inputs: create it with batch_first=True")]),
+    expected={"emb": ["Embedding", 13, 6], "lstm": ["LSTM", 6, 8, 1], "batch_first": True, "head": ["Linear", 8, 13, True]},
+)
+def _(ns):
+    model = ns.RNNLM(V, E, HID)
+    emb, lstm, head = model.emb, model.lstm, model.head
+    return {
+        "emb": [type(emb).__name__, emb.num_embeddings, emb.embedding_dim],
+        "lstm": [type(lstm).__name__, lstm.input_size, lstm.hidden_size, lstm.num_layers],
+        "batch_first": lstm.batch_first,
+        "head": [type(head).__name__, head.in_features, head.out_features, head.bias is not None],
+    }
+
+
+@suite.case(
+    "rnn_lm",
+    "num_layers=2 and dropout=0.3 reach the nn.LSTM; the state is (2, B, H) each",
+    points=1,
+    check=equal([
+        Hint(lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 1, "pass num_layers on to nn.LSTM"),
+        Hint(lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 2 and got.get("dropout") == 0.0, "pass dropout on to nn.LSTM, which applies it between stacked layers"),
+    ]),
+    expected={"num_layers": 2, "dropout": 0.3, "state": [[2, 3, 8], [2, 3, 8]]},
+)
+def _(ns):
+    model = ns.RNNLM(V, E, HID, num_layers=2, dropout=0.3)
+    _, _, state = model(LM_IDX)
+    return {"num_layers": model.lstm.num_layers, "dropout": float(model.lstm.dropout), "state": [list(s.shape) for s in state]}
+
+
+@suite.case("rnn_lm", "logits with fixed weights: one layer (B=3, T=7, V=13)", points=2, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+def _(ns):
+    with torch.no_grad():
+        return _lm(ns, 310)(LM_IDX)[0]
+
+
+@suite.case("rnn_lm", "logits with fixed weights: two layers with dropout 0.3, in eval mode", points=2, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+def _(ns):
+    with torch.no_grad():
+        return _lm(ns, 320, num_layers=2, dropout=0.3)(LM_IDX)[0]
+
+
+@suite.case("rnn_lm", "losses with targets: all kept, and some -100", points=1, check=close(rtol=1e-5, atol=1e-5, dtype=None), expected=REFERENCE)
+def _(ns):
+    model = _lm(ns, 330)
+    some = LM_TARGETS.clone()
+    some[0, :4] = -100
+    some[2, 6] = -100
+    with torch.no_grad():
+        return torch.tensor([float(model(LM_IDX, targets=t)[1]) for t in (LM_TARGETS, some)], dtype=torch.float64)
+
+
+@suite.case("rnn_lm", "without targets the loss is None", points=1, check=equal(), expected=None)
+def _(ns):
+    with torch.no_grad():
+        return _lm(ns, 340)(LM_IDX)[1]
+
+
+@suite.case("rnn_lm", "the loss back-propagates: gradients of head.bias and the embedding", points=1, check=_Named(1e-4, 1e-6), expected=REFERENCE)
+def _(ns):
+    model = _lm(ns, 350)
+    model(LM_IDX, targets=LM_TARGETS)[1].backward()
+    return {"head.bias": model.head.bias.grad.clone(), "emb.weight": model.emb.weight.grad.clone()}
+
+
+@suite.case("rnn_lm", "the final state (h, c) of a two-layer model", points=1, check=_Named(1e-4, 1e-5), expected=REFERENCE)
+def _(ns):
+    with torch.no_grad():
+        h, c = _lm(ns, 360, num_layers=2)(LM_IDX)[2]
+    return {"h": h, "c": c}
+
+
+@suite.case("rnn_lm", "a given initial state (h, c) is where the LSTM starts", points=1, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+def _(ns):
+    state = (randn(1, 3, HID, seed=371), randn(1, 3, HID, seed=372))
+    with torch.no_grad():
+        return _lm(ns, 370)(LM_IDX, state)[0]
+
+
+def _continues_problem(got):
+    whole, parts = got
+    if type(parts) is not torch.Tensor or parts.shape != whole.shape:
+        return f"the two calls together should give logits of shape {list(whole.shape)}, got {list(getattr(parts, 'shape', []))}"
+    err = float((whole - parts).abs().max())
+    if err > 1e-5:
+        return (f"reading 5 tokens, then the last 2 with the returned state, differs from reading all 7 at once by up to {err:.3g}: "
+                "start the LSTM from the state you are given, and return the state after the last position")
+    return None
+
+
+@suite.case("rnn_lm", "the state continues the text: 5 tokens, then 2 more, equal 7 at once (two layers)", points=1, check=satisfies(_continues_problem))
+def _(ns):
+    model = _lm(ns, 380, num_layers=2)
+    with torch.no_grad():
+        whole = model(LM_IDX)[0]
+        first, _, state = model(LM_IDX[:, :5])
+        second = model(LM_IDX[:, 5:], state)[0]
+    return whole, torch.cat([first, second], dim=1)
+
+
+def _causal_problem(got):
+    a, b = got
+    err = float((a[:, :3] - b[:, :3]).abs().max())
+    if err > 1e-5:
+        return f"changing the tokens from position 3 on changed the logits of positions 0-2 by up to {err:.3g}: position t may only depend on tokens up to t"
+    if float((a[:, 3:] - b[:, 3:]).abs().max()) == 0.0:
+        return "changing the tokens from position 3 on left their own logits unchanged: each position's logits must depend on its token"
+    return None
+
+
+@suite.case("rnn_lm", "later tokens leave earlier logits unchanged", points=1, check=satisfies(_causal_problem))
+def _(ns):
+    model = _lm(ns, 390)
+    changed = LM_IDX.clone()
+    changed[:, 3:] = (changed[:, 3:] + 4) % V
+    with torch.no_grad():
+        return model(LM_IDX)[0], model(changed)[0]
+
+
+# ======================================================================== tbptt
+
+
+@suite.case("tbptt", "stream_batches: 23 tokens in 4 streams of 5, the last 3 dropped", points=1,
+            check=equal([Hint(lambda got, exp: isinstance(got, torch.Tensor) and got.shape == (4, 5) and got[0, 1].item() == 4, "each row is one contiguous piece of the data: shape it (batch_size, N), not (N, batch_size)")]),
+            expected=torch.arange(20).view(4, 5))
+def _(ns):
+    return ns.stream_batches(torch.arange(23), 4)
+
+
+@suite.case("tbptt", "stream_batches: divisible lengths and one stream", points=1, check=equal(),
+            expected=[torch.arange(12).view(3, 4), torch.arange(7).view(1, 7)])
+def _(ns):
+    return [ns.stream_batches(torch.arange(12), 3), ns.stream_batches(torch.arange(7), 1)]
+
+
+@suite.case("tbptt", "stream_batches: as many tokens as streams gives (B, 1); fewer, or batch_size=0, raise ValueError", points=1, check=equal(),
+            expected=[[5, 1], "ValueError", "ValueError", "ValueError"])
+def _(ns):
+    return [list(ns.stream_batches(torch.arange(5), 5).shape), catch(ns.stream_batches, torch.arange(4), 5)["raised"],
+            catch(ns.stream_batches, torch.arange(0), 2)["raised"], catch(ns.stream_batches, torch.arange(5), 0)["raised"]]
+
+
+@suite.case("tbptt", "stream_batches: random ids keep their values and dtype", points=1, check=equal(), expected=REFERENCE)
+def _(ns):
+    return ns.stream_batches(torch.randint(50, (50,), generator=generator(400)), 6)
+
+
+class _Recorder(nn.Module):
+    """The grader's LSTM language model (RNNLM's interface), with fixed weights. Every call is
+    recorded: mode, gradient state, inputs, targets, the incoming state (and whether it is still
+    attached to an earlier graph), the state it returns and the loss."""
+
+    def __init__(self, vocab_size, seed, width=5, scale=0.5):
+        super().__init__()
+        self.emb = nn.Embedding(vocab_size, 4)
+        self.lstm = nn.LSTM(4, width, batch_first=True)
+        self.head = nn.Linear(width, vocab_size)
+        set_parameters(self, seed, scale=scale)
+        self.log = []
+
+    def forward(self, idx, state=None, targets=None):
+        entry = {
+            "training": self.training,
+            "grad": torch.is_grad_enabled(),
+            "idx": idx.detach().clone(),
+            "targets": None if targets is None else targets.detach().clone(),
+            "state": None if state is None else [s.detach().clone() for s in state],
+            "attached": None if state is None else [None if s.grad_fn is None else type(s.grad_fn).__name__ for s in state],
+        }
+        out, new_state = self.lstm(self.emb(idx), state)
+        logits = self.head(out)
+        loss = None if targets is None else F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+        entry["state_out"] = [s.detach().clone() for s in new_state]
+        entry["loss"] = None if loss is None else float(loss.detach())
+        self.log.append(entry)
+        return logits, loss, new_state
+
+
+@contextlib.contextmanager
+def _optimizer_watch():
+    """Record, at every optimiser step, its class, learning rates and the total gradient norm."""
+    steps = []
+
+    def hook(optimizer, args, kwargs):
+        grads = [p.grad.reshape(-1) for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+        steps.append({"kind": type(optimizer).__name__, "lr": [float(g["lr"]) for g in optimizer.param_groups],
+                      "norm": float(torch.cat(grads).norm()) if grads else 0.0})
+
+    handle = register_optimizer_step_pre_hook(hook)
+    try:
+        yield steps
+    finally:
+        handle.remove()
+
+
+WINDOW_DATA = torch.arange(63)  # 3 streams of 21: windows at 0, 4, 8, 12, 16 (targets up to 20), then again
+WINDOW_STARTS = [0, 4, 8, 12, 16, 0, 4, 8]
+
+
+def _window_run(ns):
+    model = _Recorder(63, 410)
+    ns.train_tbptt(model, WINDOW_DATA.clone(), seq_len=4, batch_size=3, steps=8, lr=0.01)
+    return model.log
+
+
+def _windows_problem(got):
+    streams = WINDOW_DATA.view(3, 21)
+    if len(got) != len(WINDOW_STARTS):
+        return f"8 steps should run the model 8 times, once per window; it ran {len(got)} times"
+    for step, (entry, p) in enumerate(zip(got, WINDOW_STARTS)):
+        if not torch.equal(entry["idx"], streams[:, p : p + 4]):
+            return (f"step {step}: the window is not the expected columns of the streams (windows of seq_len consecutive "
+                    "columns, p advancing by seq_len, and a restart at 0 only when the next full window and its targets do not fit)")
+        if entry["targets"] is None or not torch.equal(entry["targets"], streams[:, p + 1 : p + 5]):
+            return f"step {step}: the targets must be the window shifted by one column, passed to the model"
+    return None
+
+
+@suite.case("tbptt", "windows: consecutive, full, targets shifted, restarting at 0 (streams of 21, seq_len 4)", points=2, check=satisfies(_windows_problem))
+def _(ns):
+    return _window_run(ns)
+
+
+def _state_problem(got):
+    if len(got) != len(WINDOW_STARTS):
+        return f"8 steps should run the model 8 times, once per window; it ran {len(got)} times"
+    for step, entry in enumerate(got):
+        if WINDOW_STARTS[step] == 0:
+            if entry["state"] is not None and max(float(s.abs().max()) for s in entry["state"]) > 0:
+                return f"step {step} starts again at p = 0 and must start from a fresh zero state (None)"
+            continue
+        before = got[step - 1]["state_out"]
+        if entry["state"] is None or len(entry["state"]) != 2 or not all(torch.equal(a, b) for a, b in zip(entry["state"], before)):
+            return f"step {step} must start from the state (h, c) that the previous window ended in"
+        if any(a is not None for a in entry["attached"]):
+            return f"at step {step} the state is still attached to the previous window's graph: detach h and c between windows"
+    return None
+
+
+@suite.case("tbptt", "the state: carried from window to window, detached, fresh at each restart", points=2, check=satisfies(_state_problem))
+def _(ns):
+    return _window_run(ns)
+
+
+def _one_window_problem(got):
+    if len(got) != 3:
+        return f"3 steps should run the model 3 times, it ran {len(got)} times"
+    for step, entry in enumerate(got):
+        if not torch.equal(entry["idx"], torch.arange(12).view(2, 6)[:, :5]):
+            return "with streams of exactly seq_len + 1 tokens every step trains on the one window there is, from p = 0"
+        if entry["state"] is not None and max(float(s.abs().max()) for s in entry["state"]) > 0:
+            return f"step {step} restarts at p = 0 and must start from a fresh zero state"
+    return None
+
+
+@suite.case("tbptt", "streams of exactly one window: every step restarts at 0 from a zero state", points=1, check=satisfies(_one_window_problem))
+def _(ns):
+    model = _Recorder(12, 420)
+    ns.train_tbptt(model, torch.arange(12), seq_len=5, batch_size=2, steps=3, lr=0.01)
+    return model.log
+
+
+@suite.case("tbptt", "streams too short for one window raise ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.train_tbptt, _Recorder(12, 430), torch.arange(10), seq_len=5, batch_size=2, steps=3, lr=0.01)
+
+
+@suite.case("tbptt", "seq_len=0, steps=0, lr=0 and grad_clip=0 raise ValueError", points=1, check=equal(), expected=["ValueError"] * 4)
+def _(ns):
+    good = dict(seq_len=2, batch_size=2, steps=2, lr=0.01)
+    bad = [dict(seq_len=0), dict(steps=0), dict(lr=0.0), dict(grad_clip=0.0)]
+    return [catch(ns.train_tbptt, _Recorder(12, 435), torch.arange(12), **{**good, **kwargs})["raised"] for kwargs in bad]
+
+
+LOSS_DATA = torch.randint(11, (60,), generator=generator(440))
+
+
+def _history_problem(got):
+    history, logged = got
+    if not isinstance(history, dict) or "step" not in history or "loss" not in history:
+        return "train_tbptt must return a dict with 'step' and 'loss'"
+    if list(history["step"]) != list(range(9)):
+        return f"'step' holds the 0-based index of each update: [0, 1, ..., 8] for steps=9, got {list(history['step'])}"
+    if any(type(v) is not float for v in history["loss"]):
+        return "each entry of 'loss' is a Python float (loss.item())"
+    if len(history["loss"]) != 9 or any(abs(a - b) > 1e-6 * (1 + abs(b)) for a, b in zip(history["loss"], logged)):
+        return "'loss' must hold each step's batch loss, as the model computed it before the update"
+    return None
+
+
+@suite.case("tbptt", "history: step indices and the batch losses before each update", points=1, check=satisfies(_history_problem))
+def _(ns):
+    model = _Recorder(11, 450)
+    history = ns.train_tbptt(model, LOSS_DATA.clone(), seq_len=4, batch_size=2, steps=9, lr=0.02)
+    return history, [e["loss"] for e in model.log if e["loss"] is not None]
+
+
+def _training_mode_problem(got):
+    if not got:
+        return "train_tbptt never called the model"
+    if not all(got):
+        return "the model must be in training mode while it trains (model.train()), even when it arrives in eval mode"
+    return None
+
+
+@suite.case("tbptt", "a model handed over in eval mode trains in training mode", points=1, check=satisfies(_training_mode_problem))
+def _(ns):
+    model = _Recorder(11, 455).eval()
+    ns.train_tbptt(model, LOSS_DATA.clone(), seq_len=4, batch_size=2, steps=3, lr=0.02)
+    return [e["training"] for e in model.log]
+
+
+@suite.case("tbptt", "the losses of 12 steps of training from fixed weights", points=2, check=close(rtol=1e-4, atol=1e-5, dtype=None), expected=REFERENCE)
+def _(ns):
+    model = _Recorder(11, 460)
+    history = ns.train_tbptt(model, LOSS_DATA.clone(), seq_len=5, batch_size=2, steps=12, lr=0.02)
+    return torch.tensor([float(v) for v in history["loss"]], dtype=torch.float64)
+
+
+def _adam_problem(got):
+    if len(got) != 6:
+        return f"6 steps need 6 optimiser steps, the optimiser stepped {len(got)} times"
+    for step in got:
+        if step["kind"] != "Adam":
+            return f"the notebook asks for torch.optim.Adam, the optimiser is {step['kind']}"
+        if any(abs(lr - 0.003) > 1e-12 for lr in step["lr"]):
+            return f"lr=0.003 was asked for, the optimiser used {step['lr']}"
+    return None
+
+
+@suite.case("tbptt", "one Adam step per step with the lr given", points=1, check=satisfies(_adam_problem))
+def _(ns):
+    with _optimizer_watch() as seen:
+        ns.train_tbptt(_Recorder(11, 470), LOSS_DATA.clone(), seq_len=4, batch_size=3, steps=6, lr=0.003)
+    return seen
+
+
+def _clip_problem(bound):
+    def test(got):
+        if not got:
+            return "no optimiser step was seen"
+        norms = [s["norm"] for s in got]
+        if max(norms) > bound * (1 + 1e-3):
+            return f"with grad_clip={bound} the total gradient norm at a step was {max(norms):.4g}: clip it (clip_grad_norm_) after backward, before the step"
+        if max(norms) < bound * (1 - 1e-3):
+            return f"with grad_clip={bound} the gradients of these windows are larger than {bound} and should be scaled to exactly {bound}; the largest norm seen was {max(norms):.4g}"
+        return None
+
+    return test
+
+
+@suite.case("tbptt", "grad_clip=0.05 scales the total gradient norm to 0.05", points=1, check=satisfies(_clip_problem(0.05)))
+def _(ns):
+    with _optimizer_watch() as seen:
+        ns.train_tbptt(_Recorder(11, 480, scale=1.5), LOSS_DATA.clone(), seq_len=5, batch_size=2, steps=4, lr=0.01, grad_clip=0.05)
+    return seen
+
+
+@suite.case("tbptt", "the default grad_clip=1.0 clips large gradients to norm 1", points=1, check=satisfies(_clip_problem(1.0)))
+def _(ns):
+    with _optimizer_watch() as seen:
+        ns.train_tbptt(_Recorder(11, 480, scale=1.5), LOSS_DATA.clone(), seq_len=5, batch_size=2, steps=4, lr=0.01)
+    return seen
+
+
+@suite.case("tbptt", "grad_clip=None leaves the gradients as they are", points=1, check=close(rtol=1e-4, atol=1e-6, dtype=None), expected=REFERENCE)
+def _(ns):
+    with _optimizer_watch() as seen:
+        ns.train_tbptt(_Recorder(11, 480, scale=1.5), LOSS_DATA.clone(), seq_len=5, batch_size=2, steps=4, lr=0.01, grad_clip=None)
+    return torch.tensor([s["norm"] for s in seen], dtype=torch.float64)
+
+
+# ======================================================================== sample_rnn
+
+PROMPT = torch.randint(12, (2, 3), generator=generator(500))
+
+
+def _sample(ns, model, prompt, new, **kwargs):
+    return ns.generate_rnn(model, prompt.clone(), new, **kwargs)
+
+
+@suite.case("sample_rnn", "greedy tokens of a model with fixed weights", points=1,
+            check=equal([Hint(lambda got, exp: type(got) is torch.Tensor and got.dim() == 2 and got.size(1) < exp.size(1), "return the prompt followed by the new tokens")]),
+            expected=REFERENCE)
+def _(ns):
+    return _sample(ns, _Recorder(12, 525, width=8, scale=1.5), PROMPT, 8, temperature=0)
+
+
+def _reads_problem(got):
+    log, out = got
+    if not log:
+        return "generate_rnn never called the model"
+    if not torch.equal(log[0]["idx"], PROMPT) or log[0]["state"] is not None:
+        return "the first call reads the whole prompt, from no state (state=None)"
+    if len(log) not in (6, 7):
+        return f"6 new tokens need 6 calls of the model (the prompt once, then 5 single tokens); it was called {len(log)} times"
+    for k, entry in enumerate(log[1:6], start=1):
+        if list(entry["idx"].shape) != [2, 1]:
+            return (f"call {k} gave the model {entry['idx'].size(1)} tokens per row: after the prompt, feed only the newest "
+                    "token with the carried state")
+        if not torch.equal(entry["idx"], out[:, 2 + k : 3 + k]):
+            return f"call {k} must feed the token just chosen"
+        if entry["state"] is None or not all(torch.equal(a, b) for a, b in zip(entry["state"], log[k - 1]["state_out"])):
+            return f"call {k} must pass the state (h, c) that the previous call returned"
+    return None
+
+
+@suite.case("sample_rnn", "the prompt once, then one token per call with the carried state", points=1, check=satisfies(_reads_problem))
+def _(ns):
+    model = _Recorder(12, 520, width=8)
+    out = _sample(ns, model, PROMPT, 6, generator=generator(521))
+    return model.log, out
+
+
+def _modes_problem(got):
+    for before, log, after in got:
+        if not log:
+            return "generate_rnn never called the model"
+        if any(e["training"] for e in log):
+            return "the model must run in eval mode while generating (model.eval())"
+        if any(e["grad"] for e in log):
+            return "generation must run without gradients (torch.no_grad())"
+        if after != before:
+            return f"the model was in {'training' if before else 'eval'} mode before the call and must be left in it"
+    return None
+
+
+@suite.case("sample_rnn", "eval mode and no gradients inside; the caller's mode (train or eval) after", points=1, check=satisfies(_modes_problem))
+def _(ns):
+    out = []
+    for mode in (True, False):
+        model = _Recorder(12, 530)
+        model.train(mode)
+        _sample(ns, model, PROMPT, 3, temperature=0)
+        out.append((mode, model.log, model.training))
+    return out
+
+
+TABLE = torch.tensor([[0.0, 1.0, -1.0, 2.0, 0.5, -0.5], [1.5, 0.0, 0.0, -1.0, 0.5, 1.0], [2.0, 0.3, 1.2, -0.8, 0.0, 0.9]] * 2)
+
+
+class _Table(nn.Module):
+    """Logits read from TABLE by the current token; the state counts the tokens read."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Embedding.from_pretrained(TABLE.clone(), freeze=False)
+
+    def forward(self, idx, state=None, targets=None):
+        count = torch.zeros(1, idx.size(0), 1) if state is None else state[0]
+        return self.table(idx), None, (count + idx.size(1), count + idx.size(1))
+
+
+def _frequencies_problem(got):
+    for (temperature, out) in got:
+        if type(out) is not torch.Tensor or list(out.shape) != [4000, 2]:
+            return f"for a (4000, 1) prompt and one new token expected a (4000, 2) tensor, got {list(getattr(out, 'shape', []))}"
+        freq = torch.bincount(out[:, 1], minlength=6).double() / 4000
+        want = torch.softmax(TABLE[2].double() / temperature, dim=-1)
+        err = (freq - want).abs()
+        if float(err.max()) > 0.035:
+            k = int(err.argmax())
+            return (f"at temperature {temperature} token {k} came with frequency {float(freq[k]):.3f} in 4000 draws, "
+                    f"but softmax(logits / temperature) gives it {float(want[k]):.3f}")
+    return None
+
+
+@suite.case("sample_rnn", "frequencies follow softmax(logits / temperature): default 1.0, and 0.5", points=1, check=satisfies(_frequencies_problem))
+def _(ns):
+    prompt = torch.full((4000, 1), 2)
+    return [(1.0, _sample(ns, _Table(), prompt, 1, generator=generator(540))),
+            (0.5, _sample(ns, _Table(), prompt, 1, temperature=0.5, generator=generator(541)))]
+
+
+def _same_problem(got):
+    a, b = got
+    if type(a) is not torch.Tensor or list(a.shape) != [2, 10]:
+        return f"for a (2, 3) prompt and 7 new tokens expected a (2, 10) tensor, got {list(getattr(a, 'shape', []))}"
+    if a.dtype != torch.long or not torch.equal(a[:, :3], PROMPT):
+        return "the output is torch.long and starts with the prompt"
+    if int(a.min()) < 0 or int(a.max()) >= 12:
+        return "every new id must be a token of the vocabulary"
+    if not torch.equal(a, b):
+        return "two calls with generators seeded alike gave different tokens: draw with torch.multinomial(..., generator=generator)"
+    return None
+
+
+@suite.case("sample_rnn", "the same seeded generator gives the same draws", points=0.5, check=satisfies(_same_problem))
+def _(ns):
+    model = _Recorder(12, 550)
+    a = _sample(ns, model, PROMPT, 7, generator=generator(551))
+    torch.rand(5)
+    b = _sample(ns, model, PROMPT, 7, generator=generator(551))
+    return a, b
+
+
+@suite.case("sample_rnn", "max_new_tokens=0 returns the prompt; bad arguments raise ValueError", points=0.5, check=equal(),
+            expected=[PROMPT.tolist(), "ValueError", "ValueError", "ValueError", "ValueError"])
+def _(ns):
+    model = _Recorder(12, 560)
+    bad = [((PROMPT.clone(), 3), dict(temperature=-1.0)), ((PROMPT.clone(), -1), {}), ((PROMPT[0].clone(), 3), {}), ((PROMPT[:, :0].clone(), 3), {})]
+    return [_sample(ns, model, PROMPT, 0, temperature=0).tolist(), *[catch(ns.generate_rnn, model, *args, **kwargs)["raised"] for args, kwargs in bad]]
