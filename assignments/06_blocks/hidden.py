@@ -312,7 +312,7 @@ def _steady(what):
 def _quiet_dropout(module):
     """Set p=0 on every nn.Dropout inside ``module``."""
     for inner in module.modules():
-        if isinstance(inner, nn.Dropout):
+        if getattr(inner, "p", None) is not None:  # an nn.Dropout
             inner.p = 0.0
 
 
@@ -357,6 +357,9 @@ def _(ns):
 # ---------------------------------------------------------------- block
 
 
+_ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
+
+
 def _ff_arguments(embed_dim, ff_dim, activation="gelu", dropout=0.0):
     """The arguments of FeedForward, with their defaults (used to read a call's arguments)."""
     return [embed_dim, ff_dim, activation, dropout]
@@ -370,7 +373,7 @@ def _ln_arguments(dim, eps=1e-5):
 def _placeholders(ns):
     """While the block is built, LayerNorm is nn.LayerNorm and FeedForward a placeholder; both note their arguments."""
     names = ns._names
-    saved = {key: names[key] for key in ("LayerNorm", "FeedForward") if key in names}
+    saved = {key: names.get(key) for key in ("LayerNorm", "FeedForward")}
     calls = {"LayerNorm": [], "FeedForward": []}
 
     def layer_norm(*args, **kwargs):
@@ -379,7 +382,7 @@ def _placeholders(ns):
 
     def feed_forward(*args, **kwargs):
         arguments = _ff_arguments(*args, **kwargs)
-        if arguments[2] not in ("gelu", "relu"):
+        if _ACTIVATIONS.get(arguments[2]) is None:
             raise ValueError(f"unknown activation {arguments[2]!r}")
         calls["FeedForward"].append(arguments)
         return nn.Identity()
@@ -388,14 +391,16 @@ def _placeholders(ns):
     try:
         yield calls
     finally:
-        for key in ("LayerNorm", "FeedForward"):
-            names.pop(key, None)
-        names.update(saved)
+        for key, value in saved.items():
+            if value is None:
+                names.pop(key, None)
+            else:
+                names[key] = value
 
 
 def _torch_feedforward(embed_dim, ff_dim, activation, dropout):
     """PyTorch's layers in a row, named as the course's feed-forward network names them."""
-    act = nn.GELU() if activation == "gelu" else nn.ReLU()
+    act = _ACTIVATIONS[activation]()
     return nn.Sequential(OrderedDict(fc1=nn.Linear(embed_dim, ff_dim), act=act, fc2=nn.Linear(ff_dim, embed_dim), drop=nn.Dropout(dropout)))
 
 
@@ -403,8 +408,8 @@ def _block(ns, seed, **kwargs):
     """The student's block with nn.LayerNorm and PyTorch's feed-forward layers (built with the block's arguments)."""
     with _placeholders(ns) as calls:
         block = ns.TransformerBlock(C, H, FF, **kwargs)
-    if len(calls["FeedForward"]) == 1:
-        block.ff = _torch_feedforward(*calls["FeedForward"][0])
+    for arguments in calls["FeedForward"][-1:]:
+        block.ff = _torch_feedforward(*arguments)
     set_parameters(block, seed)
     return block.eval()
 

@@ -90,14 +90,16 @@ def _config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim=None, dropou
     return _Config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim, dropout, tie_weights, norm_first)
 
 
+_FILLED_FIRST = {"tok_emb.weight": 0}
+
+
 def _weights_from_names(model, seed, scale=1.0):
     """Every parameter from its dotted name and ``seed``; a tied matrix once, as tok_emb.weight."""
-    filled = set()
+    distinct = {}  # one entry per Parameter, under the first of its names (tok_emb.weight first)
+    for dotted, tensor in sorted(model.named_parameters(remove_duplicate=False), key=lambda item: _FILLED_FIRST.get(item[0], 1)):
+        distinct.setdefault(id(tensor), (dotted, tensor))
     with torch.no_grad():
-        for dotted, tensor in sorted(model.named_parameters(remove_duplicate=False), key=lambda item: item[0] != "tok_emb.weight"):
-            if id(tensor) in filled:
-                continue
-            filled.add(id(tensor))
+        for dotted, tensor in distinct.values():
             salt = sum(ord(letter) * (k + 1) for k, letter in enumerate(dotted))
             tensor.copy_(scale * torch.randn(tensor.shape, generator=generator(seed * 100003 + salt)))
 
@@ -142,9 +144,11 @@ class _CausalMean(nn.Module):
 
     def forward(self, idx, targets=None):
         length = idx.size(1)
-        if length > self.config.block_size:
-            raise ValueError(f"the test model reads at most {self.config.block_size} tokens, got {length}")
-        h = self.tok(idx) + self.pos(torch.arange(length, device=idx.device))  # (B, T, C)
+        try:
+            positions = self.pos(torch.arange(length, device=idx.device))  # (T, C)
+        except IndexError:
+            raise ValueError(f"the test model reads at most {self.config.block_size} tokens, got {length}") from None
+        h = self.tok(idx) + positions  # (B, T, C)
         h = h.cumsum(dim=1) / torch.arange(1, length + 1, device=idx.device).view(1, -1, 1)
         logits = self.out(self.drop(torch.tanh(h)))  # (B, T, V)
         loss = None
@@ -214,13 +218,12 @@ def _zeros_generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top
 def _replacing(ns, name, stand_in):
     """The notebook's global ``name`` is ``stand_in`` while the block runs."""
     table = ns._names
-    absent = object()
-    before = table.get(name, absent)
+    before = table.get(name)
     table[name] = stand_in
     try:
         yield stand_in
     finally:
-        if before is absent:
+        if before is None:
             table.pop(name, None)
         else:
             table[name] = before
@@ -281,7 +284,7 @@ def _(ns):
     first = model.blocks[0]
     return {
         "n_layer": len(model.blocks), "n_head": first.attn.num_heads, "n_embd": model.tok_emb.weight.shape[1],
-        "ff_dim": first.ff.fc1.out_features, "dropout": sorted({m.p for m in model.modules() if isinstance(m, nn.Dropout)}),
+        "ff_dim": first.ff.fc1.out_features, "dropout": sorted({getattr(m, "p", None) for m in model.modules()} - {None}),
         "norm_first": repr(first.norm_first), "config_ff_dim": config.ff_dim,
         "given": [model.tok_emb.weight.shape[0], model.pos_emb.weight.shape[0]],
         "head_weight": id(model.head.weight), "tok_emb_weight": id(model.tok_emb.weight),
@@ -333,7 +336,7 @@ def _(ns):
     described = []
     for block in blocks:
         attn, ff = getattr(block, "attn", None), getattr(block, "ff", None)
-        drops = sorted({m.p for m in block.modules() if isinstance(m, nn.Dropout)})
+        drops = sorted({getattr(m, "p", None) for m in block.modules()} - {None})
         described.append([type(block).__name__, getattr(attn, "num_heads", None), getattr(getattr(ff, "fc1", None), "out_features", None),
                           repr(getattr(block, "norm_first", None)), drops])
     head, ln_f = model.head, getattr(model, "ln_f", None)
@@ -498,9 +501,9 @@ def _dropout_problem(got):
 def _(ns):
     model = ns.GPT(ns.GPTConfig(**dict(TINY, dropout=0.3)))
     _weights_from_names(model, 25, scale=0.5)
-    kinds = sorted({m.p for m in model.modules() if isinstance(m, nn.Dropout)})
+    kinds = sorted({getattr(m, "p", None) for m in model.modules()} - {None})
     for module in model.blocks.modules():
-        if isinstance(module, nn.Dropout):
+        if getattr(module, "p", None) is not None:  # an nn.Dropout
             module.p = 0.0
     model.train()
     with torch.no_grad():
@@ -812,9 +815,8 @@ def _train_run(ns, seed, steps, warmup, eval_interval, lr=3e-3, device="cpu", pr
 
 
 def _plain(history):
-    if not isinstance(history, dict):
-        return history
-    return {k: [float(v) for v in history[k]] if k in history else None for k in ("step", "train_loss", "val_loss", "lr")}
+    """The history's four lists as floats (None for a missing key)."""
+    return {k: None if history.get(k) is None else [float(v) for v in history[k]] for k in ("step", "train_loss", "val_loss", "lr")}
 
 
 def _evaluations_problem(got):
@@ -1370,17 +1372,17 @@ def _positions_seen(ns, model, prompt, new):
     seen = {}
     hooks = []
 
-    def counting(label):
+    def counting(label, width):
         def hook(module, args, output):
             first = args[0]
-            per_row = first.numel() // first.size(0)
-            seen[label] = seen.get(label, 0) + (per_row // first.size(-1) if first.dim() == 3 else per_row)
+            seen[label] = seen.get(label, 0) + first.numel() // (first.size(0) * width)
         return hook
 
-    targets = [("tok_emb", model.tok_emb)] + [(f"blocks[{i}].attn.k_proj", b.attn.k_proj) for i, b in enumerate(model.blocks)]
-    for label, module in targets:
+    # tok_emb reads ids (B, T), one number per position; k_proj reads (B, T, C)
+    targets = [("tok_emb", model.tok_emb, 1)] + [(f"blocks[{i}].attn.k_proj", b.attn.k_proj, b.attn.k_proj.in_features) for i, b in enumerate(model.blocks)]
+    for label, module, width in targets:
         seen[label] = 0
-        hooks.append(module.register_forward_hook(counting(label)))
+        hooks.append(module.register_forward_hook(counting(label, width)))
     try:
         _cached(ns, model, prompt, new, temperature=0)
     finally:

@@ -48,18 +48,20 @@ def _config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim=None, dropou
     return _Config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim, dropout, tie_weights, norm_first)
 
 
+_FILLED_FIRST = {"tok_emb.weight": 0}
+
+
 def _fill(model, seed, scale=0.5):
     """Fixed weights: each parameter's values come from its dotted name and `seed`.
 
     A head tied to the token embedding is filled once, as `tok_emb.weight`, whichever
     of the two modules was created first.
     """
-    seen = set()
+    distinct = {}  # one entry per Parameter, under the first of its names (tok_emb.weight first)
+    for name, param in sorted(model.named_parameters(remove_duplicate=False), key=lambda item: _FILLED_FIRST.get(item[0], 1)):
+        distinct.setdefault(id(param), (name, param))
     with torch.no_grad():
-        for name, param in sorted(model.named_parameters(remove_duplicate=False), key=lambda item: item[0] != "tok_emb.weight"):
-            if id(param) in seen:
-                continue
-            seen.add(id(param))
+        for name, param in distinct.values():
             offset = sum(ord(ch) * (i + 1) for i, ch in enumerate(name))
             param.copy_(torch.randn(param.shape, generator=generator(seed * 100003 + offset)) * scale)
 
@@ -68,13 +70,12 @@ def _fill(model, seed, scale=0.5):
 def _stand_in(ns, name, replacement):
     """Replace the notebook's function `name` while the block runs, then put it back."""
     names = ns._names
-    missing = object()
-    saved = names.get(name, missing)
+    saved = names.get(name)
     names[name] = replacement
     try:
         yield replacement
     finally:
-        if saved is missing:
+        if saved is None:
             names.pop(name, None)
         else:
             names[name] = saved
@@ -127,7 +128,7 @@ def _(ns):
     first = model.blocks[0]
     return {
         "n_layer": len(model.blocks), "n_head": first.attn.num_heads, "n_embd": model.tok_emb.weight.shape[1],
-        "ff_dim": first.ff.fc1.out_features, "dropout": sorted({m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}),
+        "ff_dim": first.ff.fc1.out_features, "dropout": sorted({getattr(m, "p", None) for m in model.modules()} - {None}),
         "norm_first": repr(first.norm_first), "config_ff_dim": config.ff_dim,
         "head_weight": id(model.head.weight), "tok_emb_weight": id(model.tok_emb.weight),
     }
@@ -182,7 +183,7 @@ def _(ns):
         "tok_emb_weight": id(emb.weight),
         "logits": list(logits.shape),
         "loss": type(loss).__name__,
-        "dropouts": sorted({m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}),
+        "dropouts": sorted({getattr(m, "p", None) for m in model.modules()} - {None}),
         "parameters": sum(p.numel() for p in model.parameters()),
     }
 
@@ -349,11 +350,14 @@ class _Bigram(torch.nn.Module):
         self.table = torch.nn.Embedding(vocab_size, vocab_size)
         self.bias = torch.nn.Parameter(torch.zeros(vocab_size))
         self.drop = torch.nn.Dropout(dropout)
+        self.positions = torch.zeros(block_size)  # indexed by the input's length: longer than block_size is refused
         self.calls = []
 
     def forward(self, idx, targets=None):
-        if idx.size(1) > self.config.block_size:
-            raise ValueError(f"this test model reads at most block_size={self.config.block_size} tokens, got {idx.size(1)}")
+        try:
+            self.positions[idx.size(1) - 1]
+        except IndexError:
+            raise ValueError(f"this test model reads at most block_size={self.config.block_size} tokens, got {idx.size(1)}") from None
         scores = self.drop(self.table(idx)) + self.bias  # (B, T, V)
         loss = None
         if targets is not None:
@@ -472,9 +476,8 @@ def _history_problem(got):
 
 
 def _plain(history):
-    if not isinstance(history, dict):
-        return history
-    return {key: [float(v) for v in value] for key, value in history.items() if key in ("step", "train_loss", "val_loss", "lr")}
+    """The history's four lists as floats (None for a missing key)."""
+    return {key: None if history.get(key) is None else [float(v) for v in history[key]] for key in ("step", "train_loss", "val_loss", "lr")}
 
 
 @suite.case("train", "train: evaluations at steps 0, 4, 8, 10 and an lr per step with a warm-up", points=1, check=satisfies(_history_problem), timeout=60)
@@ -849,16 +852,16 @@ def _count_positions(ns, model, prompt, new):
     counts = {}
     handles = []
 
-    def counter(name):
+    def counter(name, width):
         def hook(module, args, output):
-            counts[name] = counts.get(name, 0) + args[0].numel() // (args[0].size(0) * (args[0].size(-1) if args[0].dim() == 3 else 1))
+            counts[name] = counts.get(name, 0) + args[0].numel() // (args[0].size(0) * width)
         return hook
 
-    watched = {"tok_emb": model.tok_emb}
-    watched.update({f"blocks[{i}].attn.k_proj": block.attn.k_proj for i, block in enumerate(model.blocks)})
-    for name, module in watched.items():
+    watched = {"tok_emb": (model.tok_emb, 1)}  # ids (B, T): one number per position
+    watched.update({f"blocks[{i}].attn.k_proj": (block.attn.k_proj, block.attn.k_proj.in_features) for i, block in enumerate(model.blocks)})
+    for name, (module, width) in watched.items():
         counts[name] = 0
-        handles.append(module.register_forward_hook(counter(name)))
+        handles.append(module.register_forward_hook(counter(name, width)))
     try:
         with _stand_in(ns, "sample_next", _Chooser()):
             ns.generate_cached(model, prompt, new, temperature=0)
