@@ -1217,6 +1217,16 @@ def _generate(ns, model, prompt, new, **kwargs):
     return out, chooser
 
 
+def _size_words(got, shape):
+    """How the size of ``got`` differs from ``shape`` (rows, then columns), in words without numbers."""
+    if type(got) is not torch.Tensor or got.dim() != 2:
+        return "yours is not a 2-D tensor"
+    if got.size(0) != shape[0]:
+        return "yours has a different number of rows from the prompt"
+    side = "fewer" if got.size(1) < shape[1] else "more"
+    return f"yours has {side} columns than the prompt's length plus max_new_tokens"
+
+
 _PROMPT_HINT = Hint(lambda got, exp: type(got) is torch.Tensor and got.dim() == 2 and got.size(1) < exp.size(1), "return the prompt followed by the new tokens", mistake="prompt dropped")
 
 
@@ -1226,7 +1236,7 @@ def _tokens(hints=(_PROMPT_HINT,)):
         if type(got) is not torch.Tensor or got.dtype != torch.long or got.dim() != 2:
             verdict = Verdict(False, f"the result must be a 2-D torch.long tensor of token ids, got {type(got).__name__} {getattr(got, 'dtype', '')} with shape {list(getattr(got, 'shape', []))}")
         elif got.shape != expected.shape:
-            verdict = Verdict(False, f"the result must hold each prompt row followed by the new tokens; yours has shape {list(got.shape)}, which is not that")
+            verdict = Verdict(False, f"the result must hold each prompt row followed by the new tokens; {_size_words(got, expected.shape)}")
         elif not torch.equal(got, expected):
             wrong = (got != expected).nonzero()[0].tolist()
             verdict = Verdict(False, f"{int((got != expected).sum())} token ids differ from the expected ones, the first in row {wrong[0]} at position {wrong[1]}")
@@ -1287,10 +1297,13 @@ def _(ns):
     return out
 
 
+_SAMPLED_SHAPE = (2, 13)  # GEN_PROMPT (2, 3) and 10 new tokens
+
+
 def _sampled_problem(got):
     out, prompt = got
-    if type(out) is not torch.Tensor or list(out.shape) != [2, 13]:
-        return f"the result must hold each prompt row followed by the new tokens; yours has shape {list(getattr(out, 'shape', []))}, which is not that"
+    if type(out) is not torch.Tensor or list(out.shape) != list(_SAMPLED_SHAPE):
+        return f"the result must hold each prompt row followed by the new tokens; {_size_words(out, _SAMPLED_SHAPE)}"
     if out.dtype != torch.long:
         return f"token ids are torch.long, got {out.dtype}"
     if not torch.equal(out[:, :3], prompt):
@@ -1441,7 +1454,7 @@ def _(ns):
 def _cached_sampled_problem(got):
     out, prompt, total = got
     if type(out) is not torch.Tensor or list(out.shape) != [prompt.size(0), total]:
-        return f"the result must hold each prompt row followed by the new tokens; yours has shape {list(getattr(out, 'shape', []))}, which is not that"
+        return f"the result must hold each prompt row followed by the new tokens; {_size_words(out, (prompt.size(0), total))}"
     if not torch.equal(out[:, : prompt.size(1)], prompt):
         return "the output must start with the prompt"
     if int(out.min()) < 0 or int(out.max()) >= 12:
