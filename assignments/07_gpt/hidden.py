@@ -1039,8 +1039,7 @@ def _frequencies(ns, n, seed, logits=LOGITS, **kwargs):
 
 
 @suite.case(
-    "sampling",
-    "temperature 0 is greedy for every row, whatever top_k and top_p say",
+    "sampling", "temperature 0 is greedy for every row, whatever top_k and top_p say",
     points=2,
     check=equal(),
     expected=[BATCH_GREEDY.argmax(dim=-1, keepdim=True)] * 2,
@@ -1081,8 +1080,7 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "temperature 2 flattens: frequencies follow softmax(logits / 2)",
+    "sampling", "temperature 2 flattens: frequencies follow softmax(logits / 2)",
     points=1,
     check=_freq_check(torch.softmax(LOGITS[0] / 2, dim=-1).double()),
     builds_on=("frequencies follow softmax(logits) at temperature 1",),
@@ -1092,8 +1090,7 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "temperature 0.5 sharpens: frequencies follow softmax(logits / 0.5)",
+    "sampling", "temperature 0.5 sharpens: frequencies follow softmax(logits / 0.5)",
     points=1,
     check=_freq_check(torch.softmax(LOGITS[0] / 0.5, dim=-1).double()),
     builds_on=("frequencies follow softmax(logits) at temperature 1",),
@@ -1103,8 +1100,7 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)",
+    "sampling", "top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)",
     points=1,
     check=_sets(["top_k=1", "top_k=3", "top_k=5", "top_k=6", "top_k=50"]),
     expected=[[0], [0, 2, 4], [0, 1, 2, 4, 5], [0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5]],
@@ -1114,8 +1110,7 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "top_k=3: the kept tokens are drawn in proportion to their probabilities",
+    "sampling", "top_k=3: the kept tokens are drawn in proportion to their probabilities",
     points=1,
     builds_on=("top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)",),
     check=_freq_check(torch.where(torch.tensor([1, 0, 1, 0, 1, 0]).bool(), PROBS, torch.zeros(6)).double() / float(PROBS[[0, 2, 4]].sum())),
@@ -1125,8 +1120,7 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "top_p keeps the smallest set whose mass reaches p, the crossing token included",
+    "sampling", "top_p keeps the smallest set whose mass reaches p, the crossing token included",
     points=2,
     check=_sets(["top_p just below half the top token's probability", "top_p just above the top token's probability", "top_p just below the two top tokens' mass",
                  "top_p just above the two top tokens' mass", "top_p just above the four top tokens' mass"],
@@ -1140,8 +1134,7 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "top_p=0.9: the kept tokens are drawn in proportion to their probabilities",
+    "sampling", "top_p=0.9: the kept tokens are drawn in proportion to their probabilities",
     points=1,
     builds_on=("top_p keeps the smallest set whose mass reaches p, the crossing token included",),
     check=_freq_check(torch.where(torch.tensor([1, 0, 1, 0, 1, 0]).bool(), PROBS, torch.zeros(6)).double() / float(PROBS[[0, 2, 4]].sum())),
@@ -1151,8 +1144,7 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "with both, top_k is applied first and top_p to the renormalised rest",
+    "sampling", "with both, top_k is applied first and top_p to the renormalised rest",
     points=1,
     check=_sets(["top_k=2, top_p=0.7", "top_k=2, top_p=0.75", "top_k=3, top_p=0.72"],
                 [Hint(lambda got, exp: isinstance(got, list) and got[0] == [0, 2], "apply top_k first; top_p then works on the probabilities of the tokens top_k kept, renormalised", mistake="top-p before top-k")]),
@@ -1171,8 +1163,7 @@ ROWS = torch.tensor([[4.0, 3.5, 3.0, 2.5, -2.0, -3.0], [-3.0, -2.0, -1.0, 0.0, 1
 
 
 @suite.case(
-    "sampling",
-    "each row of a batch is filtered and drawn on its own",
+    "sampling", "each row of a batch is filtered and drawn on its own",
     points=1,
     check=_sets(["top_k=2 on the first row", "top_k=2 on the second row"]),
     expected=[[0, 1], [4, 5]],
