@@ -186,7 +186,7 @@ class _PartsOnly(nn.Module):
         self.ln_f = ns.LayerNorm(n_embd)
         self.head = nn.Linear(n_embd, vocab_size, bias=False)
         if tie_weights:
-            self.head.weight = self.tok_emb.weight
+            self.head.weight = self.tok_emb.weight  # tied: one Parameter in both modules
         _weights_from_names(self, seed)
 
     def forward(self, idx, targets=None):
