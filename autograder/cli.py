@@ -5,7 +5,6 @@ one of them runs: grading never imports the reference solutions or the training 
 """
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -17,7 +16,10 @@ DEMO_MISTAKES = ["build_vocab-ids-start-at-1", "get_batch-last-valid-start-never
 
 
 def _cores() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    """Submissions graded at once, one thread each: $GPTCOURSE_THREADS, else the usable CPUs."""
+    from .kit.threads import worker_count
+
+    return worker_count()
 
 
 def _positive(kind):
@@ -41,6 +43,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from .build.fixtures import DEFAULT_DIR, stage_tests
+    from .kit.threads import configure_threads
 
     stage = get_stage(args.stage)
     paths = [Path(p) for p in args.files]
@@ -51,6 +54,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         raise UsageError(f"no such file: {', '.join(missing)}")
     if not paths and not args.nbgrader:
         raise UsageError("name at least one submission to grade (or --nbgrader COURSE_DIR)")
+    configure_threads(1)  # this process only compares outputs: the workers get the CPUs
     tests = stage_tests(stage, Path(args.fixtures) if args.fixtures else DEFAULT_DIR)
     limits = Limits(total_timeout=args.timeout, cell_timeout=min(Limits.cell_timeout, args.timeout))
     out = Path(args.out)
@@ -117,6 +121,17 @@ def score_table(graded, tests) -> str:
     return "\n".join(lines)
 
 
+def demo_mistakes(mistakes: list) -> list:
+    """The demo's mistakes: 01's chosen three, else the first catalogued mistake of each of the first three questions."""
+    chosen = [m for m in mistakes if m.slug in DEMO_MISTAKES]
+    if chosen:
+        return chosen
+    first: dict[str, object] = {}
+    for mistake in mistakes:
+        first.setdefault(mistake.qid, mistake)
+    return list(first.values())[:3]
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .authoring.catalogue import catalogue
     from .authoring.variants import write_variant
@@ -124,16 +139,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .build.notebooks import make_notebook, write_notebook
     from .build.release import build_stage
 
-    stage = get_stage("01_tokenisation")
+    stage = get_stage(args.stage)
     out = Path(args.out)
-    print("== 1. Building the release of stage 01 (student notebook, fixtures, Gradescope zip, nbgrader)")
+    print(f"== 1. Building the release of stage {stage.id} (student notebook, fixtures, Gradescope zip, nbgrader)")
     build_stage(stage, ROOT / "release")
     folder = out / "submissions"
     write_notebook(make_notebook(stage, "reference"), folder / "reference.ipynb")
     write_notebook(make_notebook(stage, "student"), folder / "empty-release.ipynb")
     samples = [folder / "reference.ipynb", folder / "empty-release.ipynb"]
-    samples += [write_variant(stage, m, folder) for m in catalogue(stage)[0] if m.slug in DEMO_MISTAKES]
-    print(f"\n== 2. Grading {len(samples)} sample submissions of stage 01 (the reference, the empty release, realistic mistakes) from {folder}/")
+    samples += [write_variant(stage, m, folder) for m in demo_mistakes(catalogue(stage)[0])]
+    print(f"\n== 2. Grading {len(samples)} sample submissions of stage {stage.id} (the reference, the empty release, realistic mistakes) from {folder}/")
     tests = stage_tests(stage, DEFAULT_DIR)
     done = grade_folder(samples, tests, Limits(), out, argparse.Namespace(show_hidden=False, workers=2, quiet=False))
     print()
@@ -179,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     grade = sub.add_parser("grade", help="grade submissions of one stage")
     grade.add_argument("--stage", required=True, help="e.g. 01_tokenisation (or 01)")
     grade.add_argument("--out", default="grades", help="output folder (default: grades/)")
-    grade.add_argument("--workers", type=_positive(int), default=_cores(), help="submissions graded at once (default: all cores)")
+    grade.add_argument("--workers", type=_positive(int), default=_cores(), help="submissions graded at once, one thread each (default: $GPTCOURSE_THREADS, "
+                       "else the CPUs this process may use: its affinity mask within its cgroup's CPU quota)")
     grade.add_argument("--timeout", type=_positive(float), default=Limits.total_timeout, help="seconds allowed per submission (default: 600)")
     grade.add_argument("--fixtures", help="folder of fixture files (default: release/fixtures, rebuilt when stale)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table")
@@ -192,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("folder", help="the --out folder of gptcourse grade")
     report.set_defaults(run=cmd_report)
 
-    demo = sub.add_parser("demo", help="build, then grade the bundled sample submissions of stage 01")
+    demo = sub.add_parser("demo", help="build, then grade sample submissions of one stage (default 01)")
+    demo.add_argument("--stage", default="01_tokenisation", help="e.g. 08_rnn or 08 (default: 01_tokenisation)")
     demo.add_argument("--out", default="grades/demo", help="output folder (default: grades/demo)")
     demo.set_defaults(run=cmd_demo)
 

@@ -166,7 +166,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         importlib.import_module(name)
 
     from autograder.engine import codec, sandbox, suites  # noqa: F401 - suites: for _load_probes, while readable
-    from autograder.kit import runtime
+    from autograder.kit import runtime, threads
     from autograder.kit.cases import Namespace
 
     preload = list(job.get("preload", []))
@@ -179,7 +179,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
             importlib.import_module(name)
         except Exception:  # a test that needs it will say so
             pass
-    torch.set_num_threads(1)
+    threads.configure_threads(1)  # one thread per submission: the parent runs one child per usable CPU
     runtime.reseed(0)  # imports the random generators' modules while they are readable
     job["existing_processes"] = _count_processes(os.getuid()) if os.geteuid() != 0 else 0
     isolation = sandbox.enter(job["workdir"], ROOT, int(job.get("disk_bytes") or 256 * 1024**2), job.get("sandbox") or "namespaces")
@@ -302,7 +302,7 @@ def serve(sock_fd: int) -> None:
 
     sys.path.insert(0, ROOT)
     import numpy  # noqa: F401 - imported once here, shared by every forked job
-    import torch
+    import torch  # noqa: F401
     for name in LAZY:
         importlib.import_module(name)
 
@@ -312,9 +312,9 @@ def serve(sock_fd: int) -> None:
     import matplotlib.pyplot  # noqa: F401
 
     from autograder.engine import codec, sandbox, suites  # noqa: F401
-    from autograder.kit import runtime  # noqa: F401
+    from autograder.kit import runtime, threads  # noqa: F401
 
-    torch.set_num_threads(1)
+    threads.configure_threads(1)  # the server and every job forked from it: one thread each
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked jobs are reaped automatically
     sock = socket.socket(fileno=sock_fd)
     while True:
