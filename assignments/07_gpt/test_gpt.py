@@ -425,7 +425,8 @@ def test_public_kv_cache_tokens_are_those_of_plain_greedy_generation():
 
 def test_coupled_train_mistakes_lose_points_on_train():
     """The train() mistakes that also stop the model from learning (mistakes.COUPLED) lose
-    points on train itself, not only on training_works; nothing else is touched.
+    points on train itself, not only on training_works, and a public test of train catches
+    each; nothing else is touched.
 
     Each is run in this process on the reference notebook's names with its train cell,
     through every test but training_works (which, by design, trains with the student's train).
@@ -443,7 +444,7 @@ def test_coupled_train_mistakes_lose_points_on_train():
             exec(compile(cell.source, f"<cell {cell.index}>", "exec"), names)
         for source in variant.cells.values():
             exec(compile(source, f"<{variant.slug}>", "exec"), names)
-        failed = set()
+        failed, failed_public = set(), set()
         for case in tests.cases:
             if case.qid == "training_works":
                 continue
@@ -451,4 +452,7 @@ def test_coupled_train_mistakes_lose_points_on_train():
             expected = tests.fixtures[case.key] if case.expected is REFERENCE else case.expected
             if error is not None or not judge_output(case, got, expected).passed:
                 failed.add(case.qid)
+                if case.public:
+                    failed_public.add(case.qid)
         assert failed == {"train"}, (variant.name, failed)
+        assert failed_public == {"train"}, (variant.name, "no public test of train catches it")
