@@ -418,7 +418,8 @@ def _(ns):
 
 
 @suite.case("model", "logits with fixed weights: post-norm, untied, ff_dim=20, dropout=0.2 in eval mode", points=2,
-            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
+            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE,
+            builds_on=("the parts of a 3-layer post-norm model: config kept, blocks built from it, ln_f, head without bias",))
 def _(ns):
     model = ns.GPT(ns.GPTConfig(**dict(TINY, norm_first=False, tie_weights=False, ff_dim=20, dropout=0.2)))
     _weights_from_names(model, 22, scale=0.5)
@@ -1356,7 +1357,8 @@ def _(ns):
     return _cached(ns, _PartsOnly(ns, 37, **KV_PRE), KV_PRE_PROMPT, 8, temperature=0)[0]
 
 
-@suite.case("kv_cache", "greedy tokens within block_size: post-norm, 4 heads, untied, ff_dim=24", points=2, check=_tokens(), expected=REFERENCE)
+@suite.case("kv_cache", "greedy tokens within block_size: post-norm, 4 heads, untied, ff_dim=24", points=2, check=_tokens(), expected=REFERENCE,
+            builds_on=("greedy tokens within block_size: pre-norm, 3 layers, tied",))
 def _(ns):
     return _cached(ns, _PartsOnly(ns, 30, **KV_POST), KV_POST_PROMPT, 7, temperature=0)[0]
 

@@ -722,6 +722,7 @@ def _(ns):
     points=1,
     check=equal(),
     expected=[[0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2]],
+    builds_on=("greedy continuation: shape (B, T0 + N), the prompt kept",),
 )
 def _(ns):
     model = _successor(9, 4)
