@@ -1,29 +1,35 @@
 """Realistic mistakes and correct alternatives for stage 06_blocks.
 
-The ``block`` tests build the student's block with ``nn.LayerNorm`` and a known-good
-feed-forward network standing in for the notebook's ``LayerNorm`` and
-``FeedForward``, so a ``layernorm`` or ``feedforward`` mistake costs points on its own
-question only. The ``block`` mistakes are all in how the block joins its parts.
+The ``block`` tests build the student's block with ``nn.LayerNorm`` and PyTorch's own
+feed-forward layers standing in for the notebook's ``LayerNorm`` and ``FeedForward``,
+so a ``layernorm`` or ``feedforward`` mistake costs points on its own question only.
+The ``block`` mistakes are all in how the block builds and joins its parts. Each
+mistake names the hints (``Hint.mistake``) its failures must carry, and no others.
 """
 
 from autograder.authoring.catalogue import Variant
 
 _LAYERNORM = '''
 class LayerNorm(nn.Module):
-    def __init__(self, dim, eps=1e-5):
+    def __init__(self, dim, eps={default_eps}):
         super().__init__()
+        {arguments}
         self.dim, self.eps = dim, eps
         {params}
 
     def forward(self, x):
-        if x.shape[-1] != self.dim:
-            raise ValueError(f"expected {{self.dim}} features, got {{x.shape[-1]}}")
+        {shape_check}
         {stats}
         return {normalise} * self.weight + self.bias
 '''
 
 _LN_RIGHT = {
+    "default_eps": "1e-5",
+    "arguments": ('if dim < 1 or eps < 0:\n'
+                  '            raise ValueError(f"dim must be positive and eps non-negative, got {dim} and {eps}")'),
     "params": "self.weight = nn.Parameter(torch.ones(dim))\n        self.bias = nn.Parameter(torch.zeros(dim))",
+    "shape_check": ('if x.shape[-1] != self.dim:\n'
+                    '            raise ValueError(f"expected {self.dim} features, got {x.shape[-1]}")'),
     "stats": "mean = x.mean(-1, keepdim=True)\n        var = ((x - mean) ** 2).mean(-1, keepdim=True)",
     "normalise": "(x - mean) / torch.sqrt(var + self.eps)",
 }
@@ -35,13 +41,12 @@ def _layernorm(**changes: str) -> str:
 
 _FEEDFORWARD = '''
 class FeedForward(nn.Module):
-    def __init__(self, embed_dim, ff_dim, activation="gelu", dropout=0.0):
+    def __init__(self, embed_dim, ff_dim, activation="gelu", dropout={default_dropout}):
         super().__init__()
-        if activation not in ("gelu", "relu"):
-            raise ValueError(f"unknown activation {{activation!r}}")
+        {check}
         self.activation = activation
-        self.fc1 = nn.Linear(embed_dim, ff_dim)
-        self.fc2 = nn.Linear(ff_dim, embed_dim)
+        self.fc1 = nn.Linear(embed_dim, ff_dim{bias})
+        self.fc2 = nn.Linear(ff_dim, embed_dim{bias})
         self.p = dropout
 
     def forward(self, x):
@@ -51,6 +56,10 @@ class FeedForward(nn.Module):
 '''
 
 _FF_RIGHT = {
+    "default_dropout": "0.0",
+    "check": ('if activation not in ("gelu", "relu"):\n'
+              '            raise ValueError(f"unknown activation {activation!r}")'),
+    "bias": "",
     "act": 'h = F.gelu(h) if self.activation == "gelu" else F.relu(h)',
     "out": "F.dropout(self.fc2(h), self.p, self.training)",
 }
@@ -62,13 +71,14 @@ def _feedforward(**changes: str) -> str:
 
 _BLOCK = '''
 class TransformerBlock(nn.Module):
-    def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
+    def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first={default_order}):
         super().__init__()
         self.norm_first = norm_first
-        self.attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout)
+        self.attn = {attn}
         self.ln1 = LayerNorm(embed_dim)
         self.ln2 = LayerNorm(embed_dim)
-        self.ff = FeedForward(embed_dim, ff_dim, activation=activation, dropout=dropout)
+        self.ff = {ff}
+        {extra}
 
     def forward(self, x, mask=None):
         if {pre_norm}:
@@ -81,6 +91,10 @@ class TransformerBlock(nn.Module):
 '''
 
 _BLOCK_RIGHT = {
+    "default_order": "True",
+    "attn": "MultiHeadAttention(embed_dim, num_heads, dropout=dropout)",
+    "ff": "FeedForward(embed_dim, ff_dim, activation=activation, dropout=dropout)",
+    "extra": "",
     "pre_norm": "self.norm_first",
     "pre_attn": "x = x + self.attn(self.ln1(x), mask=mask)",
     "pre_ff": "x = x + self.ff(self.ln2(x))",
@@ -96,27 +110,34 @@ def _block(**changes: str) -> str:
 MISTAKES = [
     # layernorm
     Variant("layernorm", "unbiased variance (divides by C - 1)", {"LayerNorm": _layernorm(
-        stats="mean = x.mean(-1, keepdim=True)\n        var = x.var(-1, keepdim=True)")}),
+        stats="mean = x.mean(-1, keepdim=True)\n        var = x.var(-1, keepdim=True)")}, hints=("unbiased variance",)),
     Variant("layernorm", "eps added outside the square root", {"LayerNorm": _layernorm(
-        normalise="(x - mean) / (torch.sqrt(var) + self.eps)")}),
+        normalise="(x - mean) / (torch.sqrt(var) + self.eps)")}, hints=("eps outside the square root",)),
     Variant("layernorm", "statistics over the time axis instead of the features", {"LayerNorm": _layernorm(
         stats="mean = x.mean(1, keepdim=True)\n        var = x.var(1, keepdim=True, unbiased=False)")}),
     Variant("layernorm", "weight and bias are plain tensors, not parameters", {"LayerNorm": _layernorm(
         params="self.weight = torch.ones(dim)\n        self.bias = torch.zeros(dim)")}),
     Variant("layernorm", "weight starts at zeros and bias at ones", {"LayerNorm": _layernorm(
         params="self.weight = nn.Parameter(torch.zeros(dim))\n        self.bias = nn.Parameter(torch.ones(dim))")}),
+    Variant("layernorm", "the default eps is BERT's 1e-12", {"LayerNorm": _layernorm(default_eps="1e-12")}),
+    Variant("layernorm", "no check that the last axis is dim long", {"LayerNorm": _layernorm(shape_check="pass")}),
+    Variant("layernorm", "no check of dim and eps", {"LayerNorm": _layernorm(arguments="pass")}),
     # feedforward
     Variant("feedforward", "GELU with the tanh approximation", {"FeedForward": _feedforward(
-        act='h = F.gelu(h, approximate="tanh") if self.activation == "gelu" else F.relu(h)')}),
+        act='h = F.gelu(h, approximate="tanh") if self.activation == "gelu" else F.relu(h)')}, hints=("tanh approximation of GELU",)),
     Variant("feedforward", "GELU as x * sigmoid(1.702 x)", {"FeedForward": _feedforward(
-        act='h = h * torch.sigmoid(1.702 * h) if self.activation == "gelu" else F.relu(h)')}),
+        act='h = h * torch.sigmoid(1.702 * h) if self.activation == "gelu" else F.relu(h)')}, hints=("sigmoid approximation of GELU",)),
     Variant("feedforward", "the activation argument is ignored (always GELU)", {"FeedForward": _feedforward(
         act="h = F.gelu(h)")}),
     Variant("feedforward", "no activation between the two layers", {"FeedForward": _feedforward(act="pass")}),
     Variant("feedforward", "dropout also active in eval mode", {"FeedForward": _feedforward(
         out="F.dropout(self.fc2(h), self.p)")}),
+    Variant("feedforward", "the default dropout is 0.1", {"FeedForward": _feedforward(default_dropout="0.1")}),
+    Variant("feedforward", "the two layers have no bias", {"FeedForward": _feedforward(bias=", bias=False")}),
+    Variant("feedforward", "an unknown activation silently means relu", {"FeedForward": _feedforward(check="pass")}),
     # block
-    Variant("block", "pre-norm and post-norm swapped", {"TransformerBlock": _block(pre_norm="not self.norm_first")}),
+    Variant("block", "pre-norm and post-norm swapped", {"TransformerBlock": _block(pre_norm="not self.norm_first")},
+            hints=("pre-norm and post-norm swapped",)),
     Variant("block", "pre-norm residual taken after the norm", {"TransformerBlock": _block(
         pre_attn="x = self.ln1(x)\n            x = x + self.attn(x, mask=mask)",
         pre_ff="x = self.ln2(x)\n            x = x + self.ff(x)")}),
@@ -132,6 +153,19 @@ MISTAKES = [
     Variant("block", "no residual around the feed-forward network", {"TransformerBlock": _block(
         pre_ff="x = self.ff(self.ln2(x))",
         post_ff="x = self.ln2(self.ff(x))")}),
+    Variant("block", "the activation is not passed to FeedForward", {"TransformerBlock": _block(
+        ff="FeedForward(embed_dim, ff_dim, dropout=dropout)")}),
+    Variant("block", "the dropout is not passed to the parts", {"TransformerBlock": _block(
+        attn="MultiHeadAttention(embed_dim, num_heads)", ff="FeedForward(embed_dim, ff_dim, activation=activation)")}),
+    Variant("block", "ff_dim ignored (always 4 * embed_dim)", {"TransformerBlock": _block(
+        ff="FeedForward(embed_dim, 4 * embed_dim, activation=activation, dropout=dropout)")}),
+    Variant("block", "post-norm by default", {"TransformerBlock": _block(default_order="False")}),
+    Variant("block", "an extra dropout on each sublayer's output, as nn.TransformerEncoderLayer has", {"TransformerBlock": _block(
+        extra="self.drop = nn.Dropout(dropout)",
+        pre_attn="x = x + self.drop(self.attn(self.ln1(x), mask=mask))",
+        pre_ff="x = x + self.drop(self.ff(self.ln2(x)))",
+        post_attn="x = self.ln1(x + self.drop(self.attn(x, mask=mask)))",
+        post_ff="x = self.ln2(x + self.drop(self.ff(x)))")}),
 ]
 
 ALTERNATIVES = [
@@ -141,6 +175,8 @@ ALTERNATIVES = [
                 super().__init__()
                 if dim <= 0:
                     raise ValueError("dim must be positive")
+                if eps < 0:
+                    raise ValueError("eps must not be negative")
                 self.normalized_dim = dim
                 self.eps = eps
                 self.bias = nn.Parameter(torch.zeros(dim))
@@ -156,6 +192,8 @@ ALTERNATIVES = [
         class LayerNorm(nn.Module):
             def __init__(self, dim, eps=1e-5):
                 super().__init__()
+                if not (dim > 0 and eps >= 0):
+                    raise ValueError(f"need dim > 0 and eps >= 0, got dim={dim}, eps={eps}")
                 self.dim, self.eps = dim, eps
                 self.weight = nn.Parameter(torch.ones(dim))
                 self.bias = nn.Parameter(torch.zeros(dim))

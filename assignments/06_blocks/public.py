@@ -1,4 +1,13 @@
-"""Public tests of stage 06_blocks: students run these in the notebook with check()."""
+"""Public tests of stage 06_blocks: students run these in the notebook with check().
+
+Probes return raw outputs (tensors, numbers, type names); every comparison happens in
+the checks. Sizes all differ: B=2, T=3, C=20, H=4 (D=5), ff_dim=36.
+
+Tolerances: normalised values and small hand-set networks, rtol 1e-5 and atol 1e-5
+(float32 rounding of a correct answer stays below 1e-6; the mistakes these tests catch
+are off by 1e-3 or more); comparisons with PyTorch's modules, rtol 1e-4 and atol 1e-5
+(attention inside, summed in another order); properties (causality, dropout), 1e-6.
+"""
 
 import contextlib
 
@@ -21,21 +30,15 @@ def _pair_agrees(what):
     return test
 
 
+def _scaled(factor, atol=1e-4):
+    """A hint condition: the answer is the expected one multiplied by ``factor``."""
+    def when(got, exp):
+        return type(got) is torch.Tensor and got.shape == exp.shape and torch.allclose(got.double(), exp.double() * factor, atol=atol, rtol=0)
+
+    return when
+
+
 # ---------------------------------------------------------------- layernorm
-
-
-@suite.case(
-    "layernorm",
-    "[1, 2, 3, 4] becomes mean 0, variance 1 (weight ones, bias zeros)",
-    points=1,
-    check=close(rtol=1e-5, atol=1e-5, hints=[
-        Hint(lambda got, exp: torch.allclose(got.double(), exp.double() * (3 / 4) ** 0.5, atol=1e-4),
-             "the spread is a little too small: check what your variance divides by"),
-    ]),
-    expected=torch.tensor([[-1.3416354656219482, -0.4472118318080902, 0.4472118318080902, 1.3416354656219482]]),
-)
-def _(ns):
-    return ns.LayerNorm(4)(torch.tensor([[1.0, 2.0, 3.0, 4.0]]))
 
 
 @suite.case(
@@ -43,22 +46,82 @@ def _(ns):
     "weight (ones) and bias (zeros) are nn.Parameter of shape (dim,)",
     points=1,
     check=equal(),
-    expected=(True, True, torch.ones(PC), torch.zeros(PC)),
+    expected=["Parameter", "Parameter", torch.ones(PC), torch.zeros(PC)],
 )
 def _(ns):
     ln = ns.LayerNorm(PC)
-    return isinstance(ln.weight, torch.nn.Parameter), isinstance(ln.bias, torch.nn.Parameter), ln.weight.detach().clone(), ln.bias.detach().clone()
+    return [type(ln.weight).__name__, type(ln.bias).__name__, ln.weight.detach().clone(), ln.bias.detach().clone()]
 
 
-@suite.case("layernorm", "equals nn.LayerNorm with the same weight and bias", points=1, check=satisfies(_pair_agrees("nn.LayerNorm's")))
+_ONE_TO_FOUR = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
+
+
+@suite.case(
+    "layernorm",
+    "[1, 2, 3, 4] becomes mean 0, variance 1 (weight ones, bias zeros)",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5, hints=[
+        Hint(_scaled((3 / 4) ** 0.5), "the spread is a little too small: check what your variance divides by", mistake="unbiased variance"),
+    ]),
+    expected=torch.tensor([[-1.3416354656219482, -0.4472118318080902, 0.4472118318080902, 1.3416354656219482]]),
+)
+def _(ns):
+    return ns.LayerNorm(4)(_ONE_TO_FOUR.clone())
+
+
+@suite.case(
+    "layernorm",
+    "eps=1 on [1, 2, 3, 4]: (x - 2.5) / sqrt(1.25 + 1)",
+    points=1,
+    # sqrt(1.25) + 1 in place of sqrt(1.25 + 1) shrinks every value by the same factor
+    check=close(rtol=1e-5, atol=1e-5, hints=[
+        Hint(_scaled(1.5 / (1.25 ** 0.5 + 1)), "check where eps enters the formula", mistake="eps outside the square root"),
+    ]),
+    expected=torch.tensor([[-1.0, -1 / 3, 1 / 3, 1.0]]),
+    builds_on=("[1, 2, 3, 4] becomes mean 0, variance 1 (weight ones, bias zeros)",),
+)
+def _(ns):
+    return ns.LayerNorm(4, eps=1.0)(_ONE_TO_FOUR.clone())
+
+
+@suite.case(
+    "layernorm",
+    "the default eps=1e-5 matters when the spread is tiny: [0, 0.001, 0.002, 0.003]",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5),
+    # (x - 0.0015) / sqrt(1.25e-6 + 1e-5)
+    expected=torch.tensor([[-0.4472135954999579, -0.14907119849998596, 0.14907119849998596, 0.4472135954999579]]),
+    builds_on=("[1, 2, 3, 4] becomes mean 0, variance 1 (weight ones, bias zeros)",),
+)
+def _(ns):
+    return ns.LayerNorm(4)(torch.tensor([[0.0, 0.001, 0.002, 0.003]]))
+
+
+@suite.case(
+    "layernorm",
+    "equals nn.LayerNorm with the same weight and bias",
+    points=1,
+    check=satisfies(_pair_agrees("nn.LayerNorm's")),
+    builds_on=("[1, 2, 3, 4] becomes mean 0, variance 1 (weight ones, bias zeros)",),
+)
 def _(ns):
     mine, theirs = ns.LayerNorm(PC), torch.nn.LayerNorm(PC)
     set_parameters(theirs, 1)
     with torch.no_grad():
         mine.weight.copy_(theirs.weight)
         mine.bias.copy_(theirs.bias)
-    x = randn(PB, PT, PC, seed=2) * 2 + 0.5
-    return mine(x), theirs(x)
+        x = randn(PB, PT, PC, seed=2) * 2 + 0.5
+        return mine(x), theirs(x)
+
+
+@suite.case("layernorm", "LayerNorm(20) on an input with 19 features raises ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.LayerNorm(PC), randn(PB, PT, PC - 1, seed=3))
+
+
+@suite.case("layernorm", "LayerNorm(0) and a negative eps raise ValueError", points=1, check=equal(), expected=["ValueError", "ValueError"])
+def _(ns):
+    return [catch(ns.LayerNorm, 0)["raised"], catch(ns.LayerNorm, PC, eps=-1e-5)["raised"]]
 
 
 # ---------------------------------------------------------------- feedforward
@@ -80,24 +143,25 @@ def _hand_set(ns, embed_dim, ff_dim, activation, w1, b1, w2, b2):
     return ff.eval()
 
 
-@suite.case("feedforward", "relu on a small hand-set network (2 -> 3 -> 2)", points=1, check=close(rtol=1e-6, atol=1e-6), expected=torch.tensor([[3.0, 2.25], [0.5, 0.75], [7.5, -4.25]]))
+@suite.case("feedforward", "relu on a small hand-set network (2 -> 3 -> 2)", points=1, check=close(rtol=1e-6, atol=1e-6), expected=torch.tensor([[3.0, 2.25], [0.5, 0.75], [7.5, -4.25]]),
+            builds_on=("fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)",))
 def _(ns):
     ff = _hand_set(ns, 2, 3, "relu", [[1.0, 0.0], [0.0, 1.0], [1.0, -1.0]], [0.0, 0.0, -0.5], [[1.0, 1.0, 1.0], [0.0, 1.0, -1.0]], [0.0, 0.25])
-    return ff(torch.tensor([[1.0, 2.0], [-1.0, 0.5], [3.0, -2.0]]))
+    with torch.no_grad():
+        return ff(torch.tensor([[1.0, 2.0], [-1.0, 0.5], [3.0, -2.0]]))
 
 
 _GELU_AT = [-3.0, -1.0, -0.5, 0.5, 1.0, 2.0]
+# the tanh and the sigmoid approximations of GELU at these points, in float64
+_GELU_TANH = [-0.0036373920817729943, -0.1588080093917233, -0.15428599017485606, 0.34571400982514394, 0.8411919906082768, 1.954597694087775]
+_GELU_SIGMOID = [-0.01807130970778597, -0.1542042340671787, -0.1496115633936199, 0.35038843660638014, 0.8457957659328212, 1.9356586231442083]
 
 
-def _tanh_form(got, exp):
-    x = torch.tensor(_GELU_AT, dtype=torch.float64)
-    approx = 0.5 * x * (1 + torch.tanh((2 / torch.pi) ** 0.5 * (x + 0.044715 * x**3)))
-    return torch.allclose(got.double().flatten(), approx, atol=2e-6)
+def _values_near(values):
+    def when(got, exp):
+        return type(got) is torch.Tensor and got.numel() == len(values) and torch.allclose(got.double().flatten(), torch.tensor(values, dtype=torch.float64), atol=2e-6)
 
-
-def _sigmoid_form(got, exp):
-    x = torch.tensor(_GELU_AT, dtype=torch.float64)
-    return torch.allclose(got.double().flatten(), x * torch.sigmoid(1.702 * x), atol=2e-6)
+    return when
 
 
 @suite.case(
@@ -105,10 +169,11 @@ def _sigmoid_form(got, exp):
     "gelu (the default) is the exact x * Phi(x), through a 1 -> 1 -> 1 network",
     points=1,
     check=close(rtol=1e-5, atol=1e-5, hints=[
-        Hint(_tanh_form, "these are the values of the tanh approximation of GELU; the exact form is asked for"),
-        Hint(_sigmoid_form, "these are the values of the sigmoid approximation of GELU; the exact form is asked for"),
+        Hint(_values_near(_GELU_TANH), "these are the values of the tanh approximation of GELU; the exact form is asked for", mistake="tanh approximation of GELU"),
+        Hint(_values_near(_GELU_SIGMOID), "these are the values of the sigmoid approximation of GELU; the exact form is asked for", mistake="sigmoid approximation of GELU"),
     ]),
     expected=torch.tensor([[-0.0040496940948903], [-0.15865525393145707], [-0.15426876936299345], [0.34573123063700656], [0.8413447460685429], [1.9544997361036416]]),
+    builds_on=("fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)",),
 )
 def _(ns):
     ff = ns.FeedForward(1, 1)
@@ -116,7 +181,7 @@ def _(ns):
         for layer in (ff.fc1, ff.fc2):
             layer.weight.fill_(1.0)
             layer.bias.fill_(0.0)
-    return ff.eval()(torch.tensor(_GELU_AT).view(-1, 1))
+        return ff.eval()(torch.tensor(_GELU_AT).view(-1, 1))
 
 
 @suite.case("feedforward", "an unknown activation name raises ValueError", points=1, check=raises("ValueError"))
@@ -124,47 +189,100 @@ def _(ns):
     return catch(ns.FeedForward, PC, PF, activation="swish")
 
 
+def _dropout_modes(got):
+    evaluated, without, first, second, plain_first, plain_second = got
+    verdict = close(rtol=1e-6, atol=1e-6)(evaluated, without, True)
+    if not verdict.passed:
+        return f"with dropout=0.5 in eval mode the output must equal that of the same weights without dropout: {verdict.message}"
+    if type(first) is not torch.Tensor or type(second) is not torch.Tensor or first.shape != second.shape:
+        return "in training mode the network must return tensors of the input's shape"
+    if float((first - second).abs().max()) <= 1e-6:
+        return "with dropout=0.5 in training mode two calls on the same input gave the same output: dropout is not applied"
+    verdict = close(rtol=0.0, atol=1e-6)(plain_second, plain_first, True)
+    if not verdict.passed:
+        return f"without a dropout argument two calls in training mode must agree (the default dropout is 0.0): {verdict.message}"
+    return None
+
+
+@suite.case("feedforward", "dropout=0.5 is off in eval mode and on in training mode; the default is no dropout", points=1,
+            check=satisfies(_dropout_modes), builds_on=("fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)",))
+def _(ns):
+    ff, plain = ns.FeedForward(PC, PF, dropout=0.5), ns.FeedForward(PC, PF)
+    set_parameters(ff, 4)
+    set_parameters(plain, 4)
+    x = randn(PB, PT, PC, seed=5)
+    with torch.no_grad():
+        evaluated, without = ff.eval()(x), plain.eval()(x)
+        ff.train()
+        plain.train()
+        return evaluated, without, ff(x), ff(x), plain(x), plain(x)
+
+
 # ---------------------------------------------------------------- block
 # These tests put PyTorch's own LayerNorm and feed-forward layers into your block in
 # place of yours, so that they test how the block joins its parts (and not your
 # LayerNorm and FeedForward, which have their own tests above). While your block is
-# built, the names LayerNorm and FeedForward stand for placeholders, so that the
-# block can be tested even before those two classes are written.
+# built, the names LayerNorm and FeedForward stand for placeholders that write down the
+# arguments your block gives them, so that the block can be tested even before those
+# two classes are written.
+
+
+def _ff_arguments(embed_dim, ff_dim, activation="gelu", dropout=0.0):
+    """The arguments of FeedForward, with their defaults (used to read a call's arguments)."""
+    return [embed_dim, ff_dim, activation, dropout]
+
+
+def _ln_arguments(dim, eps=1e-5):
+    return [dim]
 
 
 @contextlib.contextmanager
 def _placeholders(ns):
+    """While the block is built: LayerNorm is nn.LayerNorm, FeedForward a placeholder; both note their arguments."""
     names = ns._names
-    saved = {key: names[key] for key in ("LayerNorm", "FeedForward") if key in names}
-    names["LayerNorm"] = lambda *args, **kwargs: torch.nn.LayerNorm(*args, **kwargs)
-    names["FeedForward"] = lambda *args, **kwargs: torch.nn.Identity()
+    saved = {key: names.get(key) for key in ("LayerNorm", "FeedForward")}
+    calls = {"LayerNorm": [], "FeedForward": []}
+
+    def layer_norm(*args, **kwargs):
+        calls["LayerNorm"].append(_ln_arguments(*args, **kwargs))
+        return torch.nn.LayerNorm(*args, **kwargs)
+
+    def feed_forward(*args, **kwargs):
+        calls["FeedForward"].append(_ff_arguments(*args, **kwargs))
+        return torch.nn.Identity()
+
+    names["LayerNorm"], names["FeedForward"] = layer_norm, feed_forward
     try:
-        yield
+        yield calls
     finally:
-        for key in ("LayerNorm", "FeedForward"):
-            names.pop(key, None)
-        names.update(saved)
+        for key, value in saved.items():
+            if value is None:
+                names.pop(key, None)
+            else:
+                names[key] = value
 
 
-class _TorchFeedForward(torch.nn.Module):
-    """The feed-forward half of an nn.TransformerEncoderLayer, standing in for FeedForward."""
-
-    def __init__(self, layer):
-        super().__init__()
-        self.layer = layer
-
-    def forward(self, x):
-        return self.layer.linear2(self.layer.activation(self.layer.linear1(x)))
+_ACTIVATIONS = {"gelu": torch.nn.GELU, "relu": torch.nn.ReLU}
 
 
-def _block_and_torch(ns, norm_first, activation, seed):
+def _torch_feedforward(layer, activation):
+    """The feed-forward half of an nn.TransformerEncoderLayer, as one module."""
+    return torch.nn.Sequential(layer.linear1, _ACTIVATIONS[activation](), layer.linear2)
+
+
+def _block_and_torch(ns, norm_first, activation, seed, default_order=False):
+    """The student's block and an nn.TransformerEncoderLayer, with the same weights.
+
+    With ``default_order`` the block is built without a norm_first argument.
+    """
     layer = torch.nn.TransformerEncoderLayer(
         PC, PH, dim_feedforward=PF, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first
     )
     set_parameters(layer, seed)
+    order = {} if default_order else {"norm_first": norm_first}
     with _placeholders(ns):
-        block = ns.TransformerBlock(PC, PH, PF, activation=activation, norm_first=norm_first)
-    block.ln1, block.ln2, block.ff = layer.norm1, layer.norm2, _TorchFeedForward(layer)
+        block = ns.TransformerBlock(PC, PH, PF, activation=activation, **order)
+    block.ln1, block.ln2, block.ff = layer.norm1, layer.norm2, _torch_feedforward(layer, activation)
     w_q, w_k, w_v = layer.self_attn.in_proj_weight.detach().chunk(3)
     b_q, b_k, b_v = layer.self_attn.in_proj_bias.detach().chunk(3)
     attn = block.attn
@@ -175,33 +293,76 @@ def _block_and_torch(ns, norm_first, activation, seed):
     return block.eval(), layer.eval()
 
 
-@suite.case("block", "has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)", points=1, check=equal(), expected=([True, True, True, True], [PB, PT, PC]))
+@suite.case("block", "has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)", points=1, check=equal(),
+            expected=(["MultiHeadAttention", "LayerNorm", "LayerNorm", "Identity"], [PB, PT, PC]))
 def _(ns):
     with _placeholders(ns):
         block = ns.TransformerBlock(PC, PH, PF)
-    parts = [isinstance(getattr(block, name, None), torch.nn.Module) for name in ("attn", "ln1", "ln2", "ff")]
+    parts = [type(getattr(block, name, None)).__name__ for name in ("attn", "ln1", "ln2", "ff")]
     block, _ = _block_and_torch(ns, True, "gelu", 4)
-    return parts, list(block(randn(PB, PT, PC, seed=5)).shape)
+    with torch.no_grad():
+        return parts, list(block(randn(PB, PT, PC, seed=5)).shape)
 
 
-@suite.case("block", "pre-norm (norm_first=True) equals nn.TransformerEncoderLayer, causal mask", points=2, check=satisfies(_pair_agrees("nn.TransformerEncoderLayer(norm_first=True)")))
+def _parts_problem(asked):
+    embed_dim, num_heads, ff_dim, dropout, activation = asked
+
+    def test(got):
+        attn, norms, feed_forwards = got
+        if attn != [embed_dim, num_heads, dropout, dropout]:
+            return f"attn: MultiHeadAttention(embed_dim, num_heads, dropout=dropout) was expected, as [embed_dim, num_heads, attention dropout, output dropout] = {[embed_dim, num_heads, dropout, dropout]}, got {attn}"
+        if norms != [[embed_dim], [embed_dim]]:
+            return f"ln1 and ln2: two LayerNorm(embed_dim) were expected, LayerNorm was called with dims {norms}"
+        if feed_forwards != [[embed_dim, ff_dim, activation, dropout]]:
+            return f"ff: one FeedForward(embed_dim, ff_dim, activation, dropout) = {[embed_dim, ff_dim, activation, dropout]} was expected, got {feed_forwards}"
+        return None
+
+    return test
+
+
+def _built_parts(ns, *args, **kwargs):
+    """Build a block with the placeholders; return what attn holds and what the placeholders were given."""
+    with _placeholders(ns) as calls:
+        block = ns.TransformerBlock(*args, **kwargs)
+    attn = block.attn
+    drops = [getattr(getattr(attn, name, None), "p", None) for name in ("attn_dropout", "resid_dropout")]
+    return [[getattr(attn, "embed_dim", None), getattr(attn, "num_heads", None), *drops], calls["LayerNorm"], calls["FeedForward"]]
+
+
+@suite.case("block", "passes its arguments to its parts (dropout=0.1, activation='relu')", points=1,
+            check=satisfies(_parts_problem((PC, PH, PF, 0.1, "relu"))),
+            builds_on=("has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",))
 def _(ns):
-    block, layer = _block_and_torch(ns, True, "gelu", 6)
+    return _built_parts(ns, PC, PH, PF, dropout=0.1, activation="relu")
+
+
+@suite.case("block", "pre-norm (the default order) equals nn.TransformerEncoderLayer(norm_first=True), causal mask", points=2,
+            check=satisfies(_pair_agrees("nn.TransformerEncoderLayer(norm_first=True)")),
+            builds_on=("has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",))
+def _(ns):
+    block, layer = _block_and_torch(ns, True, "gelu", 6, default_order=True)
     x = randn(PB, PT, PC, seed=7)
     causal = torch.ones(PT, PT, dtype=torch.bool).triu(1)
-    return block(x, mask=causal), layer(x, src_mask=causal)
+    with torch.no_grad():
+        return block(x, mask=causal), layer(x, src_mask=causal)
 
 
-@suite.case("block", "post-norm (norm_first=False) equals nn.TransformerEncoderLayer, causal mask", points=2, check=satisfies(_pair_agrees("nn.TransformerEncoderLayer(norm_first=False)")))
+@suite.case("block", "post-norm (norm_first=False) equals nn.TransformerEncoderLayer, causal mask", points=2, check=satisfies(_pair_agrees("nn.TransformerEncoderLayer(norm_first=False)")),
+            builds_on=("has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",))
 def _(ns):
     block, layer = _block_and_torch(ns, False, "relu", 8)
     x = randn(PB, PT, PC, seed=9)
     causal = torch.ones(PT, PT, dtype=torch.bool).triu(1)
-    return block(x, mask=causal), layer(x, src_mask=causal)
+    with torch.no_grad():
+        return block(x, mask=causal), layer(x, src_mask=causal)
 
 
 def _causal_property(got):
-    early, late = got
+    before, after = got
+    if type(before) is not torch.Tensor or type(after) is not torch.Tensor or before.shape != after.shape:
+        return "the block must return a tensor of the input's shape"
+    early = float((before[:, :-1] - after[:, :-1]).abs().max())
+    late = float((before[:, -1] - after[:, -1]).abs().max())
     if not early <= 1e-6:
         return f"changing the last token changed the outputs at earlier positions (by up to {early:.3g}): is the mask passed on?"
     if not late >= 1e-6:
@@ -217,5 +378,27 @@ def _(ns):
     changed[:, -1] = randn(PB, PC, seed=12)
     causal = torch.ones(PT, PT, dtype=torch.bool).triu(1)
     with torch.no_grad():
-        a, b = block(x, mask=causal), block(changed, mask=causal)
-    return float((a[:, :-1] - b[:, :-1]).abs().max()), float((a[:, -1] - b[:, -1]).abs().max())
+        return block(x, mask=causal), block(changed, mask=causal)
+
+
+def _steady(got):
+    first, second = got
+    verdict = close(rtol=0.0, atol=1e-6)(second, first, True)
+    if not verdict.passed:
+        return ("with the dropout of attn and ff set to p=0, your block in training mode still changed its output from call "
+                f"to call: the block's dropout belongs to its parts, the block adds none of its own ({verdict.message})")
+    return None
+
+
+@suite.case("block", "the block adds no dropout of its own (dropout=0.5, training mode, the parts' dropout set to 0)", points=1,
+            check=satisfies(_steady))
+def _(ns):
+    with _placeholders(ns):
+        block = ns.TransformerBlock(PC, PH, PF, dropout=0.5, activation="relu", norm_first=False)
+    for module in block.attn.modules():
+        if getattr(module, "p", None) is not None:  # an nn.Dropout
+            module.p = 0.0
+    block.train()
+    x = randn(PB, PT, PC, seed=14)
+    with torch.no_grad():
+        return block(x), block(x)

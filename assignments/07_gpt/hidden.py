@@ -1,24 +1,32 @@
 """Hidden tests of stage 07_gpt (run only when grading; never shipped to students).
 
 Expected values marked REFERENCE are the reference solution's outputs on the same
-probe, saved at build time.
+probe, saved at build time. Probes return raw outputs (tensors, numbers, strings; a
+module's mode as "train"/"eval", the grad state as "grad"/"no_grad"); every comparison
+happens in the checks, in the grading process. The clause table of each question is
+``clauses.md`` beside this file.
 
-Keeping the questions apart
-    model and params call only GPT and num_parameters. train, generate and kv_cache run
-    on `_TestGPT`, a model the probe builds from the notebook's given TransformerBlock
-    and LayerNorm with the contract's attributes (config, tok_emb, pos_emb, blocks,
-    ln_f, head) and fixed weights, never on the student's GPT. While generate and
-    generate_cached run, the notebook's `sample_next` is replaced by `_GraderSampler`
-    (the grader's own, which also records the logits it is handed), so a mistake in
-    sample_next costs only sampling points; while generate_cached runs, `generate` is
-    replaced by the grader's too (a cached generation may fall back on it past
-    block_size), so a generate mistake costs only generate points. The one dependency left is by design:
-    training_works trains the student's GPT with the student's train (and so its
-    train_step and estimate_loss) and measures the validation loss itself.
+Keeping the questions apart (and no implementation of a graded function in this file)
+    model calls only GPTConfig and GPT; params calls num_parameters with a configuration
+    of the grader's own (``_Config``: a dataclass with every field given and no
+    defaults), so a GPTConfig mistake costs model points only. train and generate run on
+    ``_CausalMean``, a stand-in language model that is no transformer (each position's
+    logits come from the running mean of the embeddings so far); kv_cache runs on
+    ``_PartsOnly``, a GPT's parts (the notebook's given TransformerBlock and LayerNorm,
+    embeddings, an untied or tied head) with no GPT forward pass. While generate and
+    generate_cached run, the notebook's ``sample_next`` is replaced by ``_Chooser``,
+    which notes its arguments and the logits it is handed and picks the most likely
+    token (it filters nothing and draws nothing), so a sample_next mistake costs only
+    sampling points; while generate_cached runs, ``generate`` is replaced by a
+    placeholder that appends zeros (a cached generation may call it past block_size;
+    only shapes are tested there), so a generate mistake costs only generate points.
+    The one dependency left is by design: training_works trains the student's GPT with
+    the student's train (and so its train_step and estimate_loss) and measures the
+    validation loss itself.
 
 Weights
-    `_weights_from_names` fills each parameter from its dotted name and a seed (as
-    harness.set_parameters), filling a tied head/embedding matrix once under the name
+    ``_weights_from_names`` fills each parameter from its dotted name and a seed (as
+    kit.set_parameters), filling a tied head/embedding matrix once under the name
     tok_emb.weight, so neither the order in which modules were created nor the
     model's own initialisation matters.
 
@@ -30,11 +38,10 @@ Tolerances (relative + absolute, per test)
       step: rtol 1e-4, atol 1e-6; a clipped gradient norm: rtol 1e-3 (what
       clip_grad_norm_ leaves after its 1e-6 guard);
     - logits handed to sample_next by generate / generate_cached: rtol 1e-4, atol 1e-4;
-    - greedy tokens: exact. The fixed models were chosen so that at every step the
-      best logit leads the second by at least 0.1 (far beyond float32 rounding). The
-      kv_cache token fixtures are therefore exactly the tokens of plain greedy
-      generation (the reference's cached and plain generations agree token for token;
-      tests/test_solutions_gpt.py checks it on these very models);
+    - greedy tokens: exact. The kv_cache models were chosen so that at every step the
+      best logit leads the second by at least 0.1 (far beyond float32 rounding), and
+      their fixtures are exactly the tokens of plain greedy generation by a GPT with
+      the same weights (test_gpt.py checks both);
     - parameter counts, evaluation steps, shapes, supports: exact;
     - learning rates: 1e-9 relative where one is compared with another (history
       against what the optimiser used); the schedule's shape is judged by properties
@@ -49,6 +56,7 @@ Tolerances (relative + absolute, per test)
 import contextlib
 import math
 import random
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -63,59 +71,92 @@ suite = Suite(public=False)
 # ======================================================================== helpers
 
 
+@dataclass
+class _Config:
+    """The grader's own configuration for its stand-in models: every field is given."""
+
+    vocab_size: int
+    block_size: int
+    n_layer: int
+    n_head: int
+    n_embd: int
+    ff_dim: int | None
+    dropout: float
+    tie_weights: bool
+    norm_first: bool
+
+
+def _config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim=None, dropout=0.0, tie_weights=True, norm_first=True):
+    return _Config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim, dropout, tie_weights, norm_first)
+
+
+_FILLED_FIRST = {"tok_emb.weight": 0}
+
+
 def _weights_from_names(model, seed, scale=1.0):
     """Every parameter from its dotted name and ``seed``; a tied matrix once, as tok_emb.weight."""
-    embedding = getattr(getattr(model, "tok_emb", None), "weight", None)
+    distinct = {}  # one entry per Parameter, under the first of its names (tok_emb.weight first)
+    for dotted, tensor in sorted(model.named_parameters(remove_duplicate=False), key=lambda item: _FILLED_FIRST.get(item[0], 1)):
+        distinct.setdefault(id(tensor), (dotted, tensor))
     with torch.no_grad():
-        for dotted, tensor in list(model.named_parameters(remove_duplicate=False)):
-            if dotted == "head.weight" and tensor is embedding:
-                continue
+        for dotted, tensor in distinct.values():
             salt = sum(ord(letter) * (k + 1) for k, letter in enumerate(dotted))
             tensor.copy_(scale * torch.randn(tensor.shape, generator=generator(seed * 100003 + salt)))
 
 
-class _TestGPT(nn.Module):
-    """The grader's GPT, from the notebook's given blocks, with the contract's attributes.
+def _mode(module):
+    return "train" if module.training else "eval"
 
-    Every forward call is logged (mode, grad state, inputs, loss) for the tests of
-    estimate_loss, train and generate.
+
+def _grad_state():
+    return "grad" if torch.is_grad_enabled() else "no_grad"
+
+
+def _refused(what):
+    """A check: every call described in ``what`` raised ValueError (the probe returns the raised names, in order)."""
+    def test(got):
+        for description, raised in zip(what, got):
+            if raised != "ValueError":
+                return f"{description} must raise ValueError, but {'nothing was raised' if raised is None else raised + ' was raised'}"
+        return None
+
+    return satisfies(test)
+
+
+class _CausalMean(nn.Module):
+    """The grader's stand-in language model for train and generate; no transformer.
+
+    Position t's logits are ``out(tanh(mean over s <= t of (tok[idx_s] + pos[s])))``:
+    causal, aware of positions, and cheap. It has matrices and vectors (for weight
+    decay), dropout, ``config.block_size``, and notes every call (mode, grad state,
+    inputs, loss).
     """
 
-    def __init__(self, ns, seed, scale=1.0, **sizes):
+    def __init__(self, seed, vocab_size, block_size, width=16, dropout=0.0, scale=1.0):
         super().__init__()
-        cfg = ns.GPTConfig(**sizes)
-        width = cfg.n_embd
-        hidden = cfg.ff_dim if cfg.ff_dim is not None else 4 * width
-        self.config = cfg
-        self.tok_emb = nn.Embedding(cfg.vocab_size, width)
-        self.pos_emb = nn.Embedding(cfg.block_size, width)
-        self.drop = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList(
-            ns.TransformerBlock(width, cfg.n_head, hidden, dropout=cfg.dropout, norm_first=cfg.norm_first) for _ in range(cfg.n_layer)
-        )
-        self.ln_f = ns.LayerNorm(width)
-        self.head = nn.Linear(width, cfg.vocab_size, bias=False)
-        if cfg.tie_weights:
-            self.head.weight = self.tok_emb.weight
+        self.config = _config(vocab_size, block_size, n_layer=1, n_head=1, n_embd=width, dropout=dropout, tie_weights=False)
+        self.tok = nn.Embedding(vocab_size, width)
+        self.pos = nn.Embedding(block_size, width)
+        self.drop = nn.Dropout(dropout)
+        self.out = nn.Linear(width, vocab_size)
         _weights_from_names(self, seed, scale)
         self.log = []
 
     def forward(self, idx, targets=None):
-        n_batch, length = idx.shape
-        if length > self.config.block_size:
-            raise ValueError(f"the test model reads at most {self.config.block_size} tokens, got {length}")
-        where = torch.arange(length, device=idx.device)
-        h = self.drop(self.tok_emb(idx) + self.pos_emb(where))
-        future = torch.triu(torch.ones(length, length, dtype=torch.bool, device=idx.device), diagonal=1)
-        for block in self.blocks:
-            h = block(h, mask=future)
-        logits = self.head(self.ln_f(h))
+        length = idx.size(1)
+        try:
+            positions = self.pos(torch.arange(length, device=idx.device))  # (T, C)
+        except IndexError:
+            raise ValueError(f"the test model reads at most {self.config.block_size} tokens, got {length}") from None
+        h = self.tok(idx) + positions  # (B, T, C)
+        h = h.cumsum(dim=1) / torch.arange(1, length + 1, device=idx.device).view(1, -1, 1)
+        logits = self.out(self.drop(torch.tanh(h)))  # (B, T, V)
         loss = None
         if targets is not None:
-            loss = F.cross_entropy(logits.view(n_batch * length, -1), targets.reshape(-1), ignore_index=-100)
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
         self.log.append({
-            "training": self.training,
-            "grad": torch.is_grad_enabled(),
+            "mode": _mode(self),
+            "grad": _grad_state(),
             "idx": idx.detach().cpu().clone(),
             "targets": None if targets is None else targets.detach().cpu().clone(),
             "loss": None if loss is None else float(loss.detach()),
@@ -123,63 +164,81 @@ class _TestGPT(nn.Module):
         return logits, loss
 
 
-class _GraderSampler:
-    """Stands in for the notebook's sample_next during generation tests; logs its logits."""
+class _PartsOnly(nn.Module):
+    """A GPT's parts and nothing more, for the kv_cache tests: a cached generation must
+    run its prompt and each new token through them.
+
+    Past block_size a cached generation may recompute the cropped window with the
+    model's forward; for that test only (``whole_window``), the forward returns logits
+    of the right shape from the embeddings alone (no blocks: it is no GPT).
+    """
+
+    whole_window = False
+
+    def __init__(self, ns, seed, vocab_size, block_size, n_layer, n_head, n_embd, ff_dim=None, norm_first=True, tie_weights=True, dropout=0.0):
+        super().__init__()
+        cfg = _config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim, dropout, tie_weights, norm_first)
+        hidden = ff_dim if ff_dim is not None else 4 * n_embd
+        self.config = cfg
+        self.tok_emb = nn.Embedding(vocab_size, n_embd)
+        self.pos_emb = nn.Embedding(block_size, n_embd)
+        self.blocks = nn.ModuleList(ns.TransformerBlock(n_embd, n_head, hidden, dropout=dropout, norm_first=norm_first) for _ in range(n_layer))
+        self.ln_f = ns.LayerNorm(n_embd)
+        self.head = nn.Linear(n_embd, vocab_size, bias=False)
+        if tie_weights:
+            self.head.weight = self.tok_emb.weight  # tied: one Parameter in both modules
+        _weights_from_names(self, seed)
+
+    def forward(self, idx, targets=None):
+        if not self.whole_window:
+            raise ValueError("this test model has no forward pass: within block_size, run the prompt and each new token through its parts and the cache")
+        return self.head(self.ln_f(self.tok_emb(idx) + self.pos_emb(torch.arange(idx.size(1), device=idx.device)))), None
+
+
+class _Chooser:
+    """Stands in for the notebook's sample_next: notes its arguments and the logits it is
+    handed, and returns the most likely token of each row (it filters and draws nothing)."""
 
     def __init__(self):
         self.logits = []
+        self.calls = []
 
     def __call__(self, logits, temperature=1.0, top_k=None, top_p=None, generator=None):
         self.logits.append(logits.detach().float().cpu().clone())
-        if temperature == 0:
-            return logits.argmax(dim=-1, keepdim=True)
-        scores = logits.float() / temperature
-        if top_k is not None and top_k < scores.size(-1):
-            floor = scores.topk(top_k, dim=-1).values[..., -1:]
-            scores = scores.masked_fill(scores < floor, -math.inf)
-        if top_p is not None and top_p < 1.0:
-            ranked, order = scores.sort(dim=-1, descending=True)
-            p = ranked.softmax(dim=-1)
-            earlier = p.cumsum(dim=-1) - p
-            ranked = ranked.masked_fill((earlier >= top_p) & (torch.arange(p.size(-1)) > 0), -math.inf)
-            scores = torch.empty_like(scores).scatter(-1, order, ranked)
-        return torch.multinomial(scores.softmax(dim=-1).cpu(), 1, generator=generator).to(logits.device)
+        self.calls.append([float(temperature), top_k, top_p, None if generator is None else generator.initial_seed()])
+        return logits.argmax(dim=-1, keepdim=True)
+
+
+def _zeros_generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """Stands in for the notebook's generate while generate_cached runs: appends zeros."""
+    return torch.cat([idx, torch.zeros(idx.size(0), max_new_tokens, dtype=torch.long, device=idx.device)], dim=1)
 
 
 @contextlib.contextmanager
 def _replacing(ns, name, stand_in):
     """The notebook's global ``name`` is ``stand_in`` while the block runs."""
     table = ns._names
-    absent = object()
-    before = table.get(name, absent)
+    before = table.get(name)
     table[name] = stand_in
     try:
         yield stand_in
     finally:
-        if before is absent:
+        if before is None:
             table.pop(name, None)
         else:
             table[name] = before
 
 
-def _stacked(sampler):
-    return torch.stack(sampler.logits) if sampler.logits else None
-
-
-def _logits_problem(got, expected):
-    """Check for the logits logged by _GraderSampler (REFERENCE: the reference's log)."""
-    if got is None:
-        return "sample_next was never called: draw every new token with sample_next(logits, temperature, top_k, top_p, generator)"
-    return None
+def _stacked(chooser):
+    return torch.stack(chooser.logits) if chooser.logits else None
 
 
 def _logged_logits(rtol, atol):
     inner = close(rtol=rtol, atol=atol)
 
     def check(got, expected, reveal=True):
-        problem = _logits_problem(got, expected)
-        if problem:
-            return Verdict(False, problem)
+        if got is None:
+            return Verdict(False, "sample_next was never called: draw every new token with sample_next(logits, temperature, top_k, top_p, generator)")
         verdict = inner(got, expected, reveal)
         if not verdict.passed:
             verdict.message = "the logits handed to sample_next (steps x batch x vocab) are not the model's last-position logits: " + verdict.message
@@ -188,61 +247,158 @@ def _logged_logits(rtol, atol):
     return check
 
 
+def _arguments_problem(count, temperature, top_k, top_p, seed):
+    def test(got):
+        if len(got) != count:
+            return f"{count} new tokens need {count} calls of sample_next, there were {len(got)}"
+        for t, k, p, s in got:
+            if [t, k, p] != [temperature, top_k, top_p]:
+                return f"sample_next was called with temperature={t}, top_k={k}, top_p={p}: pass on temperature, top_k and top_p as given"
+            if s != seed:
+                return "sample_next did not get the generator: pass it on as generator=generator"
+        return None
+
+    return satisfies(test)
+
+
 # ======================================================================== model
 
 TINY = dict(vocab_size=13, block_size=9, n_layer=2, n_head=3, n_embd=12)
+_DEFAULTS = {"n_layer": 4, "n_head": 4, "n_embd": 128, "ff_dim": 512, "dropout": [0.0], "norm_first": "True", "config_ff_dim": None, "given": [13, 9]}
 
 
-def _untied_hint(got, expected):
-    return isinstance(got, dict) and got.get("tied") is False
+def _defaults_problem(got):
+    for key, value in _DEFAULTS.items():
+        if got.get(key) != value:
+            return f"built from GPTConfig(vocab_size=13, block_size=9), the model's {key} must be {value!r} (GPTConfig's defaults and the two values given), got {got.get(key)!r}"
+    if got["head_weight"] != got["tok_emb_weight"]:
+        return "by default (tie_weights=True) head.weight must be the very same Parameter as tok_emb.weight"
+    return None
 
 
-@suite.case(
-    "model",
-    "the parts of a 3-layer model: config kept, ModuleList of blocks, head without bias",
-    points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, dict) and got.get("head_bias") is True, "the head is a linear map without bias")]),
-    expected={"config": True, "blocks": ["ModuleList", 3], "block_type": "TransformerBlock", "ln_f": "LayerNorm", "head": [12, 13], "head_bias": False,
-              "tok_emb": [13, 12], "pos_emb": [9, 12]},
-)
+@suite.case("model", "GPT(GPTConfig(vocab_size=13, block_size=9)) is built with the stated defaults", points=1,
+            check=satisfies(_defaults_problem), timeout=30)  # a GPTConfig with far larger defaults builds a far larger model
 def _(ns):
-    config = ns.GPTConfig(**dict(TINY, n_layer=3))
+    config = ns.GPTConfig(vocab_size=13, block_size=9)
     model = ns.GPT(config)
-    blocks = getattr(model, "blocks", None)
-    head = model.head
+    first = model.blocks[0]
     return {
-        "config": getattr(model, "config", None) == config,
-        "blocks": [type(blocks).__name__, len(blocks) if blocks is not None else 0],
-        "block_type": type(blocks[0]).__name__ if blocks else None,
-        "ln_f": type(getattr(model, "ln_f", None)).__name__,
-        "head": [getattr(head, "in_features", None), getattr(head, "out_features", None)],
-        "head_bias": getattr(head, "bias", None) is not None,
+        "n_layer": len(model.blocks), "n_head": first.attn.num_heads, "n_embd": model.tok_emb.weight.shape[1],
+        "ff_dim": first.ff.fc1.out_features, "dropout": sorted({getattr(m, "p", None) for m in model.modules()} - {None}),
+        "norm_first": repr(first.norm_first), "config_ff_dim": config.ff_dim,
+        "given": [model.tok_emb.weight.shape[0], model.pos_emb.weight.shape[0]],
+        "head_weight": id(model.head.weight), "tok_emb_weight": id(model.tok_emb.weight),
+    }
+
+
+_PARTS_CONFIG = dict(vocab_size=13, block_size=9, n_layer=3, n_head=3, n_embd=12, dropout=0.1, norm_first=False)
+
+
+def _model_parts_problem(got):
+    if got["config"] != [13, 9, 3, 3, 12, None, 0.1, "True", "False"]:
+        return "self.config must be the GPTConfig the model was built from (its fields differ)"
+    if got["blocks"] != ["ModuleList", 3]:
+        return f"blocks must be an nn.ModuleList of n_layer=3 blocks, got a {got['blocks'][0]} of {got['blocks'][1]}"
+    for i, block in enumerate(got["block"]):
+        kind, heads, hidden, norm_first, drops = block
+        if kind != "TransformerBlock":
+            return f"blocks[{i}] must be the given TransformerBlock, got {kind}"
+        if heads != 3:
+            return f"blocks[{i}] must have n_head=3 heads, got {heads}"
+        if hidden != 48:
+            return f"with ff_dim=None the blocks' feed-forward width must be 4 * n_embd = 48, got {hidden}"
+        if norm_first != "False":
+            return f"blocks[{i}] must follow config.norm_first (False here), got {norm_first}"
+        if drops != [0.1]:
+            return f"blocks[{i}] must get config.dropout (0.1) for its dropout, got {drops}"
+    if got["ln_f"] != ["LayerNorm", [12]]:
+        return f"ln_f must be the given LayerNorm(n_embd), got {got['ln_f']}"
+    if got["head"][:3] != ["Linear", 12, 13]:
+        return f"head must be nn.Linear(n_embd, vocab_size), got {got['head'][:3]}"
+    if got["head"][3] != "NoneType":
+        return "the head must have no bias (bias=False)"
+    if got["tok_emb"] != [13, 12] or got["pos_emb"] != [9, 12]:
+        return f"tok_emb must be (vocab_size, n_embd) and pos_emb (block_size, n_embd), got {got['tok_emb']} and {got['pos_emb']}"
+    return None
+
+
+@suite.case("model", "the parts of a 3-layer post-norm model: config kept, blocks built from it, ln_f, head without bias", points=1,
+            check=satisfies(_model_parts_problem, [
+                Hint(lambda got, exp: got["head"][3] != "NoneType", "the head is a linear map without bias", mistake="head with a bias"),
+            ]))
+def _(ns):
+    config = ns.GPTConfig(**_PARTS_CONFIG)
+    model = ns.GPT(config)
+    kept = getattr(model, "config", None)
+    fields = [getattr(kept, name, "missing") for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "ff_dim", "dropout")]
+    fields += [repr(getattr(kept, "tie_weights", "missing")), repr(getattr(kept, "norm_first", "missing"))]
+    blocks = getattr(model, "blocks", [])
+    described = []
+    for block in blocks:
+        attn, ff = getattr(block, "attn", None), getattr(block, "ff", None)
+        drops = sorted({getattr(m, "p", None) for m in block.modules()} - {None})
+        described.append([type(block).__name__, getattr(attn, "num_heads", None), getattr(getattr(ff, "fc1", None), "out_features", None),
+                          repr(getattr(block, "norm_first", None)), drops])
+    head, ln_f = model.head, getattr(model, "ln_f", None)
+    return {
+        "config": fields,
+        "blocks": [type(blocks).__name__, len(blocks)],
+        "block": described,
+        "ln_f": [type(ln_f).__name__, list(getattr(getattr(ln_f, "weight", None), "shape", []))],
+        "head": [type(head).__name__, getattr(head, "in_features", None), getattr(head, "out_features", None), type(getattr(head, "bias", None)).__name__],
         "tok_emb": list(model.tok_emb.weight.shape),
         "pos_emb": list(model.pos_emb.weight.shape),
     }
 
 
-@suite.case(
-    "model",
-    "tie_weights=True shares one Parameter, tie_weights=False keeps two",
-    points=1,
-    check=equal([
-        Hint(lambda got, exp: isinstance(got, list) and got[:1] == [False], "tie by assigning the embedding's Parameter to the head (one object), not by copying values"),
-        Hint(lambda got, exp: isinstance(got, list) and got[1:] == [True], "with tie_weights=False the head has a matrix of its own"),
-    ]),
-    expected=[True, False],
-)
+def _tying_problem(got):
+    (tied_head, tied_emb, tied_listed, tied_named), (untied_head, untied_emb, _, _) = got
+    if tied_head != tied_emb:
+        return "with tie_weights=True, head.weight must be the very Parameter tok_emb.weight is (one object)"
+    if tied_listed != tied_named - 1:
+        return "with tie_weights=True the shared matrix must be one Parameter, listed once by model.parameters()"
+    if untied_head == untied_emb:
+        return "with tie_weights=False the head must have a matrix of its own"
+    return None
+
+
+@suite.case("model", "tie_weights=True shares one Parameter, tie_weights=False keeps two", points=1,
+            check=satisfies(_tying_problem, [
+                Hint(lambda got, exp: got[0][0] != got[0][1], "tie by assigning the embedding's Parameter to the head (one object), not by copying values", mistake="head not tied"),
+                Hint(lambda got, exp: got[1][0] == got[1][1], "with tie_weights=False the head has a matrix of its own", mistake="head tied when tie_weights=False"),
+            ]))
 def _(ns):
-    tied = ns.GPT(ns.GPTConfig(**TINY))
-    untied = ns.GPT(ns.GPTConfig(**dict(TINY, tie_weights=False)))
-    return [tied.head.weight is tied.tok_emb.weight, untied.head.weight is untied.tok_emb.weight]
+    out = []
+    for tie in (True, False):
+        model = ns.GPT(ns.GPTConfig(**TINY, tie_weights=tie))
+        out.append([id(model.head.weight), id(model.tok_emb.weight), len(list(model.parameters())),
+                    len(list(model.named_parameters(remove_duplicate=False)))])
+    return out
+
+
+def _counts(labels, what, hints=()):
+    """A check on parameter counts (one per configuration in ``labels``), in words."""
+    def check(got, expected, reveal=True):
+        if not isinstance(got, list) or len(got) != len(labels) or any(isinstance(n, bool) or not isinstance(n, int) for n in got):
+            return Verdict(False, f"expected one whole number per configuration ({len(labels)}), got {got!r}")
+        for label, mine, right in zip(labels, got, expected):
+            if mine != right:
+                verdict = Verdict(False, f"{what} {mine} for the {label} configuration, which is not its number of distinct parameters")
+                for hint in hints:
+                    if hint.when(got, expected):
+                        return Verdict(False, f"{verdict.message}\nHint: {hint.text}", hint.mistake)
+                return verdict
+        return Verdict(True)
+
+    return check
 
 
 def _unique_count(model):
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
 
 
-@suite.case("model", "the model's own parameter count for tied, untied and ff_dim configurations", points=1, check=equal(), expected=REFERENCE)
+@suite.case("model", "the model's own parameter count for tied, untied and ff_dim configurations", points=1,
+            check=_counts(["tied", "untied", "ff_dim=20 post-norm"], "your GPT holds"), expected=REFERENCE)
 def _(ns):
     configs = [TINY, dict(TINY, tie_weights=False), dict(TINY, ff_dim=20, norm_first=False)]
     return [_unique_count(ns.GPT(ns.GPTConfig(**c))) for c in configs]
@@ -251,13 +407,8 @@ def _(ns):
 MODEL_IDX = torch.randint(13, (3, 7), generator=generator(11))
 
 
-@suite.case(
-    "model",
-    "logits with fixed weights: pre-norm, tied (B=3, T=7, V=13, C=12)",
-    points=2,
-    check=close(rtol=1e-4, atol=1e-4),
-    expected=REFERENCE,
-)
+@suite.case("model", "logits with fixed weights: pre-norm, tied (B=3, T=7, V=13, C=12)", points=2,
+            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
 def _(ns):
     model = ns.GPT(ns.GPTConfig(**TINY))
     _weights_from_names(model, 21, scale=0.5)
@@ -266,28 +417,20 @@ def _(ns):
         return model(MODEL_IDX)[0]
 
 
-@suite.case(
-    "model",
-    "logits with fixed weights: post-norm, untied, ff_dim=20",
-    points=2,
-    check=close(rtol=1e-4, atol=1e-4),
-    expected=REFERENCE,
-)
+@suite.case("model", "logits with fixed weights: post-norm, untied, ff_dim=20, dropout=0.2 in eval mode", points=2,
+            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE,
+            builds_on=("the parts of a 3-layer post-norm model: config kept, blocks built from it, ln_f, head without bias",))
 def _(ns):
-    model = ns.GPT(ns.GPTConfig(**dict(TINY, norm_first=False, tie_weights=False, ff_dim=20)))
+    model = ns.GPT(ns.GPTConfig(**dict(TINY, norm_first=False, tie_weights=False, ff_dim=20, dropout=0.2)))
     _weights_from_names(model, 22, scale=0.5)
     model.eval()
     with torch.no_grad():
         return model(MODEL_IDX)[0]
 
 
-@suite.case(
-    "model",
-    "losses with targets: all kept, some -100, all but one -100",
-    points=1,
-    check=close(rtol=1e-5, atol=1e-5, dtype=None),
-    expected=REFERENCE,
-)
+@suite.case("model", "losses with targets: all kept, some -100, all but one -100", points=1,
+            check=close(rtol=1e-5, atol=1e-5, dtype=None), expected=REFERENCE,
+            builds_on=("logits with fixed weights: pre-norm, tied (B=3, T=7, V=13, C=12)",))
 def _(ns):
     model = ns.GPT(ns.GPTConfig(**TINY))
     _weights_from_names(model, 23, scale=0.5)
@@ -302,22 +445,33 @@ def _(ns):
         return torch.tensor([float(model(MODEL_IDX, t)[1]) for t in (targets, some, one)], dtype=torch.float64)
 
 
-@suite.case(
-    "model",
-    "T == block_size runs; T = block_size + 1 raises ValueError",
-    points=1,
-    check=equal(),
-    expected=[[2, 9, 13], "ValueError"],
-)
+def _length_problem(got):
+    shape, loss, raised = got
+    if shape != [2, 9, 13]:
+        return f"with T == block_size the logits must be (B, T, V); yours have shape {shape}"
+    if loss != "NoneType":
+        return f"without targets the loss must be None, got a {loss}"
+    if raised != "ValueError":
+        return f"T = block_size + 1 must raise ValueError, but {'nothing was raised' if raised is None else raised + ' was raised'}"
+    return None
+
+
+@suite.case("model", "T == block_size runs (loss None without targets); T = block_size + 1 raises ValueError", points=1,
+            check=satisfies(_length_problem))
 def _(ns):
     model = ns.GPT(ns.GPTConfig(**TINY))
-    logits = model(torch.zeros(2, 9, dtype=torch.long))[0]
-    return [list(logits.shape), catch(model, torch.zeros(1, 10, dtype=torch.long))["raised"]]
+    with torch.no_grad():
+        logits, loss = model(torch.zeros(2, 9, dtype=torch.long))
+    return [list(logits.shape), type(loss).__name__, catch(model, torch.zeros(1, 10, dtype=torch.long))["raised"]]
 
 
 def _causal_problem(got):
-    if got > 1e-5:
-        return f"changing the tokens from position 4 on changed the logits of positions 0-3 by up to {got:.3g}: each position may only see itself and earlier positions"
+    before, after = got
+    if type(before) is not torch.Tensor or type(after) is not torch.Tensor or before.shape != after.shape:
+        return "the model must return logits of shape (B, T, V)"
+    moved = float((before[:, :4] - after[:, :4]).abs().max())
+    if moved > 1e-5:
+        return f"changing the tokens from position 4 on changed the logits of positions 0-3 by up to {moved:.3g}: each position may only see itself and earlier positions"
     return None
 
 
@@ -329,8 +483,42 @@ def _(ns):
     changed = MODEL_IDX.clone()
     changed[:, 4:] = (changed[:, 4:] + 5) % 13
     with torch.no_grad():
-        a, b = model(MODEL_IDX)[0], model(changed)[0]
-    return float((a[:, :4] - b[:, :4]).abs().max())
+        return model(MODEL_IDX)[0], model(changed)[0]
+
+
+def _dropout_problem(got):
+    kinds, first, second = got
+    if kinds != [0.3]:
+        return f"every nn.Dropout of the model must use config.dropout (0.3), found p = {kinds}"
+    if type(first) is not torch.Tensor or type(second) is not torch.Tensor or first.shape != second.shape:
+        return "the model must return logits of shape (B, T, V)"
+    if float((first - second).abs().max()) <= 1e-6:
+        return "with config.dropout=0.3 in training mode (the blocks' dropout set to 0) two calls gave the same logits: apply dropout to the sum of the embeddings"
+    return None
+
+
+@suite.case("model", "config.dropout: every dropout uses it, and the embeddings' sum is dropped in training mode", points=1,
+            check=satisfies(_dropout_problem))
+def _(ns):
+    model = ns.GPT(ns.GPTConfig(**dict(TINY, dropout=0.3)))
+    _weights_from_names(model, 25, scale=0.5)
+    kinds = sorted({getattr(m, "p", None) for m in model.modules()} - {None})
+    for module in model.blocks.modules():
+        if getattr(module, "p", None) is not None:  # an nn.Dropout
+            module.p = 0.0
+    model.train()
+    with torch.no_grad():
+        return kinds, model(MODEL_IDX)[0], model(MODEL_IDX)[0]
+
+
+@suite.case("model", "n_head=5 for n_embd=12, n_layer=0, vocab_size=0 and a 1-D idx are refused with ValueError", points=1,
+            check=_refused(["GPT(GPTConfig(..., n_head=5, n_embd=12))", "GPT(GPTConfig(..., n_layer=0))", "GPT(GPTConfig(vocab_size=0, ...))",
+                            "model(idx) with a 1-D idx"]))
+def _(ns):
+    raised = [catch(ns.GPT, ns.GPTConfig(**dict(TINY, n_head=5)))["raised"],
+              catch(ns.GPT, ns.GPTConfig(**dict(TINY, n_layer=0)))["raised"],
+              catch(ns.GPT, ns.GPTConfig(**dict(TINY, vocab_size=0)))["raised"]]
+    return raised + [catch(ns.GPT(ns.GPTConfig(**TINY)), torch.zeros(5, dtype=torch.long))["raised"]]
 
 
 # ======================================================================== params
@@ -346,35 +534,39 @@ def _twice_hint(got, expected):
 
 
 _COUNT_HINTS = [
-    Hint(_twice_hint, "a tied head shares the embedding's matrix: count it once"),
+    Hint(_twice_hint, "a tied head shares the embedding's matrix: count it once", mistake="tied matrix counted twice"),
 ]
 
 
-@suite.case("params", "Shakespeare-sized models, tied (10.8 million)", points=1, check=equal(_COUNT_HINTS), expected=REFERENCE)
+@suite.case("params", "Shakespeare-sized models, tied (10.8 million)", points=1,
+            check=_counts(["6-layer, 384-wide", "2-layer, 384-wide"], "num_parameters gives", _COUNT_HINTS), expected=REFERENCE)
 def _(ns):
-    return [ns.num_parameters(ns.GPTConfig(**SHAKESPEARE_GPT)), ns.num_parameters(ns.GPTConfig(**dict(SHAKESPEARE_GPT, n_layer=2, block_size=64)))]
+    return [ns.num_parameters(_config(**SHAKESPEARE_GPT)), ns.num_parameters(_config(**dict(SHAKESPEARE_GPT, n_layer=2, block_size=64)))]
 
 
-@suite.case("params", "untied heads are counted", points=1, check=equal(), expected=REFERENCE)
+@suite.case("params", "untied heads are counted", points=1,
+            check=_counts(["untied 6-layer, 384-wide", "untied 3-layer, 10-wide"], "num_parameters gives"), expected=REFERENCE)
 def _(ns):
-    return [ns.num_parameters(ns.GPTConfig(**dict(SHAKESPEARE_GPT, tie_weights=False))),
-            ns.num_parameters(ns.GPTConfig(vocab_size=11, block_size=5, n_layer=3, n_head=2, n_embd=10, tie_weights=False))]
+    return [ns.num_parameters(_config(**SHAKESPEARE_GPT, tie_weights=False)),
+            ns.num_parameters(_config(vocab_size=11, block_size=5, n_layer=3, n_head=2, n_embd=10, tie_weights=False))]
 
 
-@suite.case("params", "a given ff_dim replaces 4 * n_embd", points=1, check=equal(_COUNT_HINTS), expected=REFERENCE)
+@suite.case("params", "a given ff_dim replaces 4 * n_embd", points=1,
+            check=_counts(["ff_dim=100", "ff_dim=24, untied"], "num_parameters gives", _COUNT_HINTS), expected=REFERENCE)
 def _(ns):
-    return [ns.num_parameters(ns.GPTConfig(vocab_size=50, block_size=32, n_layer=3, n_head=3, n_embd=24, ff_dim=100)),
-            ns.num_parameters(ns.GPTConfig(vocab_size=50, block_size=32, n_layer=2, n_head=3, n_embd=24, ff_dim=24, tie_weights=False))]
+    return [ns.num_parameters(_config(vocab_size=50, block_size=32, n_layer=3, n_head=3, n_embd=24, ff_dim=100)),
+            ns.num_parameters(_config(vocab_size=50, block_size=32, n_layer=2, n_head=3, n_embd=24, ff_dim=24, tie_weights=False))]
 
 
-@suite.case("params", "small sizes, post-norm and dropout (which add no parameters)", points=1, check=equal(_COUNT_HINTS), expected=REFERENCE)
+@suite.case("params", "small sizes, post-norm and dropout (which add no parameters)", points=1,
+            check=_counts(["1-layer, 2-wide", "post-norm with dropout", "block_size=100"], "num_parameters gives", _COUNT_HINTS), expected=REFERENCE)
 def _(ns):
     configs = [
-        dict(vocab_size=5, block_size=3, n_layer=1, n_head=1, n_embd=2),
-        dict(vocab_size=11, block_size=10, n_layer=4, n_head=2, n_embd=10, norm_first=False, dropout=0.3),
-        dict(vocab_size=7, block_size=100, n_layer=2, n_head=4, n_embd=8),
+        _config(vocab_size=5, block_size=3, n_layer=1, n_head=1, n_embd=2),
+        _config(vocab_size=11, block_size=10, n_layer=4, n_head=2, n_embd=10, norm_first=False, dropout=0.3),
+        _config(vocab_size=7, block_size=100, n_layer=2, n_head=4, n_embd=8),
     ]
-    return [ns.num_parameters(ns.GPTConfig(**c)) for c in configs]
+    return [ns.num_parameters(c) for c in configs]
 
 
 # ======================================================================== device
@@ -397,33 +589,41 @@ def _chosen(ns, cuda, mps):
     return [type(picked).__name__, getattr(picked, "type", str(picked))]
 
 
-_DEVICE_HINTS = [Hint(lambda got, exp: isinstance(got, list) and got[0] == "str", "return torch.device(...), not a string")]
+_STRING_HINT = Hint(lambda got, exp: isinstance(got, list) and got[0] == "str", "return torch.device(...), not a string", mistake="a string, not a torch.device")
+_CALL_HINT = Hint(lambda got, exp: isinstance(got, list) and got[1] == "cuda", "call the function: torch.cuda.is_available() (without the parentheses it is always true)", mistake="is_available not called")
 
 
-@suite.case("device", "CUDA and MPS both available: cuda comes first", points=1, check=equal(_DEVICE_HINTS), expected=["device", "cuda"])
+def _device_check(situation, want, hints):
+    def test(got):
+        kind, name = got
+        if kind != "device":
+            return f"get_device() must return a torch.device, got a {kind}"
+        if name != want:
+            return f"{situation} get_device() must return torch.device({want!r}), got torch.device({name!r})"
+        return None
+
+    return satisfies(test, hints)
+
+
+@suite.case("device", "CUDA and MPS both available: cuda comes first", points=1,
+            check=_device_check("with CUDA and MPS both available", "cuda", [_STRING_HINT]))
 def _(ns):
     return _chosen(ns, True, True)
 
 
-@suite.case("device", "only MPS available: mps", points=1, check=equal(_DEVICE_HINTS), expected=["device", "mps"])
+@suite.case("device", "only MPS available: mps", points=1, check=_device_check("with only MPS available", "mps", [_STRING_HINT, _CALL_HINT]))
 def _(ns):
     return _chosen(ns, False, True)
 
 
-@suite.case(
-    "device",
-    "no GPU at all: cpu",
-    points=1,
-    check=equal(_DEVICE_HINTS + [Hint(lambda got, exp: isinstance(got, list) and got[1] == "cuda", "call the function: torch.cuda.is_available() (without the parentheses it is always true)")]),
-    expected=["device", "cpu"],
-)
+@suite.case("device", "no GPU at all: cpu", points=1, check=_device_check("with no GPU at all", "cpu", [_STRING_HINT, _CALL_HINT]))
 def _(ns):
     return _chosen(ns, False, False)
 
 
 # ======================================================================== train
 
-SMALL = dict(vocab_size=12, block_size=8, n_layer=1, n_head=2, n_embd=16)
+SMALL = dict(vocab_size=12, block_size=8, scale=2.0)  # weights large enough for gradient norms near 2 (so that clipping to 1 shows)
 STEP_X = torch.randint(12, (4, 8), generator=generator(50))
 STEP_Y = torch.randint(12, (4, 8), generator=generator(51))
 TRAIN_DATA = torch.randint(12, (300,), generator=generator(52))
@@ -433,84 +633,85 @@ def _gradient_vector(model):
     return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in model.parameters()]).detach()
 
 
-@suite.case(
-    "train",
-    "train_step returns the batch loss as a Python float",
-    points=1,
-    check=close_number(rtol=1e-5, atol=1e-6),
-    expected=REFERENCE,
-)
+@suite.case("train", "train_step returns the batch loss as a Python float", points=1,
+            check=close_number(rtol=1e-5, atol=1e-6), expected=REFERENCE,
+            timeout=60)  # the first optimiser of a process imports torch._dynamo: seconds
 def _(ns):
-    model = _TestGPT(ns, 60, **SMALL)
+    model = _CausalMean(60, **SMALL)
     return ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y, grad_clip=None)
 
 
-@suite.case(
-    "train",
-    "after two calls the gradients are those of one batch (zeroed first)",
-    points=1,
-    check=close(rtol=1e-4, atol=1e-6, hints=[
-        Hint(lambda got, exp: torch.allclose(got, 2 * exp, rtol=1e-3, atol=1e-6), "the second call added its gradients to the first call's: zero them at the start of each step"),
-        Hint(lambda got, exp: float(got.abs().max()) == 0.0, "the gradients are all zero after the call: zero them before the backward pass, not after the step"),
-    ]),
-    expected=REFERENCE,
-)
+@suite.case("train", "after two calls the gradients are those of one batch (zeroed first)", points=1,
+            check=close(rtol=1e-4, atol=1e-6, hints=[
+                Hint(lambda got, exp: torch.allclose(got, 2 * exp, rtol=1e-3, atol=1e-6), "the second call added its gradients to the first call's: zero them at the start of each step", mistake="gradients not zeroed"),
+                Hint(lambda got, exp: float(got.abs().max()) == 0.0, "the gradients are all zero after the call: zero them before the backward pass, not after the step", mistake="gradients zeroed after the step"),
+            ]), expected=REFERENCE, timeout=60)
 def _(ns):
-    model = _TestGPT(ns, 61, **SMALL)
+    model = _CausalMean(61, **SMALL)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
     ns.train_step(model, optimizer, STEP_X, STEP_Y, grad_clip=None)
     ns.train_step(model, optimizer, STEP_X, STEP_Y, grad_clip=None)
     return _gradient_vector(model)
 
 
-@suite.case(
-    "train",
-    "grad_clip=0.05 scales the total gradient norm down to 0.05",
-    points=1,
-    check=close_number(rtol=1e-3, atol=0.0),
-    expected=0.05,
-)
+@suite.case("train", "grad_clip=0.05 scales the total gradient norm down to 0.05", points=1,
+            check=close_number(rtol=1e-3, atol=0.0), expected=0.05)
 def _(ns):
-    model = _TestGPT(ns, 62, **SMALL)
+    model = _CausalMean(62, **SMALL)
     ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y, grad_clip=0.05)
     return float(_gradient_vector(model).norm())
 
 
-@suite.case(
-    "train",
-    "grad_clip=None leaves the gradients as they are",
-    points=1,
-    check=close_number(rtol=1e-4, atol=0.0),
-    expected=REFERENCE,
-)
+@suite.case("train", "grad_clip=None leaves the gradients as they are", points=1,
+            check=close_number(rtol=1e-4, atol=0.0), expected=REFERENCE)
 def _(ns):
-    model = _TestGPT(ns, 62, **SMALL)
+    model = _CausalMean(62, **SMALL)
     ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y, grad_clip=None)
     return float(_gradient_vector(model).norm())
 
 
-@suite.case(
-    "train",
-    "one optimiser step with the clipped gradients",
-    points=1,
-    check=close(rtol=1e-4, atol=1e-6),
-    expected=REFERENCE,
-)
+@suite.case("train", "without a grad_clip argument the total gradient norm is clipped to 1.0", points=1,
+            check=close_number(rtol=1e-3, atol=0.0), expected=1.0)
 def _(ns):
-    model = _TestGPT(ns, 63, **SMALL)
+    model = _CausalMean(62, **SMALL)
+    ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y)
+    return float(_gradient_vector(model).norm())
+
+
+@suite.case("train", "one optimiser step with the clipped gradients", points=1,
+            check=close(rtol=1e-4, atol=1e-6), expected=REFERENCE, builds_on=("grad_clip=0.05 scales the total gradient norm down to 0.05",))
+def _(ns):
+    model = _CausalMean(63, **SMALL)
     ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.5), STEP_X, STEP_Y, grad_clip=0.05)
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
 
-@suite.case("train", "train_step keeps the caller's train or eval mode", points=1, check=equal(), expected=[False, True])
+def _kept_mode(got):
+    for before, after in zip(("eval", "train"), got):
+        if after != before:
+            return f"the model was in {before} mode before train_step and must be left in it; it was in {after} mode after"
+    return None
+
+
+@suite.case("train", "train_step keeps the caller's train or eval mode", points=1, check=satisfies(_kept_mode))
 def _(ns):
     modes = []
     for mode in (False, True):
-        model = _TestGPT(ns, 64, **SMALL)
+        model = _CausalMean(64, **SMALL)
         model.train(mode)
         ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y)
-        modes.append(model.training)
+        modes.append(_mode(model))
     return modes
+
+
+@suite.case("train", "train_step: grad_clip=0 and grad_clip=-1 are refused with ValueError", points=1,
+            check=_refused(["train_step(..., grad_clip=0)", "train_step(..., grad_clip=-1)"]))
+def _(ns):
+    raised = []
+    for clip in (0, -1.0):
+        model = _CausalMean(68, **SMALL)
+        raised.append(catch(ns.train_step, model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y, grad_clip=clip)["raised"])
+    return raised
 
 
 def _mean_problem(got):
@@ -518,7 +719,7 @@ def _mean_problem(got):
         return f"estimate_loss must return a Python float, got {got['kind']}"
     losses = got["losses"]
     if len(losses) != 5:
-        return f"with eval_iters=5 the model should be run on 5 batches, it was run {len(losses)} times"
+        return f"with eval_iters=5 the model should be run on 5 batches with targets, it was run on {len(losses)}"
     mean = sum(losses) / len(losses)
     if abs(got["value"] - mean) > 1e-6 + 1e-6 * abs(mean):
         return f"estimate_loss returned {got['value']:.6f}, but the mean loss of the batches it ran is {mean:.6f}"
@@ -527,7 +728,7 @@ def _mean_problem(got):
 
 @suite.case("train", "estimate_loss returns the mean loss of eval_iters batches", points=1, check=satisfies(_mean_problem))
 def _(ns):
-    model = _TestGPT(ns, 65, **SMALL)
+    model = _CausalMean(65, **SMALL)
     value = ns.estimate_loss(model, TRAIN_DATA, 8, 3, eval_iters=5, generator=generator(1))
     losses = [entry["loss"] for entry in model.log if entry["loss"] is not None]
     return {"kind": type(value).__name__, "value": float(value), "losses": losses}
@@ -537,12 +738,12 @@ def _modes_problem(got):
     for before, log, after in got:
         if not log:
             return "estimate_loss never called the model"
-        if any(entry[0] for entry in log):
+        if any(mode != "eval" for mode, _ in log):
             return "the model must be evaluated in eval mode (model.eval())"
-        if any(entry[1] for entry in log):
+        if any(grad != "no_grad" for _, grad in log):
             return "the evaluation must run without gradients (torch.no_grad())"
         if after != before:
-            return f"the model was in {'training' if before else 'eval'} mode before the call and must be left in it"
+            return f"the model was in {'training' if before == 'train' else 'eval'} mode before the call and must be left in it"
     return None
 
 
@@ -550,10 +751,11 @@ def _modes_problem(got):
 def _(ns):
     out = []
     for mode in (True, False):
-        model = _TestGPT(ns, 66, **dict(SMALL, dropout=0.2))
+        model = _CausalMean(66, **SMALL, dropout=0.2)
         model.train(mode)
+        before = _mode(model)
         ns.estimate_loss(model, TRAIN_DATA, 8, 2, eval_iters=2)
-        out.append((mode, [(e["training"], e["grad"]) for e in model.log], model.training))
+        out.append((before, [[e["mode"], e["grad"]] for e in model.log], _mode(model)))
     return out
 
 
@@ -570,20 +772,32 @@ def _windows_problem(got):
 
 @suite.case("train", "estimate_loss batches: windows of block_size tokens with next-token targets", points=1, check=satisfies(_windows_problem))
 def _(ns):
-    model = _TestGPT(ns, 67, **dict(SMALL, vocab_size=48, block_size=6))
+    model = _CausalMean(67, vocab_size=48, block_size=6)
     ns.estimate_loss(model, torch.arange(40), 6, 5, eval_iters=3, generator=generator(2))
     return [(e["idx"], e["targets"]) for e in model.log]
 
 
+@suite.case("train", "estimate_loss: eval_iters=0, batch_size=0 and data too short for one window are refused with ValueError", points=1,
+            check=_refused(["estimate_loss(..., eval_iters=0)", "estimate_loss(..., batch_size=0, ...)", "estimate_loss on 8 tokens with block_size=8"]))
+def _(ns):
+    model = _CausalMean(69, **SMALL)
+    return [catch(ns.estimate_loss, model, TRAIN_DATA, 8, 3, eval_iters=0)["raised"],
+            catch(ns.estimate_loss, model, TRAIN_DATA, 8, 0, eval_iters=2)["raised"],
+            catch(ns.estimate_loss, model, TRAIN_DATA[:8], 8, 3, eval_iters=2)["raised"]]
+
+
 @contextlib.contextmanager
 def _optimizer_watch():
-    """Log, at every optimiser step, its class and its parameter groups' settings."""
+    """Note, at every optimiser step, its class, its groups' settings and the gradients' total norm."""
     steps = []
 
     def hook(optimizer, args, kwargs):
+        grads = [p.grad.reshape(-1) for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
         steps.append({
-            "adamw": isinstance(optimizer, torch.optim.AdamW),
-            "groups": [(float(g["lr"]), float(g.get("weight_decay", 0.0)), sorted({p.dim() for p in g["params"]})) for g in optimizer.param_groups],
+            "class": type(optimizer).__name__,
+            "groups": [[float(g["lr"]), float(g.get("weight_decay", 0.0)), sorted({p.dim() for p in g["params"]}), [float(b) for b in g.get("betas", ())]]
+                       for g in optimizer.param_groups],
+            "grad_norm": float(torch.cat(grads).norm()) if grads else 0.0,
         })
 
     handle = register_optimizer_step_pre_hook(hook)
@@ -593,19 +807,17 @@ def _optimizer_watch():
         handle.remove()
 
 
-def _train_run(ns, seed, steps, warmup, eval_interval, lr=3e-3, device="cpu", progress=False, weight_decay=0.1):
-    model = _TestGPT(ns, seed, **SMALL)
+def _train_run(ns, seed, steps, warmup, eval_interval, lr=3e-3, device="cpu", progress=False, **extra):
+    model = _CausalMean(seed, **SMALL)
     with _optimizer_watch() as seen:
         history = ns.train(model, TRAIN_DATA[:250], TRAIN_DATA[250:], steps=steps, batch_size=4, lr=lr, device=device,
-                           eval_interval=eval_interval, eval_iters=1, warmup=warmup, generator=generator(seed), progress=progress,
-                           weight_decay=weight_decay)
+                           eval_interval=eval_interval, eval_iters=1, warmup=warmup, generator=generator(seed), progress=progress, **extra)
     return history, seen
 
 
 def _plain(history):
-    if not isinstance(history, dict):
-        return history
-    return {k: [float(v) for v in history[k]] if k in history else None for k in ("step", "train_loss", "val_loss", "lr")}
+    """The history's four lists as floats (None for a missing key)."""
+    return {k: None if history.get(k) is None else [float(v) for v in history[k]] for k in ("step", "train_loss", "val_loss", "lr")}
 
 
 def _evaluations_problem(got):
@@ -626,7 +838,7 @@ def _evaluations_problem(got):
 
 
 @suite.case("train", "history: evaluations at steps 0, 5, 10, 13 and an lr per step (device given as torch.device, progress bar on)",
-            points=1, check=satisfies(_evaluations_problem))
+            points=1, check=satisfies(_evaluations_problem), timeout=60)
 def _(ns):
     history, _ = _train_run(ns, 70, steps=13, warmup=3, eval_interval=5, device=torch.device("cpu"), progress=True)
     return _plain(history)
@@ -658,7 +870,8 @@ def _schedule_problem(got):
     return None
 
 
-@suite.case("train", "lr: linear warm-up over 10 steps, then cosine decay towards 0 (60 steps)", points=2, check=satisfies(_schedule_problem))
+@suite.case("train", "lr: linear warm-up over 10 steps, then cosine decay towards 0 (60 steps)", points=2, check=satisfies(_schedule_problem), timeout=60,
+            builds_on=("history: evaluations at steps 0, 5, 10, 13 and an lr per step (device given as torch.device, progress bar on)",))
 def _(ns):
     history, _ = _train_run(ns, 71, steps=60, warmup=10, eval_interval=60)
     return _plain(history)
@@ -668,18 +881,24 @@ def _optimizer_problem(got):
     recorded, seen = got
     if not seen:
         return "no optimiser step was seen: train must call optimizer.step() on a torch.optim optimiser"
-    if not all(s["adamw"] for s in seen):
+    if not all(s["class"] == "AdamW" for s in seen):
         return "the optimiser must be torch.optim.AdamW"
     if len(seen) != 20:
         return f"20 steps were asked for, the optimiser stepped {len(seen)} times"
     for step, (want, s) in enumerate(zip(recorded, seen)):
-        for lr, _, _ in s["groups"]:
+        for lr, _, _, betas in s["groups"]:
             if abs(lr - want) > 1e-9 * max(abs(want), 1e-12):
                 return f"at step {step} the history says lr={want:.6g} but the optimiser used {lr:.6g}: set group['lr'] in every parameter group before the step"
+            if betas != [0.9, 0.95]:
+                return f"AdamW's betas must be (0.9, 0.95), got {tuple(betas)}"
+    for _, decay, dims, _ in seen[0]["groups"]:
+        if dims and max(dims) >= 2 and abs(decay - 0.1) > 1e-12:
+            return f"without a weight_decay argument the matrices must be decayed with the default 0.1, got {decay}"
     return None
 
 
-@suite.case("train", "every step is an AdamW step with the learning rate the history records", points=1, check=satisfies(_optimizer_problem))
+@suite.case("train", "every step is an AdamW step (betas 0.9, 0.95, default weight decay 0.1) with the learning rate the history records", points=1,
+            check=satisfies(_optimizer_problem), timeout=60)
 def _(ns):
     history, seen = _train_run(ns, 72, steps=20, warmup=5, eval_interval=20)
     return [float(v) for v in history["lr"]], seen
@@ -688,24 +907,41 @@ def _(ns):
 def _decay_problem(got):
     if not got:
         return "no optimiser step was seen"
-    for lr, decay, dims in got[0]["groups"]:
+    for lr, decay, dims, _ in got[0]["groups"]:
         if not dims:
             continue
         if decay > 0 and min(dims) < 2:
             return "weight decay must not apply to biases or LayerNorm parameters (1-D): put them in a group with weight_decay=0.0"
-        if decay == 0 and dims and max(dims) >= 2:
+        if decay == 0 and max(dims) >= 2:
             return "matrices and embeddings (2-D parameters) must be decayed with the weight_decay argument"
         if decay > 0 and abs(decay - 0.05) > 1e-12:
             return f"weight_decay=0.05 was asked for, the optimiser uses {decay}"
-    if not any(decay > 0 for _, decay, _ in got[0]["groups"]):
+    if not any(decay > 0 for _, decay, _, _ in got[0]["groups"]):
         return "no parameter group has weight decay"
     return None
 
 
-@suite.case("train", "weight decay on matrices and embeddings only, with the value asked for", points=1, check=satisfies(_decay_problem))
+@suite.case("train", "weight decay on matrices and embeddings only, with the value asked for", points=1, check=satisfies(_decay_problem), timeout=60)
 def _(ns):
     _, seen = _train_run(ns, 73, steps=2, warmup=1, eval_interval=2, weight_decay=0.05)
     return seen
+
+
+def _clipping_problem(got):
+    for label, limit, seen in (("grad_clip=0.01", 0.01, got[0]), ("the default grad_clip=1.0", 1.0, got[1])):
+        if not seen:
+            return "no optimiser step was seen"
+        worst = max(s["grad_norm"] for s in seen)
+        if worst > limit * (1 + 1e-3):
+            return f"with {label} the gradients reached the optimiser with a total norm of {worst:.4g}: pass grad_clip on to train_step"
+    return None
+
+
+@suite.case("train", "train passes grad_clip on (0.01, and 1.0 by default) to every step", points=1, check=satisfies(_clipping_problem), timeout=60)
+def _(ns):
+    _, small = _train_run(ns, 75, steps=4, warmup=1, eval_interval=4, lr=1.0, grad_clip=0.01)
+    _, default = _train_run(ns, 75, steps=4, warmup=1, eval_interval=4, lr=1.0)
+    return [small, default]
 
 
 def _same_problem(got):
@@ -715,7 +951,8 @@ def _same_problem(got):
     return None
 
 
-@suite.case("train", "the same generator seed gives the same run", points=1, check=satisfies(_same_problem))
+@suite.case("train", "the same generator seed gives the same run", points=1, check=satisfies(_same_problem), timeout=60,
+            builds_on=("history: evaluations at steps 0, 5, 10, 13 and an lr per step (device given as torch.device, progress bar on)",))
 def _(ns):
     runs = []
     for _ in range(2):
@@ -725,11 +962,71 @@ def _(ns):
     return runs
 
 
+def _batches_problem(got):
+    batches = [(x, y) for mode, grad, x, y in got if mode == "train" and grad == "grad"]
+    if len(batches) != 16:
+        return f"16 training steps should run the model 16 times in training mode with gradients, it ran {len(batches)} times"
+    starts = []
+    for x, y in batches:
+        if y is None or list(x.shape) != [3, 6] or list(y.shape) != [3, 6]:
+            return f"each training batch must be (batch_size, block_size) = (3, 6) with targets of that shape, got {list(x.shape)}"
+        if int(x.min()) < 50:
+            return "the training batches must come from train_data, not from val_data"
+        if not bool(((x[:, 1:] - x[:, :-1]) == 1).all()):
+            return "each row of a training batch must be a window of consecutive tokens of train_data"
+        if not torch.equal(y, x + 1):
+            return "the targets of a training batch must be its inputs shifted by one token (the next token at every position)"
+        starts += x[:, 0].tolist()
+    if all(torch.equal(batches[0][0], x) for x, _ in batches[1:]):
+        return "every step trained on the same batch: draw a new batch of random windows at each step"
+    if max(starts) - min(starts) < 30:
+        return "the windows start only within a small part of train_data: every start from 0 to len(train_data) - block_size - 1 must be possible"
+    return None
+
+
+@suite.case("train", "each step trains on a new batch of random windows of train_data, with next-token targets", points=1,
+            check=satisfies(_batches_problem), timeout=60)
+def _(ns):
+    model = _CausalMean(76, vocab_size=130, block_size=6)
+    train_data, val_data = torch.arange(50, 130), torch.arange(0, 30)
+    ns.train(model, train_data, val_data, steps=16, batch_size=3, lr=0.01, device="cpu", eval_interval=16, eval_iters=1, warmup=2,
+             generator=generator(3), progress=False)
+    return [[e["mode"], e["grad"], e["idx"], e["targets"]] for e in model.log]
+
+
+@suite.case("train", "train: steps=0, lr=0 and warmup > steps are refused with ValueError", points=1,
+            check=_refused(["train(..., steps=0)", "train(..., lr=0.0)", "train(..., steps=4, warmup=5)"]))
+def _(ns):
+    raised = []
+    for settings in (dict(steps=0, lr=1e-3, warmup=0), dict(steps=4, lr=0.0, warmup=1), dict(steps=4, lr=1e-3, warmup=5)):
+        model = _CausalMean(77, **SMALL)
+        raised.append(catch(ns.train, model, TRAIN_DATA[:250], TRAIN_DATA[250:], batch_size=4, device="cpu", eval_interval=2,
+                            eval_iters=1, progress=False, **settings)["raised"])
+    return raised
+
+
 # ======================================================================== sampling
 
 LOGITS = torch.tensor([[3.0, 0.5, 2.0, -1.0, 1.0, 0.0]])  # sorted: 0, 2, 4, 1, 5, 3
 PROBS = torch.softmax(LOGITS[0], dim=-1)  # about 0.610, 0.050, 0.224, 0.011, 0.083, 0.030
 BATCH_GREEDY = randn(7, 13, seed=80) * 3
+
+
+def _sets(settings, hints=()):
+    """A check on the sets of tokens drawn under each of ``settings`` (their descriptions, in order)."""
+    def check(got, expected, reveal=True):
+        for setting, mine, right in zip(settings, got, expected):
+            if list(mine) != list(right):
+                verdict = Verdict(False, f"with {setting} the tokens drawn were {list(mine)}, which is not the set the contract keeps")
+                for hint in hints:
+                    if hint.when(got, expected):
+                        return Verdict(False, f"{verdict.message}\nHint: {hint.text}", hint.mistake)
+                return verdict
+        if len(got) != len(expected):
+            return Verdict(False, "the test expected one set of tokens per setting")
+        return Verdict(True)
+
+    return check
 
 
 def _support(ns, n, seed, logits=LOGITS, **kwargs):
@@ -743,8 +1040,7 @@ def _frequencies(ns, n, seed, logits=LOGITS, **kwargs):
 
 
 @suite.case(
-    "sampling",
-    "temperature 0 is greedy for every row, whatever top_k and top_p say",
+    "sampling", "temperature 0 is greedy for every row, whatever top_k and top_p say",
     points=2,
     check=equal(),
     expected=[BATCH_GREEDY.argmax(dim=-1, keepdim=True)] * 2,
@@ -785,30 +1081,29 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "temperature 2 flattens: frequencies follow softmax(logits / 2)",
+    "sampling", "temperature 2 flattens: frequencies follow softmax(logits / 2)",
     points=1,
     check=_freq_check(torch.softmax(LOGITS[0] / 2, dim=-1).double()),
+    builds_on=("frequencies follow softmax(logits) at temperature 1",),
 )
 def _(ns):
     return _frequencies(ns, 4000, 83, temperature=2.0)
 
 
 @suite.case(
-    "sampling",
-    "temperature 0.5 sharpens: frequencies follow softmax(logits / 0.5)",
+    "sampling", "temperature 0.5 sharpens: frequencies follow softmax(logits / 0.5)",
     points=1,
     check=_freq_check(torch.softmax(LOGITS[0] / 0.5, dim=-1).double()),
+    builds_on=("frequencies follow softmax(logits) at temperature 1",),
 )
 def _(ns):
     return _frequencies(ns, 4000, 84, temperature=0.5)
 
 
 @suite.case(
-    "sampling",
-    "top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)",
+    "sampling", "top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)",
     points=1,
-    check=equal(),
+    check=_sets(["top_k=1", "top_k=3", "top_k=5", "top_k=6", "top_k=50"]),
     expected=[[0], [0, 2, 4], [0, 1, 2, 4, 5], [0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5]],
 )
 def _(ns):
@@ -816,9 +1111,9 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "top_k=3: the kept tokens are drawn in proportion to their probabilities",
+    "sampling", "top_k=3: the kept tokens are drawn in proportion to their probabilities",
     points=1,
+    builds_on=("top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)",),
     check=_freq_check(torch.where(torch.tensor([1, 0, 1, 0, 1, 0]).bool(), PROBS, torch.zeros(6)).double() / float(PROBS[[0, 2, 4]].sum())),
 )
 def _(ns):
@@ -826,10 +1121,11 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "top_p keeps the smallest set whose mass reaches p, the crossing token included",
+    "sampling", "top_p keeps the smallest set whose mass reaches p, the crossing token included",
     points=2,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) == 5 and got[1] == [0], "a token stays while the mass of the more likely tokens is still below p: the token that crosses p stays in")]),
+    check=_sets(["top_p just below half the top token's probability", "top_p just above the top token's probability", "top_p just below the two top tokens' mass",
+                 "top_p just above the two top tokens' mass", "top_p just above the four top tokens' mass"],
+                [Hint(lambda got, exp: isinstance(got, list) and len(got) == 5 and got[1] == [0], "a token stays while the mass of the more likely tokens is still below p: the token that crosses p stays in", mistake="top-p drops the crossing token")]),
     expected=[[0], [0, 2], [0, 2], [0, 2, 4], [0, 1, 2, 4, 5]],
 )
 def _(ns):
@@ -839,9 +1135,9 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "top_p=0.9: the kept tokens are drawn in proportion to their probabilities",
+    "sampling", "top_p=0.9: the kept tokens are drawn in proportion to their probabilities",
     points=1,
+    builds_on=("top_p keeps the smallest set whose mass reaches p, the crossing token included",),
     check=_freq_check(torch.where(torch.tensor([1, 0, 1, 0, 1, 0]).bool(), PROBS, torch.zeros(6)).double() / float(PROBS[[0, 2, 4]].sum())),
 )
 def _(ns):
@@ -849,11 +1145,12 @@ def _(ns):
 
 
 @suite.case(
-    "sampling",
-    "with both, top_k is applied first and top_p to the renormalised rest",
+    "sampling", "with both, top_k is applied first and top_p to the renormalised rest",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and got[0] == [0, 2], "apply top_k first; top_p then works on the probabilities of the tokens top_k kept, renormalised")]),
+    check=_sets(["top_k=2, top_p=0.7", "top_k=2, top_p=0.75", "top_k=3, top_p=0.72"],
+                [Hint(lambda got, exp: isinstance(got, list) and got[0] == [0, 2], "apply top_k first; top_p then works on the probabilities of the tokens top_k kept, renormalised", mistake="top-p before top-k")]),
     expected=[[0], [0, 2], [0, 2]],
+    builds_on=("top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)", "top_p keeps the smallest set whose mass reaches p, the crossing token included"),
 )
 def _(ns):
     # after top_k=2 token 0 holds 0.73 of the mass: p=0.7 keeps it alone (on the full
@@ -867,10 +1164,9 @@ ROWS = torch.tensor([[4.0, 3.5, 3.0, 2.5, -2.0, -3.0], [-3.0, -2.0, -1.0, 0.0, 1
 
 
 @suite.case(
-    "sampling",
-    "each row of a batch is filtered and drawn on its own",
+    "sampling", "each row of a batch is filtered and drawn on its own",
     points=1,
-    check=equal(),
+    check=_sets(["top_k=2 on the first row", "top_k=2 on the second row"]),
     expected=[[0, 1], [4, 5]],
 )
 def _(ns):
@@ -878,69 +1174,106 @@ def _(ns):
     return [sorted(set(out[0::2].flatten().tolist())), sorted(set(out[1::2].flatten().tolist()))]
 
 
-@suite.case("sampling", "draws come from the generator (same seed, same draws)", points=1, check=satisfies(
-    lambda got: None if got else "two calls with generators seeded alike gave different draws: pass generator= to torch.multinomial"))
+def _same_draws(got):
+    first, second = got
+    if type(first) is not torch.Tensor or type(second) is not torch.Tensor or first.shape != second.shape or not torch.equal(first, second):
+        return "two calls with generators seeded alike gave different draws: pass generator= to torch.multinomial"
+    return None
+
+
+@suite.case("sampling", "draws come from the generator (same seed, same draws)", points=1, check=satisfies(_same_draws))
 def _(ns):
-    a = ns.sample_next(torch.zeros(64, 20), generator=generator(5))
+    first = ns.sample_next(torch.zeros(64, 20), generator=generator(5))
     torch.rand(7)
-    b = ns.sample_next(torch.zeros(64, 20), generator=generator(5))
-    return bool(torch.equal(a, b))
+    return first, ns.sample_next(torch.zeros(64, 20), generator=generator(5))
 
 
-@suite.case("sampling", "a negative temperature, top_k=0, top_p=0 and top_p=1.5 raise ValueError", points=1, check=equal(),
-            expected=["ValueError"] * 4)
+@suite.case("sampling", "a negative temperature, top_k=0, top_p=0, top_p=1.5 and 1-D logits raise ValueError", points=1,
+            check=_refused(["temperature=-1", "top_k=0", "top_p=0", "top_p=1.5", "1-D logits (V,)"]))
 def _(ns):
     bad = [dict(temperature=-1.0), dict(top_k=0), dict(top_p=0.0), dict(top_p=1.5)]
-    return [catch(ns.sample_next, LOGITS.clone(), **kwargs)["raised"] for kwargs in bad]
+    return [catch(ns.sample_next, LOGITS.clone(), **kwargs)["raised"] for kwargs in bad] + [catch(ns.sample_next, LOGITS[0].clone())["raised"]]
 
 
 # ======================================================================== generate
 
-GEN = dict(vocab_size=12, block_size=12, n_layer=2, n_head=2, n_embd=16)
+GEN = dict(vocab_size=12, block_size=12)
 GEN_PROMPT = torch.randint(12, (2, 3), generator=generator(40))
-CROP = dict(vocab_size=12, block_size=6, n_layer=2, n_head=2, n_embd=16)
+CROP = dict(vocab_size=12, block_size=6)
 CROP_PROMPT = torch.randint(12, (2, 9), generator=generator(41))
 
 
 def _generate(ns, model, prompt, new, **kwargs):
-    with _replacing(ns, "sample_next", _GraderSampler()) as sampler:
+    with _replacing(ns, "sample_next", _Chooser()) as chooser:
         out = ns.generate(model, prompt.clone(), new, **kwargs)
-    return out, sampler
+    return out, chooser
 
 
-_TOKENS_HINTS = [Hint(lambda got, exp: type(got) is torch.Tensor and got.dim() == 2 and got.size(1) < exp.size(1), "return the prompt followed by the new tokens")]
+def _size_words(got, shape):
+    """How the size of ``got`` differs from ``shape`` (rows, then columns), in words without numbers."""
+    if type(got) is not torch.Tensor or got.dim() != 2:
+        return "yours is not a 2-D tensor"
+    if got.size(0) != shape[0]:
+        return "yours has a different number of rows from the prompt"
+    side = "fewer" if got.size(1) < shape[1] else "more"
+    return f"yours has {side} columns than the prompt's length plus max_new_tokens"
 
 
-@suite.case("generate", "greedy tokens of a model with fixed weights", points=2, check=equal(_TOKENS_HINTS), expected=REFERENCE)
-def _(ns):
-    return _generate(ns, _TestGPT(ns, 1, **GEN), GEN_PROMPT, 6, temperature=0)[0]
+_PROMPT_HINT = Hint(lambda got, exp: type(got) is torch.Tensor and got.dim() == 2 and got.size(1) < exp.size(1), "return the prompt followed by the new tokens", mistake="prompt dropped")
+
+
+def _tokens(hints=(_PROMPT_HINT,)):
+    """A check on generated token ids: the prompt, then the expected greedy tokens (described in words)."""
+    def check(got, expected, reveal=True):
+        if type(got) is not torch.Tensor or got.dtype != torch.long or got.dim() != 2:
+            verdict = Verdict(False, f"the result must be a 2-D torch.long tensor of token ids, got {type(got).__name__} {getattr(got, 'dtype', '')} with shape {list(getattr(got, 'shape', []))}")
+        elif got.shape != expected.shape:
+            verdict = Verdict(False, f"the result must hold each prompt row followed by the new tokens; {_size_words(got, expected.shape)}")
+        elif not torch.equal(got, expected):
+            wrong = (got != expected).nonzero()[0].tolist()
+            verdict = Verdict(False, f"{int((got != expected).sum())} token ids differ from the expected ones, the first in row {wrong[0]} at position {wrong[1]}")
+        else:
+            return Verdict(True)
+        for hint in hints:
+            if hint.when(got, expected):
+                return Verdict(False, f"{verdict.message}\nHint: {hint.text}", hint.mistake)
+        return verdict
+
+    return check
 
 
 @suite.case("generate", "greedy: the logits handed to sample_next are the last position's", points=1, check=_logged_logits(1e-4, 1e-4), expected=REFERENCE)
 def _(ns):
-    return _stacked(_generate(ns, _TestGPT(ns, 1, **GEN), GEN_PROMPT, 6, temperature=0)[1])
+    return _stacked(_generate(ns, _CausalMean(1, **GEN), GEN_PROMPT, 6, temperature=0)[1])
 
 
-@suite.case("generate", "a prompt of 9 tokens, block_size 6: the context is cropped to the last 6", points=2, check=equal(_TOKENS_HINTS), expected=REFERENCE)
+@suite.case("generate", "greedy tokens of a model with fixed weights", points=2, check=_tokens(), expected=REFERENCE,
+            builds_on=("greedy: the logits handed to sample_next are the last position's",))
 def _(ns):
-    return _generate(ns, _TestGPT(ns, 14, **CROP), CROP_PROMPT, 10, temperature=0)[0]
+    return _generate(ns, _CausalMean(1, **GEN), GEN_PROMPT, 6, temperature=0)[0]
 
 
 @suite.case("generate", "cropping: the logits at every step are those of the last block_size tokens", points=1, check=_logged_logits(1e-4, 1e-4), expected=REFERENCE)
 def _(ns):
-    return _stacked(_generate(ns, _TestGPT(ns, 14, **CROP), CROP_PROMPT, 10, temperature=0)[1])
+    return _stacked(_generate(ns, _CausalMean(14, **CROP), CROP_PROMPT, 10, temperature=0)[1])
+
+
+@suite.case("generate", "a prompt of 9 tokens, block_size 6: the context is cropped to the last 6", points=2, check=_tokens(), expected=REFERENCE,
+            builds_on=("cropping: the logits at every step are those of the last block_size tokens",))
+def _(ns):
+    return _generate(ns, _CausalMean(14, **CROP), CROP_PROMPT, 10, temperature=0)[0]
 
 
 def _inference_problem(got):
     for before, calls, after in got:
         if not calls:
             return "generate never called the model"
-        if any(training for training, _ in calls):
+        if any(mode != "eval" for mode, _ in calls):
             return "the model must run in eval mode while generating (model.eval())"
-        if any(grad for _, grad in calls):
+        if any(grad != "no_grad" for _, grad in calls):
             return "generation must run without gradients (torch.no_grad())"
         if after != before:
-            return f"the model was in {'training' if before else 'eval'} mode before the call and must be left in it"
+            return f"the model was in {'training' if before == 'train' else 'eval'} mode before the call and must be left in it"
     return None
 
 
@@ -948,17 +1281,21 @@ def _inference_problem(got):
 def _(ns):
     out = []
     for mode in (True, False):
-        model = _TestGPT(ns, 2, **dict(GEN, dropout=0.3))
+        model = _CausalMean(2, **GEN, dropout=0.3)
         model.train(mode)
+        before = _mode(model)
         _generate(ns, model, GEN_PROMPT, 3, temperature=0)
-        out.append((mode, [(e["training"], e["grad"]) for e in model.log], model.training))
+        out.append((before, [[e["mode"], e["grad"]] for e in model.log], _mode(model)))
     return out
+
+
+_SAMPLED_SHAPE = (2, 13)  # GEN_PROMPT (2, 3) and 10 new tokens
 
 
 def _sampled_problem(got):
     out, prompt = got
-    if type(out) is not torch.Tensor or list(out.shape) != [2, 13]:
-        return f"for a (2, 3) prompt and 10 new tokens expected a (2, 13) tensor, got {list(getattr(out, 'shape', []))}"
+    if type(out) is not torch.Tensor or list(out.shape) != list(_SAMPLED_SHAPE):
+        return f"the result must hold each prompt row followed by the new tokens; {_size_words(out, _SAMPLED_SHAPE)}"
     if out.dtype != torch.long:
         return f"token ids are torch.long, got {out.dtype}"
     if not torch.equal(out[:, :3], prompt):
@@ -970,32 +1307,33 @@ def _sampled_problem(got):
 
 @suite.case("generate", "sampling (top_k=5, temperature 0.9): shape (B, T0 + N), the prompt kept", points=1, check=satisfies(_sampled_problem))
 def _(ns):
-    out, _ = _generate(ns, _TestGPT(ns, 3, **GEN), GEN_PROMPT, 10, temperature=0.9, top_k=5, generator=generator(3))
+    out, _ = _generate(ns, _CausalMean(3, **GEN), GEN_PROMPT, 10, temperature=0.9, top_k=5, generator=generator(3))
     return out, GEN_PROMPT
 
 
-@suite.case("generate", "top_k=1 at temperature 1 gives the greedy tokens (the arguments reach sample_next)", points=1, check=satisfies(
-    lambda got: None if got else "with top_k=1 only the most likely token can be drawn: pass temperature, top_k, top_p and generator on to sample_next"))
+@suite.case("generate", "temperature, top_k, top_p and the generator reach sample_next at every step", points=1,
+            check=_arguments_problem(8, 0.8, 4, 0.95, 4))
 def _(ns):
-    model = _TestGPT(ns, 4, **GEN)
-    greedy, _ = _generate(ns, model, GEN_PROMPT, 8, temperature=0)
-    narrow, _ = _generate(ns, model, GEN_PROMPT, 8, temperature=1.0, top_k=1, generator=generator(4))
-    return bool(torch.equal(greedy, narrow))
+    return _generate(ns, _CausalMean(4, **GEN), GEN_PROMPT, 8, temperature=0.8, top_k=4, top_p=0.95, generator=generator(4))[1].calls
 
 
-@suite.case("generate", "the same seeded generator gives the same text", points=1, check=satisfies(
-    lambda got: None if got else "two calls with generators seeded alike gave different tokens: pass the generator on to sample_next"))
+@suite.case("generate", "without sampling arguments sample_next gets temperature 1.0, no top_k, no top_p and no generator", points=1,
+            check=_arguments_problem(3, 1.0, None, None, None))
 def _(ns):
-    model = _TestGPT(ns, 5, **GEN)
-    a, _ = _generate(ns, model, GEN_PROMPT, 8, generator=generator(6))
-    torch.rand(3)
-    b, _ = _generate(ns, model, GEN_PROMPT, 8, generator=generator(6))
-    return bool(torch.equal(a, b))
+    return _generate(ns, _CausalMean(5, **GEN), GEN_PROMPT, 3)[1].calls
 
 
-@suite.case("generate", "max_new_tokens=0 returns the prompt", points=1, check=equal(), expected=GEN_PROMPT.tolist())
+@suite.case("generate", "max_new_tokens=0 returns the prompt", points=1, check=_tokens(), expected=GEN_PROMPT)
 def _(ns):
-    return _generate(ns, _TestGPT(ns, 6, **GEN), GEN_PROMPT, 0, temperature=0)[0].tolist()
+    return _generate(ns, _CausalMean(6, **GEN), GEN_PROMPT, 0, temperature=0)[0]
+
+
+@suite.case("generate", "max_new_tokens=-1 and a 1-D prompt are refused with ValueError", points=1,
+            check=_refused(["generate(model, idx, -1)", "generate(model, idx) with a 1-D idx"]))
+def _(ns):
+    model = _CausalMean(7, **GEN)
+    with _replacing(ns, "sample_next", _Chooser()):
+        return [catch(ns.generate, model, GEN_PROMPT.clone(), -1)["raised"], catch(ns.generate, model, GEN_PROMPT[0].clone(), 2)["raised"]]
 
 
 # ======================================================================== kv_cache
@@ -1008,65 +1346,49 @@ KV_ONE = dict(vocab_size=12, block_size=12, n_layer=2, n_head=2, n_embd=16)
 KV_ONE_PROMPT = torch.randint(12, (2, 1), generator=generator(44))
 
 
-class _GraderGenerate:
-    """Stands in for the notebook's generate while generate_cached runs (a student's cached
-    generation may call it past block_size), drawing with the grader's sampler."""
-
-    def __init__(self, sampler):
-        self.sampler = sampler
-
-    def __call__(self, model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
-        before = model.training
-        model.eval()
-        with torch.no_grad():
-            for _ in range(max_new_tokens):
-                last = model(idx[:, -model.config.block_size :])[0][:, -1, :]
-                idx = torch.cat([idx, self.sampler(last, temperature, top_k, top_p, generator)], dim=1)
-        model.train(before)
-        return idx
-
-
 def _cached(ns, model, prompt, new, **kwargs):
-    with _replacing(ns, "sample_next", _GraderSampler()) as sampler, _replacing(ns, "generate", _GraderGenerate(sampler)):
+    with _replacing(ns, "sample_next", _Chooser()) as chooser, _replacing(ns, "generate", _zeros_generate):
         out = ns.generate_cached(model, prompt.clone(), new, **kwargs)
-    return out, sampler
+    return out, chooser
 
 
-@suite.case("kv_cache", "greedy tokens within block_size: pre-norm, 3 layers, tied", points=2, check=equal(_TOKENS_HINTS), expected=REFERENCE)
+@suite.case("kv_cache", "greedy tokens within block_size: pre-norm, 3 layers, tied", points=2, check=_tokens(), expected=REFERENCE)
 def _(ns):
-    return _cached(ns, _TestGPT(ns, 37, **KV_PRE), KV_PRE_PROMPT, 8, temperature=0)[0]
+    return _cached(ns, _PartsOnly(ns, 37, **KV_PRE), KV_PRE_PROMPT, 8, temperature=0)[0]
 
 
-@suite.case("kv_cache", "greedy tokens within block_size: post-norm, 4 heads, untied, ff_dim=24", points=2, check=equal(_TOKENS_HINTS), expected=REFERENCE)
+@suite.case("kv_cache", "greedy tokens within block_size: post-norm, 4 heads, untied, ff_dim=24", points=2, check=_tokens(), expected=REFERENCE,
+            builds_on=("greedy tokens within block_size: pre-norm, 3 layers, tied",))
 def _(ns):
-    return _cached(ns, _TestGPT(ns, 30, **KV_POST), KV_POST_PROMPT, 7, temperature=0)[0]
+    return _cached(ns, _PartsOnly(ns, 30, **KV_POST), KV_POST_PROMPT, 7, temperature=0)[0]
 
 
-@suite.case("kv_cache", "a one-token prompt grown to exactly block_size tokens", points=1, check=equal(_TOKENS_HINTS), expected=REFERENCE)
+@suite.case("kv_cache", "a one-token prompt grown to exactly block_size tokens", points=1, check=_tokens(), expected=REFERENCE)
 def _(ns):
-    return _cached(ns, _TestGPT(ns, 26, **KV_ONE), KV_ONE_PROMPT, 11, temperature=0)[0]
+    return _cached(ns, _PartsOnly(ns, 26, **KV_ONE), KV_ONE_PROMPT, 11, temperature=0)[0]
 
 
-@suite.case("kv_cache", "the logits handed to sample_next equal the full forward pass's (post-norm)", points=1, check=_logged_logits(1e-4, 1e-4), expected=REFERENCE)
+@suite.case("kv_cache", "the logits handed to sample_next are those of the whole sequence so far (post-norm)", points=1,
+            check=_logged_logits(1e-4, 1e-4), expected=REFERENCE)
 def _(ns):
-    return _stacked(_cached(ns, _TestGPT(ns, 30, **KV_POST), KV_POST_PROMPT, 7, temperature=0)[1])
+    return _stacked(_cached(ns, _PartsOnly(ns, 30, **KV_POST), KV_POST_PROMPT, 7, temperature=0)[1])
 
 
 def _positions_seen(ns, model, prompt, new):
     seen = {}
     hooks = []
 
-    def counting(label):
+    def counting(label, width):
         def hook(module, args, output):
             first = args[0]
-            per_row = first.numel() // first.size(0)
-            seen[label] = seen.get(label, 0) + (per_row // first.size(-1) if first.dim() == 3 else per_row)
+            seen[label] = seen.get(label, 0) + first.numel() // (first.size(0) * width)
         return hook
 
-    targets = [("tok_emb", model.tok_emb)] + [(f"blocks[{i}].attn.k_proj", b.attn.k_proj) for i, b in enumerate(model.blocks)]
-    for label, module in targets:
+    # tok_emb reads ids (B, T), one number per position; k_proj reads (B, T, C)
+    targets = [("tok_emb", model.tok_emb, 1)] + [(f"blocks[{i}].attn.k_proj", b.attn.k_proj, b.attn.k_proj.in_features) for i, b in enumerate(model.blocks)]
+    for label, module, width in targets:
         seen[label] = 0
-        hooks.append(module.register_forward_hook(counting(label)))
+        hooks.append(module.register_forward_hook(counting(label, width)))
     try:
         _cached(ns, model, prompt, new, temperature=0)
     finally:
@@ -1089,19 +1411,19 @@ def _positions_problem(got):
 
 @suite.case("kv_cache", "one position per new token through tok_emb and every block's k_proj", points=2, check=satisfies(_positions_problem))
 def _(ns):
-    return _positions_seen(ns, _TestGPT(ns, 37, **KV_PRE), KV_PRE_PROMPT, 8)
+    return _positions_seen(ns, _PartsOnly(ns, 37, **KV_PRE), KV_PRE_PROMPT, 8)
 
 
 def _cached_mode_problem(got):
     for before, calls, after in got:
         if not calls:
             return "generate_cached never called model.tok_emb"
-        if any(training for training, _ in calls):
+        if any(mode != "eval" for mode, _ in calls):
             return "the model must be in eval mode while generating (model.eval())"
-        if any(grad for _, grad in calls):
+        if any(grad != "no_grad" for _, grad in calls):
             return "generation must run without gradients (torch.no_grad())"
         if after != before:
-            return f"the model was in {'training' if before else 'eval'} mode before the call and must be left in it"
+            return f"the model was in {'training' if before == 'train' else 'eval'} mode before the call and must be left in it"
     return None
 
 
@@ -1109,22 +1431,23 @@ def _cached_mode_problem(got):
 def _(ns):
     out = []
     for mode in (True, False):
-        model = _TestGPT(ns, 7, **dict(KV_ONE, dropout=0.3))
+        model = _PartsOnly(ns, 7, **KV_ONE, dropout=0.3)
         model.train(mode)
+        before = _mode(model)
         calls = []
-        handle = model.tok_emb.register_forward_hook(lambda module, args, output: calls.append((module.training, torch.is_grad_enabled())))
+        handle = model.tok_emb.register_forward_hook(lambda module, args, output: calls.append([_mode(module), _grad_state()]))
         try:
             _cached(ns, model, KV_ONE_PROMPT, 4, temperature=0)
         finally:
             handle.remove()
-        out.append((mode, calls, model.training))
+        out.append((before, calls, _mode(model)))
     return out
 
 
 def _cached_sampled_problem(got):
     out, prompt, total = got
     if type(out) is not torch.Tensor or list(out.shape) != [prompt.size(0), total]:
-        return f"expected a ({prompt.size(0)}, {total}) tensor, got {list(getattr(out, 'shape', []))}"
+        return f"the result must hold each prompt row followed by the new tokens; {_size_words(out, (prompt.size(0), total))}"
     if not torch.equal(out[:, : prompt.size(1)], prompt):
         return "the output must start with the prompt"
     if int(out.min()) < 0 or int(out.max()) >= 12:
@@ -1134,14 +1457,51 @@ def _cached_sampled_problem(got):
 
 @suite.case("kv_cache", "sampling with top_k and a generator: shape (B, T0 + N), the prompt kept", points=1, check=satisfies(_cached_sampled_problem))
 def _(ns):
-    out, _ = _cached(ns, _TestGPT(ns, 8, **KV_PRE), KV_PRE_PROMPT, 6, temperature=0.8, top_k=4, generator=generator(8))
+    out, _ = _cached(ns, _PartsOnly(ns, 8, **KV_PRE), KV_PRE_PROMPT, 6, temperature=0.8, top_k=4, generator=generator(8))
     return out, KV_PRE_PROMPT, 10
+
+
+@suite.case("kv_cache", "temperature, top_k, top_p and the generator reach sample_next at every step", points=1,
+            check=_arguments_problem(6, 0.8, 4, 0.9, 8))
+def _(ns):
+    return _cached(ns, _PartsOnly(ns, 8, **KV_PRE), KV_PRE_PROMPT, 6, temperature=0.8, top_k=4, top_p=0.9, generator=generator(8))[1].calls
+
+
+@suite.case("kv_cache", "without sampling arguments sample_next gets temperature 1.0, no top_k, no top_p and no generator", points=1,
+            check=_arguments_problem(4, 1.0, None, None, None))
+def _(ns):
+    return _cached(ns, _PartsOnly(ns, 12, **KV_PRE), KV_PRE_PROMPT, 4)[1].calls
+
+
+@suite.case("kv_cache", "a prompt of 14 tokens, block_size 12: (B, T0 + N) tokens, the prompt kept", points=1, check=satisfies(_cached_sampled_problem))
+def _(ns):
+    model = _PartsOnly(ns, 13, **KV_ONE)
+    model.whole_window = True
+    prompt = torch.randint(12, (2, 14), generator=generator(45))
+    out, _ = _cached(ns, model, prompt, 3, temperature=0)
+    return out, prompt, 17
 
 
 @suite.case("kv_cache", "past block_size it still returns (B, T0 + N) tokens, the prompt kept", points=1, check=satisfies(_cached_sampled_problem))
 def _(ns):
-    out, _ = _cached(ns, _TestGPT(ns, 9, **KV_ONE), KV_PRE_PROMPT, 14, temperature=0)
+    model = _PartsOnly(ns, 9, **KV_ONE)
+    model.whole_window = True
+    out, _ = _cached(ns, model, KV_PRE_PROMPT, 14, temperature=0)
     return out, KV_PRE_PROMPT, 18
+
+
+@suite.case("kv_cache", "max_new_tokens=0 returns the prompt", points=1, check=_tokens(), expected=KV_PRE_PROMPT)
+def _(ns):
+    return _cached(ns, _PartsOnly(ns, 10, **KV_PRE), KV_PRE_PROMPT, 0, temperature=0)[0]
+
+
+@suite.case("kv_cache", "max_new_tokens=-1 and a 1-D prompt are refused with ValueError", points=1,
+            check=_refused(["generate_cached(model, idx, -1)", "generate_cached(model, idx) with a 1-D idx"]))
+def _(ns):
+    model = _PartsOnly(ns, 11, **KV_PRE)
+    with _replacing(ns, "sample_next", _Chooser()), _replacing(ns, "generate", _zeros_generate):
+        return [catch(ns.generate_cached, model, KV_PRE_PROMPT.clone(), -1)["raised"],
+                catch(ns.generate_cached, model, KV_PRE_PROMPT[0].clone(), 2)["raised"]]
 
 
 # ======================================================================== training_works
@@ -1167,7 +1527,7 @@ def _fit_and_score(ns, text, seed):
     ids = torch.tensor([vocab.index(ch) for ch in text])
     split = int(0.9 * len(ids))
     torch.manual_seed(seed)
-    model = ns.GPT(ns.GPTConfig(vocab_size=len(vocab), block_size=16, n_layer=1, n_head=2, n_embd=32))
+    model = ns.GPT(_config(vocab_size=len(vocab), block_size=16, n_layer=1, n_head=2, n_embd=32))
     ns.train(model, ids[:split], ids[split:], steps=300, batch_size=16, lr=1e-2, device="cpu", eval_interval=100,
              eval_iters=8, warmup=30, generator=generator(seed), progress=False)
     held = ids[split:]
@@ -1185,8 +1545,8 @@ def _below_bound(got):
         return f"the validation loss after training is {got}"
     if got >= BOUND:
         return (f"after 300 steps your GPT's validation loss is {got:.3f}, not below {BOUND}: it does not learn well enough "
-                "(look for targets that are not the next tokens, the same batch at every step, windows from only part of "
-                "the data, gradients zeroed between backward and step, or a step before the backward pass)")
+                "(look at how the weights start: all equal or all zero, a model cannot tell its units apart; and at the "
+                "targets, the batches, and where the gradients are zeroed)")
     return None
 
 

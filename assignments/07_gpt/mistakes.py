@@ -15,26 +15,25 @@ from autograder.authoring.catalogue import Variant
 # ---------------------------------------------------------------- model
 
 _GPT = '''
-class GPT(nn.Module):
+{config_class}class GPT(nn.Module):
     def __init__(self, config):
         super().__init__()
+        {config_check}
         self.config = config
         C = config.n_embd
         hidden = config.ff_dim or 4 * C
         self.tok_emb = nn.Embedding(config.vocab_size, C)
         self.pos_emb = nn.Embedding(config.block_size, C)
         self.drop = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(
-            [TransformerBlock(C, config.n_head, hidden, dropout=config.dropout, norm_first=config.norm_first)
-             for _ in range(config.n_layer)]
-        )
+        self.blocks = nn.ModuleList({blocks})
         self.ln_f = LayerNorm(C)
         {head}
         self.apply(self._init_weights)
+        {after_init}
 
     def _init_weights(self, module):
         if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            {init}
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
 
@@ -49,19 +48,43 @@ class GPT(nn.Module):
         logits = self.head({final})
         loss = None
         if targets is not None:
-            loss = F.cross_entropy(logits.view(B * T, -1), targets.view(B * T), ignore_index=-100)
+            {loss}
         return logits, loss
 '''
 
 _GPT_RIGHT = {
+    "config_class": "",
+    "config_check": ('for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):\n'
+                     '            if getattr(config, name) < 1:\n'
+                     '                raise ValueError(f"config.{name} must be positive")'),
+    "blocks": ("[TransformerBlock(C, config.n_head, hidden, dropout=config.dropout, norm_first=config.norm_first)\n"
+               "             for _ in range(config.n_layer)]"),
     "head": ("self.head = nn.Linear(C, config.vocab_size, bias=False)\n"
              "        if config.tie_weights:\n"
              "            self.head.weight = self.tok_emb.weight"),
+    "after_init": "",
+    "init": "nn.init.normal_(module.weight, mean=0.0, std=0.02)",
     "length_check": ('if T > self.config.block_size:\n'
-                     '            raise ValueError(f"{{T}} tokens, but block_size is {{self.config.block_size}}")'),
+                     '            raise ValueError(f"{T} tokens, but block_size is {self.config.block_size}")'),
     "mask": "mask=mask",
     "final": "self.ln_f(x)",
+    "loss": "loss = F.cross_entropy(logits.view(B * T, -1), targets.view(B * T), ignore_index=-100)",
 }
+
+_NANOGPT_CONFIG = '''@dataclass
+class GPTConfig:
+    vocab_size: int
+    block_size: int
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
+    ff_dim: int | None = None
+    dropout: float = 0.0
+    tie_weights: bool = True
+    norm_first: bool = True
+
+
+'''
 
 
 def _gpt(**changes: str) -> str:
@@ -121,15 +144,20 @@ def _device(**changes: str) -> str:
 
 _TRAIN_STEP = '''
 def train_step(model, optimizer, x, y, grad_clip=1.0):
+    {check}
     {zero}
     _, loss = model(x, y)
     {backward_and_clip}
     optimizer.step()
+    {after_step}
     return loss.item()
 '''
 
 _TRAIN_STEP_RIGHT = {
+    "check": ('if grad_clip is not None and grad_clip <= 0:\n'
+              '        raise ValueError("grad_clip must be positive")'),
     "zero": "optimizer.zero_grad()",
+    "after_step": "",
     "backward_and_clip": ("loss.backward()\n"
                           "    if grad_clip is not None:\n"
                           "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)"),
@@ -142,6 +170,8 @@ def _train_step(**changes: str) -> str:
 
 _ESTIMATE = '''
 def estimate_loss(model, data, block_size, batch_size, eval_iters, generator=None):
+    if eval_iters < 1 or batch_size < 1:
+        raise ValueError("eval_iters and batch_size must be positive")
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -169,13 +199,15 @@ def _estimate(**changes: str) -> str:
 _TRAIN = '''
 def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_interval, eval_iters, warmup,
           generator=None, grad_clip=1.0, weight_decay=0.1, progress=True):
+    if min(steps, batch_size, eval_interval, eval_iters) < 1 or lr <= 0 or not 0 <= warmup <= steps:
+        raise ValueError("steps, batch_size, eval_interval, eval_iters and lr must be positive, and 0 <= warmup <= steps")
     block_size = model.config.block_size
     model.to(device)
     decay = [p for p in model.parameters() if {decayed}]
     no_decay = [p for p in model.parameters() if not ({decayed})]
     optimizer = {optimizer}(
         [{{"params": decay, "weight_decay": weight_decay}}, {{"params": no_decay, "weight_decay": 0.0}}],
-        lr=lr, betas=(0.9, 0.95),
+        lr=lr, betas={betas},
     )
 
     def lr_at(s):
@@ -198,7 +230,7 @@ def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_in
         {set_lr}
         history["lr"].append(rate)
         {batch}
-        train_step(model, optimizer, {inputs}, grad_clip)
+        train_step(model, optimizer, {inputs}, {clip})
         if {evaluate_when}:
             evaluate(s + 1)
             bar.set_postfix(val=history["val_loss"][-1])
@@ -206,6 +238,8 @@ def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_in
 '''
 
 _TRAIN_RIGHT = {
+    "betas": "(0.9, 0.95)",
+    "clip": "grad_clip",
     "decayed": "p.dim() >= 2",
     "optimizer": "torch.optim.AdamW",
     "warmup_lr": "lr * (s + 1) / warmup",
@@ -243,7 +277,7 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
 
 _TOP_K = '''if top_k is not None:
         kth = torch.topk(logits, min(top_k, logits.size(-1)), dim=-1).values[{kth_index}]
-        logits = logits.masked_fill(logits < kth, float("-inf"))'''
+        logits = logits.masked_fill(logits {kth_compare} kth, float("-inf"))'''
 
 _TOP_P = '''if top_p is not None and top_p < 1:
         sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
@@ -259,6 +293,7 @@ _SAMPLE_RIGHT = {
     "probs": "F.softmax(logits, dim=-1)",
     "draw": "generator=generator",
     "kth_index": ":, -1:",
+    "kth_compare": "<",
     "mass": "drop = sorted_probs.cumsum(dim=-1) - sorted_probs >= top_p",
     "order": "k_then_p",
 }
@@ -266,30 +301,35 @@ _SAMPLE_RIGHT = {
 
 def _sample(**changes: str) -> str:
     slots = {**_SAMPLE_RIGHT, **changes}
-    top_k = _TOP_K.format(kth_index=slots["kth_index"])
+    top_k = _TOP_K.format(kth_index=slots["kth_index"], kth_compare=slots["kth_compare"])
     top_p = _TOP_P.format(mass=slots["mass"])
     filters = f"{top_k}\n    {top_p}" if slots["order"] == "k_then_p" else f"{top_p}\n    {top_k}"
-    return _SAMPLE.format(filters=filters, **{k: v for k, v in slots.items() if k not in ("kth_index", "mass", "order")})
+    return _SAMPLE.format(filters=filters, **{k: v for k, v in slots.items() if k not in ("kth_index", "kth_compare", "mass", "order")})
 
 
 # ---------------------------------------------------------------- generate
 
 _GENERATE = '''
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if idx.dim() != 2 or max_new_tokens < 0:
+        raise ValueError("idx must be (B, T0) and max_new_tokens >= 0")
     block_size = model.config.block_size
     idx = idx.to(next(model.parameters()).device)
+    start = idx.size(1)
     was_training = model.training
     model.eval()
-    with torch.no_grad():
+    with {grad_context}:
         for _ in range(max_new_tokens):
             logits, _ = model({context})
             next_id = sample_next(logits[{position}], {arguments})
             idx = torch.cat([idx, next_id], dim=1)
     {restore}
-    return idx
+    return {result}
 '''
 
 _GENERATE_RIGHT = {
+    "result": "idx",
+    "grad_context": "torch.no_grad()",
     "context": "idx[:, -block_size:]",
     "position": ":, -1, :",
     "arguments": "temperature, top_k, top_p, generator",
@@ -305,6 +345,8 @@ def _generate(**changes: str) -> str:
 
 _CACHED = '''
 def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if idx.dim() != 2 or max_new_tokens < 0:
+        raise ValueError("idx must be (B, T0) and max_new_tokens >= 0")
     cfg = model.config
     H = cfg.n_head
 
@@ -336,6 +378,7 @@ def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top
         return model.head(model.ln_f(x[:, -1])), new_cache
 
     idx = idx.to(next(model.parameters()).device)
+    start = idx.size(1)
     was_training = model.training
     model.eval()
     with torch.no_grad():
@@ -346,10 +389,11 @@ def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top
             if i + 1 < max_new_tokens:
                 {advance}
     model.train(was_training)
-    return idx
+    return {result}
 '''
 
 _CACHED_RIGHT = {
+    "result": "idx",
     "positions": "torch.arange(start, start + T, device=tokens.device)",
     "pre_norm": "cfg.norm_first",
     "keep": "new_cache.append((k, v))",
@@ -364,58 +408,91 @@ def _cached(**changes: str) -> str:
     return _CACHED.format(**{**_CACHED_RIGHT, **changes})
 
 
+_ONE_BATCH = dict(before_loop="x, y = get_batch(train_data, block_size, batch_size, generator)", batch="pass")
+_FIRST_WINDOWS = ("starts = torch.randint(block_size, (batch_size,), generator=generator)\n"
+                  "        x = torch.stack([train_data[i : i + block_size] for i in starts.tolist()])\n"
+                  "        y = torch.stack([train_data[i + 1 : i + block_size + 1] for i in starts.tolist()])")
+
+
+def _gpt_init(line: str) -> str:
+    return _gpt(init=line)
+
+
 MISTAKES = [
     # model
-    Variant("model", "no weight tying", {"GPT": _gpt(head="self.head = nn.Linear(C, config.vocab_size, bias=False)")}),
+    Variant("model", "no weight tying", {"GPT": _gpt(head="self.head = nn.Linear(C, config.vocab_size, bias=False)")}, hints=("head not tied",)),
     Variant("model", "the head keeps its bias", {"GPT": _gpt(head=(
         "self.head = nn.Linear(C, config.vocab_size)\n"
         "        if config.tie_weights:\n"
-        "            self.head.weight = self.tok_emb.weight"))}),
+        "            self.head.weight = self.tok_emb.weight"))}, hints=("head with a bias",)),
     Variant("model", "no final LayerNorm before the head", {"GPT": _gpt(final="x")}),
     Variant("model", "the blocks run without the causal mask", {"GPT": _gpt(mask="mask=None")}),
     Variant("model", "no ValueError for a sequence longer than block_size", {"GPT": _gpt(length_check="pass")}),
+    Variant("model", "nanoGPT's defaults copied into GPTConfig (12 layers, 12 heads, 768 wide)", {"GPT": _gpt(config_class=_NANOGPT_CONFIG)}),
+    Variant("model", "the same block object repeated n_layer times", {"GPT": _gpt(
+        blocks="[TransformerBlock(C, config.n_head, hidden, dropout=config.dropout, norm_first=config.norm_first)] * config.n_layer")}),
+    Variant("model", "config.dropout not given to the blocks", {"GPT": _gpt(
+        blocks="[TransformerBlock(C, config.n_head, hidden, norm_first=config.norm_first) for _ in range(config.n_layer)]")}),
+    Variant("model", "the loss written by hand, so -100 targets are not skipped", {"GPT": _gpt(
+        loss="loss = -F.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).mean()")}),
+    Variant("model", "no check of the configuration's sizes", {"GPT": _gpt(config_check="pass")}),
+    Variant("model", "the head is tied whatever tie_weights says", {"GPT": _gpt(head=(
+        "self.head = nn.Linear(C, config.vocab_size, bias=False)\n"
+        "        self.head.weight = self.tok_emb.weight"))}, hints=("head tied when tie_weights=False",)),
     # params
-    Variant("params", "the tied matrix counted twice", {"num_parameters": _params(head="V * C")}),
+    Variant("params", "the tied matrix counted twice", {"num_parameters": _params(head="V * C")}, hints=("tied matrix counted twice",)),
     Variant("params", "position embeddings left out", {"num_parameters": _params(embeddings="V * C")}),
     Variant("params", "attention projections counted without biases", {"num_parameters": _params(attention="4 * C * C")}),
     Variant("params", "ff_dim ignored (always 4 * n_embd)", {"num_parameters": _params(hidden="4 * C")}),
     Variant("params", "the final LayerNorm forgotten", {"num_parameters": _params(final="0")}),
     # device
     Variant("device", "returns strings instead of torch.device", {"get_device": _device(
-        first_device='"cuda"', second_device='"mps"', cpu='"cpu"')}),
+        first_device='"cuda"', second_device='"mps"', cpu='"cpu"')}, hints=("a string, not a torch.device",)),
     Variant("device", "MPS asked before CUDA", {"get_device": _device(
         first="torch.backends.mps.is_available()", first_device='torch.device("mps")',
         second="torch.cuda.is_available()", second_device='torch.device("cuda")')}),
-    Variant("device", "torch.cuda.is_available without the call", {"get_device": _device(first="torch.cuda.is_available")}),
+    Variant("device", "torch.cuda.is_available without the call", {"get_device": _device(first="torch.cuda.is_available")},
+            hints=("is_available not called",)),
     Variant("device", "Apple GPUs never considered", {"get_device": _device(second="False")}),
     Variant("device", "mps.is_built() asked instead of is_available()", {"get_device": _device(
         second="torch.backends.mps.is_built()")}),
     # train
-    Variant("train", "no zero_grad: gradients pile up across steps", {"train_step": _train_step(zero="pass")}),
+    Variant("train", "no zero_grad: gradients pile up across steps", {"train_step": _train_step(zero="pass")}, hints=("gradients not zeroed",)),
+    Variant("train", "gradients zeroed after the step instead of before", {"train_step": _train_step(
+        zero="pass", after_step="optimizer.zero_grad()")}, hints=("gradients zeroed after the step",)),
     Variant("train", "gradients clipped before the backward pass", {"train_step": _train_step(backward_and_clip=(
         "if grad_clip is not None:\n"
         "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)\n"
         "    loss.backward()"))}),
+    Variant("train", "train_step accepts grad_clip=0", {"train_step": _train_step(check="pass")}),
     Variant("train", "estimate_loss leaves the model in eval mode", {"estimate_loss": _estimate(restore="pass")}),
     Variant("train", "estimate_loss returns the sum, not the mean", {"estimate_loss": _estimate(result="sum(losses)")}),
     Variant("train", "no warm-up: cosine decay from the first step", {"train": _train(warmup_lr="lr")}),
     Variant("train", "the schedule is recorded but never given to the optimiser", {"train": _train(set_lr="pass")}),
     Variant("train", "weight decay on every parameter", {"train": _train(decayed="True")}),
     Variant("train", "no evaluation after the last step", {"train": _train(evaluate_when="(s + 1) % eval_interval == 0")}),
+    Variant("train", "grad_clip not passed on to train_step", {"train": _train(clip="1.0")}),
+    Variant("train", "AdamW's default betas (0.9, 0.999)", {"train": _train(betas="(0.9, 0.999)")}),
+    Variant("train", "the training batches drawn from the validation data", {"train": _train(
+        batch="x, y = get_batch(val_data, block_size, batch_size, generator)")}),
     # sampling
     Variant("sampling", "temperature applied after the softmax", {"sample_next": _sample(
         scaled="logits", probs="F.softmax(logits, dim=-1) / temperature")}),
     Variant("sampling", "top-p drops the token that crosses the threshold", {"sample_next": _sample(
-        mass="drop = sorted_probs.cumsum(dim=-1) > top_p")}),
-    Variant("sampling", "top-p applied before top-k", {"sample_next": _sample(order="p_then_k")}),
+        mass="drop = sorted_probs.cumsum(dim=-1) > top_p")}, hints=("top-p drops the crossing token",)),
+    Variant("sampling", "top-p applied before top-k", {"sample_next": _sample(order="p_then_k")}, hints=("top-p before top-k",)),
     Variant("sampling", "temperature 0 not treated as greedy", {"sample_next": _sample(greedy="pass")}),
     Variant("sampling", "the first row's k-th value filters every row", {"sample_next": _sample(kth_index="0, -1")}),
     Variant("sampling", "the generator is not used", {"sample_next": _sample(draw="replacement=False")}),
+    Variant("sampling", "top_k keeps k - 1 tokens (the k-th value itself filtered out)", {"sample_next": _sample(kth_compare="<=")},
+            hints=("top_k keeps one token too few",)),
     # generate
     Variant("generate", "no context cropping", {"generate": _generate(context="idx")}),
     Variant("generate", "the first position's logits used", {"generate": _generate(position=":, 0, :")}),
     Variant("generate", "the model left in eval mode", {"generate": _generate(restore="pass")}),
     Variant("generate", "the sampling arguments not passed on", {"generate": _generate(arguments="generator=generator")}),
+    Variant("generate", "generation keeps the gradients (no torch.no_grad)", {"generate": _generate(grad_context="torch.enable_grad()")}),
+    Variant("generate", "only the new tokens returned, without the prompt", {"generate": _generate(result="idx[:, start:]")}, hints=("prompt dropped",)),
     # kv_cache
     Variant("kv_cache", "wrong positions: each new token at position 0", {"generate_cached": _cached(
         positions="torch.arange(T, device=tokens.device)")}),
@@ -426,15 +503,26 @@ MISTAKES = [
     Variant("kv_cache", "pre-norm order for every model", {"generate_cached": _cached(pre_norm="True")}),
     Variant("kv_cache", "the cache keeps growing past block_size", {"generate_cached": _cached(
         advance="logits, cache = run(next_id, cache)")}),
-    # training_works: what only training shows
-    Variant("training_works", "targets are the input windows themselves", {"train": _train(inputs="x.to(device), x.to(device)")}),
-    Variant("training_works", "inputs and targets swapped", {"train": _train(inputs="y.to(device), x.to(device)")}),
-    Variant("training_works", "one batch drawn before the loop and reused", {"train": _train(
-        before_loop="x, y = get_batch(train_data, block_size, batch_size, generator)", batch="pass")}),
-    Variant("training_works", "windows start only within the first block_size tokens", {"train": _train(batch=(
-        "starts = torch.randint(block_size, (batch_size,), generator=generator)\n"
-        "        x = torch.stack([train_data[i : i + block_size] for i in starts.tolist()])\n"
-        "        y = torch.stack([train_data[i + 1 : i + block_size + 1] for i in starts.tolist()])"))}),
+    Variant("kv_cache", "only the new tokens returned, without the prompt", {"generate_cached": _cached(result="idx[:, start:]")},
+            hints=("prompt dropped",)),
+    # training_works: what only training shows (the tests of model load their own weights, so a
+    # GPT whose weights start badly passes them, and fails to learn)
+    Variant("training_works", "every weight initialised to zero", {"GPT": _gpt_init("nn.init.zeros_(module.weight)")}),
+    Variant("training_works", "every weight initialised to one", {"GPT": _gpt_init("nn.init.ones_(module.weight)")}),
+    Variant("training_works", "every weight set to the constant 0.02", {"GPT": _gpt_init("nn.init.constant_(module.weight, 0.02)")}),
+    Variant("training_works", "every parameter drawn with normal_(p, 0.02): mean 0.02, standard deviation 1", {"GPT": _gpt(
+        after_init="for p in self.parameters():\n            nn.init.normal_(p, 0.02)")}),
+]
+
+# Mistakes in train() that its own tests catch and that also stop the model from learning:
+# they lose points on train and, by design, on training_works (which trains the student's
+# GPT with the student's train). check-stage holds every MISTAKES entry to "its own
+# question only", so these are graded in test_gpt.py instead.
+COUPLED = [
+    Variant("train", "targets are the input windows themselves", {"train": _train(inputs="x.to(device), x.to(device)")}),
+    Variant("train", "inputs and targets swapped", {"train": _train(inputs="y.to(device), x.to(device)")}),
+    Variant("train", "one batch drawn before the loop and reused", {"train": _train(**_ONE_BATCH)}),
+    Variant("train", "windows start only within the first block_size tokens", {"train": _train(batch=_FIRST_WINDOWS)}),
 ]
 
 
@@ -444,6 +532,8 @@ _GPT_OTHER_STYLE = '''
 class GPT(nn.Module):
     def __init__(self, config):
         super().__init__()
+        if min(config.vocab_size, config.block_size, config.n_layer, config.n_head, config.n_embd) <= 0:
+            raise ValueError(f"every size of the configuration must be positive: {{config}}")
         self.config = config
         width = config.n_embd
         self.tok_emb = nn.Embedding(config.vocab_size, width)
@@ -461,6 +551,8 @@ class GPT(nn.Module):
             self.tok_emb.weight = self.head.weight
 
     def forward(self, idx, targets=None):
+        if idx.ndim != 2:
+            raise ValueError(f"idx must be (B, T), got shape {{tuple(idx.shape)}}")
         T = idx.size(1)
         if T > self.config.block_size:
             raise ValueError(f"cannot read {{T}} tokens with a block size of {{self.config.block_size}}")
@@ -484,6 +576,8 @@ _GPT2_INIT = '''residual = 0.02 / math.sqrt(2 * config.n_layer)
 _TRAIN_OTHER_STYLE = {
     "train_step": '''
         def train_step(model, optimizer, x, y, grad_clip=1.0):
+            if grad_clip is not None and not grad_clip > 0:
+                raise ValueError(f"grad_clip must be None or positive, not {grad_clip}")
             model.zero_grad(set_to_none=True)
             loss = model(x, targets=y)[1]
             loss.backward()
@@ -494,6 +588,8 @@ _TRAIN_OTHER_STYLE = {
     ''',
     "estimate_loss": '''
         def estimate_loss(model, data, block_size, batch_size, eval_iters, generator=None):
+            if eval_iters <= 0 or batch_size <= 0 or data.numel() < block_size + 1:
+                raise ValueError("need eval_iters > 0, batch_size > 0 and at least block_size + 1 tokens")
             mode = model.training
             model.eval()
             device = next(model.parameters()).device
@@ -510,6 +606,11 @@ _TRAIN_OTHER_STYLE = {
     "train": '''
         def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_interval, eval_iters, warmup,
                   generator=None, grad_clip=1.0, weight_decay=0.1, progress=True):
+            for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_interval", eval_interval), ("eval_iters", eval_iters), ("lr", lr)):
+                if value <= 0:
+                    raise ValueError(f"{name} must be positive, got {value}")
+            if warmup < 0 or warmup > steps:
+                raise ValueError(f"warmup must be between 0 and steps, got {warmup}")
             T = model.config.block_size
             model = model.to(device)
             groups = [
@@ -591,6 +692,8 @@ ALTERNATIVES = [
         def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
             if max_new_tokens < 0:
                 raise ValueError("max_new_tokens must be >= 0")
+            if idx.ndim != 2:
+                raise ValueError(f"idx must be (B, T0), got {tuple(idx.shape)}")
             mode = model.training
             model.train(False)
             out = idx.to(next(model.parameters()).device)
@@ -608,6 +711,8 @@ ALTERNATIVES = [
     '''}),
     Variant("kv_cache", "preallocated cache tensors and scaled_dot_product_attention", {"generate_cached": '''
         def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+            if idx.ndim != 2 or max_new_tokens < 0:
+                raise ValueError(f"need a (B, T0) prompt and max_new_tokens >= 0, got {tuple(idx.shape)} and {max_new_tokens}")
             cfg = model.config
             n_head, width, limit = cfg.n_head, cfg.n_embd, cfg.block_size
             head_dim = width // n_head

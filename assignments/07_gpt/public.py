@@ -2,23 +2,53 @@
 
 The tests of one question do not lean on the student's other answers: the training and
 generation tests use small stand-in models (a bigram table, or the given blocks put
-together), and the generation tests swap in a plain greedy chooser for the student's
-`sample_next` while they run. Only `training_works` uses the student's GPT and train.
+together) built with a configuration of the grader's own (every field given), and the
+generation tests swap in a chooser of the grader's own for the student's `sample_next`
+while they run (it notes what it is given and picks the most likely token). Only
+`training_works` uses the student's GPT and train.
 
 This file is copied into the student's notebook, so it holds no reference code: the
 device tests pretend that a GPU is (or is not) available and state the answers as
-literals, and the kv_cache stand-in has a GPT's parts but no forward pass.
+literals, and the kv_cache stand-in has a GPT's parts but no forward pass of a GPT.
+Probes return raw outputs (tensors, numbers, strings); every comparison happens in the
+checks. Tolerances: losses rtol 1e-4 / 1e-5 (float32 sums in another order move them by
+about 1e-6); gradient norms 1e-6 relative; sampling frequencies within 0.06 of their
+probability in 1000 draws (about 4 standard deviations).
 """
 
 import contextlib
 import math
 import random
+from dataclasses import dataclass
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from autograder.kit import Hint, Suite, catch, close_number, equal, generator, raises, randn, satisfies
 
 suite = Suite(public=True)
+
+
+@dataclass
+class _Config:
+    """The grader's own configuration for its stand-in models: every field is given."""
+
+    vocab_size: int
+    block_size: int
+    n_layer: int
+    n_head: int
+    n_embd: int
+    ff_dim: int | None
+    dropout: float
+    tie_weights: bool
+    norm_first: bool
+
+
+def _config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim=None, dropout=0.0, tie_weights=True, norm_first=True):
+    return _Config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim, dropout, tie_weights, norm_first)
+
+
+_FILLED_FIRST = {"tok_emb.weight": 0}
 
 
 def _fill(model, seed, scale=0.5):
@@ -27,11 +57,11 @@ def _fill(model, seed, scale=0.5):
     A head tied to the token embedding is filled once, as `tok_emb.weight`, whichever
     of the two modules was created first.
     """
-    shared = getattr(getattr(model, "tok_emb", None), "weight", None)
+    distinct = {}  # one entry per Parameter, under the first of its names (tok_emb.weight first)
+    for name, param in sorted(model.named_parameters(remove_duplicate=False), key=lambda item: _FILLED_FIRST.get(item[0], 1)):
+        distinct.setdefault(id(param), (name, param))
     with torch.no_grad():
-        for name, param in model.named_parameters(remove_duplicate=False):
-            if name == "head.weight" and param is shared:
-                continue
+        for name, param in distinct.values():
             offset = sum(ord(ch) * (i + 1) for i, ch in enumerate(name))
             param.copy_(torch.randn(param.shape, generator=generator(seed * 100003 + offset)) * scale)
 
@@ -40,64 +70,136 @@ def _fill(model, seed, scale=0.5):
 def _stand_in(ns, name, replacement):
     """Replace the notebook's function `name` while the block runs, then put it back."""
     names = ns._names
-    missing = object()
-    saved = names.get(name, missing)
+    saved = names.get(name)
     names[name] = replacement
     try:
-        yield
+        yield replacement
     finally:
-        if saved is missing:
+        if saved is None:
             names.pop(name, None)
         else:
             names[name] = saved
 
 
-def _argmax_chooser(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
-    """The grader's stand-in for sample_next in the public generation tests: greedy only."""
-    return logits.argmax(dim=-1, keepdim=True)
+class _Chooser:
+    """The grader's stand-in for sample_next in the generation tests: it notes its arguments
+    and returns the most likely token of each row, whatever they say."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+        seed = None if generator is None else generator.initial_seed()
+        self.calls.append([float(temperature), top_k, top_p, seed])
+        return logits.argmax(dim=-1, keepdim=True)
+
+
+def _mode(module):
+    return "train" if module.training else "eval"
+
+
+def _grad_state():
+    return "grad" if torch.is_grad_enabled() else "no_grad"
 
 
 # ---------------------------------------------------------------- model
 
 
-def _describe_gpt(model, idx):
-    head = getattr(model, "head", None)
-    emb = getattr(model, "tok_emb", None)
-    logits, loss = model(idx)
+def _defaults_problem(got):
+    want = {"n_layer": 4, "n_head": 4, "n_embd": 128, "ff_dim": 512, "dropout": [0.0], "norm_first": "True", "config_ff_dim": None}
+    for key, value in want.items():
+        if got.get(key) != value:
+            return f"built from GPTConfig(vocab_size=11, block_size=8), the model's {key} must be {value!r} (GPTConfig's defaults), got {got.get(key)!r}"
+    if got["head_weight"] != got["tok_emb_weight"]:
+        return "by default (tie_weights=True) head.weight must be the very same Parameter as tok_emb.weight"
+    return None
+
+
+@suite.case(
+    "model",
+    "GPT(GPTConfig(vocab_size=11, block_size=8)): the defaults n_layer=4, n_head=4, n_embd=128, ff_dim=None (4 * 128), dropout=0.0, tied, pre-norm",
+    points=1,
+    check=satisfies(_defaults_problem),
+    timeout=30,  # a GPTConfig with far larger defaults builds a far larger model
+)
+def _(ns):
+    config = ns.GPTConfig(vocab_size=11, block_size=8)
+    model = ns.GPT(config)
+    first = model.blocks[0]
     return {
-        "tok_emb": f"{type(emb).__name__} {tuple(getattr(emb, 'weight', torch.empty(0)).shape)}",
-        "pos_emb": f"{type(getattr(model, 'pos_emb', None)).__name__} {tuple(getattr(getattr(model, 'pos_emb', None), 'weight', torch.empty(0)).shape)}",
-        "blocks": f"{type(getattr(model, 'blocks', None)).__name__} of {len(getattr(model, 'blocks', []))}",
-        "ln_f": type(getattr(model, "ln_f", None)).__name__,
-        "head": f"{type(head).__name__} bias={getattr(head, 'bias', 'missing') is not None}",
-        "tied": getattr(head, "weight", None) is getattr(emb, "weight", 0),
-        "logits": list(logits.shape),
-        "loss": loss,
+        "n_layer": len(model.blocks), "n_head": first.attn.num_heads, "n_embd": model.tok_emb.weight.shape[1],
+        "ff_dim": first.ff.fc1.out_features, "dropout": sorted({getattr(m, "p", None) for m in model.modules()} - {None}),
+        "norm_first": repr(first.norm_first), "config_ff_dim": config.ff_dim,
+        "head_weight": id(model.head.weight), "tok_emb_weight": id(model.tok_emb.weight),
     }
+
+
+PARTS_COUNT = 6896  # the model's distinct parameters, counted by hand: 176 + 128 + 2 * 3280 + 32
+_PARTS = {
+    "tok_emb": "Embedding (11, 16)",
+    "pos_emb": "Embedding (8, 16)",
+    "blocks": "ModuleList of 2",
+    "ln_f": "LayerNorm",
+    "head": "Linear (11, 16)",
+    "head_bias": "NoneType",
+    "logits": [3, 5, 11],
+    "loss": "NoneType",
+    "dropouts": [0.1],
+    "parameters": PARTS_COUNT,
+}
+
+
+def _parts_problem(got):
+    for key, want in _PARTS.items():
+        if got.get(key) != want:
+            return f"{key}: expected {want!r}, got {got.get(key)!r}"
+    if got["head_weight"] != got["tok_emb_weight"]:
+        return "with tie_weights=True, head.weight must be the very same Parameter as tok_emb.weight"
+    return None
 
 
 @suite.case(
     "model",
     "the parts, the shape of the logits and a tied head",
     points=1,
-    check=equal([
-        Hint(lambda got, exp: isinstance(got, dict) and got.get("tied") is False, "with tie_weights=True, head.weight must be the very same Parameter as tok_emb.weight"),
-        Hint(lambda got, exp: isinstance(got, dict) and got.get("head") == "Linear bias=True", "the head is nn.Linear(n_embd, vocab_size, bias=False)"),
+    check=satisfies(_parts_problem, [
+        Hint(lambda got, exp: got["head_weight"] != got["tok_emb_weight"], "assign the embedding's Parameter to the head: self.head.weight = self.tok_emb.weight", mistake="head not tied"),
+        Hint(lambda got, exp: got["head_bias"] != "NoneType", "the head is nn.Linear(n_embd, vocab_size, bias=False)", mistake="head with a bias"),
     ]),
-    expected={
-        "tok_emb": "Embedding (11, 16)",
-        "pos_emb": "Embedding (8, 16)",
-        "blocks": "ModuleList of 2",
-        "ln_f": "LayerNorm",
-        "head": "Linear bias=False",
-        "tied": True,
-        "logits": [3, 5, 11],
-        "loss": None,
-    },
 )
 def _(ns):
-    model = ns.GPT(ns.GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16))
-    return _describe_gpt(model, torch.randint(11, (3, 5), generator=generator(0)))
+    model = ns.GPT(ns.GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16, dropout=0.1))
+    model.eval()
+    head, emb, pos = model.head, model.tok_emb, model.pos_emb
+    logits, loss = model(torch.randint(11, (3, 5), generator=generator(0)))
+    return {
+        "tok_emb": f"{type(emb).__name__} {tuple(emb.weight.shape)}",
+        "pos_emb": f"{type(pos).__name__} {tuple(pos.weight.shape)}",
+        "blocks": f"{type(model.blocks).__name__} of {len(model.blocks)}",
+        "ln_f": type(model.ln_f).__name__,
+        "head": f"{type(head).__name__} {tuple(head.weight.shape)}",
+        "head_bias": type(getattr(head, "bias", None)).__name__,
+        "head_weight": id(head.weight),
+        "tok_emb_weight": id(emb.weight),
+        "logits": list(logits.shape),
+        "loss": type(loss).__name__,
+        "dropouts": sorted({getattr(m, "p", None) for m in model.modules()} - {None}),
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
+
+
+def _untied_problem(got):
+    head, emb = got
+    if head == emb:
+        return "with tie_weights=False the head must have a matrix of its own, not tok_emb.weight"
+    return None
+
+
+@suite.case("model", "tie_weights=False: the head has a matrix of its own", points=1,
+            check=satisfies(_untied_problem, [Hint(lambda got, exp: got[0] == got[1], "tie only when config.tie_weights is true", mistake="head tied when tie_weights=False")]))
+def _(ns):
+    model = ns.GPT(ns.GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16, tie_weights=False))
+    return [id(model.head.weight), id(model.tok_emb.weight)]
 
 
 @suite.case("model", "a sequence longer than block_size raises ValueError", points=1, check=raises("ValueError"))
@@ -106,12 +208,18 @@ def _(ns):
     return catch(model, torch.zeros(2, 9, dtype=torch.long))
 
 
+@suite.case("model", "a configuration with n_layer=0 is refused with ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.GPT, ns.GPTConfig(vocab_size=11, block_size=8, n_layer=0, n_head=2, n_embd=16))
+
+
 @suite.case(
     "model",
     "the loss of a model with fixed weights",
     points=1,
     check=close_number(rtol=1e-4, atol=1e-5),
     expected=3.3337390422821045,
+    builds_on=("the parts, the shape of the logits and a tied head",),
 )
 def _(ns):
     model = ns.GPT(ns.GPTConfig(vocab_size=13, block_size=10, n_layer=2, n_head=2, n_embd=8))
@@ -119,17 +227,23 @@ def _(ns):
     model.eval()
     idx = torch.randint(13, (2, 6), generator=generator(1))
     targets = torch.randint(13, (2, 6), generator=generator(2))
-    return model(idx, targets)[1].item()
+    with torch.no_grad():
+        return model(idx, targets)[1].item()
 
 
 def _ignored_problem(got):
-    loss, want = got
+    logits, targets, loss = got
+    if type(loss) is not float:
+        return f"the loss must be a tensor holding one number, got {loss}"
+    keep = targets != -100
+    want = float(torch.nn.functional.cross_entropy(logits[keep], targets[keep]))
     if abs(loss - want) > 1e-5 + 1e-5 * abs(want):
         return f"with some targets set to -100 the loss is {loss:.6f}, but the mean cross-entropy over the other positions is {want:.6f}"
     return None
 
 
-@suite.case("model", "targets of -100 are left out of the mean", points=1, check=satisfies(_ignored_problem))
+@suite.case("model", "targets of -100 are left out of the mean", points=1, check=satisfies(_ignored_problem),
+            builds_on=("the parts, the shape of the logits and a tied head",))
 def _(ns):
     model = ns.GPT(ns.GPTConfig(vocab_size=13, block_size=10, n_layer=1, n_head=2, n_embd=8))
     _fill(model, seed=3)
@@ -137,29 +251,30 @@ def _(ns):
     targets = torch.randint(13, (2, 6), generator=generator(5))
     targets[0, :4] = -100
     targets[1, 5] = -100
-    scores, total = model(idx, targets)
-    keep = targets != -100
-    want = torch.nn.functional.cross_entropy(scores.detach()[keep], targets[keep])
-    return float(total.detach()), float(want)
+    with torch.no_grad():
+        scores, total = model(idx, targets)
+    return scores.detach(), targets, total.item()
 
 
 # ---------------------------------------------------------------- params
 
 
-@suite.case("params", "the docstring's example: 324", points=1, check=equal(), expected=324)
+@suite.case("params", "the docstring's example: 324", points=1,
+            check=equal([Hint(lambda got, exp: got == exp + 10 * 4, "a tied head shares the embedding's matrix: count it once", mistake="tied matrix counted twice")]),
+            expected=324)
 def _(ns):
-    return ns.num_parameters(ns.GPTConfig(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=4))
+    return ns.num_parameters(_config(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=4))
 
 
 @suite.case(
     "params",
     "an untied head and a given ff_dim",
     points=1,
-    check=equal([Hint(lambda got, exp: got == exp - 20 * 6, "an untied head is a second vocab_size x n_embd matrix")]),
+    check=equal(),
     expected=1730,
 )
 def _(ns):
-    return ns.num_parameters(ns.GPTConfig(vocab_size=20, block_size=7, n_layer=2, n_head=3, n_embd=6, ff_dim=40, tie_weights=False))
+    return ns.num_parameters(_config(vocab_size=20, block_size=7, n_layer=2, n_head=3, n_embd=6, ff_dim=40, tie_weights=False))
 
 
 # ---------------------------------------------------------------- device
@@ -183,21 +298,26 @@ def _picked(ns, cuda, mps):
     return [type(device).__name__, getattr(device, "type", str(device))]
 
 
-_STRING_HINT = [Hint(lambda got, exp: isinstance(got, list) and got[0] == "str", "return a torch.device, e.g. torch.device(\"cpu\"), not a string")]
+_STRING_HINT = Hint(lambda got, exp: isinstance(got, list) and got[0] == "str", "return a torch.device, e.g. torch.device(\"cpu\"), not a string", mistake="a string, not a torch.device")
+_CALL_HINT = Hint(lambda got, exp: isinstance(got, list) and got[1] == "cuda", "is_available is a function: call it, with parentheses", mistake="is_available not called")
 
 
-@suite.case("device", "when CUDA is reported available: cuda", points=1, check=equal(_STRING_HINT), expected=["device", "cuda"])
+@suite.case("device", "when CUDA is reported available: cuda", points=1, check=equal([_STRING_HINT]), expected=["device", "cuda"])
 def _(ns):
     return _picked(ns, cuda=True, mps=False)
 
 
-@suite.case(
-    "device",
-    "when neither GPU is reported available: cpu",
-    points=1,
-    check=equal(_STRING_HINT + [Hint(lambda got, exp: isinstance(got, list) and got[1] == "cuda", "is_available is a function: call it, with parentheses")]),
-    expected=["device", "cpu"],
-)
+@suite.case("device", "when both CUDA and MPS are reported available: cuda first", points=1, check=equal([_STRING_HINT]), expected=["device", "cuda"])
+def _(ns):
+    return _picked(ns, cuda=True, mps=True)
+
+
+@suite.case("device", "when only MPS is reported available: mps", points=1, check=equal([_STRING_HINT, _CALL_HINT]), expected=["device", "mps"])
+def _(ns):
+    return _picked(ns, cuda=False, mps=True)
+
+
+@suite.case("device", "when neither GPU is reported available: cpu", points=1, check=equal([_STRING_HINT, _CALL_HINT]), expected=["device", "cpu"])
 def _(ns):
     return _picked(ns, cuda=False, mps=False)
 
@@ -210,12 +330,10 @@ def _usable_problem(got):
     return None
 
 
-@suite.case("device", "on this machine it returns a torch.device that can hold a tensor", points=1, check=satisfies(_usable_problem))
+@suite.case("device", "on this machine it returns a torch.device that can hold a tensor", points=1, check=satisfies(_usable_problem, [_STRING_HINT]))
 def _(ns):
     device = ns.get_device()
-    if not isinstance(device, torch.device):
-        return {"class": type(device).__name__, "made_on": None}
-    return {"class": "device", "made_on": torch.ones(3, device=device).device.type}
+    return {"class": type(device).__name__, "made_on": torch.ones(3, device=device).device.type}
 
 
 # ---------------------------------------------------------------- train
@@ -223,27 +341,35 @@ def _(ns):
 
 class _Bigram(torch.nn.Module):
     """A stand-in model (not a transformer): the next token's logits are a row of a table
-    chosen by the current token. It records the mode and shape of every call."""
+    chosen by the current token, plus a bias. It notes the mode, the inputs and the loss
+    of every call."""
 
-    def __init__(self, ns, vocab_size, block_size, dropout=0.0):
+    def __init__(self, vocab_size, block_size, dropout=0.0):
         super().__init__()
-        self.config = ns.GPTConfig(vocab_size=vocab_size, block_size=block_size, n_layer=1, n_head=1, n_embd=vocab_size)
+        self.config = _config(vocab_size=vocab_size, block_size=block_size, n_layer=1, n_head=1, n_embd=vocab_size, dropout=dropout, tie_weights=False)
         self.table = torch.nn.Embedding(vocab_size, vocab_size)
+        self.bias = torch.nn.Parameter(torch.zeros(vocab_size))
         self.drop = torch.nn.Dropout(dropout)
+        self.positions = torch.zeros(block_size)  # indexed by the input's length: longer than block_size is refused
         self.calls = []
 
     def forward(self, idx, targets=None):
-        if idx.size(1) > self.config.block_size:
-            raise ValueError(f"this test model reads at most block_size={self.config.block_size} tokens, got {idx.size(1)}")
-        self.calls.append((self.training, torch.is_grad_enabled(), list(idx.shape)))
-        scores = self.drop(self.table(idx))  # (B, T, V)
-        if targets is None:
-            return scores, None
-        return scores, torch.nn.functional.cross_entropy(scores.flatten(0, 1), targets.flatten())
+        try:
+            self.positions[idx.size(1) - 1]
+        except IndexError:
+            raise ValueError(f"this test model reads at most block_size={self.config.block_size} tokens, got {idx.size(1)}") from None
+        scores = self.drop(self.table(idx)) + self.bias  # (B, T, V)
+        loss = None
+        if targets is not None:
+            loss = torch.nn.functional.cross_entropy(scores.flatten(0, 1), targets.flatten())
+        self.calls.append({"mode": _mode(self), "grad": _grad_state(), "idx": idx.detach().clone(),
+                           "targets": None if targets is None else targets.detach().clone(),
+                           "loss": None if loss is None else float(loss.detach())})
+        return scores, loss
 
 
-def _bigram(ns, seed, vocab_size=6, block_size=5, dropout=0.0):
-    model = _Bigram(ns, vocab_size, block_size, dropout)
+def _bigram(seed, vocab_size=6, block_size=5, dropout=0.0):
+    model = _Bigram(vocab_size, block_size, dropout)
     _fill(model, seed)
     return model
 
@@ -253,43 +379,80 @@ def _grads(model):
 
 
 def _step_problem(got):
-    kind, diff = got
+    kind, once, twice = got
     if kind != "float":
         return f"train_step must return the loss as a Python float (loss.item()), got {kind}"
+    diff = float((once - twice).abs().max())
     if diff > 1e-6:
         return f"after two calls the gradients differ from those of one call by up to {diff:.3g}: each call must start from zeroed gradients"
     return None
 
 
-@suite.case("train", "train_step returns a float and starts from zeroed gradients", points=1, check=satisfies(_step_problem))
+def _doubled(got, exp):
+    return got[0] == "float" and torch.allclose(got[2], 2 * got[1], rtol=1e-4, atol=1e-6)
+
+
+@suite.case("train", "train_step returns a float and starts from zeroed gradients", points=1,
+            check=satisfies(_step_problem, [Hint(_doubled, "the second call added its gradients to the first call's: zero them at the start of each step", mistake="gradients not zeroed")]),
+            timeout=60)  # the first optimiser of a process imports torch._dynamo: seconds
 def _(ns):
     data = torch.randint(6, (4, 6), generator=generator(8))
-    once, twice = _bigram(ns, 1), _bigram(ns, 1)
+    once, twice = _bigram(1), _bigram(1)
     ns.train_step(once, torch.optim.SGD(once.parameters(), lr=0.0), data[:, :5], data[:, 1:], grad_clip=None)
     optimizer = torch.optim.SGD(twice.parameters(), lr=0.0)
     ns.train_step(twice, optimizer, data[:, :5], data[:, 1:], grad_clip=None)
     result = ns.train_step(twice, optimizer, data[:, :5], data[:, 1:], grad_clip=None)
-    return type(result).__name__, float((_grads(once) - _grads(twice)).abs().max())
+    return type(result).__name__, _grads(once), _grads(twice)
+
+
+def _clip_problem(got):
+    clipped, unclipped = (float(g.norm()) for g in got)
+    if not clipped <= 1e-3 * (1 + 1e-3):
+        return f"with grad_clip=0.001 the total gradient norm after train_step is {clipped:.4g}: clip after the backward pass, before the step"
+    if not unclipped > 1e-2:
+        return f"with grad_clip=None the gradients must be left as they are, but their norm is {unclipped:.4g}"
+    return None
+
+
+@suite.case("train", "train_step clips the total gradient norm to grad_clip (0.001), and not with grad_clip=None", points=1,
+            check=satisfies(_clip_problem), timeout=60)
+def _(ns):
+    data = torch.randint(6, (4, 6), generator=generator(9))
+    grads = []
+    for clip in (1e-3, None):
+        model = _bigram(2)
+        ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), data[:, :5], data[:, 1:], grad_clip=clip)
+        grads.append(_grads(model))
+    return grads
 
 
 def _estimate_problem(got):
     if got["kind"] != "float":
         return f"estimate_loss must return a Python float, got {got['kind']}"
-    if not got["calls"]:
+    calls = got["calls"]
+    if not calls:
         return "estimate_loss never called the model"
-    if any(training or grad for training, grad, _ in got["calls"]):
+    if any(mode != "eval" or grad != "no_grad" for mode, grad in calls):
         return "the model must run in eval mode (model.eval()) and without gradients (torch.no_grad())"
-    if not got["training_after"]:
+    if got["mode_after"] != "train":
         return "the model was in training mode before the call and must be put back in it afterwards"
+    losses = [loss for loss in got["losses"] if loss is not None]
+    if len(losses) != 3:
+        return f"with eval_iters=3 the model should be run on 3 batches with targets, it was run on {len(losses)}"
+    mean = sum(losses) / len(losses)
+    if abs(got["value"] - mean) > 1e-6 + 1e-6 * abs(mean):
+        return f"estimate_loss returned {got['value']:.6f}, but the mean loss of the batches it ran is {mean:.6f}"
     return None
 
 
-@suite.case("train", "estimate_loss runs in eval mode without gradients, then restores the mode", points=1, check=satisfies(_estimate_problem))
+@suite.case("train", "estimate_loss: the mean of eval_iters batch losses, in eval mode without gradients, then the mode restored", points=1,
+            check=satisfies(_estimate_problem))
 def _(ns):
-    model = _bigram(ns, 2, dropout=0.5)
+    model = _bigram(2, dropout=0.5)
     model.train()
-    value = ns.estimate_loss(model, torch.arange(40) % 6, 5, 3, eval_iters=2, generator=generator(0))
-    return {"kind": type(value).__name__, "calls": model.calls, "training_after": model.training}
+    value = ns.estimate_loss(model, torch.arange(40) % 6, 5, 3, eval_iters=3, generator=generator(0))
+    return {"kind": type(value).__name__, "value": float(value), "calls": [[c["mode"], c["grad"]] for c in model.calls],
+            "losses": [c["loss"] for c in model.calls], "mode_after": _mode(model)}
 
 
 def _history_problem(got):
@@ -312,11 +475,112 @@ def _history_problem(got):
     return None
 
 
-@suite.case("train", "train: evaluations at steps 0, 4, 8, 10 and an lr per step with a warm-up", points=1, check=satisfies(_history_problem))
+def _plain(history):
+    """The history's four lists as floats (None for a missing key)."""
+    return {key: None if history.get(key) is None else [float(v) for v in history[key]] for key in ("step", "train_loss", "val_loss", "lr")}
+
+
+@suite.case("train", "train: evaluations at steps 0, 4, 8, 10 and an lr per step with a warm-up", points=1, check=satisfies(_history_problem), timeout=60)
 def _(ns):
-    model = _bigram(ns, 3)
+    model = _bigram(3)
     data = torch.arange(60) % 6
-    return ns.train(model, data, data, steps=10, batch_size=4, lr=0.1, device="cpu", eval_interval=4, eval_iters=2, warmup=4, generator=generator(0), progress=False)
+    return _plain(ns.train(model, data, data, steps=10, batch_size=4, lr=0.1, device="cpu", eval_interval=4, eval_iters=2, warmup=4,
+                           generator=generator(0), progress=False))
+
+
+@contextlib.contextmanager
+def _optimizer_watch():
+    """Note, at every optimiser step, its class, its groups' settings and the gradients' total norm."""
+    steps = []
+
+    def hook(optimizer, args, kwargs):
+        grads = [p.grad.reshape(-1) for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+        steps.append({
+            "class": type(optimizer).__name__,
+            "groups": [[float(g["lr"]), float(g.get("weight_decay", 0.0)), sorted({p.dim() for p in g["params"]}), [float(b) for b in g.get("betas", ())]]
+                       for g in optimizer.param_groups],
+            "grad_norm": float(torch.cat(grads).norm()) if grads else 0.0,
+        })
+
+    handle = register_optimizer_step_pre_hook(hook)
+    try:
+        yield steps
+    finally:
+        handle.remove()
+
+
+def _optimizer_problem(got):
+    recorded, seen = got
+    if len(seen) != 8:
+        return f"8 steps were asked for, the optimiser stepped {len(seen)} times"
+    for step, (want, s) in enumerate(zip(recorded, seen)):
+        if s["class"] != "AdamW":
+            return f"the optimiser must be torch.optim.AdamW, got {s['class']}"
+        for lr, decay, dims, betas in s["groups"]:
+            if abs(lr - want) > 1e-9 * max(abs(want), 1e-12):
+                return f"at step {step} the history says lr={want:.6g} but the optimiser used {lr:.6g}: set group['lr'] in every parameter group before the step"
+            if betas != [0.9, 0.95]:
+                return f"AdamW's betas must be (0.9, 0.95), got {tuple(betas)}"
+            if dims and decay > 0 and min(dims) < 2:
+                return "weight decay must not apply to biases or LayerNorm parameters (1-D): put them in a group with weight_decay=0.0"
+            if dims and max(dims) >= 2 and abs(decay - 0.05) > 1e-12:
+                return f"matrices and embeddings (2-D) must be decayed with the weight_decay argument (0.05), got {decay}"
+        if s["grad_norm"] > 1e-3 * (1 + 1e-3):
+            return f"with grad_clip=0.001 the gradients reached the optimiser with a norm of {s['grad_norm']:.4g}: pass grad_clip on to train_step"
+    return None
+
+
+@suite.case("train", "train: AdamW (betas 0.9, 0.95) with the recorded lr, weight decay on 2-D parameters only, grad_clip passed on", points=1,
+            check=satisfies(_optimizer_problem), timeout=60)
+def _(ns):
+    model = _bigram(4)
+    data = torch.arange(60) % 6
+    with _optimizer_watch() as seen:
+        history = ns.train(model, data, data, steps=8, batch_size=4, lr=0.1, device="cpu", eval_interval=8, eval_iters=1, warmup=2,
+                           generator=generator(1), grad_clip=1e-3, weight_decay=0.05, progress=False)
+    return [float(v) for v in history["lr"]], seen
+
+
+def _batches_problem(got):
+    batches = [(x, y) for mode, grad, x, y in got if mode == "train" and grad == "grad"]
+    if len(batches) != 12:
+        return f"12 training steps should run the model 12 times in training mode with gradients, it ran {len(batches)} times"
+    starts = []
+    for x, y in batches:
+        if y is None or list(x.shape) != [4, 5] or list(y.shape) != [4, 5]:
+            return f"each training batch must be (batch_size, block_size) = (4, 5) with targets of that shape, got {list(x.shape)}"
+        if int(x.min()) < 100:
+            return "the training batches must come from train_data, not from val_data"
+        if not bool(((x[:, 1:] - x[:, :-1]) == 1).all()):
+            return "each row of a training batch must be a window of consecutive tokens of train_data"
+        if not torch.equal(y, x + 1):
+            return "the targets of a training batch must be its inputs shifted by one token (the next token at every position)"
+        starts += x[:, 0].tolist()
+    if all(torch.equal(batches[0][0], x) for x, _ in batches[1:]):
+        return "every step trained on the same batch: draw a new batch of random windows at each step"
+    if max(starts) - 100 < 25:
+        return f"the windows start only within the first {max(starts) - 99} tokens: every start from 0 to len(train_data) - block_size - 1 must be possible"
+    return None
+
+
+@suite.case("train", "train: each step a new batch of random windows of train_data with next-token targets", points=1,
+            check=satisfies(_batches_problem), timeout=60)
+def _(ns):
+    model = _bigram(5, vocab_size=160, block_size=5)
+    train_data, val_data = torch.arange(100, 160), torch.arange(0, 40)
+    ns.train(model, train_data, val_data, steps=12, batch_size=4, lr=0.01, device="cpu", eval_interval=12, eval_iters=1, warmup=2,
+             generator=generator(2), progress=False)
+    return [[c["mode"], c["grad"], c["idx"], c["targets"]] for c in model.calls]
+
+
+@suite.case("train", "grad_clip=0 (train_step), eval_iters=0 (estimate_loss) and steps=0 (train) are refused with ValueError", points=1,
+            check=equal(), expected=["ValueError", "ValueError", "ValueError"])
+def _(ns):
+    model = _bigram(6)
+    data = torch.arange(60) % 6
+    return [catch(ns.train_step, model, torch.optim.SGD(model.parameters(), lr=0.0), data[:20].view(4, 5), data[1:21].view(4, 5), grad_clip=0)["raised"],
+            catch(ns.estimate_loss, model, data, 5, 4, eval_iters=0)["raised"],
+            catch(ns.train, model, data, data, steps=0, batch_size=4, lr=0.1, device="cpu", eval_interval=4, eval_iters=1, warmup=0, progress=False)["raised"]]
 
 
 # ---------------------------------------------------------------- sampling
@@ -326,7 +590,7 @@ GREEDY_LOGITS = randn(4, 9, seed=70)
 
 
 def _draws(ns, n, seed, **kwargs):
-    out = ns.sample_next(LOGITS.expand(n, -1), generator=generator(seed), **kwargs)
+    out = ns.sample_next(LOGITS.expand(n, -1).clone(), generator=generator(seed), **kwargs)
     return sorted(set(out.flatten().tolist()))
 
 
@@ -345,18 +609,23 @@ def _(ns):
     "sampling",
     "top_k=2 draws only the two most likely tokens",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) == 1, "top_k=2 keeps two tokens, not one")]),
+    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) == 1, "top_k=2 keeps two tokens, not one", mistake="top_k keeps one token too few")]),
     expected=[0, 2],
 )
 def _(ns):
     return _draws(ns, 400, 0, top_k=2)
 
 
+_CROSSING_HINT = Hint(lambda got, exp: isinstance(got, list) and got[1:] == [[0]],
+                      "a token stays if the mass of the tokens before it is still below p: the one that crosses p is kept",
+                      mistake="top-p drops the crossing token")
+
+
 @suite.case(
     "sampling",
     "top_p keeps the token that carries the mass across p",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and got[:1] == [[0]] and got[1:] == [[0]], "a token stays if the mass of the tokens before it is still below p: the one that crosses p is kept")]),
+    check=equal([_CROSSING_HINT]),
     expected=[[0], [0, 2]],
 )
 def _(ns):
@@ -364,12 +633,70 @@ def _(ns):
     return [_draws(ns, 400, 1, top_p=0.5), _draws(ns, 400, 2, top_p=0.7)]
 
 
+# softmax(LOGITS / 0.25) and softmax(LOGITS / 4), rounded
+_SHARP = [0.9816, 0.0, 0.018, 0.0, 0.0003, 0.0]
+_FLAT = [0.2659, 0.1423, 0.2071, 0.0978, 0.1613, 0.1256]
+
+
+def _temperature_problem(got):
+    for label, counts, want in (("0.25", got[0], _SHARP), ("4", got[1], _FLAT)):
+        total = sum(counts)
+        for token, (count, p) in enumerate(zip(counts, want)):
+            if abs(count / total - p) > 0.06:
+                return (f"at temperature {label} token {token} came {count / total:.3f} of the time in {total} draws, but softmax(logits / {label}) "
+                        f"gives it {p:.3f}: divide the logits by the temperature before the softmax")
+    return None
+
+
+@suite.case("sampling", "temperature 0.25 sharpens and 4 flattens: frequencies follow softmax(logits / temperature)", points=1,
+            check=satisfies(_temperature_problem))
+def _(ns):
+    out = []
+    for seed, temperature in ((3, 0.25), (4, 4.0)):
+        draws = ns.sample_next(LOGITS.expand(1000, -1).clone(), temperature=temperature, generator=generator(seed))
+        out.append(torch.bincount(draws.flatten(), minlength=6).tolist())
+    return out
+
+
+@suite.case(
+    "sampling",
+    "with both, top_k is applied first: top_k=2, top_p=0.7 keeps token 0 alone",
+    points=1,
+    check=equal([Hint(lambda got, exp: got == [0, 2], "apply top_k first; top_p then works on the probabilities of the tokens top_k kept, renormalised", mistake="top-p before top-k")]),
+    expected=[0],
+)
+def _(ns):
+    # after top_k=2 token 0 holds 0.73 of the mass, enough for p=0.7 alone (on all six tokens it holds 0.61)
+    return _draws(ns, 400, 5, top_k=2, top_p=0.7)
+
+
+@suite.case("sampling", "each row of a batch is filtered on its own (top_k=2)", points=1, check=equal(), expected=[[0, 1], [4, 5]])
+def _(ns):
+    rows = torch.tensor([[4.0, 3.5, 3.0, 2.5, -2.0, -3.0], [-3.0, -2.0, -1.0, 0.0, 1.0, 1.5]])
+    out = ns.sample_next(rows.repeat(200, 1), top_k=2, generator=generator(6))
+    return [sorted(set(out[0::2].flatten().tolist())), sorted(set(out[1::2].flatten().tolist()))]
+
+
+def _same_draws(got):
+    first, second = got
+    if type(first) is not torch.Tensor or type(second) is not torch.Tensor or first.shape != second.shape or not torch.equal(first, second):
+        return "two calls with generators seeded alike gave different draws: pass generator= to torch.multinomial"
+    return None
+
+
+@suite.case("sampling", "the draws come from the generator (the same seed, the same draws)", points=1, check=satisfies(_same_draws))
+def _(ns):
+    first = ns.sample_next(torch.zeros(64, 20), generator=generator(7))
+    torch.rand(7)  # move the global generator between the calls
+    return first, ns.sample_next(torch.zeros(64, 20), generator=generator(7))
+
+
 # ---------------------------------------------------------------- generate
 
 
-def _successor(ns, vocab_size, block_size, dropout=0.0):
+def _successor(vocab_size, block_size, dropout=0.0):
     """A bigram stand-in whose most likely next token is always (current + 1) % V."""
-    model = _Bigram(ns, vocab_size, block_size, dropout)
+    model = _Bigram(vocab_size, block_size, dropout)
     with torch.no_grad():
         model.table.weight.copy_(4.0 * torch.eye(vocab_size).roll(1, dims=1))
     return model
@@ -379,12 +706,12 @@ def _successor(ns, vocab_size, block_size, dropout=0.0):
     "generate",
     "greedy continuation: shape (B, T0 + N), the prompt kept",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) == 2 and len(got[0]) == 5, "return the prompt followed by the new tokens, not the new tokens alone")]),
+    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) == 2 and len(got[0]) == 5, "return the prompt followed by the new tokens, not the new tokens alone", mistake="prompt dropped")]),
     expected=[[1, 2, 3, 4, 5, 6, 0], [5, 6, 0, 1, 2, 3, 4]],
 )
 def _(ns):
-    model = _successor(ns, 7, 8)
-    with _stand_in(ns, "sample_next", _argmax_chooser):
+    model = _successor(7, 8)
+    with _stand_in(ns, "sample_next", _Chooser()):
         out = ns.generate(model, torch.tensor([[1, 2], [5, 6]]), 5, temperature=0)
     return out.tolist()
 
@@ -395,10 +722,11 @@ def _(ns):
     points=1,
     check=equal(),
     expected=[[0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2]],
+    builds_on=("greedy continuation: shape (B, T0 + N), the prompt kept",),
 )
 def _(ns):
-    model = _successor(ns, 9, 4)
-    with _stand_in(ns, "sample_next", _argmax_chooser):
+    model = _successor(9, 4)
+    with _stand_in(ns, "sample_next", _Chooser()):
         out = ns.generate(model, torch.arange(7).unsqueeze(0), 5, temperature=0)
     return out.tolist()
 
@@ -406,45 +734,78 @@ def _(ns):
 def _generate_mode_problem(got):
     if not got["calls"]:
         return "generate never called the model"
-    if any(training for training, _, _ in got["calls"]):
+    if any(mode != "eval" for mode, _ in got["calls"]):
         return "generate must run the model in eval mode (model.eval())"
-    if any(grad for _, grad, _ in got["calls"]):
+    if any(grad != "no_grad" for _, grad in got["calls"]):
         return "generate must run without gradients (torch.no_grad())"
-    if not got["training_after"]:
+    if got["mode_after"] != "train":
         return "the model was in training mode before the call and must be put back in it afterwards"
     return None
 
 
 @suite.case("generate", "eval mode and no gradients inside, the caller's mode after", points=1, check=satisfies(_generate_mode_problem))
 def _(ns):
-    model = _successor(ns, 7, 8, dropout=0.5)
+    model = _successor(7, 8, dropout=0.5)
     model.train()
-    with _stand_in(ns, "sample_next", _argmax_chooser):
+    with _stand_in(ns, "sample_next", _Chooser()):
         ns.generate(model, torch.tensor([[3]]), 4, temperature=0)
-    return {"calls": model.calls, "training_after": model.training}
+    return {"calls": [[c["mode"], c["grad"]] for c in model.calls], "mode_after": _mode(model)}
+
+
+def _arguments_problem(count):
+    def test(got):
+        if len(got) != count:
+            return f"{count} new tokens need {count} calls of sample_next, there were {len(got)}"
+        for temperature, top_k, top_p, seed in got:
+            if [temperature, top_k, top_p] != [0.7, 3, 0.9]:
+                return f"sample_next was called with temperature={temperature}, top_k={top_k}, top_p={top_p}; pass on temperature=0.7, top_k=3, top_p=0.9 as given"
+            if seed != 11:
+                return "sample_next did not get the generator: pass it on as generator=generator"
+        return None
+
+    return test
+
+
+@suite.case("generate", "temperature, top_k, top_p and the generator are passed on to sample_next", points=1,
+            check=satisfies(_arguments_problem(4)))
+def _(ns):
+    model = _successor(7, 8)
+    with _stand_in(ns, "sample_next", _Chooser()) as chooser:
+        ns.generate(model, torch.tensor([[3]]), 4, temperature=0.7, top_k=3, top_p=0.9, generator=generator(11))
+    return chooser.calls
 
 
 # ---------------------------------------------------------------- kv_cache
 
 
-class _NoForward(torch.nn.Module):
-    """A module whose forward pass refuses to run: a cached generation must use the parts."""
+class _PartsOnly(torch.nn.Module):
+    """A GPT's parts without a GPT's forward pass: a cached generation must use the parts.
 
-    def forward(self, *args, **kwargs):
-        raise ValueError("this test model has no forward pass: within block_size, run the prompt and each new token through its parts and the cache")
+    Past block_size a cached generation may recompute the cropped window with the model's
+    forward; for that test only (`whole_window`), the forward returns logits of the right
+    shape, from the embeddings alone.
+    """
+
+    whole_window = False
+
+    def forward(self, idx, targets=None):
+        if not self.whole_window:
+            raise ValueError("this test model has no forward pass: within block_size, run the prompt and each new token through its parts and the cache")
+        x = self.tok_emb(idx) + self.pos_emb(torch.arange(idx.size(1), device=idx.device))
+        return self.head(self.ln_f(x)), None
 
 
-def _parts(ns, seed):
+def _parts(ns, seed, norm_first=True, scale=1.0):
     """What a cached generation reads, and nothing more: a config, the two embeddings, two
-    of the given blocks (pre-norm), ln_f and an untied head, with fixed weights."""
-    model = _NoForward()
-    model.config = ns.GPTConfig(vocab_size=10, block_size=12, n_layer=2, n_head=2, n_embd=16, tie_weights=False)
+    of the given blocks, ln_f and an untied head, with fixed weights."""
+    model = _PartsOnly()
+    model.config = _config(vocab_size=10, block_size=12, n_layer=2, n_head=2, n_embd=16, tie_weights=False, norm_first=norm_first)
     model.tok_emb = torch.nn.Embedding(10, 16)
     model.pos_emb = torch.nn.Embedding(12, 16)
-    model.blocks = torch.nn.ModuleList([ns.TransformerBlock(16, 2, 64), ns.TransformerBlock(16, 2, 64)])
+    model.blocks = torch.nn.ModuleList([ns.TransformerBlock(16, 2, 64, norm_first=norm_first) for _ in range(2)])
     model.ln_f = ns.LayerNorm(16)
     model.head = torch.nn.Linear(16, 10, bias=False)
-    _fill(model, seed, scale=1.0)
+    _fill(model, seed, scale=scale)
     return model
 
 
@@ -457,8 +818,23 @@ def _parts(ns, seed):
 )
 def _(ns):
     model = _parts(ns, 18)
-    with _stand_in(ns, "sample_next", _argmax_chooser):
+    with _stand_in(ns, "sample_next", _Chooser()):
         out = ns.generate_cached(model, torch.tensor([[4, 1, 8], [2, 2, 7]]), 8, temperature=0)
+    return out.tolist()
+
+
+@suite.case(
+    "kv_cache",
+    "post-norm blocks (norm_first=False): the tokens of plain generation",
+    points=1,
+    check=equal(),
+    expected=[[3, 9, 0, 1, 1, 1, 1, 1, 1, 1], [6, 6, 1, 8, 8, 8, 1, 8, 1, 1]],
+    builds_on=("within block_size, greedy decoding gives exactly the tokens of plain generation",),
+)
+def _(ns):
+    model = _parts(ns, 45, norm_first=False)
+    with _stand_in(ns, "sample_next", _Chooser()):
+        out = ns.generate_cached(model, torch.tensor([[3, 9, 0], [6, 6, 1]]), 7, temperature=0)
     return out.tolist()
 
 
@@ -477,18 +853,18 @@ def _count_positions(ns, model, prompt, new):
     counts = {}
     handles = []
 
-    def counter(name):
+    def counter(name, width):
         def hook(module, args, output):
-            counts[name] = counts.get(name, 0) + args[0].numel() // (args[0].size(0) * (args[0].size(-1) if args[0].dim() == 3 else 1))
+            counts[name] = counts.get(name, 0) + args[0].numel() // (args[0].size(0) * width)
         return hook
 
-    watched = {"tok_emb": model.tok_emb}
-    watched.update({f"blocks[{i}].attn.k_proj": block.attn.k_proj for i, block in enumerate(model.blocks)})
-    for name, module in watched.items():
+    watched = {"tok_emb": (model.tok_emb, 1)}  # ids (B, T): one number per position
+    watched.update({f"blocks[{i}].attn.k_proj": (block.attn.k_proj, block.attn.k_proj.in_features) for i, block in enumerate(model.blocks)})
+    for name, (module, width) in watched.items():
         counts[name] = 0
-        handles.append(module.register_forward_hook(counter(name)))
+        handles.append(module.register_forward_hook(counter(name, width)))
     try:
-        with _stand_in(ns, "sample_next", _argmax_chooser):
+        with _stand_in(ns, "sample_next", _Chooser()):
             ns.generate_cached(model, prompt, new, temperature=0)
     finally:
         for handle in handles:
@@ -499,6 +875,27 @@ def _count_positions(ns, model, prompt, new):
 @suite.case("kv_cache", "each new token runs one position through the model", points=1, check=satisfies(_count_problem))
 def _(ns):
     return _count_positions(ns, _parts(ns, 6), torch.tensor([[1, 2, 3, 4]]), 6)
+
+
+def _past_block_problem(got):
+    out, prompt = got
+    if type(out) is not torch.Tensor or list(out.shape) != [2, 20]:
+        return f"for a (2, 4) prompt and 16 new tokens expected a (2, 20) tensor, got {list(getattr(out, 'shape', []))}"
+    if not torch.equal(out[:, :4], prompt):
+        return "the output must start with the prompt"
+    if int(out.min()) < 0 or int(out.max()) >= 10:
+        return "every new id must be a token of the vocabulary"
+    return None
+
+
+@suite.case("kv_cache", "past block_size (12) it still returns (B, T0 + N) tokens, the prompt kept", points=1,
+            check=satisfies(_past_block_problem))
+def _(ns):
+    model = _parts(ns, 8)
+    model.whole_window = True
+    prompt = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])
+    with _stand_in(ns, "sample_next", _Chooser()):
+        return ns.generate_cached(model, prompt.clone(), 16, temperature=0), prompt
 
 
 # ---------------------------------------------------------------- training_works
@@ -525,7 +922,7 @@ def _train_and_measure(ns, text, seed):
     data = torch.tensor([chars.index(c) for c in text], dtype=torch.long)
     cut = int(len(data) * 0.9)
     torch.manual_seed(seed)
-    model = ns.GPT(ns.GPTConfig(vocab_size=len(chars), block_size=16, n_layer=1, n_head=2, n_embd=32))
+    model = ns.GPT(_config(vocab_size=len(chars), block_size=16, n_layer=1, n_head=2, n_embd=32))
     ns.train(model, data[:cut], data[cut:], steps=300, batch_size=16, lr=1e-2, device="cpu", eval_interval=100,
              eval_iters=8, warmup=30, generator=generator(seed), progress=False)
     val = data[cut:]

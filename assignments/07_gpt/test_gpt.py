@@ -1,5 +1,6 @@
 """Tests of the reference solutions of stage 07_gpt."""
 
+import importlib.util
 import math
 import sys
 
@@ -12,6 +13,9 @@ import solutions.blocks
 import solutions.gpt
 import solutions.multihead
 from autograder.build.fixtures import stage_tests
+from autograder.build.notebooks import make_notebook
+from autograder.engine.submission import code_cells
+from autograder.kit.runtime import judge_output, run_probe
 from autograder.engine.suites import exec_suite
 from autograder.kit.cases import REFERENCE, Namespace
 from autograder.course import get_stage
@@ -375,24 +379,80 @@ def _reference_names() -> dict:
     return names
 
 
+def _plain_greedy(parts: nn.Module, idx: torch.Tensor, new: int, margins: list) -> torch.Tensor:
+    """Plain greedy generation (no cache) by a reference GPT holding the stand-in's weights;
+    notes by how much the best logit leads the second at every step."""
+    model = GPT(parts.config)
+    model.load_state_dict(parts.state_dict())
+    model.eval()
+    with torch.no_grad():
+        for _ in range(new):
+            logits = model(idx[:, -model.config.block_size :])[0][:, -1]
+            best = logits.topk(2, dim=-1).values
+            margins.append(float((best[:, 0] - best[:, 1]).min()))
+            idx = torch.cat([idx, logits.argmax(dim=-1, keepdim=True)], dim=1)
+    return idx
+
+
 def test_kv_cache_fixtures_are_the_tokens_of_plain_greedy_generation():
     """The hidden kv_cache token tests expect the reference's cached tokens; those are
-    exactly what plain greedy generation (no cache) gives on the same test models."""
+    exactly what plain greedy generation (no cache) by a GPT with the stand-in's weights
+    gives, and every step's best logit leads the second by at least 0.1."""
     fixtures = stage_tests(get_stage("07_gpt")).fixtures
     names = _reference_names()
-    names["generate_cached"] = names["generate"]  # the probes now run plain generation
+    margins: list = []
+    names["generate_cached"] = lambda model, idx, new, **kwargs: _plain_greedy(model, idx, new, margins)
     token_cases = [c for c in _suite_module("hidden").suite.cases
                    if c.qid == "kv_cache" and c.expected is REFERENCE and "logits" not in c.name]
     assert len(token_cases) == 3
     for case in token_cases:
         assert torch.equal(case.probe(Namespace(dict(names))), fixtures[case.key]), case.key
+    assert min(margins) >= 0.1, min(margins)
 
 
 def test_public_kv_cache_tokens_are_those_of_plain_greedy_generation():
-    """The public test's literal tokens: a GPT with the stand-in's weights, generating without a cache."""
+    """The public tests' literal tokens: plain greedy generation by a GPT with the stand-in's weights."""
     public = _suite_module("public")
-    parts = public._parts(Namespace(_reference_names()), 18)
-    model = GPT(parts.config)
-    model.load_state_dict(parts.state_dict())
-    case = next(c for c in public.suite.cases if c.qid == "kv_cache" and "plain generation" in c.name)
-    assert generate(model, torch.tensor([[4, 1, 8], [2, 2, 7]]), 8, temperature=0).tolist() == case.expected
+    names = _reference_names()
+    margins: list = []
+    names["generate_cached"] = lambda model, idx, new, **kwargs: _plain_greedy(model, idx, new, margins)
+    cases = [c for c in public.suite.cases if c.qid == "kv_cache" and "plain generation" in c.name]
+    assert len(cases) == 2
+    for case in cases:
+        assert case.probe(Namespace(dict(names))) == case.expected, case.key
+    assert min(margins) >= 0.1, min(margins)
+
+
+def test_coupled_train_mistakes_lose_points_on_train():
+    """The train() mistakes that also stop the model from learning (mistakes.COUPLED) lose
+    points on train itself, not only on training_works, and a public test of train catches
+    each; nothing else is touched.
+
+    Each is run in this process on the reference notebook's names with its train cell,
+    through every test but training_works (which, by design, trains with the student's train).
+    """
+    stage = get_stage("07_gpt")
+    tests = stage_tests(stage)
+    spec = importlib.util.spec_from_file_location("gpt_catalogue", stage.mistakes)
+    catalogue_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(catalogue_module)
+    cells = code_cells(make_notebook(stage, "reference"))
+    assert len(catalogue_module.COUPLED) >= 4
+    for variant in catalogue_module.COUPLED:
+        names = {}  # a fresh namespace: the tests replace names in it while they run
+        for cell in cells:
+            exec(compile(cell.source, f"<cell {cell.index}>", "exec"), names)
+        for source in variant.cells.values():
+            exec(compile(source, f"<{variant.slug}>", "exec"), names)
+        failed, failed_public = set(), set()
+        for case in tests.cases:
+            if case.qid == "training_works":
+                continue
+            got, error, _ = run_probe(case, Namespace(names))
+            expected = tests.fixtures[case.key] if case.expected is REFERENCE else case.expected
+            if error is not None or not judge_output(case, got, expected).passed:
+                failed.add(case.qid)
+                if case.public:
+                    failed_public.add(case.qid)
+        assert failed == {"train"}, (variant.name, failed)
+        assert failed_public == {"train"}, (variant.name, "no public test of train catches it")
