@@ -256,3 +256,23 @@ def test_a_tensor_subclass_or_a_foreign_object_fails_before_the_check(got, words
     verdict = judge_output(suite.cases[0], got, None)
     assert not verdict.passed and verdict.message.startswith(words), verdict.message
     assert refused_in([1, "a", None, torch.zeros(1), {"k": (2.0,)}]) is None
+
+
+def test_a_function_that_always_raises_earns_nothing_from_the_error_tests(tmp_path):
+    """Error tests pass for a function that raises on every call; their points count only
+    when another test of the question passed (here: none, so the question scores 0)."""
+    from autograder.build.fixtures import stage_tests
+    from autograder.course import get_stage
+    from autograder.reports.folder import grade_into_folder
+
+    from support import submission
+
+    raising = {"kneser_ney_bigram": "def kneser_ney_bigram(ids, vocab_size, discount=0.75):\n    raise ValueError('no table')"}
+    path = submission("01_tokenisation", tmp_path, "always-raises", replace=raising)
+    graded = grade_into_folder([path], stage_tests(get_stage("01")), tmp_path / "out", progress=False)[0]
+    per = {}
+    for result in graded.results:
+        per[result.qid] = per.get(result.qid, 0.0) + result.score
+    assert per["kneser_ney"] == 0
+    taken = [r for r in graded.results if r.qid == "kneser_ney" and "count only once the function also works" in r.message]
+    assert taken and all(r.score == 0 for r in taken)

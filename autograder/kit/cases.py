@@ -154,6 +154,33 @@ def grad_mode() -> str:
     return "grad" if torch.is_grad_enabled() else "no_grad"
 
 
+def failure_roots(tests: list[tuple[str, tuple[str, ...], bool]]) -> dict[str, list[str]]:
+    """Which failures of one question follow from which, by ``Case.builds_on``.
+
+    ``tests`` holds ``(name, builds_on, passed)`` for each test of the question. The answer
+    maps each failed test's name to the most basic failed tests it builds on (through
+    failed tests only), and to ``[]`` when it follows from no other failure: those are
+    where a student should start.
+
+    Example:
+        >>> failure_roots([("shape", (), False), ("values", ("shape",), False), ("grad", ("values",), False), ("eval", (), True)])
+        {'shape': [], 'values': ['shape'], 'grad': ['shape']}
+    """
+    failed = {name: tuple(on) for name, on, passed in tests if not passed}
+    found: dict[str, list[str]] = {}
+
+    def roots(name: str, seen: frozenset[str]) -> list[str]:
+        if name not in found:
+            basic: list[str] = []
+            for parent in failed[name]:
+                if parent in failed and parent not in seen:
+                    basic += [r for r in roots(parent, seen | {name}) or [parent] if r not in basic]
+            found[name] = basic
+        return found[name]
+
+    return {name: roots(name, frozenset()) for name in failed}
+
+
 def generator(seed: int) -> torch.Generator:
     """A CPU random generator with a fixed seed, for test inputs."""
     g = torch.Generator()

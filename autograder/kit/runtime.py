@@ -9,9 +9,11 @@ mistaken for the student's mistake.
 Part of the kit: standard library and torch only, pasted verbatim into every notebook.
 """
 
+import builtins
+import linecache
 import time
-import traceback
-from typing import Any
+import types
+from typing import Any, Callable
 
 import torch
 
@@ -50,22 +52,75 @@ def calibrate(repeats: int = 3) -> float:
     return best
 
 
-def describe_error(exc: BaseException) -> str:
-    """A short, student-facing account of an exception raised by the student's code."""
+def notebook_cell(filename: str) -> str | None:
+    """The name Jupyter shows for the cell that compiled to ``filename`` ("cell In[5]"), or
+    None when ``filename`` is not a cell of the running IPython kernel (or there is none)."""
+    shell = getattr(builtins, "get_ipython", lambda: None)()
+    name = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    label = name(filename) if callable(name) else None
+    return f"cell {label[1]}" if isinstance(label, tuple) and len(label) == 2 else None
+
+
+def _function(code: types.CodeType) -> str:
+    """The function or method a code object belongs to, "" at a cell's top level
+    (``Head.forward``; comprehensions and lambdas count as the function around them)."""
+    parts = [p for p in code.co_qualname.split(".") if p != "<locals>"]
+    while parts and parts[-1].startswith("<"):
+        parts.pop()
+    return ".".join(parts)
+
+
+def error_location(exc: BaseException, cell_of: Callable[[str], str | None] = notebook_cell, current: str | None = None) -> str:
+    """Where in the student's code ``exc`` was raised, as the student sees it, or "".
+
+    ``cell_of(filename)`` names the cell that ``filename`` was compiled from ("code cell 5")
+    and is None for code that is not the student's (the course's tests, torch). The
+    innermost frame in the student's code is described: the function or class method, the
+    line within its cell and the line's text. ``current`` is the cell being run, which is
+    not named again.
+
+    Example:
+        >>> try:
+        ...     exec(compile("def f(x):\\n    return x[3]\\nf([])", "<c5>", "exec"), {})
+        ... except IndexError as exc:
+        ...     error_location(exc, {"<c5>": "code cell 5"}.get)
+        'at line 2 of `f` in code cell 5'
+    """
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        cell = cell_of(tb.tb_frame.f_code.co_filename)
+        if cell is not None:
+            found = (tb, cell)
+        tb = tb.tb_next
+    if found is None:
+        return ""
+    tb, cell = found
+    code = tb.tb_frame.f_code
+    line = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+    where = f"at line {tb.tb_lineno}"
+    function = _function(code)
+    if function:
+        where += f" of `{function}`"
+    if cell != current:
+        where += f" in {cell}"
+    if line:
+        where += f": `{line if len(line) <= 80 else line[:77] + '...'}`"
+    return where
+
+
+def describe_error(exc: BaseException, cell_of: Callable[[str], str | None] = notebook_cell, current: str | None = None) -> str:
+    """A short, student-facing account of an exception raised by the student's code: what
+    was raised and where (``error_location``)."""
     if isinstance(exc, NotImplementedError):
         return "not implemented yet (the stub still raises NotImplementedError)"
     if isinstance(exc, MissingName):
         return str(exc)
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = ""
-    for frame in reversed(frames):
-        if frame.filename.startswith("<cell"):
-            where = f" (in {frame.filename.strip('<>')}, line {frame.lineno}: {(frame.line or '').strip()[:80]})"
-            break
     text = str(exc)
     if len(text) > TEXT_LIMIT:
         text = text[: TEXT_LIMIT - 3] + "..."
-    return f"raised {type(exc).__name__}: {text}{where}"
+    where = error_location(exc, cell_of, current)
+    return f"raised {type(exc).__name__}: {text}" + (f" {where}" if where else "")
 
 
 CASE_SEED = 1234
@@ -86,14 +141,17 @@ class CheckFault(Exception):
     """A test's check (or one of its hints) failed on an output: a fault of the test, not of the student."""
 
 
-def run_probe(case: Case, names: Namespace) -> tuple[Any, str | None, float]:
-    """Run ``case``'s probe once, reseeded: ``(output, None, seconds)`` or ``(None, error, seconds)``."""
+def run_probe(case: Case, names: Namespace, cell_of: Callable[[str], str | None] = notebook_cell) -> tuple[Any, str | None, float]:
+    """Run ``case``'s probe once, reseeded: ``(output, None, seconds)`` or ``(None, error, seconds)``.
+
+    ``cell_of`` names the cells of the student's code (see ``error_location``).
+    """
     reseed(CASE_SEED)
     start = time.perf_counter()
     try:
         output = case.probe(names)
     except Exception as exc:  # a student's error is a failed test, described in words
-        return None, describe_error(exc), time.perf_counter() - start
+        return None, describe_error(exc, cell_of), time.perf_counter() - start
     return output, None, time.perf_counter() - start
 
 
