@@ -18,7 +18,7 @@ import random
 import torch
 import torch.nn as nn
 
-from autograder.kit import Hint, Suite, catch, close, equal, generator, raises, randn, satisfies, set_parameters
+from autograder.kit import Hint, Suite, catch, close, equal, generator, grad_mode, mode_of, raises, randn, satisfies, set_parameters
 
 suite = Suite(public=True)
 
@@ -30,25 +30,21 @@ PB, PQ, PK, PC, PH, PF = 2, 3, 5, 20, 4, 36
 def _stand_ins(ns, **replacements):
     """Replace names of the notebook while the block runs, then put the originals back."""
     names = ns._names
-    missing = object()
-    saved = {key: names.get(key, missing) for key in replacements}
+    absent = set(replacements) - set(names)
+    saved = {key: names[key] for key in set(replacements) - absent}
     names.update(replacements)
     try:
         yield
     finally:
-        for key, value in saved.items():
-            if value is missing:
-                names.pop(key, None)
-            else:
-                names[key] = value
+        for key in absent:
+            names.pop(key, None)
+        names.update(saved)
 
 
 def _heads_mask(mask, batch, queries, keys, heads):
     """A course mask (True = blocked; (T_q, T_k), (B, 1, T_k) or (B, T_q, T_k)) as PyTorch's (B*H, T_q, T_k)."""
     if mask is None:
         return None
-    if mask.dim() == 2:
-        return mask
     return mask.expand(batch, queries, keys).repeat_interleave(heads, dim=0)
 
 
@@ -58,6 +54,7 @@ class _TorchEncoder(nn.Module):
     def __init__(self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0):
         super().__init__()
         self.pad_id, self.n_head = pad_id, n_head
+        self.register_buffer("is_pad", torch.zeros(vocab_size, dtype=torch.bool).index_fill_(0, torch.tensor([pad_id]), True), persistent=False)
         self.tok_emb, self.pos_emb = nn.Embedding(vocab_size, n_embd), nn.Embedding(max_len, n_embd)
         self.blocks = nn.ModuleList(
             nn.TransformerEncoderLayer(n_embd, n_head, ff_dim or 4 * n_embd, dropout=dropout, activation="gelu", batch_first=True, norm_first=True)
@@ -68,7 +65,7 @@ class _TorchEncoder(nn.Module):
     def forward(self, idx):
         n, t = idx.shape
         h = self.tok_emb(idx) + self.pos_emb(torch.arange(t, device=idx.device))
-        blocked = _heads_mask((idx == self.pad_id)[:, None, :], n, t, t, self.n_head)
+        blocked = _heads_mask(self.is_pad[idx][:, None, :], n, t, t, self.n_head)
         for block in self.blocks:
             h = block(h, src_mask=blocked)
         return self.ln_f(h)
@@ -645,7 +642,7 @@ class _Scripted(nn.Module):
         self.calls = []
 
     def forward(self, src, tgt_in):
-        self.calls.append({"training": self.training, "grad": torch.is_grad_enabled(), "tgt_in": tgt_in.detach().clone().tolist()})
+        self.calls.append({"mode": mode_of(self), "grad": grad_mode(), "tgt_in": tgt_in.detach().clone().tolist()})
         n, t = tgt_in.shape
         logits = torch.zeros(n, t, self.vocab_size)
         logits.scatter_(2, self.script[:, :t, None], 1.0)
@@ -675,9 +672,9 @@ def _greedy_calls(got):
         return f"with no end token produced and max_len=4, expected the four best tokens of each row, got {out}"
     if not calls or calls[0]["tgt_in"] != [[1], [1]]:
         return "the first decoder input must be the start token alone, one per row"
-    if any(c["training"] or c["grad"] for c in calls):
+    if any(c["mode"] != "eval" or c["grad"] != "no_grad" for c in calls):
         return "greedy_decode must run the model in eval mode (model.eval()) and without gradients (torch.no_grad())"
-    if not training_after:
+    if training_after != "train":
         return "the model was in training mode before the call and must be put back in it afterwards"
     return None
 
@@ -687,7 +684,7 @@ def _greedy_calls(got):
 def _(ns):
     model = _Scripted([[5, 6, 7, 8, 9, 9, 9, 9], [4, 4, 4, 4, 4, 4, 4, 4]]).train()
     out = ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6]]), start_id=1, end_id=2, max_len=4)
-    return out.tolist(), model.calls, model.training
+    return out.tolist(), model.calls, mode_of(model)
 
 
 # ---------------------------------------------------------------- seq2seq_works
@@ -703,7 +700,7 @@ class _Recorder(nn.Module):
         self.calls = []
 
     def forward(self, src, tgt_in):
-        self.calls.append({"training": self.training, "src": src.detach().cpu().clone(), "tgt_in": tgt_in.detach().cpu().clone()})
+        self.calls.append({"mode": mode_of(self), "src": src.detach().cpu().clone(), "tgt_in": tgt_in.detach().cpu().clone()})
         return self.table(tgt_in)
 
 
@@ -715,7 +712,7 @@ def _pairs_problem(got):
     losses, calls = got
     if not isinstance(losses, list) or len(losses) != 5 or not all(type(v) is float for v in losses):
         return f"train_seq2seq must return a list of 5 Python floats (one loss per step), got {type(losses).__name__} of {len(losses) if hasattr(losses, '__len__') else '?'}"
-    trained = [c for c in calls if c["training"]]
+    trained = [c for c in calls if c["mode"] == "train"]
     if len(trained) != 5:
         return f"the model should run once per step in training mode, it ran {len(trained)} times for 5 steps"
     shifted = torch.cat([torch.ones(len(_TGT), 1, dtype=torch.long), _TGT[:, :-1]], dim=1)
@@ -761,10 +758,14 @@ def _reversal_pairs(n, seed, exclude=frozenset()):
     return torch.tensor(sources), torch.tensor(targets), frozenset(seen)
 
 
+# 2000 training strings (seed 0) and 200 unseen test strings (seed 1)
+_TRAIN_SRC, _TRAIN_TGT, _SEEN = _reversal_pairs(2000, 0)
+_TEST_SRC, _TEST_TGT, _ = _reversal_pairs(200, 1, _SEEN)
+
+
 def _exact_match(got):
-    predictions, train_seed, test_seed = got
-    _, targets, seen = _reversal_pairs(2000, train_seed)
-    _, targets, _ = _reversal_pairs(200, test_seed, seen)
+    predictions = got
+    targets = _TEST_TGT
     if tuple(predictions.shape) != tuple(targets.shape):
         return f"expected predictions of shape {tuple(targets.shape)}, got {tuple(predictions.shape)}"
     right = ((predictions == targets) | (targets == 0)).all(dim=1).float().mean().item()
@@ -774,36 +775,46 @@ def _exact_match(got):
     return None
 
 
+def _layer_norm_reset(module):
+    module.weight.fill_(1.0)
+    module.bias.zero_()
+
+
+# How each kind of layer is put back to PyTorch's default initialisation, by its exact type
+_RESETS = {
+    nn.Linear: nn.Linear.reset_parameters,
+    nn.modules.linear.NonDynamicallyQuantizableLinear: nn.Linear.reset_parameters,
+    nn.Embedding: nn.Embedding.reset_parameters,
+    nn.LayerNorm: nn.LayerNorm.reset_parameters,
+    nn.MultiheadAttention: nn.MultiheadAttention._reset_parameters,
+}
+
+
 def _default_init(ns, model, seed):
     """PyTorch's default initialisation for every layer, seeded: this test is about the wiring
     and the training loop, not about the student's choice of initialisation."""
+    resets = {**_RESETS, ns.LayerNorm: _layer_norm_reset}
     torch.manual_seed(seed)
     with torch.no_grad():
         for module in model.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding, nn.LayerNorm)):
-                module.reset_parameters()
-            elif isinstance(module, nn.MultiheadAttention):
-                module._reset_parameters()
-            elif isinstance(module, ns.LayerNorm):
-                module.weight.fill_(1.0)
-                module.bias.zero_()
+            reset = resets.get(type(module))
+            if reset is not None:
+                reset(module)
 
 
-def _train_and_predict(ns, train_seed, test_seed):
+def _train_and_predict(ns):
     """Train the student's Seq2Seq (with the stand-in parts) with train_seq2seq; predict in one teacher-forced pass."""
-    src, tgt, seen = _reversal_pairs(2000, train_seed)
-    test_src, test_tgt, _ = _reversal_pairs(200, test_seed, seen)
     with _torch_parts(ns):
         model = ns.Seq2Seq(13, 13, 8, n_layer=1, n_head=2, n_embd=32)
-    _default_init(ns, model, train_seed)
-    ns.train_seq2seq(model, src, tgt, steps=200, batch_size=32, lr=3e-3, start_id=1, generator=generator(train_seed))
-    tgt_in = torch.cat([torch.ones(len(test_tgt), 1, dtype=torch.long), test_tgt[:, :-1]], dim=1)
+    _default_init(ns, model, 0)
+    ns.train_seq2seq(model, _TRAIN_SRC.clone(), _TRAIN_TGT.clone(), steps=200, batch_size=32, lr=3e-3, start_id=1, generator=generator(0))
+    tgt_in = torch.cat([torch.ones(len(_TEST_TGT), 1, dtype=torch.long), _TEST_TGT[:, :-1]], dim=1)
     model.cpu().eval()
     with torch.no_grad():
-        return model(test_src, tgt_in).argmax(dim=-1), train_seed, test_seed
+        return model(_TEST_SRC.clone(), tgt_in).argmax(dim=-1)
 
 
 @suite.case("seq2seq_works", f"200 steps on reversing digit strings: at least {THRESHOLD:.0%} of unseen strings exactly right",
             points=1, check=satisfies(_exact_match), timeout=60)
 def _(ns):
-    return _train_and_predict(ns, 0, 1)
+    return _train_and_predict(ns)
