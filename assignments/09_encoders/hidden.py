@@ -20,77 +20,9 @@ Keeping the questions apart
     work together). Comparisons with nn.MultiheadAttention and nn.TransformerDecoderLayer
     are computed in the check, in the grading parent, from the weights the probe reports.
 
-Clauses and the tests that cover them
-    encoder
-      signature defaults (n_layer=2, n_head=4, n_embd=64, ff_dim=None,
-      dropout=0.0, pad_id=0)                                                   "defaults: ..."
-      ff_dim=None is 4*n_embd, ff_dim given is used                            "ff_dim ...", "defaults: ..."
-      tok_emb, pos_emb (max_len rows), blocks (ModuleList), ln_f, pad_id       "defaults: ..."
-      forward (B, T) -> (B, T, C), ln_f of the last block, pre-norm GELU blocks "fixed weights ..." (REFERENCE x3)
-      no causal mask: a later token changes earlier outputs                   "a later token changes ..."
-      pad keys blocked for every query (end and middle), never change reals    "padding ...", "fixed weights, padding ..."
-      pad_id honoured                                                          "pad_id=5 ..."
-      T > max_len raises ValueError (T == max_len works)                       "max_len ..."
-      dropout: off in eval mode, active in training mode                       "dropout=0.3 ..." x2
-    classifier
-      head nn.Linear(C, num_classes), C the encoder's width                     "head ..."
-      mean over non-padding positions only (encoder.pad_id, non-zero too)      "mean pooling ..." x2, "by hand ..."
-      "first" takes position 0                                                 "first pooling ...", "by hand ..."
-      default pooling is "mean"                                                "default pooling ..."
-      more padding never changes the logits (mean)                             "more padding ..."
-      other pooling values raise ValueError                                    "unknown pooling ..."
-    mlm_mask
-      each non-special position chosen with prob (default 0.15; 0.4)           "default prob ...", "prob=0.4 ..."
-      80 / 10 / 10 among the chosen                                            "80/10/10 ..."
-      random replacement uniform over 0..V-1 (mask and special ids included)  "random replacements ..."
-      labels: original at chosen, -100 elsewhere; others unchanged             "labels ...", "prob=0.4 ..."
-      special_ids never chosen; default () lets every id be chosen             "special ids ..."
-      ids not modified                                                         "labels ...", "special ids ..."
-      every draw uses generator                                                "generator ..."
-      prob=0 and prob=1 edge cases                                             "prob=0 and prob=1 ..."
-      prob outside [0, 1] raises ValueError                                    "prob outside ..."
-      shape and dtype of inputs and labels, one-row input                      "shapes and dtypes ..."
-    cross_attention
-      projections nn.Linear(C, C) with bias; dropout 0.0 by default            "projections ..."
-      queries from x, keys/values from memory, T_q != T_k                      "fixed weights ..." (REFERENCE), "memory matters ..."
-      memory_mask (B, 1, T_k) and (B, T_q, T_k); None default                   "fixed weights ..." x3, "nn.MultiheadAttention ..." x3
-      equals nn.MultiheadAttention(x, memory, memory)                          "agrees with nn.MultiheadAttention ..." x3
-      other heads counts                                                       "2 and 6 heads ..."
-      a query never reads other queries; blocked memory never matters          "queries apart ..."
-      dropout off in eval, on in training                                      "dropout ..." x2
-      embed_dim % num_heads != 0 raises ValueError                             "ValueError ..."
-    decoder_block
-      parts self_attn, cross_attn, ff, ln1..ln3; dropout 0.0 by default        "parts ..."
-      pre-norm order (default), post-norm order                                "pre-norm ...", "post-norm ...", "default ..." (REFERENCE)
-      activation passed to ff (relu)                                           "post-norm ... relu", "agrees ... relu"
-      equals nn.TransformerDecoderLayer for both norm_first                    "agrees with nn.TransformerDecoderLayer ..." x2
-      self_mask reaches self-attention; memory_mask reaches cross-attention    "causal ...", "memory padding ..."
-      a residual around every sublayer (pre-norm stream never normalised)      "silenced ..."
-      memory used as it comes (not normalised)                                 "pre-norm ..." (REFERENCE: memory of mean 1, spread 3)
-      dropout passed on: off in eval, on in training                           "dropout ..." x2
-    seq2seq
-      defaults and the parts built: Encoder(src_vocab, max_len, n_layer, n_head,
-      n_embd, pad_id), n_layer DecoderBlock(C, H, 4C) pre-norm GELU, tgt_emb,
-      tgt_pos_emb, ln_f, head with bias, pad_id                                "built with ...", "defaults ..."
-      forward logits (B, T, tgt_vocab) from memory, masks, embeddings          "fixed weights ..." (REFERENCE) x2
-      causal self-mask                                                         "causal ..."
-      source padding blocked in cross-attention, pad_id honoured               "source padding ..."
-      greedy: generated tokens without start; end kept, then model.pad_id      "greedy: rows end ..."
-      greedy: stops as soon as every row has ended (no extra model call)       "greedy: inputs ..."
-      greedy: at most max_len tokens; max_len=0                                "greedy: no row ends ...", "greedy: max_len=0 ..."
-      greedy: starts from start_id and feeds back its own tokens; src passed    "greedy: inputs ...", "greedy: copies ..."
-      greedy: eval mode, no gradients, mode restored (train and eval)          "greedy: eval mode ..."
-      greedy: max_len < 0 raises ValueError                                    "greedy: negative ..."
-    seq2seq_works
-      one loss per step, Python floats; training mode                          "train_seq2seq: pairs ...", "training mode ..."
-      rows drawn with generator, uniform over all N, the same rows of both    "generator ...", "every row ...", "pairs ..."
-      decoder input = shift_right(target rows, start_id)                       "pairs ..."
-      labels: padding (model.pad_id) ignored; mean cross-entropy               "losses ..."
-      gradients zeroed every step; clipped to grad_clip (default 1.0); None
-      does not clip                                                            "gradients ...", "grad_clip=1e-3 ...", "by default ..."
-      AdamW with learning rate lr                                              "AdamW ..."
-      bad arguments raise ValueError                                           "ValueError ..."
-      the student's Seq2Seq and loop learn the reversal task (>= 80%)          "200 steps ..."
+Probes return raw outputs (tensors, numbers, modes and gradient state as words); every
+comparison is made by the check. Every clause of each question's contract and the tests
+that cover it are listed in ``clauses.md`` beside this file.
 
 Tolerances (relative + absolute, per test)
     Margins below were measured with benchmarks/tolerance_margins.py (the reference's own
