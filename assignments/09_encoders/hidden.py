@@ -389,13 +389,13 @@ def _table_alternatives():
     return {"all positions": h.mean(1), "sum": (h * real).sum(1), "over T": (h * real).sum(1) / _TABLE_IDS.size(1)}
 
 
-def _pooled_hint(kind, text):
+def _pooled_hint(kind, text, mistake):
     def when(got, exp):
         if not isinstance(got, dict) or not isinstance(got.get("mean"), torch.Tensor):
             return False
         alt = _table_alternatives()[kind]
         return got["mean"].shape == alt.shape and torch.allclose(got["mean"].double(), alt, atol=1e-4)
-    return Hint(when, text)
+    return Hint(when, text, mistake=mistake)
 
 
 @suite.case(
@@ -403,9 +403,9 @@ def _pooled_hint(kind, text):
     "pooled vectors by hand (an identity head on a table encoder whose pad_id is 4)",
     points=2,
     check=equal([
-        _pooled_hint("all positions", "the padding positions were averaged in: average over the real positions only"),
-        _pooled_hint("over T", "the sum over the real positions was divided by T: divide by the number of real positions"),
-        _pooled_hint("sum", "the outputs were summed, not averaged"),
+        _pooled_hint("all positions", "the padding positions were averaged in: average over the real positions only", "padding averaged in"),
+        _pooled_hint("over T", "the sum over the real positions was divided by T: divide by the number of real positions", "divided by T"),
+        _pooled_hint("sum", "the outputs were summed, not averaged", "summed, not averaged"),
     ]),
     expected={"mean": torch.tensor([[1.0, 2.5, 0.5], [-0.375, 0.875, 0.375], [2.0, 2.0, 2.0]]),
               "first": torch.tensor([[0.0, 3.0, -1.0], [-4.0, 1.0, 0.5], [2.0, 2.0, 2.0]])},
@@ -1104,9 +1104,9 @@ class _Scripted(nn.Module):
 
 _START_INCLUDED = Hint(lambda got, exp: isinstance(got, list) and len(got) == len(exp) and all(
     isinstance(r, list) and len(r) == len(e) + 1 and r[1:] == e for r, e in zip(got, exp)),
-    "the start token is not part of the result: return only the generated tokens")
+    "the start token is not part of the result: return only the generated tokens", mistake="start token returned")
 _END_DROPPED = Hint(lambda got, exp: isinstance(got, list) and len(got) == len(exp) and any(
-    isinstance(r, list) and 2 in e and 2 not in r for r, e in zip(got, exp)), "keep each row's end token in its output")
+    isinstance(r, list) and 2 in e and 2 not in r for r, e in zip(got, exp)), "keep each row's end token in its output", mistake="end token dropped")
 
 _SCRIPT = [[5, 6, 2, 7, 8, 9, 10, 11], [4, 2, 9, 9, 9, 9, 9, 9], [8, 8, 8, 2, 3, 3, 3, 3]]
 

@@ -249,7 +249,8 @@ def _classifier(ns, pooling=None):
 
 
 _WITH_PADDING = Hint(lambda got, exp: isinstance(got, torch.Tensor) and got.shape == (2, 3) and float(got.abs().max()) > 15,
-                     "the padding positions were averaged in: take the mean over the real (non-padding) positions only")
+                     "the padding positions were averaged in: take the mean over the real (non-padding) positions only",
+                     mistake="padding averaged in")
 
 
 @suite.case(
@@ -497,11 +498,11 @@ def _run_against_torch(ns, seed, norm_first, activation):
     with torch.no_grad():
         out = block(x, memory, self_mask=causal, memory_mask=pad)
         state = {k: v.detach().clone() for k, v in _decoder_state(block).items()}
-    return {"out": out, "state": state, "x": x, "memory": memory, "causal": causal, "pad": pad, "norm_first": norm_first, "activation": activation}
+    return {"out": out, "state": state, "x": x, "memory": memory, "causal": causal, "pad": pad, "norm": "pre" if norm_first else "post", "activation": activation}
 
 
 def _agrees_with_decoder_layer(got):
-    twin = nn.TransformerDecoderLayer(PC, PH, PF, dropout=0.0, activation=got["activation"], batch_first=True, norm_first=got["norm_first"])
+    twin = nn.TransformerDecoderLayer(PC, PH, PF, dropout=0.0, activation=got["activation"], batch_first=True, norm_first=got["norm"] == "pre")
     twin.load_state_dict(got["state"])
     x, memory = got["x"], got["memory"]
     pad = got["pad"].expand(x.size(0), x.size(1), memory.size(1)).repeat_interleave(PH, dim=0)
@@ -510,7 +511,7 @@ def _agrees_with_decoder_layer(got):
     verdict = close(rtol=1e-4, atol=1e-5)(got["out"], theirs, True)
     if verdict.passed:
         return None
-    return f"your block and nn.TransformerDecoderLayer(norm_first={got['norm_first']}) (same weights) differ: {verdict.message}"
+    return f"your block and nn.TransformerDecoderLayer(norm_first={got['norm'] == 'pre'}) (same weights) differ: {verdict.message}"
 
 
 @suite.case("decoder_block", "has self_attn, cross_attn, ff, ln1, ln2 and ln3, and keeps the shape (B, T, C)", points=1,
@@ -650,7 +651,7 @@ class _Scripted(nn.Module):
 
 
 _START_KEPT = Hint(lambda got, exp: isinstance(got, list) and len(got) == 2 and all(isinstance(r, list) and r[:1] == [1] for r in got),
-                   "the start token is not part of the result: return only the generated tokens")
+                   "the start token is not part of the result: return only the generated tokens", mistake="start token returned")
 
 
 @suite.case(
