@@ -220,14 +220,14 @@ def _(ns):
     return [plain.blocks[0].ff.fc1.out_features, given.blocks[0].ff.fc1.out_features, given.blocks[1].ff.fc1.out_features]
 
 
-@suite.case("encoder", "fixed weights, no padding: outputs", points=2, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
+@suite.case("encoder", "fixed weights, no padding: outputs", points=2, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions',))
 def _(ns):
     with torch.no_grad():
         return _encoder(ns, 1)(_IDS.clone())
 
 
 @suite.case("encoder", "fixed weights, padding at the end and in the middle: outputs at the real positions", points=2,
-            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
+            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions',))
 def _(ns):
     with torch.no_grad():
         out = _encoder(ns, 2)(_PADDED.clone())
@@ -235,7 +235,7 @@ def _(ns):
 
 
 @suite.case("encoder", "fixed weights, 3 blocks of 2 heads, ff_dim 40: outputs", points=1, check=close(rtol=1e-4, atol=1e-4),
-            expected=REFERENCE)
+            expected=REFERENCE, builds_on=('defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions',))
 def _(ns):
     with torch.no_grad():
         return _encoder(ns, 3, n_layer=3, n_head=2)(_IDS.clone())
@@ -278,7 +278,7 @@ def _(ns):
 
 
 @suite.case("encoder", "pad_id=5: tokens 5 are blocked wherever they stand, token 0 is ordinary", points=2,
-            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
+            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions',))
 def _(ns):
     with torch.no_grad():
         out = _encoder(ns, 6, pad_id=5)(_PAD5.clone())
@@ -300,7 +300,7 @@ def _(ns):
     return catch(encoder, torch.ones(2, 8, dtype=torch.long)), list(encoder(torch.ones(2, 7, dtype=torch.long)).shape)
 
 
-@suite.case("encoder", "dropout=0.3 changes nothing in eval mode", points=1, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
+@suite.case("encoder", "dropout=0.3 changes nothing in eval mode", points=1, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions',))
 def _(ns):
     with torch.no_grad():
         return _encoder(ns, 7, dropout=0.3)(_PADDED.clone())[_REAL]
@@ -672,27 +672,27 @@ def _(ns):
 
 
 @suite.case("cross_attention", "fixed weights, 5 queries, 7 memory positions, no mask", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
 def _(ns):
     with torch.no_grad():
         return _cross(ns, 1)(_XQ.clone(), _MEM.clone())
 
 
 @suite.case("cross_attention", "fixed weights with a (B, 1, T_k) padding mask", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
 def _(ns):
     with torch.no_grad():
         return _cross(ns, 2)(_XQ.clone(), _MEM.clone(), memory_mask=_KEY_PAD.clone())
 
 
 @suite.case("cross_attention", "fixed weights with a per-query (B, T_q, T_k) mask", points=1,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
 def _(ns):
     with torch.no_grad():
         return _cross(ns, 3)(_XQ.clone(), _MEM.clone(), memory_mask=_PER_QUERY.clone())
 
 
-@suite.case("cross_attention", "2 and 6 heads on the same input", points=1, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+@suite.case("cross_attention", "2 and 6 heads on the same input", points=1, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
 def _(ns):
     with torch.no_grad():
         return torch.stack([_cross(ns, 4, heads=2)(_XQ.clone(), _MEM.clone(), memory_mask=_KEY_PAD.clone()),
@@ -728,7 +728,7 @@ def _mha_probe(ns, seed, mask):
     return out, _cross_state(module), _XQ.clone(), _MEM.clone(), mask
 
 
-@suite.case("cross_attention", "agrees with nn.MultiheadAttention(x, memory, memory), no mask", points=1, check=satisfies(_against_mha))
+@suite.case("cross_attention", "agrees with nn.MultiheadAttention(x, memory, memory), no mask", points=1, check=satisfies(_against_mha), builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
 def _(ns):
     return _mha_probe(ns, 5, None)
 
@@ -787,7 +787,7 @@ def _(ns):
     return _change(a[:, 0], b[:, 0]), _change(a, c)
 
 
-@suite.case("cross_attention", "dropout=0.5 does nothing in eval mode", points=1, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+@suite.case("cross_attention", "dropout=0.5 does nothing in eval mode", points=1, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
 def _(ns):
     with torch.no_grad():
         return _cross(ns, 10, dropout=0.5)(_XQ.clone(), _MEM.clone(), memory_mask=_KEY_PAD.clone())
@@ -832,14 +832,14 @@ def _(ns):
 
 
 @suite.case("decoder_block", "pre-norm, fixed weights, causal self-mask and a padded memory", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default',))
 def _(ns):
     with torch.no_grad():
         return _block(ns, 2, norm_first=True)(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(), memory_mask=_KEY_PAD.clone())
 
 
 @suite.case("decoder_block", "post-norm with relu, fixed weights, causal self-mask and a per-query memory mask", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default',))
 def _(ns):
     with torch.no_grad():
         return _block(ns, 3, norm_first=False, activation="relu")(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(),
@@ -847,7 +847,7 @@ def _(ns):
 
 
 @suite.case("decoder_block", "the default block (no norm_first, no masks) is pre-norm with gelu", points=1,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default',))
 def _(ns):
     with torch.no_grad():
         return _block(ns, 4)(_XD.clone(), _MEMD.clone())
@@ -973,7 +973,7 @@ def _(ns):
         return _XD.clone(), block(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(), memory_mask=_KEY_PAD.clone())
 
 
-@suite.case("decoder_block", "dropout=0.3 changes nothing in eval mode", points=1, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE)
+@suite.case("decoder_block", "dropout=0.3 changes nothing in eval mode", points=1, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default',))
 def _(ns):
     with torch.no_grad():
         return _block(ns, 10, dropout=0.3)(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone())
@@ -1040,13 +1040,13 @@ def _(ns):
             "blocks": sum(entry["part"] == "DecoderBlock" for entry in log), "width": model.tgt_emb.weight.shape[1], "pad_id": model.pad_id}
 
 
-@suite.case("seq2seq", "fixed weights: logits for a padded source", points=3, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
+@suite.case("seq2seq", "fixed weights: logits for a padded source", points=3, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('built with Encoder(src_vocab, max_len, n_layer, n_head, n_embd, pad_id) and n_layer pre-norm GELU DecoderBlock(C, H, 4C)',))
 def _(ns):
     with torch.no_grad():
         return _seq2seq(ns, 2)(_SRC.clone(), _TGT_IN.clone())
 
 
-@suite.case("seq2seq", "fixed weights, pad_id=2 (token 0 ordinary): logits", points=2, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
+@suite.case("seq2seq", "fixed weights, pad_id=2 (token 0 ordinary): logits", points=2, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('built with Encoder(src_vocab, max_len, n_layer, n_head, n_embd, pad_id) and n_layer pre-norm GELU DecoderBlock(C, H, 4C)',))
 def _(ns):
     with torch.no_grad():
         return _seq2seq(ns, 3, n_layer=1, pad_id=2)(_SRC_PAD2.clone(), _TGT_IN.clone())
