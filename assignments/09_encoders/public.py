@@ -255,6 +255,22 @@ _WITH_PADDING = Hint(lambda got, exp: isinstance(got, torch.Tensor) and got.shap
 
 @suite.case(
     "classifier",
+    "mean pooling with an encoder whose pad_id is 3: token 3 is the padding, token 0 a real token",
+    points=1,
+    check=close(rtol=1e-6, atol=1e-5),
+    expected=torch.tensor([[2.0, 0.0, 2.5], [2.5 / 3, 8 / 3, 4.0]]),
+)
+def _(ns):
+    # pad_id=3 (its row is large); row 0: tokens 0 and 1 -> mean (2, 0); row 1: tokens 2, 0, 0 -> mean (5/6, 8/3)
+    clf = ns.SequenceClassifier(_TableEncoder(_ROWS[1:] + _ROWS[:1], pad_id=3), 3)
+    with torch.no_grad():
+        clf.head.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
+        clf.head.bias.copy_(torch.tensor([0.0, 0.0, 0.5]))
+        return clf(torch.tensor([[0, 1, 3, 3], [2, 0, 0, 3]]))
+
+
+@suite.case(
+    "classifier",
     "mean pooling (the default) averages the real positions only: logits by hand",
     points=1,
     check=close(rtol=1e-6, atol=1e-6, hints=[_WITH_PADDING]),
@@ -341,6 +357,27 @@ def _(ns):
     ids = _MLM_IDS[:16].clone()
     inputs, labels = ns.mlm_mask_tokens(ids, mask_id=3, vocab_size=1000, prob=1.0, generator=generator(13))
     return _MLM_IDS[:16].clone(), inputs, labels
+
+
+# ids 1..3 only, so that id 4 (vocab_size - 1) can come only from a random replacement
+_SMALL_VOCAB_IDS = torch.randint(1, 4, (16, 64), generator=generator(14))
+
+
+def _top_id_problem(got):
+    counts = torch.bincount(got.flatten(), minlength=5)
+    if counts.numel() > 5:
+        return f"with vocab_size=5 every input id must lie in 0..4; got ids up to {counts.numel() - 1}"
+    if int(counts[4]) == 0:
+        return ("no chosen position became id 4 = vocab_size - 1 in about 100 random replacements: draw the random ids "
+                "from the whole vocabulary, 0 to vocab_size - 1 (torch.randint's upper bound is exclusive)")
+    return None
+
+
+@suite.case("mlm_mask", "prob=1, vocab_size=5: random replacements reach the last id, vocab_size - 1", points=1,
+            check=satisfies(_top_id_problem))
+def _(ns):
+    inputs, _ = ns.mlm_mask_tokens(_SMALL_VOCAB_IDS.clone(), mask_id=0, vocab_size=5, prob=1.0, generator=generator(15))
+    return inputs
 
 
 def _specials_problem(got):
@@ -610,6 +647,24 @@ def _(ns):
     return _largest_change(a[:, :-1], b[:, :-1]), _largest_change(a[:, -1], b[:, -1])
 
 
+def _target_positions_problem(got):
+    before, after = got
+    if not _largest_change(before, after) > 1e-4:
+        return "changing tgt_pos_emb's weights left the logits unchanged: add tgt_pos_emb(positions) to the target embeddings"
+    return None
+
+
+@suite.case("seq2seq", "the target positions come from tgt_pos_emb: changing its weights changes the logits", points=1,
+            check=satisfies(_target_positions_problem))
+def _(ns):
+    model = _model(ns, 53)
+    src, tgt_in = torch.tensor([[4, 5, 6, 0, 0], [7, 8, 9, 10, 12]]), torch.tensor([[1, 3, 4, 5], [1, 6, 7, 8]])
+    with torch.no_grad():
+        before = model(src, tgt_in)
+        model.tgt_pos_emb.weight.add_(randn(*model.tgt_pos_emb.weight.shape, seed=54))
+        return before, model(src, tgt_in)
+
+
 def _source_padding_ignored(got):
     if not got <= 1e-5:
         return (f"adding padding to the end of the source changed the logits (by up to {got:.3g}): "
@@ -659,11 +714,11 @@ _START_KEPT = Hint(lambda got, exp: isinstance(got, list) and len(got) == 2 and 
     "greedy_decode: each row stops at end_id (kept), then pad_id; decoding stops when every row has ended",
     points=1,
     check=equal([_START_KEPT]),
-    expected=[[5, 6, 2], [4, 2, 0]],
+    expected=[[5, 6, 2], [4, 2, 7]],
 )
 def _(ns):
     # the stand-in's best tokens: row 0 says 5, 6, END=2, ... and row 1 says 4, END=2, ...
-    model = _Scripted([[5, 6, 2, 7, 8, 9, 3, 3], [4, 2, 9, 9, 7, 7, 3, 3]])
+    model = _Scripted([[5, 6, 2, 7, 8, 9, 3, 3], [4, 2, 9, 9, 7, 7, 3, 3]], pad_id=7)
     return ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6]]), start_id=1, end_id=2, max_len=8).tolist()
 
 
@@ -701,8 +756,10 @@ class _Recorder(nn.Module):
         self.calls = []
 
     def forward(self, src, tgt_in):
-        self.calls.append({"mode": mode_of(self), "src": src.detach().cpu().clone(), "tgt_in": tgt_in.detach().cpu().clone()})
-        return self.table(tgt_in)
+        logits = self.table(tgt_in)
+        self.calls.append({"mode": mode_of(self), "src": src.detach().cpu().clone(), "tgt_in": tgt_in.detach().cpu().clone(),
+                           "logits": logits.detach().cpu().clone()})
+        return logits
 
 
 _SRC = torch.tensor([[3, 4, 5, 0], [6, 7, 0, 0], [8, 3, 4, 6], [5, 5, 7, 0], [4, 8, 0, 0], [7, 6, 5, 4]])
@@ -738,6 +795,57 @@ def _(ns):
     model = _Recorder()
     losses = ns.train_seq2seq(model, _SRC.clone(), _TGT.clone(), steps=5, batch_size=3, lr=0.01, start_id=1, generator=generator(60))
     return losses, model.calls
+
+
+def _source_rows(call):
+    """For each row of a recorded call, the number of the row of _SRC it is (None if none)."""
+    found = [[i for i in range(len(_SRC)) if torch.equal(_SRC[i], s)] for s in call["src"]]
+    return [rows[0] if rows else None for rows in found]
+
+
+def _loss_problem(got):
+    losses, calls = got
+    trained = [c for c in calls if c["mode"] == "train"]
+    if not isinstance(losses, list) or len(losses) != len(trained) or not trained:
+        return "train_seq2seq must return one loss per step, each from one call of the model in training mode"
+    for number, (loss, call) in enumerate(zip(losses, trained)):
+        rows = _source_rows(call)
+        if None in rows:
+            return "a source row fed to the model is not one of src's rows"
+        labels = _TGT[rows].masked_fill(_TGT[rows] == 0, -100)
+        want = float(torch.nn.functional.cross_entropy(call["logits"].double().reshape(-1, 9), labels.reshape(-1), ignore_index=-100))
+        if not abs(float(loss) - want) <= 1e-5 * abs(want) + 1e-6:
+            return (f"the loss of step {number} is not the mean cross-entropy of the model's logits against the target rows "
+                    "with padding (model.pad_id) left out: replace padding by -100 in the labels")
+    return None
+
+
+@suite.case("seq2seq_works", "train_seq2seq: each loss is the mean cross-entropy over the non-padding target positions", points=1,
+            check=satisfies(_loss_problem), timeout=30)
+def _(ns):
+    model = _Recorder()
+    losses = ns.train_seq2seq(model, _SRC.clone(), _TGT.clone(), steps=3, batch_size=4, lr=0.01, start_id=1, generator=generator(62))
+    return losses, model.calls
+
+
+def _same_rows_problem(got):
+    first, second = ([[_source_rows(c)] for c in calls if c["mode"] == "train"] for calls in got)
+    if first != second:
+        return ("the same seeded generator drew different rows after different global seeds (torch.manual_seed): "
+                "draw the rows with torch.randint(..., generator=generator)")
+    return None
+
+
+@suite.case("seq2seq_works", "train_seq2seq: the same seeded generator draws the same rows, whatever the global random state", points=1,
+            check=satisfies(_same_rows_problem), timeout=30)
+def _(ns):
+    runs = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        model = _Recorder()
+        ns.train_seq2seq(model, _SRC.clone(), _TGT.clone(), steps=3, batch_size=3, lr=0.01, start_id=1, generator=generator(63))
+        runs.append(model.calls)
+    return runs
 
 
 # The task: reverse a string of 3 to 6 digits. Ids: PAD=0, START=1, END=2, digit d -> d + 3.
