@@ -5,7 +5,6 @@ one of them runs: grading never imports the reference solutions or the training 
 """
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -17,7 +16,10 @@ DEMO_MISTAKES = ["build_vocab-ids-start-at-1", "get_batch-last-valid-start-never
 
 
 def _cores() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    """Submissions graded at once, one thread each: $GPTCOURSE_THREADS, else the usable CPUs."""
+    from .kit.threads import worker_count
+
+    return worker_count()
 
 
 def _positive(kind):
@@ -39,42 +41,96 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def submission_files(items: list[str]) -> list[Path]:
+    """The files named, with every notebook (and zip) below each folder named, in order."""
+    paths = []
+    for item in map(Path, items):
+        if item.is_dir():
+            found = sorted(p for p in item.rglob("*") if p.suffix.lower() in (".ipynb", ".zip") and p.is_file() and ".ipynb_checkpoints" not in p.parts)
+            if not found:
+                raise UsageError(f"no .ipynb or .zip file under {item}")
+            paths += found
+        elif item.is_file():
+            paths.append(item)
+        else:
+            raise UsageError(f"no such file: {item}")
+    return paths
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
     from .build.fixtures import DEFAULT_DIR, stage_tests
+    from .kit.threads import configure_threads
 
     stage = get_stage(args.stage)
-    paths = [Path(p) for p in args.files]
-    if args.nbgrader and paths:
+    if args.nbgrader and args.files:
         raise UsageError("give either --nbgrader COURSE_DIR or notebook files, not both")
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise UsageError(f"no such file: {', '.join(missing)}")
-    if not paths and not args.nbgrader:
+    if not args.files and not args.nbgrader:
         raise UsageError("name at least one submission to grade (or --nbgrader COURSE_DIR)")
+    paths = submission_files(args.files)
+    out = Path(args.out)
+    roster = load_roster(args.roster, out)
+    configure_threads(1)  # this process only compares outputs: the workers get the CPUs
     tests = stage_tests(stage, Path(args.fixtures) if args.fixtures else DEFAULT_DIR)
     limits = Limits(total_timeout=args.timeout, cell_timeout=min(Limits.cell_timeout, args.timeout))
-    out = Path(args.out)
     if args.nbgrader:
         return grade_nbgrader_course(args, tests, limits, out)
-    done = grade_folder(paths, tests, limits, out, args)
+    run = grade_folder(paths, tests, limits, out, args, roster)
     if not args.quiet:
-        print(score_table(done, tests))
-        print(f"results: {out}/<submission>/results.json, gradebook: {out / 'grades.csv'}")
+        print(score_table(run.graded, tests))
+        print(folder_summary(run, out, args))
     return 0
 
 
-def grade_folder(paths: list[Path], tests, limits: Limits, out: Path, args: argparse.Namespace) -> list:
-    """Grade ``paths`` into ``out`` (results.json and feedback.md each, then grades.csv); warn of test faults."""
-    from .reports.folder import grade_into_folder
+def load_roster(path: str | None, out: Path):
+    """The roster given (kept as ``out/roster.csv`` for later runs), else the one kept, else None."""
+    from .reports.roster import read_roster
 
-    done = grade_into_folder(paths, tests, out, limits, workers=args.workers, progress=not args.quiet, show_hidden=args.show_hidden)
-    for graded in done:
+    if path:
+        roster = read_roster(Path(path))
+        out.mkdir(parents=True, exist_ok=True)
+        if Path(path).resolve() != (out / "roster.csv").resolve():
+            (out / "roster.csv").write_bytes(Path(path).read_bytes())
+        return roster
+    kept = out / "roster.csv"
+    return read_roster(kept) if kept.is_file() else None
+
+
+def grade_folder(paths: list[Path], tests, limits: Limits, out: Path, args: argparse.Namespace, roster=None):
+    """Grade ``paths`` into ``out`` (merging with what it holds) and rebuild its gradebook; warn of test faults."""
+    from .reports.folder import run_folder
+
+    run = run_folder(
+        paths, tests, out, limits, names=getattr(args, "names", "auto"), workers=args.workers, progress=not args.quiet,
+        show_hidden=args.show_hidden, changed=getattr(args, "changed", False), only_failed=getattr(args, "only_failed", False),
+        roster=roster, canvas_assignment=getattr(args, "canvas_assignment", None),
+    )
+    for graded in run.graded:
         for fault in graded.faults:
             print(f"gptcourse: warning: a test could not judge {graded.name}'s output: {fault}", file=sys.stderr)
-    fallbacks = sorted({g.outcome.isolation["fallback"] for g in done if g.outcome.isolation.get("fallback")})
+    fallbacks = sorted({g.outcome.isolation["fallback"] for g in run.graded if g.outcome.isolation.get("fallback")})
     for reason in fallbacks:
         print(f"gptcourse: warning: the student code ran less confined than this machine should allow ({reason})", file=sys.stderr)
-    return done
+    return run
+
+
+def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
+    """What the run did to the folder: kept and skipped students, the roster's matches, the files to use."""
+    book = run.gradebook
+    lines = []
+    kept = len(book.rows) - len(run.graded)
+    if run.skipped:
+        why = "unchanged since they were graded" if args.changed else "already at full marks"
+        lines.append(f"not graded again ({why}): {', '.join(k for k, _ in run.skipped)}")
+    if kept > 0:
+        lines.append(f"kept {kept} student(s) graded before; the gradebook has {len(book.rows)} rows")
+    if book.unmatched:
+        lines.append(f"not in the roster (no id in grades.csv, left out of canvas.csv): {', '.join(book.unmatched)}")
+    if book.absent:
+        lines.append(f"in the roster but not graded: {', '.join(s.name or s.id for s in book.absent)}")
+    files = f"results: {out}/<student>/results.json, gradebook: {out / 'grades.csv'}"
+    if (out / "canvas.csv").is_file():
+        files += f", Canvas import: {out / 'canvas.csv'}"
+    return "\n".join([*lines, files])
 
 
 def grade_nbgrader_course(args: argparse.Namespace, tests, limits: Limits, out: Path) -> int:
@@ -89,7 +145,7 @@ def grade_nbgrader_course(args: argparse.Namespace, tests, limits: Limits, out: 
     require_assignment(course, tests.stage_id)
     with tempfile.TemporaryDirectory(prefix="gptcourse-nbgrader-") as tmp:
         paths = stage_copies(submitted, Path(tmp))
-        done = grade_folder(paths, tests, limits, out, args)
+        done = grade_folder(paths, tests, limits, out, args).graded
     qids = [q for q, _ in tests.questions()]
     report = write_gradebook(course, tests.stage_id, submitted, {g.name: question_scores(g.results, qids) for g in done})
     if not args.quiet:
@@ -117,6 +173,17 @@ def score_table(graded, tests) -> str:
     return "\n".join(lines)
 
 
+def demo_mistakes(mistakes: list) -> list:
+    """The demo's mistakes: 01's chosen three, else the first catalogued mistake of each of the first three questions."""
+    chosen = [m for m in mistakes if m.slug in DEMO_MISTAKES]
+    if chosen:
+        return chosen
+    first: dict[str, object] = {}
+    for mistake in mistakes:
+        first.setdefault(mistake.qid, mistake)
+    return list(first.values())[:3]
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .authoring.catalogue import catalogue
     from .authoring.variants import write_variant
@@ -124,18 +191,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .build.notebooks import make_notebook, write_notebook
     from .build.release import build_stage
 
-    stage = get_stage("01_tokenisation")
+    stage = get_stage(args.stage)
     out = Path(args.out)
-    print("== 1. Building the release of stage 01 (student notebook, fixtures, Gradescope zip, nbgrader)")
+    print(f"== 1. Building the release of stage {stage.id} (student notebook, fixtures, Gradescope zip, nbgrader)")
     build_stage(stage, ROOT / "release")
     folder = out / "submissions"
     write_notebook(make_notebook(stage, "reference"), folder / "reference.ipynb")
     write_notebook(make_notebook(stage, "student"), folder / "empty-release.ipynb")
     samples = [folder / "reference.ipynb", folder / "empty-release.ipynb"]
-    samples += [write_variant(stage, m, folder) for m in catalogue(stage)[0] if m.slug in DEMO_MISTAKES]
-    print(f"\n== 2. Grading {len(samples)} sample submissions of stage 01 (the reference, the empty release, realistic mistakes) from {folder}/")
+    samples += [write_variant(stage, m, folder) for m in demo_mistakes(catalogue(stage)[0])]
+    print(f"\n== 2. Grading {len(samples)} sample submissions of stage {stage.id} (the reference, the empty release, realistic mistakes) from {folder}/")
     tests = stage_tests(stage, DEFAULT_DIR)
-    done = grade_folder(samples, tests, Limits(), out, argparse.Namespace(show_hidden=False, workers=2, quiet=False))
+    done = grade_folder(samples, tests, Limits(), out, argparse.Namespace(show_hidden=False, workers=2, quiet=False)).graded
     print()
     print(score_table(done, tests))
     print(f"\nresults.json per submission and grades.csv are in {out}/")
@@ -157,8 +224,34 @@ def cmd_check_stage(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from .reports.class_report import write_report
 
-    print(write_report(Path(args.folder)))
-    print(f"written: {Path(args.folder) / 'report.md'}, {Path(args.folder) / 'report.png'}")
+    folder = Path(args.folder)
+    print(write_report(folder))
+    print(f"written: {folder / 'report.md'}, {folder / 'report.png'}, {folder / 'mistakes.csv'}")
+    return 0
+
+
+def cmd_gradescope_run(args: argparse.Namespace) -> int:
+    from .build.gradescope_tryout import run_zip
+
+    for path in (args.zip, args.notebook):
+        if not Path(path).is_file():
+            raise UsageError(f"no such file: {path}")
+    tried = run_zip(Path(args.zip), Path(args.notebook), gradescope_limits=args.gradescope_limits)
+    print(tried.stdout.rstrip())
+    if tried.stderr.strip():
+        print(tried.stderr.rstrip(), file=sys.stderr)
+    doc = tried.results
+    if not doc.get("tests"):
+        print(f"gptcourse: no valid results.json was written (run_autograder exited {tried.returncode})", file=sys.stderr)
+        return 1
+    worth = sum(t["max_score"] for t in doc["tests"])
+    peak = f", peak memory {tried.peak_memory / 2**20:.0f} MB" if tried.peak_memory else ""
+    print(f"score {doc['score']:g} of {worth:g} in {tried.seconds:.0f} s{peak}; {tried.confined}")
+    if args.out:
+        from .engine.results import dump_json, write_atomic
+
+        write_atomic(Path(args.out), dump_json(doc))
+        print(f"results: {args.out}")
     return 0
 
 
@@ -179,20 +272,37 @@ def main(argv: list[str] | None = None) -> int:
     grade = sub.add_parser("grade", help="grade submissions of one stage")
     grade.add_argument("--stage", required=True, help="e.g. 01_tokenisation (or 01)")
     grade.add_argument("--out", default="grades", help="output folder (default: grades/)")
-    grade.add_argument("--workers", type=_positive(int), default=_cores(), help="submissions graded at once (default: all cores)")
+    grade.add_argument("--workers", type=_positive(int), default=_cores(), help="submissions graded at once, one thread each (default: $GPTCOURSE_THREADS, "
+                       "else the CPUs this process may use: its affinity mask within its cgroup's CPU quota)")
     grade.add_argument("--timeout", type=_positive(float), default=Limits.total_timeout, help="seconds allowed per submission (default: 600)")
     grade.add_argument("--fixtures", help="folder of fixture files (default: release/fixtures, rebuilt when stale)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table")
     grade.add_argument("--show-hidden", action="store_true", help="include hidden-test results in each feedback.md (after the deadline)")
     grade.add_argument("--nbgrader", metavar="COURSE_DIR", help="grade COURSE_DIR/submitted/<student>/<stage>/ and write the scores into its nbgrader gradebook")
-    grade.add_argument("files", nargs="*", help=".ipynb files (any name) or zips holding one notebook")
+    grade.add_argument("--names", choices=("auto", "folder", "file"), default="auto",
+                       help="name each student after the submission's folder or file name (default auto: LMS download names, "
+                            "else a folder per student when the files lie one per folder, else the file name)")
+    grade.add_argument("--roster", metavar="CSV", help="the class list (columns id, name, email; or Canvas's gradebook export), kept in OUT/roster.csv")
+    grade.add_argument("--canvas-assignment", metavar="COLUMN", help="the assignment column of canvas.csv, as Canvas's export heads it, e.g. 'Tokenisation (123456)' (default: the stage id)")
+    which = grade.add_mutually_exclusive_group()
+    which.add_argument("--changed", action="store_true", help="grade only the files never graded into OUT, changed since (SHA-256), or graded with other tests")
+    which.add_argument("--only-failed", action="store_true", help="grade only the files never graded into OUT or short of full marks there")
+    grade.add_argument("files", nargs="*", help=".ipynb files (any name), zips holding one notebook, or folders of them")
     grade.set_defaults(run=cmd_grade)
 
-    report = sub.add_parser("report", help="per-question pass rates and the most frequent failures of a graded class")
+    report = sub.add_parser("report", help="a graded class: totals, pass rates, the mistakes seen per question, a line per student")
     report.add_argument("folder", help="the --out folder of gptcourse grade")
     report.set_defaults(run=cmd_report)
 
-    demo = sub.add_parser("demo", help="build, then grade the bundled sample submissions of stage 01")
+    tryout = sub.add_parser("gradescope-run", help="grade a notebook with a Gradescope zip on this machine, as Gradescope would")
+    tryout.add_argument("zip", help="release/gradescope/<stage>.zip")
+    tryout.add_argument("notebook", help="the submission (.ipynb, or a zip holding one)")
+    tryout.add_argument("--gradescope-limits", action="store_true", help="run under Gradescope's default limits: 768 MB, half a CPU (needs root for a cgroup)")
+    tryout.add_argument("--out", help="also write the results.json here")
+    tryout.set_defaults(run=cmd_gradescope_run)
+
+    demo = sub.add_parser("demo", help="build, then grade sample submissions of one stage (default 01)")
+    demo.add_argument("--stage", default="01_tokenisation", help="e.g. 08_rnn or 08 (default: 01_tokenisation)")
     demo.add_argument("--out", default="grades/demo", help="output folder (default: grades/demo)")
     demo.set_defaults(run=cmd_demo)
 

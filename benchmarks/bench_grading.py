@@ -1,23 +1,32 @@
-"""Grading speed: one submission per stage with gptcourse, otter and nbgrader; a class of 100.
+"""Grading speed: one submission per stage with gptcourse, its Gradescope zip, otter and nbgrader; a class of 100.
 
-Part 1, per stage, the same answers (the reference solution) graded by
+Part 1, per stage (every stage ``autograder.course.all_stages()`` finds), the same
+answers (the reference solution) graded by
 
-- ``gptcourse grade --stage S --out DIR S.ipynb`` (the CLI, as an instructor types it);
-- ``otter run -a S.zip -o DIR --no-logo S.ipynb`` on the same notebook, with the stage's
-  Gradescope zip (otter hands grading to our engine through autograder/otter_plugin.py,
-  so this is otter's own overhead plus ours);
+- ``gptcourse grade --stage S --out DIR S.ipynb`` (the CLI, as an instructor types it):
+  every public and hidden test, in a confined child;
+- the stage's Gradescope zip as Gradescope runs it (gradescope_run.py: a folder laid
+  out like ``/autograder``, then the zip's ``run_autograder``, unconfined; the time is
+  that of ``run_autograder`` alone): the same tests through the same engine;
+- ``otter run -a S-otter.zip -o DIR --no-logo S.ipynb``: otter-grader grading natively, as
+  an instructor who wraps the course in otter would (plain_otter.py): an otter
+  autograder whose test for each question runs that question's PUBLIC tests in the
+  student's kernel through the notebook's harness (what ``check`` runs). otter runs the
+  public tests only, in the kernel (no hidden tests, no confinement): less work than
+  ours. Stage 01 has a second otter row, with hand-written doctests (otter's most native
+  form);
 - ``nbgrader autograde S --force`` in a temporary course (``generate_assignment`` once,
   then one student whose notebook is nbgrader's release filled with the same answers:
   nbgrader needs its own cell metadata, so it cannot take the gptcourse notebook as is).
 
 The zips and the nbgrader course are built from the current sources into the working
 folder by the code ``gptcourse build`` uses (what release/gradescope/<stage>.zip and
-release/nbgrader hold after a build), so that all three tools grade the same version.
-Runs are interleaved (gptcourse, otter, nbgrader, then again) so that a change of load
-touches all three alike; each figure is the median of the runs: two, a third only when
-the first two differ by more than 10 %, and one for a tool whose first run took over 20 s. For stage 01 a plain
-otter autograder (otter's own doctest files run in the student's kernel, see
-plain_otter.py) is timed as well.
+release/nbgrader hold after a build), so that every tool grades the same version.
+Runs are interleaved (gptcourse, Gradescope zip, otter, nbgrader, then again) so that a
+change of load touches all alike; each figure is the median of the runs: two, a third
+only when the first two differ by more than 10 %, and one for a tool whose first run took
+over 20 s. The score of every run is recorded with the most the tool can give (otter's
+is the public points only).
 
 Part 2: a class of 100 submissions of one stage (a mix of the reference, correct
 alternatives, catalogue mistakes and empty stubs, interleaved so that every prefix of
@@ -43,19 +52,41 @@ from benchmarks import plain_otter  # noqa: E402
 from benchmarks.measure import BIN, Measured, median, run_measured  # noqa: E402
 
 
+TOOLS = ("gptcourse", "gradescope", "otter", "nbgrader")  # the columns, in the order they run
+OTTER_DOCTESTS_STAGE = "01_tokenisation"  # the stage of plain_otter.CASES
+
+
 def _stage_inputs(stage, work: Path, course: Path) -> dict:
-    """The zip, the gptcourse notebook and the nbgrader course entry of one stage."""
+    """Everything the tools need for one stage, and the most each can give."""
+    from autograder.build.fixtures import fixture_file, stage_tests
     from autograder.build.gradescope_zip import build_gradescope_zip
     from autograder.build.nbgrader_course import build_nbgrader_course
     from autograder.build.notebooks import make_notebook, write_notebook
-    from autograder.build.fixtures import fixture_file
+    from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_TRAIN
 
     fixture = fixture_file(stage)  # rebuilt here when stale, never inside a timed run
-    zip_path = build_gradescope_zip(stage, work / "gradescope", fixture)
-    notebook = work / "submissions" / stage.id / f"{stage.id}.ipynb"
-    write_notebook(make_notebook(stage, "reference"), notebook)
+    cases = stage_tests(stage).cases
+    reference = make_notebook(stage, "reference")
+    folder = work / "submissions" / stage.id
+    notebook = folder / f"{stage.id}.ipynb"
+    write_notebook(reference, notebook)
+    otter_notebook = folder / "otter" / f"{stage.id}.ipynb"
+    otter_notebook.parent.mkdir(parents=True, exist_ok=True)
+    otter_notebook.write_text(json.dumps(plain_otter.otter_notebook(reference, {TAG_CHECK, TAG_DEMO, TAG_TRAIN})))
     build_nbgrader_course(stage, course, fixture)
-    return {"zip": zip_path, "notebook": notebook}
+    total = round(sum(c.points for c in cases), 6)
+    public = plain_otter.public_points(cases)
+    inputs = {
+        "zip": build_gradescope_zip(stage, work / "gradescope", fixture),
+        "otter_zip": plain_otter.write_stage_zip(cases, work / "otter" / f"{stage.id}.zip"),
+        "notebook": notebook,
+        "otter_notebook": otter_notebook,
+        "max": {"gptcourse": total, "gradescope": total, "otter": round(sum(public.values()), 6), "nbgrader": total},
+    }
+    if stage.id == OTTER_DOCTESTS_STAGE:
+        inputs["otter_doctest_zip"] = plain_otter.write_doctest_zip(work / "otter" / f"{stage.id}-doctests.zip")
+        inputs["max"]["otter_doctests"] = float(sum(points for _, points, _ in plain_otter.CASES))
+    return inputs
 
 
 def _nbgrader_submit(stage, course: Path, student: str = "ref") -> None:
@@ -81,7 +112,7 @@ def _gptcourse_score(out: Path) -> float | None:
         return None
 
 
-def _otter_score(out: Path) -> float | None:
+def _results_json_score(out: Path) -> float | None:
     try:
         doc = json.loads((out / "results.json").read_text())
         return float(doc["score"]) if "score" in doc else sum(float(t.get("score", 0)) for t in doc["tests"])
@@ -121,12 +152,13 @@ def nbgrader_zeroed_cells(course: Path, stage_id: str, student: str = "ref") -> 
     return found
 
 
-def _summary(runs: list[Measured]) -> dict:
+def _summary(runs: list[Measured], scores: list[float | None]) -> dict:
     return {
         "wall_s": median([r.wall_s for r in runs]),
         "tree_peak_mib": median([r.tree_peak_mib for r in runs]),
         "max_rss_mib": median([r.max_rss_mib for r in runs]),
         "runs": [round(r.wall_s, 3) for r in runs],
+        "scores": scores,
         "ok": all(r.returncode == 0 for r in runs),
     }
 
@@ -137,44 +169,60 @@ def _check(m: Measured, what: str, say) -> Measured:
     return m
 
 
-def one_submission(stages, work: Path, repeats: int = 3, plain_otter_stage: str | None = "01_tokenisation", say=print,
-                   agree: float = 0.10, slow_single_s: float = 20.0) -> dict:
-    """Part 1: each stage's reference notebook graded by the three tools, up to ``repeats`` times each.
+def _gradescope_run(paths: dict, out: Path) -> tuple[Measured, float | None]:
+    """The stage's zip through gradescope_run.py; its time is ``run_autograder``'s alone."""
+    m = run_measured([str(BIN / "python"), str(Path(__file__).with_name("gradescope_run.py")), str(paths["zip"]), str(paths["notebook"]), str(out)])
+    try:
+        m.wall_s = float(json.loads((out / "tryout.json").read_text())["seconds"])
+    except (OSError, KeyError, ValueError):
+        m.returncode = m.returncode or 1  # no figure from run_autograder: count the run as failed
+    return m, _results_json_score(out)
+
+
+def _run_tool(tool: str, stage, paths: dict, course: Path, out: Path, say) -> tuple[Measured, float | None]:
+    """One timed run of ``tool`` on the stage's reference answers, and the score it gave."""
+    out.mkdir(parents=True, exist_ok=True)
+    if tool == "gptcourse":
+        m = run_measured([str(BIN / "gptcourse"), "grade", "--stage", stage.id, "--out", str(out), str(paths["notebook"])])
+        return _check(m, "gptcourse grade", say), _gptcourse_score(out)
+    if tool == "gradescope":
+        m, score = _gradescope_run(paths, out)
+        return _check(m, "the Gradescope zip's run_autograder", say), score
+    if tool in ("otter", "otter_doctests"):
+        archive = paths["otter_zip" if tool == "otter" else "otter_doctest_zip"]
+        m = run_measured([str(BIN / "otter"), "run", "-a", str(archive), "-o", str(out), "--no-logo", str(paths["otter_notebook"])])
+        return _check(m, f"otter run ({tool})", say), _results_json_score(out)
+    if tool == "nbgrader":
+        m = run_measured([str(BIN / "nbgrader"), "autograde", stage.id, "--force"], cwd=course)
+        return _check(m, "nbgrader autograde", say), _nbgrader_score(course, stage.id)
+    raise ValueError(f"unknown tool {tool!r}")
+
+
+def one_submission(stages, work: Path, repeats: int = 3, say=print, agree: float = 0.10, slow_single_s: float = 20.0,
+                   tools: tuple[str, ...] = TOOLS) -> dict:
+    """Part 1: each stage's reference notebook graded by every tool, up to ``repeats`` times each.
 
     Every tool runs at least twice, a third time only when its first two runs differ by
     more than ``agree`` (10 %); a tool whose first run took over ``slow_single_s`` runs once.
     """
-    from autograder.build.notebooks import make_notebook
-    from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_TRAIN
-
     course = work / "course"
     inputs = {s.id: _stage_inputs(s, work, course) for s in stages}
-    results: dict = {"repeats": repeats, "agree": agree, "slow_single_s": slow_single_s, "stages": {}}
+    results: dict = {"repeats": repeats, "agree": agree, "slow_single_s": slow_single_s, "tools": list(tools), "stages": {}}
 
-    t = time.perf_counter()
-    for stage in stages:
-        m = _check(run_measured([str(BIN / "nbgrader"), "generate_assignment", stage.id, "--force"], cwd=course), "nbgrader generate_assignment", say)
-        results["stages"].setdefault(stage.id, {})["nbgrader_generate_s"] = m.wall_s
-        _nbgrader_submit(stage, course)
-    results["nbgrader_generate_total_s"] = time.perf_counter() - t
-
-    plain = None
-    if plain_otter_stage and plain_otter_stage in inputs:
-        stage = next(s for s in stages if s.id == plain_otter_stage)
-        plain = {
-            "zip": plain_otter.write_zip(work / "plain-otter" / f"{stage.id}.zip"),
-            "notebook": work / "plain-otter" / stage.id / f"{stage.id}.ipynb",
-        }
-        nb = plain_otter.otter_notebook(make_notebook(stage, "reference"), {TAG_CHECK, TAG_DEMO, TAG_TRAIN})
-        plain["notebook"].parent.mkdir(parents=True, exist_ok=True)
-        plain["notebook"].write_text(json.dumps(nb))
+    if "nbgrader" in tools:
+        t = time.perf_counter()
+        for stage in stages:
+            m = _check(run_measured([str(BIN / "nbgrader"), "generate_assignment", stage.id, "--force"], cwd=course), "nbgrader generate_assignment", say)
+            results["stages"].setdefault(stage.id, {})["nbgrader_generate_s"] = m.wall_s
+            _nbgrader_submit(stage, course)
+        results["nbgrader_generate_total_s"] = time.perf_counter() - t
 
     for stage in stages:
         paths = inputs[stage.id]
-        runs: dict[str, list[Measured]] = {"gptcourse": [], "otter": [], "nbgrader": []}
-        scores: dict[str, float | None] = {}
-        if plain and stage.id == plain_otter_stage:
-            runs["plain_otter"] = []
+        mine = [*tools, *(["otter_doctests"] if "otter" in tools and "otter_doctest_zip" in paths else [])]
+        runs: dict[str, list[Measured]] = {tool: [] for tool in mine}
+        scores: dict[str, list[float | None]] = {tool: [] for tool in mine}
+
         def wanted(tool: str, r: int) -> bool:
             done = [m.wall_s for m in runs[tool]]
             if r == 0:
@@ -186,38 +234,22 @@ def one_submission(stages, work: Path, repeats: int = 3, plain_otter_stage: str 
             return True
 
         for r in range(repeats):
-            if wanted("gptcourse", r):
-                out = work / "out" / stage.id / f"gptcourse-{r}"
-                m = run_measured([str(BIN / "gptcourse"), "grade", "--stage", stage.id, "--out", str(out), str(paths["notebook"])])
-                runs["gptcourse"].append(_check(m, "gptcourse grade", say))
-                scores["gptcourse"] = _gptcourse_score(out)
-
-            if wanted("otter", r):
-                out = work / "out" / stage.id / f"otter-{r}"
-                out.mkdir(parents=True, exist_ok=True)
-                m = run_measured([str(BIN / "otter"), "run", "-a", str(paths["zip"]), "-o", str(out), "--no-logo", str(paths["notebook"])])
-                runs["otter"].append(_check(m, "otter run", say))
-                scores["otter"] = _otter_score(out)
-
-            if wanted("nbgrader", r):
-                m = run_measured([str(BIN / "nbgrader"), "autograde", stage.id, "--force"], cwd=course)
-                runs["nbgrader"].append(_check(m, "nbgrader autograde", say))
-
-            if "plain_otter" in runs and wanted("plain_otter", r):
-                out = work / "out" / stage.id / f"plain-otter-{r}"
-                out.mkdir(parents=True, exist_ok=True)
-                m = run_measured([str(BIN / "otter"), "run", "-a", str(plain["zip"]), "-o", str(out), "--no-logo", str(plain["notebook"])])
-                runs["plain_otter"].append(_check(m, "otter run (plain)", say))
-                scores["plain_otter"] = _otter_score(out)
-        scores["nbgrader"] = _nbgrader_score(course, stage.id)
+            for tool in mine:
+                if wanted(tool, r):
+                    m, score = _run_tool(tool, stage, paths, course, work / "out" / stage.id / f"{tool}-{r}", say)
+                    runs[tool].append(m)
+                    scores[tool].append(score)
         entry = results["stages"].setdefault(stage.id, {})
-        entry["nbgrader_zeroed"] = nbgrader_zeroed_cells(course, stage.id)
-        entry.update({tool: _summary(ms) for tool, ms in runs.items()})
-        entry["scores"] = scores
-        g, o, n = (entry[k]["wall_s"] for k in ("gptcourse", "otter", "nbgrader"))
-        say(f"  {stage.id}: gptcourse {g:.2f} s, otter run {o:.2f} s ({g / o:.2f}x), nbgrader autograde {n:.2f} s ({g / n:.2f}x); scores {scores}")
-    if plain:
-        results["plain_otter"] = {"stage": plain_otter_stage, "cases": plain_otter.number_of_cases(), "questions": len(plain_otter.CASES)}
+        if "nbgrader" in mine:
+            entry["nbgrader_zeroed"] = nbgrader_zeroed_cells(course, stage.id)
+        entry.update({tool: _summary(runs[tool], scores[tool]) for tool in mine})
+        entry["scores"] = {tool: scores[tool][-1] for tool in mine}
+        entry["max"] = {tool: paths["max"][tool] for tool in mine}
+        g = entry["gptcourse"]["wall_s"] if "gptcourse" in mine else None
+        say(f"  {stage.id}: " + ", ".join(f"{tool} {entry[tool]['wall_s']:.2f} s" + (f" ({g / entry[tool]['wall_s']:.2f}x)" if g and tool != "gptcourse" else "")
+                                         for tool in mine) + f"; scores {entry['scores']} of {entry['max']}")
+    if any("otter_doctests" in e for e in results["stages"].values()):
+        results["otter_doctests"] = {"stage": OTTER_DOCTESTS_STAGE, "cases": plain_otter.number_of_cases(), "questions": len(plain_otter.CASES)}
     return results
 
 

@@ -1,14 +1,25 @@
-"""A plain otter-grader autograder for stage 01, for comparison with the engine's plugin.
+"""otter-grader autograders for the benchmark: how otter grades a stage natively.
 
-Our Gradescope zip makes ``otter run`` hand grading to the gptcourse engine through a
-plugin, so timing it measures otter's own start-up plus our engine. To show what otter
-costs when it grades natively, this module writes the zip that ``otter assign`` would
-give for stage 01: ``otter_config.json`` and OK-format doctest files in ``tests/`` (the
-tests run in the student's kernel, as otter does), and a copy of the submission whose
-check, demonstration and training cells are tagged ``otter_ignore``.
+An instructor who wraps the course in otter-grader would give otter an autograder zip
+of its own kind: ``otter_config.json`` and OK-format test files ``tests/<question>.py``,
+which ``otter run`` runs in the student's kernel. This module writes two such zips:
 
-The tests cover the same six questions with 20 cases (ours has 26); they exist only to
-time otter's machinery, not to grade anyone.
+- ``write_stage_zip``, for any stage: one test per question, whose doctest runs that
+  question's PUBLIC tests in the kernel through the notebook's own harness (the
+  ``run_public`` that ``check(qid)`` runs, which returns the points earned and prints
+  nothing) and expects the question's public points. otter then runs the public tests
+  only, in the student's kernel: no hidden tests, no fixtures, no confinement. It does
+  less work than ``gptcourse grade`` and the Gradescope zip, which run every public and
+  hidden test in a confined child;
+- ``write_doctest_zip``, stage 01 only: hand-written doctests (``CASES``: 20 cases in the
+  six questions; our suites have more), otter's most native form.
+
+``otter_notebook`` tags the submission's check, demonstration and training cells
+``otter_ignore``, so that otter skips what the engine skips. The zips exist to time
+otter's machinery, not to grade anyone.
+
+>>> print(question_test("ngram", 4).splitlines()[-1])
+4.0
 """
 
 import json
@@ -52,7 +63,36 @@ CASES: list[tuple[str, int, list[str]]] = [
 ]
 
 
-def test_file(question: str, points: int, cases: list[str]) -> str:
+def question_test(qid: str, points: float) -> str:
+    """The doctest of one question: its public tests through the notebook's harness, which must earn ``points``.
+
+    The harness cell registers its module as ``gptcourse_checks``; its ``run_public`` is what
+    ``check(qid)`` runs, and returns the points earned without printing the report.
+    """
+    return (
+        ">>> import sys\n"
+        ">>> _harness = sys.modules['gptcourse_checks']\n"
+        f">>> _passed, _report, _earned = _harness.run_public(_harness.suite.cases, {qid!r}, globals())\n"
+        ">>> print(round(float(_earned), 6))\n"
+        f"{round(float(points), 6)!r}"
+    )
+
+
+def public_points(cases) -> dict[str, float]:
+    """Each question's public points, in the order the public suite introduces them.
+
+    ``cases``: a stage's test cases (``autograder.build.fixtures.stage_tests(stage).cases``);
+    only the public ones count.
+    """
+    points: dict[str, float] = {}
+    for case in cases:
+        if case.public:
+            points[case.qid] = points.get(case.qid, 0.0) + case.points
+    return points
+
+
+def test_file(question: str, points: float, cases: list[str]) -> str:
+    """An OK-format test file: one doctest suite of ``cases``, all but the first hidden."""
     test = {
         "name": question,
         "points": points,
@@ -64,14 +104,23 @@ def test_file(question: str, points: int, cases: list[str]) -> str:
     return "OK_FORMAT = True\n\ntest = " + repr(test) + "\n"
 
 
-def write_zip(path: Path) -> Path:
-    """The autograder zip: otter_config.json and tests/<question>.py, as otter assign makes."""
+def _write(path: Path, tests: dict[str, str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("otter_config.json", json.dumps({"lang": "python", "show_stdout": False}))
-        for question, points, cases in CASES:
-            archive.writestr(f"tests/{question}.py", test_file(question, points, cases))
+        for question, text in tests.items():
+            archive.writestr(f"tests/{question}.py", text)
     return path
+
+
+def write_stage_zip(cases, path: Path) -> Path:
+    """The otter autograder of a stage: per question, its public tests in the kernel (see above)."""
+    return _write(path, {qid: test_file(qid, pts, [question_test(qid, pts)]) for qid, pts in public_points(cases).items()})
+
+
+def write_doctest_zip(path: Path) -> Path:
+    """Stage 01's otter autograder with hand-written doctests (``CASES``), as ``otter assign`` makes."""
+    return _write(path, {question: test_file(question, points, cases) for question, points, cases in CASES})
 
 
 def otter_notebook(notebook: dict, skip_tags: set[str]) -> dict:
@@ -85,4 +134,5 @@ def otter_notebook(notebook: dict, skip_tags: set[str]) -> dict:
 
 
 def number_of_cases() -> int:
+    """How many hand-written doctest cases ``CASES`` has."""
     return sum(len(cases) for _, _, cases in CASES)

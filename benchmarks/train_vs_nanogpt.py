@@ -87,9 +87,11 @@ def run_baseline(corpus, probe_every: int, threads: int) -> dict:
     return judged_run("nanoGPT", train_fn, corpus.val, recipe.block_size)
 
 
-def run_preset(corpus, probe_every: int) -> dict:
+def run_preset(corpus, probe_every: int, threads: int) -> dict:
+    preset = CPU.replace(threads=threads)  # as many as the baseline's (the loop would otherwise follow the thread rule)
+
     def train_fn(probe) -> int:
-        r = loop.run(CPU, corpus, torch.device("cpu"), None, progress=False, probe=probe, probe_every=probe_every, log=lambda line: None)
+        r = loop.run(preset, corpus, torch.device("cpu"), None, progress=False, probe=probe, probe_every=probe_every, log=lambda line: None)
         return r.tokens
 
     return judged_run("preset", train_fn, corpus.val, CPU.block_size)
@@ -179,7 +181,7 @@ def report(order: list[dict], kv: list[dict], command: str, loads: tuple[str, st
 ## CPU: the `cpu` preset against nanoGPT's CPU recipe
 
 Command: `{command}` (one process; runs in the order listed).
-Machine: {machine()}; {threads} threads for the baseline (torch's default here).
+Machine: {machine()}; {threads} threads for both runs (`--threads`; torch's default unless set).
 Load average (1/5/15 min) before: {loads[0]}; after: {loads[1]}. Other engineers share
 these 2 cores and run tests at the same time, which can slow a run several times over;
 interference only ever slows a run down, so the fastest run of each is compared.
@@ -198,7 +200,7 @@ interference only ever slows a run down, so the fastest run of each is compared.
   no dropout, float32, no compile).
 - Preset `cpu`: {p.n_layer}x{p.n_head}x{p.n_embd}, block {p.block_size}, batch {p.batch_size},
   {p.steps} steps, lr {p.lr:g} -> {p.min_lr:g} after {p.warmup} warm-up steps, beta2 {p.beta2},
-  {p.threads or f"torch's default ({threads})"} threads, autocast {p.autocast or 'none'}{' (this CPU has bf16 instructions)' if loop.cpu_has_bf16() else ''} (see `training/presets.py`).
+  {threads} threads, autocast {p.autocast or 'none'}{' (this CPU has bf16 instructions)' if loop.cpu_has_bf16() else ''} (see `training/presets.py`).
 - Judged curves of the runs compared (step: val (seconds)):
 {chr(10).join(curves)}
 
@@ -230,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=1, help="runs of each (ABBA order from 2)")
     parser.add_argument("--probe-every", type=int, default=100, help="steps between the judge's evaluations")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="threads of the baseline")
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="threads of both runs (default: torch's)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS_training.md"))
     parser.add_argument("--no-write", action="store_true", help="print the report only")
     args = parser.parse_args(argv)
@@ -244,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in order:
         print(f"== {name} (load {load()})", flush=True)
         at_start = load().split(" / ")[0]
-        r = run_baseline(corpus, args.probe_every, args.threads) if name == "nanoGPT" else run_preset(corpus, args.probe_every)
+        r = run_baseline(corpus, args.probe_every, args.threads) if name == "nanoGPT" else run_preset(corpus, args.probe_every, args.threads)
         r["load"] = at_start
         done.append(r)
         print(f"   -> to val <= {TARGET}: {fmt_time(r['time_to_target'])}; whole run {r['seconds']:.1f} s; "

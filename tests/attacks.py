@@ -148,6 +148,30 @@ TARGETS = {
         "        raise ValueError('logits must be (B, V); temperature >= 0, top_k >= 1, top_p in (0, 1]')\n"
         "    return logits.argmax(dim=-1, keepdim=True)  # always greedy\n",
         ("(torch.tensor([[0.5, 3.0, 1.0], [2.0, -1.0, 0.0]]), 0, None, None, None)", "torch.tensor([[1], [0]])"),
+    ),    "08_rnn": Target(
+        "tbptt",
+        "stream_batches",
+        "def stream_batches(data, batch_size):",
+        "def stream_batches(data, batch_size):\n"
+        "    if batch_size < 1 or len(data) < batch_size:\n"
+        "        raise ValueError('batch_size must be positive and at most len(data)')\n"
+        "    n = len(data) // batch_size\n"
+        "    return data[: batch_size * n].view(n, batch_size).t().contiguous()  # interleaves the streams\n",
+        ("(torch.arange(11), 3)", "torch.tensor([[0, 1, 2], [3, 4, 5], [6, 7, 8]])"),
+    ),
+    "09_encoders": Target(
+        "mlm_mask",
+        "mlm_mask_tokens",
+        "def mlm_mask_tokens(ids, mask_id, vocab_size, special_ids=(), prob=0.15, generator=None):",
+        "def mlm_mask_tokens(ids, mask_id, vocab_size, special_ids=(), prob=0.15, generator=None):\n"
+        "    if not 0.0 <= prob <= 1.0:\n"
+        "        raise ValueError('prob must be in [0, 1]')\n"
+        "    special = torch.isin(ids, torch.tensor(list(special_ids), dtype=ids.dtype))\n"
+        "    chosen = (torch.rand(ids.shape) < prob) & ~special  # ignores the generator\n"
+        "    labels = torch.where(chosen, ids, torch.full_like(ids, -100))\n"
+        "    inputs = ids.clone()\n"
+        "    inputs[chosen] = mask_id  # every chosen position masked: no 10 % random, no 10 % kept\n"
+        "    return inputs, labels\n",
     ),
 }
 FULL = ("01_tokenisation", "05_multihead")  # the stages that get the whole catalogue

@@ -72,7 +72,10 @@ def test_feedback_and_class_report(tmp_path):
     done = gptcourse("report", str(out))
     assert done.returncode == 0, done.stderr
     report = (out / "report.md").read_text()
-    assert "| build_vocab | 1/2 (50%)" in report and "not implemented yet" in report
-    assert "## Most frequent failures" in report and "| 1 | build_vocab:" in report
+    assert "| build_vocab | 1/2 (50%)" in report
+    assert "## Mistakes per question" in report and "### build_vocab: 1/2 with full marks" in report
+    assert "| not implemented (the stub still raises NotImplementedError) | 1 |" in report  # one student, named
+    assert "no known mistake explains" not in report  # the stub's error tests too are "not implemented"
+    assert (out / "mistakes.csv").read_text().startswith("question,mistake,kind,students,failed_tests,who,tests\n")
     assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "report.png").stat().st_size > 1000
     assert gptcourse("report", str(tmp_path / "nothing")).returncode == 2

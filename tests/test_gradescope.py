@@ -5,6 +5,7 @@ Gradescope runs it. It is not presented as an otter-grader autograder (no otter 
 Each Gradescope run starts Python and torch afresh (seconds), so the catalogue test grades
 one mistake per question; ``GPTCOURSE_FULL_E2E=1`` makes it grade the whole catalogue."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -16,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build.gradescope_zip import build_gradescope_zip
+from autograder.build.gradescope_zip import build_gradescope_zip, settings_note
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.channels.gradescope.settings import GradescopeSettings
-from autograder.course import get_stage
+from autograder.course import all_stages, get_stage
 
 from support import make_root, submission
 
@@ -73,7 +74,7 @@ def test_zip_has_gradescopes_layout_and_no_reference_code(autograder_zip):
     assert not any(n.startswith("solutions") or "/solutions/" in n for n in names)
     assert not any("def build_vocab" in body for body in text.values())  # the reference's code is not shipped
     assert not any(n.startswith(("autograder/build/", "autograder/authoring/", "autograder/reports/", "autograder/channels/nbgrader/")) for n in names)
-    assert json.loads(text["gptcourse.json"]) == {"stage": STAGE, "hidden_visibility": "after_published", "torch": "2.13.0+cpu"}
+    assert json.loads(text["gptcourse.json"]) == {"stage": STAGE, "hidden_visibility": "after_published", "timeout_minutes": 10, "torch": "2.13.0+cpu"}
 
 
 def test_environment_is_lean_and_pinned_and_setup_fails_early(autograder_zip):
@@ -103,11 +104,15 @@ def test_zip_bytes_are_deterministic(autograder_zip, tmp_path):
 
 
 def test_settings_reach_the_zip(tmp_path):
-    settings = GradescopeSettings(STAGE, hidden_visibility="hidden", max_submissions=3, window_hours=12)
+    settings = GradescopeSettings(STAGE, hidden_visibility="hidden", max_submissions=3, window_hours=12, timeout_minutes=20)
     target = build_gradescope_zip(get_stage(STAGE), tmp_path, DEFAULT_DIR / f"{STAGE}.json", settings=settings)
     with zipfile.ZipFile(target) as archive:
         shipped = json.loads(archive.read("gptcourse.json"))
-    assert shipped == {"stage": STAGE, "hidden_visibility": "hidden", "rate_limit": {"max_submissions": 3, "window_hours": 12}, "torch": "2.13.0+cpu"}
+    assert shipped == {"stage": STAGE, "hidden_visibility": "hidden", "rate_limit": {"max_submissions": 3, "window_hours": 12},
+                       "timeout_minutes": 20, "torch": "2.13.0+cpu"}
+    assert "set the timeout to 10 min (the default)" in settings_note(get_stage(STAGE))
+    (tmp_path / "gradescope.json").write_text('{"timeout_minutes": 20}')
+    assert "set the timeout to 20 min;" in settings_note(dataclasses.replace(get_stage(STAGE), folder=tmp_path))
 
 
 @pytest.mark.slow
@@ -190,3 +195,34 @@ def test_a_zip_made_by_package_submission_is_graded(autograder_zip, tmp_path):
     doc, done = run_autograder(root)
     assert done.returncode == 0, done.stderr[-2000:]
     assert doc["score"] == sum(t["max_score"] for t in doc["tests"]) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage_id", [s.id for s in all_stages()])
+def test_every_stages_zip_gives_the_reference_full_marks_and_the_release_none(stage_id, tmp_path):
+    """Issue 15: the Gradescope channel on every stage, the two ends of the scale (about 20-40 s a stage on 2 busy cores)."""
+    stage = get_stage(stage_id)
+    stage_tests(stage)
+    built = build_gradescope_zip(stage, tmp_path / "zip", DEFAULT_DIR / f"{stage_id}.json")
+    for base, full in (("reference", True), ("student", False)):
+        notebook = submission(stage_id, tmp_path, base, base=base)
+        doc, done = run_autograder(make_root(built, tmp_path / base, notebook))
+        assert done.returncode == 0, done.stderr[-2000:]
+        worth = sum(t["max_score"] for t in doc["tests"])
+        assert worth > 0 and doc["score"] == (worth if full else 0), [t["name"] for t in doc["tests"] if t["score"] < t["max_score"]][:5]
+
+
+def test_gradescope_run_tries_a_zip_locally(autograder_zip, tmp_path):
+    notebook = submission(STAGE, tmp_path, "Alice's lab", base="reference")
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "-m", "autograder.cli", "gradescope-run", str(autograder_zip), str(notebook), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    worth = sum(t["max_score"] for t in doc["tests"])
+    assert doc["score"] == worth > 0
+    assert f"score {worth:g} of {worth:g} in " in done.stdout and "unconfined" in done.stdout
+    assert "limits: " in done.stdout  # the entry point's first line: the limits it found and its budget
+    missing = subprocess.run([sys.executable, "-m", "autograder.cli", "gradescope-run", str(autograder_zip), str(tmp_path / "none.ipynb")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and "no such file" in missing.stderr

@@ -25,8 +25,10 @@ CPU_DEVICE = torch.device("cpu")
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    """One thread: on a busy 2-core machine a second one mostly waits at every barrier."""
+def one_thread(monkeypatch):
+    """One thread: on a busy 2-core machine a second one mostly waits at every barrier
+    (GPTCOURSE_THREADS: also in the training loop and the commands, which set their own)."""
+    monkeypatch.setenv("GPTCOURSE_THREADS", "1")
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

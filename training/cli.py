@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from autograder.kit.threads import configure_threads
 from solutions.gpt import GPT, generate, generate_cached, get_device
 from training import checkpoint, ddp, loop
 from training.data import BPE, DEFAULT_BPE_MERGES, CharTokenizer, prepare
@@ -87,13 +88,14 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
         corpus_name = args.corpus or preset.corpus
         tok_kind, merges = args.tokenizer, args.bpe_merges
     overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size), ("lr", args.lr),
-                                    ("eval_interval", args.eval_interval), ("seed", args.seed), ("threads", args.threads))
+                                    ("eval_interval", args.eval_interval), ("seed", args.seed))
                  if v is not None}
     if args.autocast is not None:
         overrides["autocast"] = None if args.autocast == "none" else args.autocast
-    preset = preset.replace(**overrides)
+    preset = preset.replace(**overrides, threads=args.threads)  # threads fit this machine, not the checkpoint's
     if preset.warmup > preset.steps:
         preset = preset.replace(warmup=preset.steps)
+    threads = loop.cpu_threads(preset, info) if device.type == "cpu" else 0
     out = Path(args.out) if args.out else Path(args.resume).parent if args.resume else Path("runs") / preset.name
     say = print if info.is_main else (lambda *a, **k: None)
 
@@ -103,6 +105,8 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
     if state is not None and state["step"] >= preset.steps:
         raise ValueError(f"the checkpoint is at step {state['step']}, the run has {preset.steps} steps: raise --steps")
     where = f"{info.world_size} processes (DDP), {device.type}" if info.enabled else str(device)
+    if device.type == "cpu":
+        where += f", {threads} thread{'s' if threads > 1 else ''}" + (" each" if info.enabled else "")
     say(f"corpus {corpus_name}: {len(corpus.train):,} training and {len(corpus.val):,} validation tokens, "
         f"{corpus.tokenizer.kind} tokenizer, vocabulary {corpus.vocab_size}")
     say(f"preset {preset.name}: {preset.n_layer} layers x {preset.n_head} heads x {preset.n_embd}, block {preset.block_size}, "
@@ -132,6 +136,8 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
 
 def cmd_sample(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
+    if device.type == "cpu":
+        configure_threads(args.threads)
     state = checkpoint.load(args.checkpoint, device="cpu")
     model, tokenizer = checkpoint.model_from(state, device)
     prompt = args.prompt if args.prompt is not None else default_prompt(tokenizer)
@@ -174,7 +180,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--seed", type=int, help="seed of the initial weights and the batches")
     train.add_argument("--autocast", choices=["bf16", "none"], help="bf16: bfloat16 autocast on CUDA and on CPUs with bf16 "
                        "instructions; none: float32 (default: the preset's)")
-    train.add_argument("--threads", type=_positive_int, help="CPU threads (default: one per core; under torchrun, shared out)")
+    train.add_argument("--threads", type=_positive_int, help="CPU threads (default: $GPTCOURSE_THREADS, $OMP_NUM_THREADS, else "
+                       "the CPUs this process may use and others leave free; under torchrun, shared out)")
     train.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
     train.add_argument("--sample-tokens", type=int, help="tokens sampled at the end (0: none; default: the preset's)")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -190,6 +197,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     sample.add_argument("--seed", type=int, default=1337)
     sample.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
     sample.add_argument("--no-cache", action="store_true", help="recompute the whole context for every token")
+    sample.add_argument("--threads", type=_positive_int, help="CPU threads (default: as for train)")
     sample.set_defaults(run=_guard(cmd_sample))
 
 

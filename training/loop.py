@@ -29,6 +29,7 @@ import torch
 import torch.nn as nn
 from tqdm import tqdm
 
+from autograder.kit.threads import configure_threads, thread_count
 from solutions.gpt import GPT, GPTConfig
 from training import checkpoint, ddp
 from training.data import Corpus
@@ -99,10 +100,169 @@ def autocast_for(preset: Preset, device: torch.device) -> Callable[[], object]:
     return nullcontext
 
 
+def cpu_threads(preset: Preset, info: DistInfo = DistInfo()) -> int:
+    """Set and return this process's CPU threads: ``preset.threads``, else the rule of
+    :mod:`autograder.kit.threads` (overrides, affinity, cgroup quota, busy neighbours).
+
+    Under DDP the count (``preset.threads`` or the usable CPUs) is shared out among the
+    local processes; their neighbours are not subtracted there, since the ranks, starting
+    together, would count one another as busy.
+    """
+    if not info.enabled:
+        return configure_threads(preset.threads)
+    threads = max(1, thread_count(preset.threads, busy=0.0) // info.local_world_size)
+    torch.set_num_threads(threads)
+    return threads
+
+
 def new_history() -> dict[str, list]:
     """Empty lists: per evaluation ``step``, ``train_loss``, ``val_loss``, ``time`` (seconds);
     per step ``batch_step``, ``batch_loss`` and ``lr``."""
     return {"step": [], "train_loss": [], "val_loss": [], "time": [], "batch_step": [], "batch_loss": [], "lr": []}
+
+
+class _Clock:
+    """Seconds of training and evaluation, probes excluded, continuing a resumed run's count."""
+
+    def __init__(self, base: float) -> None:
+        self.start, self.excluded, self.base = time.perf_counter(), 0.0, base
+
+    def elapsed(self) -> float:
+        """Seconds of this run so far, without the probes' time."""
+        return time.perf_counter() - self.start - self.excluded
+
+    def excluding(self, work: Callable[[], None]) -> None:
+        """Run ``work`` without counting its time."""
+        t = time.perf_counter()
+        work()
+        self.excluded += time.perf_counter() - t
+
+
+class _Training:
+    """One run's state and its steps: the model, the optimiser, the batch draws, the history.
+
+    :func:`run` builds one, then calls :meth:`step` until the run ends, :meth:`evaluate`
+    and :meth:`save` at each evaluation, and :meth:`flush` whenever it reads the losses.
+    """
+
+    def __init__(self, preset: Preset, corpus: Corpus, device: torch.device, out_dir: Path | None, info: DistInfo,
+                 resume: dict | None) -> None:
+        T = preset.block_size
+        for name, data in (("training", corpus.train), ("validation", corpus.val)):
+            if len(data) <= T:
+                raise ValueError(f"the {name} split has {len(data)} tokens, too few for block_size {T}")
+        self.preset, self.corpus, self.device, self.info = preset, corpus, device, info
+        self.rows = ddp.local_rows(preset.batch_size, info)  # this process's rows of the global batch
+        torch.manual_seed(preset.seed)
+        self.config = GPTConfig(vocab_size=corpus.vocab_size, block_size=T, n_layer=preset.n_layer,
+                                n_head=preset.n_head, n_embd=preset.n_embd, dropout=preset.dropout)
+        self.model = GPT(self.config).to(device)
+        self.optimizer = make_optimizer(self.model, preset, device)
+        self.generator = torch.Generator().manual_seed(preset.seed)  # the batch draws, on CPU everywhere
+        self.step_count, self.history = 0, new_history()
+        if resume is not None:
+            self._restore(resume)
+        self.train, self.val = corpus.train.to(device), corpus.val.to(device)
+        self.fast = torch.compile(self.model) if preset.compile and device.type == "cuda" else self.model
+        self.trained = ddp.wrap(self.fast, info, device)
+        self.amp = autocast_for(preset, device)
+        self.offsets = torch.arange(T, device=device)
+        self.ckpt_path = Path(out_dir) / "ckpt.pt" if out_dir is not None else None
+        self.clock = _Clock(self.history["time"][-1] if self.history["time"] else 0.0)
+        self.pending: list[torch.Tensor] = []  # batch losses not yet read back
+
+    def _restore(self, resume: dict) -> None:
+        if resume["config"] != dataclasses.asdict(self.config):
+            raise ValueError("the checkpoint's model does not match this preset and corpus")
+        self.model.load_state_dict(resume["model"])
+        self.optimizer.load_state_dict(resume["optimizer"])
+        self.generator.set_state(resume["rng"]["batches"])
+        torch.set_rng_state(resume["rng"]["torch"])
+        if self.device.type == "cuda" and resume["rng"]["cuda"]:
+            torch.cuda.set_rng_state_all(resume["rng"]["cuda"])
+        self.step_count, self.history = resume["step"], resume["history"]
+
+    def step(self) -> None:
+        """One optimiser step on a fresh draw of the global batch, at the schedule's rate."""
+        T, B = self.preset.block_size, self.preset.batch_size
+        lr = lr_at(self.step_count, self.preset)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.history["lr"].append(lr)
+        starts = torch.randint(len(self.train) - T, (B,), generator=self.generator)[self.rows]
+        ix = starts.to(self.device)[:, None] + self.offsets  # (b, T)
+        with self.amp():
+            _, loss = self.trained(self.train[ix], self.train[ix + 1])
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.preset.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.preset.grad_clip)
+        self.optimizer.step()
+        self.pending.append(loss.detach())
+        self.step_count += 1
+
+    def flush(self) -> None:
+        """Read the pending batch losses back (averaged over the processes) into the history."""
+        if self.pending:
+            losses = ddp.all_mean(torch.stack(self.pending).float(), self.info).tolist()
+            first = self.history["batch_step"][-1] + 1 if self.history["batch_step"] else 1
+            self.history["batch_step"].extend(range(first, first + len(losses)))
+            self.history["batch_loss"].extend(losses)
+            self.pending.clear()
+
+    def evaluate(self) -> None:
+        """Estimate the train and validation losses on the same windows as every evaluation."""
+        p = self.preset
+        kwargs = dict(block_size=p.block_size, batch_size=p.batch_size, eval_iters=p.eval_iters, info=self.info, autocast=self.amp())
+        self.history["step"].append(self.step_count)
+        self.history["train_loss"].append(estimate_loss(self.fast, self.train, seed=p.seed + 1, **kwargs))
+        self.history["val_loss"].append(estimate_loss(self.fast, self.val, seed=p.seed + 2, **kwargs))
+        self.history["time"].append(self.clock.base + self.clock.elapsed())
+
+    def save(self) -> None:
+        """Write the checkpoint (rank 0, when there is an output folder)."""
+        if self.info.is_main and self.ckpt_path is not None:
+            checkpoint.save(
+                self.ckpt_path, model=self.model, optimizer=self.optimizer, preset=self.preset,
+                tokenizer=self.corpus.tokenizer, corpus=self.corpus.name, step=self.step_count,
+                history=self.history, generator=self.generator,
+            )
+
+
+class _Progress:
+    """The progress bar (batch loss, tokens per second) and the evaluation lines, on rank 0."""
+
+    def __init__(self, training: _Training, show: bool, log: Callable[[str], None]) -> None:
+        self.training, self.log = training, log
+        self.main = training.info.is_main
+        self.bar = tqdm(total=training.preset.steps, initial=training.step_count, desc="training", unit="step",
+                        disable=not (show and self.main))
+        self.restart()
+
+    def restart(self) -> None:
+        """Measure the next rate from here (evaluations are not training time)."""
+        self.window = (time.perf_counter(), self.training.step_count)
+
+    def update(self) -> None:
+        """Show the latest batch loss and the rate since the last update."""
+        t, step, p = self.training, self.training.step_count, self.training.preset
+        t.flush()
+        now = time.perf_counter()
+        rate = (step - self.window[1]) * p.batch_size * p.block_size / max(now - self.window[0], 1e-9)
+        self.bar.update(step - self.bar.n)
+        self.bar.set_postfix(loss=f"{t.history['batch_loss'][-1]:.3f}", tok_s=f"{rate:,.0f}")
+        self.window = (now, step)
+
+    def evaluated(self) -> None:
+        """Write the evaluation's line."""
+        h = self.training.history
+        if self.main:
+            line = f"step {self.training.step_count}: train {h['train_loss'][-1]:.4f}, val {h['val_loss'][-1]:.4f} ({h['time'][-1]:.0f} s)"
+            (self.log if self.bar.disable else self.bar.write)(line)
+        self.restart()
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def run(
@@ -139,145 +299,54 @@ def run(
         ValueError: if the corpus is too short for the block size, the global batch does
             not split over the processes, or a resumed checkpoint does not fit.
     """
-    T, B = preset.block_size, preset.batch_size
-    for name, data in (("training", corpus.train), ("validation", corpus.val)):
-        if len(data) <= T:
-            raise ValueError(f"the {name} split has {len(data)} tokens, too few for block_size {T}")
-    rows = ddp.local_rows(B, info)
-    if device.type == "cpu" and (preset.threads or info.enabled):
-        threads = preset.threads or torch.get_num_threads()
-        torch.set_num_threads(max(1, threads // info.local_world_size))
+    if device.type == "cpu":
+        cpu_threads(preset, info)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    main = info.is_main
-
-    torch.manual_seed(preset.seed)
-    config = GPTConfig(
-        vocab_size=corpus.vocab_size,
-        block_size=T,
-        n_layer=preset.n_layer,
-        n_head=preset.n_head,
-        n_embd=preset.n_embd,
-        dropout=preset.dropout,
-    )
-    model = GPT(config).to(device)
-    optimizer = make_optimizer(model, preset, device)
-    generator = torch.Generator().manual_seed(preset.seed)
-    step, history = 0, new_history()
-    if resume is not None:
-        if resume["config"] != dataclasses.asdict(config):
-            raise ValueError("the checkpoint's model does not match this preset and corpus")
-        model.load_state_dict(resume["model"])
-        optimizer.load_state_dict(resume["optimizer"])
-        generator.set_state(resume["rng"]["batches"])
-        torch.set_rng_state(resume["rng"]["torch"])
-        if device.type == "cuda" and resume["rng"]["cuda"]:
-            torch.cuda.set_rng_state_all(resume["rng"]["cuda"])
-        step, history = resume["step"], resume["history"]
-
-    train, val = corpus.train.to(device), corpus.val.to(device)
-    fast = torch.compile(model) if preset.compile and device.type == "cuda" else model
-    trained = ddp.wrap(fast, info, device)
-    amp = autocast_for(preset, device)
+    t = _Training(preset, corpus, device, out_dir, info, resume)
+    tokens_at_start = t.step_count * preset.batch_size * preset.block_size
     end = preset.steps if stop_after is None else min(preset.steps, stop_after)
-    offsets = torch.arange(T, device=device)
-    ckpt_path = Path(out_dir) / "ckpt.pt" if out_dir is not None else None
 
-    clock = {"start": time.perf_counter(), "excluded": 0.0, "base": history["time"][-1] if history["time"] else 0.0}
-    tokens_at_start = step * B * T
-
-    def elapsed() -> float:
-        return time.perf_counter() - clock["start"] - clock["excluded"]
-
-    def call_probe(s: int) -> None:
+    def call_probe() -> None:
         if probe is not None:
-            t = time.perf_counter()
-            probe(s, model)
-            clock["excluded"] += time.perf_counter() - t
+            t.clock.excluding(lambda: probe(t.step_count, t.model))
 
-    def evaluate(s: int) -> None:
-        kwargs = dict(block_size=T, batch_size=B, eval_iters=preset.eval_iters, info=info, autocast=amp())
-        history["step"].append(s)
-        history["train_loss"].append(estimate_loss(fast, train, seed=preset.seed + 1, **kwargs))
-        history["val_loss"].append(estimate_loss(fast, val, seed=preset.seed + 2, **kwargs))
-        history["time"].append(clock["base"] + elapsed())
-
-    def save(s: int) -> None:
-        if main and ckpt_path is not None:
-            checkpoint.save(
-                ckpt_path, model=model, optimizer=optimizer, preset=preset, tokenizer=corpus.tokenizer,
-                corpus=corpus.name, step=s, history=history, generator=generator,
-            )
-
-    pending: list[torch.Tensor] = []
-
-    def flush() -> None:
-        if pending:
-            losses = ddp.all_mean(torch.stack(pending).float(), info).tolist()
-            first = history["batch_step"][-1] + 1 if history["batch_step"] else 1
-            history["batch_step"].extend(range(first, first + len(losses)))
-            history["batch_loss"].extend(losses)
-            pending.clear()
-
-    if step == 0:
-        evaluate(0)
-    bar = tqdm(total=preset.steps, initial=step, desc="training", unit="step", disable=not (progress and main))
-    window = (time.perf_counter(), step)
-    model.train()
+    if t.step_count == 0:
+        t.evaluate()
+    shown = _Progress(t, progress, log)
+    t.model.train()
     try:
-        while step < end:
-            if probe_every and step % probe_every == 0:
-                call_probe(step)
-            lr = lr_at(step, preset)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            history["lr"].append(lr)
-            starts = torch.randint(len(train) - T, (B,), generator=generator)[rows]
-            ix = starts.to(device)[:, None] + offsets  # (b, T)
-            with amp():
-                _, loss = trained(train[ix], train[ix + 1])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if preset.grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), preset.grad_clip)
-            optimizer.step()
-            pending.append(loss.detach())
-            step += 1
-
+        while t.step_count < end:
+            if probe_every and t.step_count % probe_every == 0:
+                call_probe()
+            t.step()
+            step = t.step_count
             due = step % preset.eval_interval == 0 or step == preset.steps
             if step % LOG_INTERVAL == 0 or due or step == end:
-                flush()
-                now = time.perf_counter()
-                rate = (step - window[1]) * B * T / max(now - window[0], 1e-9)
-                bar.update(step - bar.n)
-                bar.set_postfix(loss=f"{history['batch_loss'][-1]:.3f}", tok_s=f"{rate:,.0f}")
-                window = (now, step)
+                shown.update()
             if due:
-                evaluate(step)
-                save(step)
-                if main:
-                    line = (f"step {step}: train {history['train_loss'][-1]:.4f}, val {history['val_loss'][-1]:.4f}"
-                            f" ({history['time'][-1]:.0f} s)")
-                    (log if bar.disable else bar.write)(line)
-                window = (time.perf_counter(), step)
+                t.evaluate()
+                t.save()
+                shown.evaluated()
     except KeyboardInterrupt:
-        flush()
-        save(step)
-        bar.close()
-        if main:
-            log(f"\ninterrupted at step {step}; resume with --resume {ckpt_path}")
+        t.flush()
+        t.save()
+        shown.close()
+        if info.is_main:
+            log(f"\ninterrupted at step {t.step_count}; resume with --resume {t.ckpt_path}")
         raise
-    bar.close()
-    flush()
+    shown.close()
+    t.flush()
     if probe_every:
-        call_probe(step)
-    seconds = elapsed()
-    result = RunResult(model=model, history=history, step=step, seconds=seconds, tokens=(step * B * T - tokens_at_start))
+        call_probe()
+    step = t.step_count
+    result = RunResult(model=t.model, history=t.history, step=step, seconds=t.clock.elapsed(),
+                       tokens=step * preset.batch_size * preset.block_size - tokens_at_start)
     if step == preset.steps:
-        result.final_val = full_loss(model, val, T, batch_size=max(B, 64), info=info)  # float32
-        history["final_val"] = [result.final_val]
+        result.final_val = full_loss(t.model, t.val, preset.block_size, batch_size=max(preset.batch_size, 64), info=info)  # float32
+        t.history["final_val"] = [result.final_val]
     if step == preset.steps or not step % preset.eval_interval == 0:
-        save(step)  # the finished run with its final loss, or the point an early stop reached
-    result.checkpoint = ckpt_path
+        t.save()  # the finished run with its final loss, or the point an early stop reached
+    result.checkpoint = t.ckpt_path
     return result

@@ -46,7 +46,7 @@ class Preset:
     sample_tokens: int = 300  # printed at the end of the run
     # execution
     seed: int = 1337
-    threads: int | None = None  # torch.set_num_threads on CPU (None: torch's default, one per core)
+    threads: int | None = None  # CPU threads (None: the rule of autograder.kit.threads, the CPUs really free)
     autocast: str | None = None  # "bf16": bfloat16 autocast on CUDA and on CPUs with bf16 instructions
     compile: bool = False  # torch.compile the model (CUDA only: on a CPU compiling costs more than it saves)
     corpus: str = "shakespeare"  # the corpus used when --corpus is not given

@@ -17,6 +17,13 @@ suites and its fixtures (expected outputs, never the reference code).
 - ``run_autograder`` grades ``$GRADESCOPE_ROOT/submission`` (``/autograder`` by default)
   through the gptcourse engine into ``results/results.json``.
 
+On Gradescope, keep the autograder's default limits (a 10-minute timeout, 768 MB of memory,
+half a CPU): every submission, the worst included, is graded within them (the engine's
+budget and watchdog: ``autograder.channels.gradescope.entry``; measured on stage 07 by
+``tests/test_gradescope_limits.py``). A stage whose ``gradescope.json`` sets
+``timeout_minutes`` needs that timeout set on Gradescope too; ``settings_note`` says
+which, and the build prints it.
+
 The zip is not an otter-grader autograder: no otter runs on Gradescope or is needed to
 try it (``bash run_autograder`` with ``GRADESCOPE_ROOT`` pointing at a folder laid out
 as Gradescope's ``/autograder``). The bytes are deterministic.
@@ -28,6 +35,13 @@ from pathlib import Path
 
 from autograder.channels.gradescope.settings import GradescopeSettings, shipped_json, stage_settings
 from autograder.course import Stage
+
+def settings_note(stage: Stage) -> str:
+    """The Gradescope settings to choose for a stage's zip, as the build prints them."""
+    minutes = stage_settings(stage.id, stage.folder).timeout_minutes
+    return (f"on Gradescope set the timeout to {minutes:g} min" + (" (the default)" if minutes == 10 else "")
+            + "; the default 768 MB of memory and 0.5 CPU suffice")
+
 
 PACKAGE = Path(__file__).resolve().parent.parent
 SHIPPED = ("kit", "engine", "channels/gradescope")  # the packages the zip carries, whole

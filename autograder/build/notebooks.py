@@ -26,7 +26,9 @@ HARNESS_HEADER = """\
 # It defines check("question"), which runs a question's public tests on your code, and
 # package_submission(), which packs your saved notebook for hand-in. It holds the course's
 # test kit and this stage's public tests, packed into one line: print(_gptcourse.__source__)
-# shows them. You need not read or change this cell.
+# shows them. It also gives torch one thread per CPU this notebook may use and other
+# programs leave free (GPTCOURSE_THREADS=N, set before starting Jupyter, overrides it).
+# You need not read or change this cell.
 """
 
 HARNESS_BODY = """\
@@ -34,6 +36,7 @@ import base64 as _base64, sys as _sys, types as _types
 _gptcourse = _sys.modules["gptcourse_checks"] = _types.ModuleType("gptcourse_checks")
 _gptcourse.__source__ = _base64.b64decode("{packed}").decode("utf-8")
 exec(compile(_gptcourse.__source__, "gptcourse_checks", "exec"), _gptcourse.__dict__)
+_gptcourse.configure_threads()
 check, package_submission = _gptcourse.check, _gptcourse.package_submission
 """
 

@@ -5,7 +5,7 @@ from pathlib import Path
 from autograder.course import ROOT, Stage
 
 from .fixtures import fixture_file, is_fresh
-from .gradescope_zip import build_gradescope_zip
+from .gradescope_zip import build_gradescope_zip, settings_note
 from .nbgrader_course import build_nbgrader_course
 from .notebooks import check_cells_problems, make_notebook, write_notebook
 from .source import SourceError
@@ -29,5 +29,5 @@ def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
     fresh = is_fresh(stage, out / "fixtures")
     target = fixture_file(stage, out / "fixtures")
     log(f"{stage.id}: fixtures -> {target}{' (up to date)' if fresh else ''}")
-    log(f"{stage.id}: Gradescope autograder -> {build_gradescope_zip(stage, out / 'gradescope', target)}")
+    log(f"{stage.id}: Gradescope autograder -> {build_gradescope_zip(stage, out / 'gradescope', target)} ({settings_note(stage)})")
     log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader', target)}")

@@ -166,7 +166,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         importlib.import_module(name)
 
     from autograder.engine import codec, sandbox, suites  # noqa: F401 - suites: for _load_probes, while readable
-    from autograder.kit import runtime
+    from autograder.kit import runtime, threads
     from autograder.kit.cases import Namespace
 
     preload = list(job.get("preload", []))
@@ -179,7 +179,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
             importlib.import_module(name)
         except Exception:  # a test that needs it will say so
             pass
-    torch.set_num_threads(1)
+    threads.configure_threads(1)  # one thread per submission: the parent runs one child per usable CPU
     runtime.reseed(0)  # imports the random generators' modules while they are readable
     job["existing_processes"] = _count_processes(os.getuid()) if os.geteuid() != 0 else 0
     isolation = sandbox.enter(job["workdir"], ROOT, int(job.get("disk_bytes") or 256 * 1024**2), job.get("sandbox") or "namespaces")
@@ -230,6 +230,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
 
     names = Namespace(submission.__dict__)
     deferred, unloaded = bool(job.get("deferred")), "this test could not be loaded"
+    struck, strike = set(job.get("struck") or ()), job.get("strike_fraction")  # questions that ran out of time (runner.case_limit)
     for key in job["cases"]:
         if key not in cases and deferred:
             deferred = False
@@ -245,13 +246,17 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
             emit(ev="result", key=key, error=unloaded)
             continue
         timeout = min(case.timeout, job["case_timeout"]) if job.get("case_timeout") else case.timeout
+        shortened = bool(strike) and case.qid in struck
+        timeout = timeout * strike if shortened else timeout
         try:
             signal.setitimer(signal.ITIMER_REAL, timeout)
             value, error, _ = runtime.run_probe(case, names, cell_of)
             signal.setitimer(signal.ITIMER_REAL, 0)
             payload = codec.encode(value) if error is None else None
         except CaseTimeout:
-            emit(ev="result", key=key, error=f"did not finish within {timeout:g} s (an endless loop, or far too slow)")
+            struck.add(case.qid)
+            note = "; a shorter limit, as an earlier test of this question ran out of time" if shortened else ""
+            emit(ev="result", key=key, error=f"did not finish within {timeout:g} s (an endless loop, or far too slow{note})")
             continue
         except BaseException as exc:  # sys.exit and the like, or an output the codec cannot carry
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -302,7 +307,7 @@ def serve(sock_fd: int) -> None:
 
     sys.path.insert(0, ROOT)
     import numpy  # noqa: F401 - imported once here, shared by every forked job
-    import torch
+    import torch  # noqa: F401
     for name in LAZY:
         importlib.import_module(name)
 
@@ -312,9 +317,9 @@ def serve(sock_fd: int) -> None:
     import matplotlib.pyplot  # noqa: F401
 
     from autograder.engine import codec, sandbox, suites  # noqa: F401
-    from autograder.kit import runtime  # noqa: F401
+    from autograder.kit import runtime, threads  # noqa: F401
 
-    torch.set_num_threads(1)
+    threads.configure_threads(1)  # the server and every job forked from it: one thread each
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked jobs are reaped automatically
     sock = socket.socket(fileno=sock_fd)
     while True:

@@ -84,20 +84,22 @@ def gradescope_json(
     execution_time: float | None = None,
     hidden_visibility: str = HIDDEN_VISIBILITY,
 ) -> dict:
-    """A results.json document in Gradescope's schema."""
+    """A results.json document in Gradescope's schema. A failed test whose hint recognised a
+    known mistake carries its name as ``extra_data.mistake`` (a per-test field of the schema)."""
     tests = []
     explained = explain_failures(results)
     for r in results:
-        tests.append(
-            {
-                "name": r.key,
-                "score": r.score,
-                "max_score": r.max_score,
-                "status": "passed" if r.passed else "failed",
-                "output": explained[r.key] if not r.passed else ("public test passed" if r.public else "passed"),
-                "visibility": "visible" if r.public else hidden_visibility,
-            }
-        )
+        test = {
+            "name": r.key,
+            "score": r.score,
+            "max_score": r.max_score,
+            "status": "passed" if r.passed else "failed",
+            "output": explained[r.key] if not r.passed else ("public test passed" if r.public else "passed"),
+            "visibility": "visible" if r.public else hidden_visibility,
+        }
+        if r.hint and not r.passed:  # the known mistake, for the class report (Gradescope stores extra_data, shows nothing)
+            test["extra_data"] = {"mistake": r.hint}
+        tests.append(test)
     doc = {
         "score": round(sum(r.score for r in results), 6),
         "output": "\n".join(x for x in (summary_line(results, hidden_visibility), output) if x),

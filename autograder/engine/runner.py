@@ -48,7 +48,9 @@ class Limits:
 
     cell_timeout: float = 30.0
     case_timeout: float | None = None  # caps every test's own time limit (tests use it)
-    total_timeout: float = 600.0
+    total_timeout: float = 600.0  # the whole submission: cells, tests, restarts (see ``container.grading_budget``)
+    strike_fraction: float = 0.2  # once a test of a question runs out of time, that question's later tests get this share of their limit
+    unstoppable_tests: int = 2  # after this many tests of a question had to be killed (the code caught the time-out), its other tests are not run
     startup_timeout: float = 120.0
     grace: float = 5.0
     memory_bytes: int = 6 * 1024**3
@@ -344,9 +346,29 @@ class _Flood(Exception):
     """The child printed more than ``Limits.output_bytes``: it is stopped like a hang."""
 
 
-def case_limit(case: Case, limits: Limits) -> float:
-    """The time a test case may take: its own limit, capped by ``limits.case_timeout``."""
-    return min(case.timeout, limits.case_timeout) if limits.case_timeout else case.timeout
+def case_limit(case: Case, limits: Limits, struck: set[str] | frozenset[str] = frozenset()) -> float:
+    """The time a test case may take: its own limit, capped by ``limits.case_timeout``, and cut
+    to ``limits.strike_fraction`` of that when a test of its question already ran out of time."""
+    limit = min(case.timeout, limits.case_timeout) if limits.case_timeout else case.timeout
+    return limit * limits.strike_fraction if case.qid in struck else limit
+
+
+class _Strikes:
+    """What running out of time taught about each question, kept across child restarts.
+
+    A question ``struck`` had a test run out of time: a function that hung once is likely
+    to hang again, so its later tests get a shorter limit (the child applies the same rule
+    on its side). ``kills`` counts the tests of a question whose code ignored the time-out
+    and had to be killed with its process: each costs a restart, so after
+    ``Limits.unstoppable_tests`` of them the question's other tests are not run.
+    """
+
+    def __init__(self) -> None:
+        self.struck: set[str] = set()
+        self.kills: dict[str, int] = {}
+
+
+TIMED_OUT = "did not finish within"  # how the child reports a test it stopped at its limit
 
 
 def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str] | None = None) -> Outcome:
@@ -370,10 +392,18 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
     by_key = {c.key: c for c in cases}
     skip_cells: set[int] = set()
     outputs: list[str] = []
+    strikes = _Strikes()
     deadline = time.monotonic() + limits.total_timeout
     with tempfile.TemporaryDirectory(prefix="gptcourse-run-") as workdir:
         os.chmod(workdir, 0o711)  # a child with its own user reaches its own folder inside, and nothing else
         while True:
+            for case in cases:
+                if strikes.kills.get(case.qid, 0) >= limits.unstoppable_tests and case.key not in outcome.values:
+                    outcome.errors.setdefault(
+                        case.key,
+                        f"not run: {strikes.kills[case.qid]} tests of this question ran out of time and could not be stopped "
+                        "(does your code catch every exception, even the grader's time-out?)",
+                    )
             remaining = [c.key for c in cases if c.key not in outcome.values and c.key not in outcome.errors]
             if not remaining:
                 break
@@ -391,6 +421,8 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
                 "skip_cells": sorted(skip_cells),
                 "cell_timeout": limits.cell_timeout,
                 "case_timeout": limits.case_timeout,
+                "struck": sorted(strikes.struck),
+                "strike_fraction": limits.strike_fraction,
                 "memory_bytes": limits.memory_bytes,
                 "cpu_seconds": limits.cpu_seconds,
                 "file_bytes": limits.file_bytes,
@@ -400,7 +432,7 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
                 "sandbox": limits.sandbox or os.environ.get("GPTCOURSE_SANDBOX") or "namespaces",
             }
             child = _Child(job, workdir, limits.output_bytes)
-            progress = _watch(child, script, by_key, limits, deadline, outcome, outputs)
+            progress = _watch(child, script, by_key, limits, deadline, outcome, outputs, strikes)
             if progress == "done":
                 break
             kind, what = progress
@@ -463,6 +495,7 @@ def _watch(
     deadline: float,
     outcome: Outcome,
     outputs: list[str],
+    strikes: _Strikes,
 ):
     """Follow one child until it finishes or fails; say what to skip in the next one.
 
@@ -502,9 +535,11 @@ def _watch(
                     phase_deadline = time.monotonic() + limits.startup_timeout
                 elif kind == "case":
                     case_started = time.monotonic()
-                    phase_deadline = time.monotonic() + case_limit(by_key[what], limits) + limits.grace
+                    phase_deadline = time.monotonic() + case_limit(by_key[what], limits, strikes.struck) + limits.grace
                 elif kind == "result":
                     outcome.seconds.setdefault(what, time.monotonic() - case_started)
+                    if str(event.get("error", "")).startswith(TIMED_OUT):
+                        strikes.struck.add(by_key[what].qid)
                     _record(event, outcome)
                     phase_deadline = time.monotonic() + limits.startup_timeout
                 elif kind == "done":
@@ -526,6 +561,10 @@ def _watch(
     }[reason]
     kind, where = script.last()
     if kind == "case":
+        if reason == "timeout" and time.monotonic() < deadline:
+            qid = by_key[where].qid
+            strikes.struck.add(qid)
+            strikes.kills[qid] = strikes.kills.get(qid, 0) + 1
         outcome.errors.setdefault(where, f"this test {what}")
         return ("case", where)
     if kind == "cell":

@@ -19,7 +19,7 @@ A suite file is written with the names exported here::
 from .cases import REFERENCE, Case, MissingName, Namespace, Suite, catch, failure_roots, generator, grad_mode, mode_of, randn, set_parameters
 from .checks import Hint, Verdict, close, close_number, equal, raises, satisfies, tensor_problem, with_hint
 
-PASTED = ("checks", "cases", "runtime", "check_cell", "packaging")  # in dependency order
+PASTED = ("checks", "cases", "runtime", "check_cell", "packaging", "threads")  # in dependency order
 
 __all__ = [
     "REFERENCE", "Case", "Hint", "MissingName", "Namespace", "Suite", "Verdict",

@@ -1,26 +1,58 @@
-"""``gptcourse report DIR``: what a class got right and wrong, from a folder of results.json.
+"""``gptcourse report DIR``: what a class got right, and which mistakes it made, from a folder of results.json.
 
-Per question: how many submissions earned full marks and the mean score; then the
-failure messages met most often, each with its test. Written as ``report.md`` and a
-bar chart ``report.png`` in DIR, and printed.
+Reads every ``DIR/<student>/results.json`` (the folder ``gptcourse grade`` writes, the
+same folders ``grades.csv`` is built from) and writes into DIR:
+
+- ``report.md``: the totals (mean, median, a histogram); per question the share with
+  full marks, the mean, and the mistakes seen, each with the number of students, of
+  failed tests and example students; a table per student with their mistakes;
+- ``report.png``: the same at a glance (the histogram of totals, full marks per
+  question, the most common mistakes);
+- ``mistakes.csv``: one row per question and mistake (question, mistake, kind,
+  students, failed tests, the students), for a spreadsheet.
+
+A failed test is named by the mistake it shows (``reports.failures``; a wrong result
+with no hint of its own takes the one known mistake the student's other tests of the
+question named: ``student_failures``), never by the values in its message, so that one
+mistake made by twenty students is one row of twenty.
 """
 
-import json
-from collections import Counter
-from dataclasses import dataclass
+import csv
+import io
+import statistics
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.engine.results import write_atomic
 from autograder.errors import UsageError
+
+from .failures import Failure, classify
+from .records import StudentFolder, read_folder
+
+EXAMPLES = 3  # students named per mistake in report.md
+
+
+@dataclass
+class MistakeRow:
+    """One mistake seen on one question."""
+
+    qid: str
+    label: str
+    kind: str
+    students: list[str] = field(default_factory=list)
+    tests: int = 0  # failed tests named by it
+    test_names: list[str] = field(default_factory=list)
 
 
 @dataclass
 class QuestionStats:
     qid: str
     max_score: float
-    submissions: int
-    full_marks: int
-    total: float
+    submissions: int = 0
+    full_marks: int = 0
+    total: float = 0.0
+    failed_tests: int = 0
+    mistakes: list[MistakeRow] = field(default_factory=list)  # most students first
 
     @property
     def pass_rate(self) -> float:
@@ -31,72 +63,205 @@ class QuestionStats:
         return self.total / self.submissions if self.submissions else 0.0
 
 
-def load_results(folder: Path) -> dict[str, dict]:
-    """``{submission name: results.json document}`` for every submission in ``folder``."""
-    docs = {}
-    for path in sorted(Path(folder).glob("*/results.json")):
-        try:
-            docs[path.parent.name] = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-    if not docs:
+@dataclass
+class StudentLine:
+    key: str
+    score: float
+    max_score: float
+    per_question: dict[str, float]
+    mistakes: list[str]  # "qid: label", each once
+
+
+@dataclass
+class ClassReport:
+    questions: list[QuestionStats]
+    students: list[StudentLine]
+
+    @property
+    def totals(self) -> list[float]:
+        return [s.score for s in self.students]
+
+    @property
+    def max_score(self) -> float:
+        return max((s.max_score for s in self.students), default=0.0)
+
+
+def load_class(folder: Path) -> list[StudentFolder]:
+    """Every student folder of ``folder``; a usage error when there is none."""
+    found = read_folder(Path(folder))
+    if not found:
         raise UsageError(f"no */results.json under {folder}: grade first (gptcourse grade --out {folder} ...)")
-    return docs
+    return found
 
 
-def summarise(docs: dict[str, dict]) -> tuple[list[QuestionStats], list[tuple[str, str, int]]]:
-    """Per-question statistics and the most frequent ``(test, message, count)`` failures."""
-    stats: dict[str, QuestionStats] = {}
-    failures: Counter = Counter()
-    for doc in docs.values():
+def student_failures(tests: list[dict]) -> dict[str, Failure]:
+    """Each failed test of one student, named (``failures.classify``); a wrong result no
+    hint of its own explains counts under the known mistake the student's other tests of
+    the same question named, when they named exactly one (hints are right or absent, and
+    a hidden test without a hint often fails for the same mistake as a public one with).
+
+    >>> tests = [{"name": "q: a", "score": 0, "max_score": 1, "output": "got 2", "extra_data": {"mistake": "off by one"}},
+    ...          {"name": "q: b", "score": 0, "max_score": 1, "output": "wrong"}, {"name": "r: c", "score": 0, "max_score": 1, "output": "wrong"}]
+    >>> [f.label for f in student_failures(tests).values()]
+    ['off by one', 'off by one', 'a wrong result that no known mistake explains, in: c']
+    """
+    failed = [t for t in tests if float(t.get("score", 0)) < float(t.get("max_score", 0))]
+    named = {str(t.get("name", "")): classify(t) for t in failed}
+    mistakes: dict[str, set[str]] = {}
+    for name, failure in named.items():
+        if failure.kind == "mistake":
+            mistakes.setdefault(name.split(":", 1)[0], set()).add(failure.label)
+    for name, failure in named.items():
+        known = mistakes.get(name.split(":", 1)[0], set())
+        if failure.kind == "unrecognised" and len(known) == 1:
+            named[name] = Failure("mistake", next(iter(known)))
+    return named
+
+
+def summarise(folders: list[StudentFolder]) -> ClassReport:
+    """Per-question statistics with their mistakes, and a line per student."""
+    questions: dict[str, QuestionStats] = {}
+    rows: dict[tuple[str, str], MistakeRow] = {}
+    students = []
+    for folder in folders:
         per_q: dict[str, list[float]] = {}
-        for test in doc.get("tests", []):
-            qid = str(test.get("name", "")).split(":", 1)[0]
+        named: list[str] = []
+        named_here = student_failures(folder.results.get("tests", []))
+        for test in folder.results.get("tests", []):
+            name = str(test.get("name", ""))
+            qid = name.split(":", 1)[0]
             got, worth = float(test.get("score", 0)), float(test.get("max_score", 0))
             per_q.setdefault(qid, [0.0, 0.0])
             per_q[qid][0] += got
             per_q[qid][1] += worth
+            questions.setdefault(qid, QuestionStats(qid, 0.0))
             if got < worth:
-                first = (str(test.get("output", "")).strip().splitlines() or ["(no message)"])[0][:160]
-                failures[(str(test.get("name")), first)] += 1
+                failure = named_here[name]
+                row = rows.setdefault((qid, failure.label), MistakeRow(qid, failure.label, failure.kind))
+                row.tests += 1
+                if folder.key not in row.students:
+                    row.students.append(folder.key)
+                if name not in row.test_names:
+                    row.test_names.append(name)
+                questions[qid].failed_tests += 1
+                if f"{qid}: {failure.label}" not in named:
+                    named.append(f"{qid}: {failure.label}")
         for qid, (got, worth) in per_q.items():
-            s = stats.setdefault(qid, QuestionStats(qid, worth, 0, 0, 0.0))
-            s.submissions += 1
-            s.full_marks += got >= worth
-            s.total += got
-    common = [(name, message, count) for (name, message), count in failures.most_common(12)]
-    return list(stats.values()), common
+            stats = questions[qid]
+            stats.max_score = max(stats.max_score, worth)
+            stats.submissions += 1
+            stats.full_marks += got >= worth
+            stats.total += got
+        students.append(StudentLine(folder.key, folder.score, folder.max_score, {q: v[0] for q, v in per_q.items()}, named))
+    for (qid, _), row in rows.items():
+        questions[qid].mistakes.append(row)
+    for stats in questions.values():
+        stats.mistakes.sort(key=lambda r: (-len(r.students), -r.tests, r.label))
+    return ClassReport(list(questions.values()), students)
 
 
-def render(stats: list[QuestionStats], common: list[tuple[str, str, int]], n: int) -> str:
+def histogram(totals: list[float], max_score: float, bins: int = 10) -> list[tuple[float, float, int]]:
+    """``(low, high, count)`` per bin of equal width over ``[0, max_score]`` (the last bin holds full marks).
+
+    >>> histogram([0, 5, 10, 10], 10, bins=2)
+    [(0.0, 5.0, 1), (5.0, 10.0, 3)]
+    """
+    width = (max_score or 1.0) / bins
+    counts = [0] * bins
+    for total in totals:
+        counts[min(bins - 1, max(0, int(total / width)))] += 1
+    return [(i * width, (i + 1) * width, counts[i]) for i in range(bins)]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "/").replace("\n", " ")
+
+
+def render(report: ClassReport) -> str:
     """The report as Markdown."""
-    lines = [f"# Class report ({n} submissions)", "", "| question | full marks | mean score |", "|---|---|---|"]
-    for s in stats:
-        lines.append(f"| {s.qid} | {s.full_marks}/{s.submissions} ({100 * s.pass_rate:.0f}%) | {s.mean:.2f} / {s.max_score:g} |")
-    lines += ["", "## Most frequent failures", "", "| count | test | message |", "|---|---|---|"]
-    for name, message, count in common:
-        lines.append(f"| {count} | {name} | {message.replace('|', '/')} |")
+    n, top = len(report.students), report.max_score
+    totals = report.totals
+    lines = [f"# Class report ({n} submissions)", ""]
+    lines += [
+        f"Totals out of {top:g}: mean {statistics.mean(totals):.1f}, median {statistics.median(totals):g}, "
+        f"lowest {min(totals):g}, highest {max(totals):g}; full marks: {sum(t >= top for t in totals)}.",
+        "",
+        "| total | students | |",
+        "|---|---|---|",
+    ]
+    for low, high, count in histogram(totals, top):
+        lines.append(f"| {low:g}-{high:g} | {count} | {'#' * count} |")
+    lines += ["", "## Questions", "", "| question | full marks | mean score | most common mistake |", "|---|---|---|---|"]
+    for q in report.questions:
+        common = f"{_cell(q.mistakes[0].label)} ({len(q.mistakes[0].students)})" if q.mistakes else ""
+        lines.append(f"| {q.qid} | {q.full_marks}/{q.submissions} ({100 * q.pass_rate:.0f}%) | {q.mean:.2f} / {q.max_score:g} | {common} |")
+    lines += ["", "## Mistakes per question", ""]
+    lines.append("Each failed test is named by the known mistake its hint recognised (without a hint of its own, the one "
+                 "mistake the student's other tests of the question named), else by what stopped the code, else by the test "
+                 "that caught it; the counts of a question add up to its failed tests.")
+    for q in report.questions:
+        if not q.mistakes:
+            continue
+        lines += ["", f"### {q.qid}: {q.full_marks}/{q.submissions} with full marks, {q.failed_tests} failed tests", ""]
+        lines += ["| mistake | students | failed tests | for example |", "|---|---|---|---|"]
+        for row in q.mistakes:
+            more = len(row.students) - EXAMPLES
+            examples = ", ".join(row.students[:EXAMPLES]) + (f" and {more} more" if more > 0 else "")
+            lines.append(f"| {_cell(row.label)} | {len(row.students)} | {row.tests} | {_cell(examples)} |")
+    qids = [q.qid for q in report.questions]
+    lines += ["", "## Students", "", "| student | total | " + " | ".join(qids) + " | mistakes |", "|---" * (len(qids) + 3) + "|"]
+    for s in sorted(report.students, key=lambda s: (-s.score, s.key)):
+        scores = " | ".join(f"{s.per_question.get(q, 0.0):g}" for q in qids)
+        lines.append(f"| {_cell(s.key)} | {s.score:g} | {scores} | {_cell('; '.join(s.mistakes))} |")
     return "\n".join(lines) + "\n"
 
 
-def write_report(folder: Path) -> str:
-    """Write ``report.md`` and ``report.png`` into ``folder``; return the Markdown."""
+def mistakes_csv(report: ClassReport) -> str:
+    """``mistakes.csv``: a row per question and mistake."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["question", "mistake", "kind", "students", "failed_tests", "who", "tests"])
+    for q in report.questions:
+        for row in q.mistakes:
+            writer.writerow([q.qid, row.label, row.kind, len(row.students), row.tests, "; ".join(row.students), "; ".join(row.test_names)])
+    return buffer.getvalue()
+
+
+def plot(report: ClassReport, target: Path) -> None:
+    """``report.png``: the histogram of totals, full marks per question, the most common mistakes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    docs = load_results(folder)
-    stats, common = summarise(docs)
-    text = render(stats, common, len(docs))
-    write_atomic(Path(folder) / "report.md", text)
-    fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(stats)), 3.5))
-    ax.bar([s.qid for s in stats], [100 * s.pass_rate for s in stats], color="#4c72b0")
-    ax.set_ylabel("% with full marks")
-    ax.set_ylim(0, 100)
-    ax.set_title(f"Full marks per question ({len(docs)} submissions)")
-    ax.tick_params(axis="x", rotation=30)
+    rows = sorted((r for q in report.questions for r in q.mistakes), key=lambda r: (-len(r.students), r.qid, r.label))[:12]
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), gridspec_kw={"width_ratios": [1, 1, 1.6]})
+    bins = histogram(report.totals, report.max_score)
+    axes[0].bar([low for low, _, _ in bins], [c for _, _, c in bins], width=bins[0][1] - bins[0][0], align="edge", color="#4c72b0", edgecolor="white")
+    axes[0].set_xlabel(f"total (out of {report.max_score:g})")
+    axes[0].set_ylabel("students")
+    axes[0].set_title(f"Totals ({len(report.students)} submissions)")
+    axes[1].bar([q.qid for q in report.questions], [100 * q.pass_rate for q in report.questions], color="#55a868")
+    axes[1].set_ylim(0, 100)
+    axes[1].set_ylabel("% with full marks")
+    axes[1].set_title("Full marks per question")
+    axes[1].tick_params(axis="x", rotation=40)
+    labels = [f"{r.qid}: {r.label[:48]}" for r in rows][::-1]
+    axes[2].barh(labels, [len(r.students) for r in rows][::-1], color="#c44e52")
+    axes[2].set_xlabel("students")
+    axes[2].set_title("Most common mistakes")
+    axes[2].tick_params(axis="y", labelsize=8)
     fig.tight_layout()
-    fig.savefig(Path(folder) / "report.png", dpi=100)
+    fig.savefig(target, dpi=100)
     plt.close(fig)
+
+
+def write_report(folder: Path) -> str:
+    """Write ``report.md``, ``report.png`` and ``mistakes.csv`` into ``folder``; return the Markdown."""
+    folder = Path(folder)
+    report = summarise(load_class(folder))
+    text = render(report)
+    write_atomic(folder / "report.md", text)
+    write_atomic(folder / "mistakes.csv", mistakes_csv(report))
+    plot(report, folder / "report.png")
     return text

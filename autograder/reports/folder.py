@@ -1,63 +1,163 @@
-"""The folder ``gptcourse grade`` writes: per submission ``<out>/<name>/results.json`` and
-``feedback.md``, and the class gradebook ``<out>/grades.csv``. Every file is written atomically."""
+"""The folder ``gptcourse grade`` writes, and merges into.
 
+Per student ``<out>/<student>/``: ``results.json`` (Gradescope's schema), ``feedback.md``
+and ``graded.json`` (the record: the source file and its SHA-256, the stage, a fingerprint
+of the tests and fixtures it was graded with, the LMS id its path carried, when). For the
+class: ``grades.csv`` and, when students have Canvas ids, ``canvas.csv`` (``gradebook``).
+Every file is written atomically.
+
+Grading into a folder that already holds results *merges*: the students graded now get
+their folders rewritten, every other student's folder is kept, and the gradebook is
+rebuilt from all the folders, so that ``grades.csv`` and ``gptcourse report`` always
+describe the same class. Which of the given files are graded:
+
+- by default, all of them;
+- ``changed``: those never graded into this folder, or whose file's SHA-256 differs from
+  the one recorded, or that were graded with other tests or fixtures;
+- ``only_failed``: those never graded into this folder, or whose recorded results fall
+  short of full marks.
+"""
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
+from autograder.engine import codec
 from autograder.engine.pipeline import Graded, grade_batch
 from autograder.engine.results import cell_notes, dump_json, gradescope_json, write_atomic
 from autograder.engine.runner import Limits
 from autograder.engine.suites import StageTests
 
 from .feedback import feedback_markdown
-from .gradebook import gradebook_csv, question_scores
+from .gradebook import Gradebook, write_gradebook
+from .identity import Identity, identify
+from .records import RECORD, RESULTS, StudentFolder, read_folder, read_record
+from .roster import Student
 
 
-def unique_names(paths: list[Path]) -> list[str]:
-    """A distinct output folder name per submission (the file stem, numbered on clashes)."""
-    names, seen = [], {}
-    for path in paths:
-        stem = Path(path).stem or "submission"
-        count = seen.get(stem, 0)
-        seen[stem] = count + 1
-        names.append(stem if count == 0 else f"{stem}-{count + 1}")
-    return names
+def file_hash(path: Path) -> str:
+    """The SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
-def write_submission(graded: Graded, out_dir: Path, show_hidden: bool = False) -> Path:
-    """Write ``out_dir/<name>/results.json`` and ``feedback.md``; return the results' path."""
+def tests_fingerprint(tests: StageTests) -> str:
+    """A hash of what decides a grade besides the submission: the suites' sources and the fixtures."""
+    digest = hashlib.sha256()
+    for suite in tests.suites:
+        digest.update(suite.label.encode() + b"\0" + suite.source.encode() + b"\0")
+    encoded = {key: codec.encode(value) for key, value in sorted(tests.fixtures.items())}
+    digest.update(json.dumps(encoded, sort_keys=True, separators=(",", ":")).encode())
+    return digest.hexdigest()
+
+
+def known_sources(out_dir: Path) -> dict[Path, str]:
+    """``{resolved source path: student}`` of the files graded into ``out_dir`` before."""
+    known = {}
+    for folder in read_folder(out_dir):
+        source = folder.record.get("source")
+        if isinstance(source, str) and source:
+            known[Path(source)] = folder.key
+    return known
+
+
+def needs_grading(path: Path, key: str, out_dir: Path, fingerprint: str, changed: bool, only_failed: bool) -> str:
+    """Why ``path`` (the student ``key``) is to be graded now; "" when ``changed``/``only_failed`` skip it."""
+    folder = Path(out_dir) / key
+    record = read_record(folder)
+    try:
+        results = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        results = None
+    if not record or not isinstance(results, dict):
+        return "not graded into this folder before"
+    if changed and record.get("sha256") != file_hash(path):
+        return "the file changed"
+    if changed and record.get("tests") != fingerprint:
+        return "the tests or fixtures changed"
+    found = StudentFolder(key, results, record)
+    if only_failed and (not found.max_score or found.score < found.max_score):
+        return "it did not earn full marks"
+    return "" if changed or only_failed else "asked for"
+
+
+def write_submission(graded: Graded, out_dir: Path, show_hidden: bool = False, record: dict | None = None) -> Path:
+    """Write ``out_dir/<name>/results.json``, ``feedback.md`` and (given one) the record; return the results' path."""
     notes = cell_notes(graded.outcome)
-    target = out_dir / graded.name / "results.json"
+    target = out_dir / graded.name / RESULTS
     write_atomic(target, dump_json(gradescope_json(graded.results, output=notes, execution_time=graded.seconds)))
     feedback = feedback_markdown(graded.name, graded.stage_id, graded.results, notes, show_hidden)
     write_atomic(out_dir / graded.name / "feedback.md", feedback)
+    if record is not None:
+        write_atomic(out_dir / graded.name / RECORD, json.dumps(record, indent=2, sort_keys=True) + "\n")
     return target
 
 
-def write_gradebook(graded: list[Graded], tests: StageTests, out_dir: Path) -> Path:
-    """Write ``out_dir/grades.csv``: a row per submission, a column per question."""
-    maxima = dict(tests.questions())
-    qids = list(maxima)
-    rows = [(g.name, question_scores(g.results, qids)) for g in graded]
-    target = out_dir / "grades.csv"
-    write_atomic(target, gradebook_csv(rows, qids, maxima))
-    return target
+@dataclass
+class FolderRun:
+    """What one run did: the submissions graded now, those skipped, and the class's gradebook."""
+
+    graded: list[Graded]
+    identities: list[Identity]  # of every given file, in order
+    skipped: list[tuple[str, Path]] = field(default_factory=list)  # (student, file) not graded again
+    gradebook: Gradebook | None = None
 
 
-def grade_into_folder(
+def run_folder(
     paths: list[Path],
     tests: StageTests,
     out_dir: Path,
     limits: Limits | None = None,
     *,
-    names: list[str] | None = None,
+    names: str = "auto",
     workers: int = 1,
     progress: bool = True,
     show_hidden: bool = False,
-) -> list[Graded]:
-    """Grade ``paths`` through the engine's pipeline and write the whole folder."""
-    done = grade_batch(
-        paths, names or unique_names(paths), tests, limits or Limits(), workers=workers, progress=progress,
-        write=lambda graded: write_submission(graded, out_dir, show_hidden),
-    )
-    write_gradebook(done, tests, out_dir)
-    return done
+    changed: bool = False,
+    only_failed: bool = False,
+    roster: list[Student] | None = None,
+    canvas_assignment: str | None = None,
+) -> FolderRun:
+    """Grade ``paths`` (all, or those ``changed``/``only_failed`` select) into ``out_dir``, keep
+    every other student's folder, and rebuild the gradebook from them all."""
+    out_dir = Path(out_dir)
+    read_folder(out_dir, tests.stage_id)  # a folder of another stage is refused before any work
+    identities = identify(paths, tests.stage_id, names, known_sources(out_dir))
+    fingerprint = tests_fingerprint(tests)
+    chosen, skipped = [], []
+    for path, identity in zip(map(Path, paths), identities):
+        if (changed or only_failed) and path.is_file() and not needs_grading(path, identity.key, out_dir, fingerprint, changed, only_failed):
+            skipped.append((identity.key, path))
+        else:
+            chosen.append((path, identity))
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    records = {
+        identity.key: {
+            "stage": tests.stage_id,
+            "source": str(path.resolve()),
+            "sha256": file_hash(path) if path.is_file() else "",
+            "tests": fingerprint,
+            "lms_id": identity.lms_id,
+            "named_by": identity.source,
+            "graded_at": when,
+        }
+        for path, identity in chosen
+    }
+    done = []
+    if chosen:
+        done = grade_batch(
+            [p for p, _ in chosen], [i.key for _, i in chosen], tests, limits or Limits(), workers=workers, progress=progress,
+            write=lambda graded: write_submission(graded, out_dir, show_hidden, records[graded.name]),
+        )
+    book = write_gradebook(out_dir, tests, roster, canvas_assignment)
+    return FolderRun(done, identities, skipped, book)
+
+
+def grade_into_folder(paths: list[Path], tests: StageTests, out_dir: Path, limits: Limits | None = None, **options) -> list[Graded]:
+    """Grade every one of ``paths`` into ``out_dir`` (``run_folder``'s options); the graded submissions, in order."""
+    return run_folder(paths, tests, out_dir, limits, **options).graded

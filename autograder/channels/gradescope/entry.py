@@ -4,18 +4,28 @@ Grades the notebook in ``ROOT/submission`` with the suites and fixtures shipped 
 zip (``stage/``), through the engine's one pipeline, then writes
 ``ROOT/results/results.json`` once every process the submission started is gone.
 ``ROOT`` is ``/autograder`` on Gradescope; tests point it elsewhere. The stage and its
-settings (hidden-test visibility, rate limit) come from the zip's ``gptcourse.json``.
-``--self-check`` (the end of ``setup.sh``) grades an empty notebook, so that a broken
-image fails when it is built, not at a first submission.
+settings (hidden-test visibility, rate limit, Gradescope's timeout) come from the zip's
+``gptcourse.json``. ``--self-check`` (the end of ``setup.sh``) grades an empty notebook,
+so that a broken image fails when it is built, not at a first submission.
+
+Results are always written before Gradescope's timeout: the submission's code gets the
+timeout less what start-up used and a reserve for judging and writing
+(``engine.container.grading_budget``); a watchdog writes a valid "not graded in time"
+document shortly before the timeout should anything still be running. The first lines
+printed (which only instructors see) give the container's memory and CPU limits and the
+budget.
 """
 
 import argparse
 import json
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from autograder.engine import processes, sandbox
+from autograder.engine.container import container_limits, grading_budget, process_seconds
+from autograder.engine.judge import TestResult
 from autograder.engine.fixtures import read_fixtures
 from autograder.engine.pipeline import grade_submission
 from autograder.engine.results import cell_notes, dump_json, gradescope_json, write_atomic
@@ -26,6 +36,8 @@ from .rate_limit import check_rate_limit
 from .settings import GradescopeSettings, read_shipped
 
 SOURCE = Path(__file__).resolve().parents[3]  # /autograder/source: the zip's root
+WATCHDOG_MARGIN = 20.0  # seconds before Gradescope's timeout at which the watchdog writes
+LATE = "not graded: grading did not finish within the time Gradescope allows"
 
 
 def find_submission(folder: Path) -> tuple[Path | None, str]:
@@ -52,6 +64,45 @@ def grade(root: Path, tests: StageTests, settings: GradescopeSettings, limits: L
     processes.reap_strays()
     notes = "\n".join(x for x in (note if submission is not None else "", cell_notes(graded.outcome)) if x)
     return gradescope_json(graded.results, output=notes, execution_time=graded.seconds, hidden_visibility=settings.hidden_visibility)
+
+
+class Watchdog:
+    """Writes a valid results.json of zeros if grading is still running ``seconds`` from now.
+
+    Whatever happens, the student then sees why there is no score, rather than Gradescope's
+    "The autograder failed to execute correctly". ``write`` (the real results) wins when it
+    comes first, and replaces the watchdog's document when it comes after.
+    """
+
+    def __init__(self, target: Path, tests: StageTests, settings: GradescopeSettings, seconds: float) -> None:
+        self.target, self.tests, self.settings = target, tests, settings
+        self._lock = threading.Lock()
+        self._written = False
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self._timer.daemon = True
+
+    def start(self) -> "Watchdog":
+        self._timer.start()
+        return self
+
+    def late_document(self) -> dict:
+        results = [TestResult(c.key, c.qid, c.name, c.public, 0.0, c.points, LATE) for c in self.tests.cases]
+        note = ("Grading did not finish within the time Gradescope allows, so nothing was scored. "
+                "Please tell your instructor, who can regrade this submission.")
+        return gradescope_json(results, output=note, hidden_visibility=self.settings.hidden_visibility)
+
+    def _fire(self) -> None:
+        with self._lock:
+            if not self._written:
+                write_atomic(self.target, dump_json(self.late_document()))
+                self._written = True
+
+    def write(self, doc: dict) -> None:
+        """Write the real results (always, even after the watchdog fired) and stop the watchdog."""
+        self._timer.cancel()
+        with self._lock:
+            write_atomic(self.target, dump_json(doc))
+            self._written = True
 
 
 def read_metadata(root: Path) -> dict:
@@ -99,6 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     processes.become_subreaper()
     if args.self_check:
         return self_check(settings, torch_version)
+    timeout = settings.timeout_minutes * 60
+    tests = shipped_tests(settings.stage)
+    watchdog = Watchdog(args.root / "results" / "results.json", tests, settings, timeout - process_seconds() - WATCHDOG_MARGIN).start()
+    budget = grading_budget(timeout, elapsed=process_seconds())
+    print(f"limits: {container_limits().describe()}; Gradescope timeout {settings.timeout_minutes:g} min, "
+          f"the submission's code may run {budget:.0f} s in all")
     limited = check_rate_limit(read_metadata(args.root), settings)
     # Where the child cannot get a mount namespace it runs as another user on the real
     # filesystem: the metadata (names, emails, earlier scores) must be ours alone.
@@ -106,9 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     if limited is not None:
         doc = limited.doc
     else:
-        doc = grade(args.root, shipped_tests(settings.stage), settings)
-    write_atomic(args.root / "results" / "results.json", dump_json(doc))
+        doc = grade(args.root, tests, settings, Limits(total_timeout=budget))
+    watchdog.write(doc)
     print(doc["output"].splitlines()[0])
+    print(f"graded in {process_seconds():.0f} s")
     return 0
 
 

@@ -1,10 +1,16 @@
-"""What a stage's Gradescope autograder shows and allows: hidden-test visibility, rate limits.
+"""What a stage's Gradescope autograder shows and allows: hidden-test visibility, rate limits,
+and the timeout set in Gradescope's autograder settings.
 
 Defaults suit most courses. A stage changes them with an optional file
 ``assignments/<stage>/gradescope.json``, for example::
 
     {"hidden_visibility": "after_due_date",
-     "rate_limit": {"max_submissions": 5, "window_hours": 24}}
+     "rate_limit": {"max_submissions": 5, "window_hours": 24},
+     "timeout_minutes": 20}
+
+``timeout_minutes`` must equal the timeout chosen on Gradescope (10 by default, at most
+40): the grader cannot see it from inside the container, and keeps its whole-submission
+budget inside it (``engine.container.grading_budget``) so that results are always written.
 
 The build copies the settings into the zip as ``gptcourse.json``; the entry point reads
 them there. This module uses the standard library only (it is shipped in the zip).
@@ -17,6 +23,8 @@ from typing import Any
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 SETTINGS_FILE = "gradescope.json"
+TIMEOUT_MINUTES = 10  # Gradescope's default autograder timeout
+MAX_TIMEOUT_MINUTES = 40  # the most Gradescope allows
 
 
 @dataclass(frozen=True)
@@ -27,12 +35,14 @@ class GradescopeSettings:
     ``max_submissions`` within ``window_hours``: graded submissions allowed in any such
     window; ``None`` means no limit. A submission over the limit is not graded again:
     it keeps the last graded submission's results and says when the next is allowed.
+    ``timeout_minutes``: the autograder timeout set on Gradescope.
     """
 
     stage: str
     hidden_visibility: str = "after_published"
     max_submissions: int | None = None
     window_hours: float = 24.0
+    timeout_minutes: float = TIMEOUT_MINUTES
 
     def __post_init__(self) -> None:
         if self.hidden_visibility not in VISIBILITIES:
@@ -41,10 +51,13 @@ class GradescopeSettings:
             raise ValueError(f"rate_limit.max_submissions must be a positive integer, got {self.max_submissions!r}")
         if isinstance(self.window_hours, bool) or not isinstance(self.window_hours, (int, float)) or self.window_hours <= 0:
             raise ValueError(f"rate_limit.window_hours must be a positive number, got {self.window_hours!r}")
+        minutes = self.timeout_minutes
+        if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 2 <= minutes <= MAX_TIMEOUT_MINUTES:
+            raise ValueError(f"timeout_minutes must be a number of minutes from 2 to {MAX_TIMEOUT_MINUTES} (Gradescope's setting), got {minutes!r}")
 
     def to_json(self) -> str:
         """The ``gptcourse.json`` document shipped in the zip."""
-        doc: dict[str, Any] = {"stage": self.stage, "hidden_visibility": self.hidden_visibility}
+        doc: dict[str, Any] = {"stage": self.stage, "hidden_visibility": self.hidden_visibility, "timeout_minutes": self.timeout_minutes}
         if self.max_submissions is not None:
             doc["rate_limit"] = {"max_submissions": self.max_submissions, "window_hours": self.window_hours}
         return json.dumps(doc, indent=2, sort_keys=True) + "\n"
@@ -54,7 +67,7 @@ def settings_from_dict(stage: str, doc: dict[str, Any], where: str = "settings")
     """Validate a settings document (unknown keys are errors, so typos do not pass silently)."""
     if not isinstance(doc, dict):
         raise ValueError(f"{where}: expected a JSON object")
-    unknown = set(doc) - {"stage", "hidden_visibility", "rate_limit"}
+    unknown = set(doc) - {"stage", "hidden_visibility", "rate_limit", "timeout_minutes"}
     if unknown:
         raise ValueError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}")
     limit = doc.get("rate_limit") or {}
@@ -66,6 +79,7 @@ def settings_from_dict(stage: str, doc: dict[str, Any], where: str = "settings")
             hidden_visibility=doc.get("hidden_visibility", "after_published"),
             max_submissions=limit.get("max_submissions"),
             window_hours=limit.get("window_hours", 24.0),
+            timeout_minutes=doc.get("timeout_minutes", TIMEOUT_MINUTES),
         )
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None

@@ -1,0 +1,114 @@
+"""The class roster: who the students are, so that grades reach the right person in an LMS.
+
+A roster is a CSV file with a header row. Its columns are found by name (any case):
+
+- ``id`` (required), ``name``, ``email``: a plain roster; or
+- Canvas's gradebook export as it is (Grades > Export): ``Student`` ("Smith, Alice"),
+  ``ID`` (Canvas's user id), ``SIS User ID``, ``SIS Login ID``, ``Section``; its
+  "Points Possible" row is skipped.
+
+A submission is matched to a roster entry by, in order: its LMS id (the Canvas user id
+in a Canvas download's file names), its key equal to an id, SIS user id, SIS login id or
+email (or the email's part before ``@``), its key equal to a name once both are reduced
+to lower-case letters and digits (``Smith, Alice``, ``smithalice`` and ``Alice Smith``
+reversed all match). Anything else stays unmatched, and is reported.
+"""
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.errors import UsageError
+
+ALIASES = {
+    "id": ("id", "student id", "user id", "canvas id"),
+    "name": ("name", "student", "student name", "full name"),
+    "email": ("email", "email address", "e-mail"),
+    "sis_user_id": ("sis user id",),
+    "sis_login_id": ("sis login id", "login", "username"),
+    "section": ("section",),
+}
+
+
+@dataclass(frozen=True)
+class Student:
+    """One roster entry."""
+
+    id: str
+    name: str = ""
+    email: str = ""
+    sis_user_id: str = ""
+    sis_login_id: str = ""
+    section: str = ""
+
+
+def squash(text: str) -> str:
+    """Lower-case letters and digits only, for matching names written in different ways.
+
+    >>> squash("Smith, Alice") == squash("smithalice")
+    True
+    """
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def read_roster(path: Path) -> list[Student]:
+    """The students of a roster CSV (see the module docstring); a usage error names what is wrong."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the roster {path}: {exc}") from None
+    reader = csv.DictReader(io.StringIO(text))
+    columns = {}
+    for header in reader.fieldnames or []:
+        for field, names in ALIASES.items():
+            if header.strip().lower() in names and field not in columns:
+                columns[field] = header
+    if "id" not in columns:
+        raise UsageError(f"the roster {path} has no id column (its header must name id, and may name name and email)")
+    students, seen = [], set()
+    for row in reader:
+        values = {field: (row.get(header) or "").strip() for field, header in columns.items()}
+        if not values["id"] or values.get("name", "").strip().lower() == "points possible":
+            continue
+        if values["id"] in seen:
+            raise UsageError(f"the roster {path} lists the id {values['id']} twice")
+        seen.add(values["id"])
+        students.append(Student(**values))
+    if not students:
+        raise UsageError(f"the roster {path} lists no students")
+    return students
+
+
+def _names(student: Student) -> set[str]:
+    names = {squash(student.name)} if student.name else set()
+    if "," in student.name:  # "Smith, Alice" is also "Alice Smith"
+        last, first = student.name.split(",", 1)
+        names.add(squash(first + last))
+    elif student.name:  # "Alice Smith" is also Canvas's "smithalice"
+        parts = student.name.split()
+        names.add(squash(parts[-1] + "".join(parts[:-1])))
+    return names - {""}
+
+
+def match(key: str, lms_id: str, roster: list[Student]) -> Student | None:
+    """The roster entry of a submission (its key and LMS id), or None when none or several fit.
+
+    >>> roster = [Student("1234", "Smith, Alice", "alice@uni.edu"), Student("77", "Bob Jones", "bj@uni.edu")]
+    >>> match("smithalice", "", roster).id, match("alice", "", roster).id, match("x", "1234", roster).id
+    ('1234', '1234', '1234')
+    >>> match("Bob Jones", "", roster).id, match("jonesbob", "", roster).id, match("carol", "", roster)
+    ('77', '77', None)
+    """
+    for rule in (
+        lambda s: bool(lms_id) and lms_id == s.id,
+        lambda s: key in {s.id, s.sis_user_id, s.sis_login_id, s.email} - {""},
+        lambda s: bool(s.email) and key == s.email.split("@", 1)[0],
+        lambda s: squash(key) in _names(s),
+    ):
+        found = [s for s in roster if rule(s)]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            return None
+    return None

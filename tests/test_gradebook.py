@@ -1,0 +1,221 @@
+"""The instructor's class files: student names from LMS and grader export layouts, the roster,
+the gradebook that merges regrades, the Canvas import, and the class report that names mistakes.
+
+The tests that grade run the real pipeline on stage 01 (seconds per notebook); the rest
+build folders of results by hand."""
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.authoring.catalogue import catalogue
+from autograder.reports.class_report import histogram, summarise, write_report
+from autograder.reports.failures import KNOWN_LABELS, UNRECOGNISED, classify
+from autograder.reports.folder import write_submission
+from autograder.reports.gradebook import CANVAS_COLUMNS
+from autograder.reports.identity import identify
+from autograder.reports.records import read_folder
+from autograder.reports.roster import Student, match, read_roster
+
+from support import submission
+
+STAGE = "01_tokenisation"
+
+
+def gptcourse(*args):
+    return subprocess.run([sys.executable, "-m", "autograder.cli", *args], capture_output=True, text=True)
+
+
+def rows(path: Path) -> dict[str, dict]:
+    return {r["submission"]: r for r in csv.DictReader(path.open(encoding="utf-8"))}
+
+
+def keys(paths: list[str], mode: str = "auto", known: dict | None = None) -> list[str]:
+    return [i.key for i in identify([Path(p) for p in paths], STAGE, mode, known)]
+
+
+def test_students_are_named_by_the_layouts_of_lms_and_grader_exports(tmp_path):
+    # a folder per student, the same file name in each (an LMS or Gradescope export)
+    assert keys(["subs/alice/01_tokenisation.ipynb", "subs/bob/01_tokenisation.ipynb"]) == ["alice", "bob"]
+    # one of them regraded alone: the file keeps the release's name, so its folder names it
+    assert keys(["subs/bob/01_tokenisation.ipynb"]) == ["bob"]
+    # nbgrader: submitted/<student>/<assignment>/<notebook>
+    assert keys(["c/submitted/alice/01_tokenisation/01_tokenisation.ipynb", "c/submitted/bob/01_tokenisation/01_tokenisation.ipynb"]) == ["alice", "bob"]
+    # Canvas's "Download Submissions": name_[LATE_]userid_submissionid_file, resubmissions suffixed -1
+    canvas = identify([Path("dl/smithalice_1234_99_01_tokenisation.ipynb"), Path("dl/jonesbob_LATE_77_100_01_tokenisation-1.ipynb")], STAGE)
+    assert [(i.key, i.lms_id, i.source) for i in canvas] == [("smithalice", "1234", "canvas"), ("jonesbob", "77", "canvas")]
+    # Moodle's "Download all submissions", flat or in folders
+    assert keys(["dl/Alice Smith_501_assignsubmission_file_01_tokenisation.ipynb"]) == ["Alice Smith"]
+    assert keys(["dl/Bob Jones_502_assignsubmission_file_/lab.ipynb", "dl/Carol Li_503_assignsubmission_file/lab.ipynb"]) == ["Bob Jones", "Carol Li"]
+    # files named by their students, side by side
+    assert keys(["subs/alice.ipynb", "subs/bob.ipynb"]) == ["alice", "bob"]
+    # one file named by a student, in a folder of its own: the file names it
+    assert keys(["subs/alice/alice-lab.ipynb"]) == ["alice-lab"]
+    assert keys(["subs/alice/alice-lab.ipynb"], mode="folder") == ["alice"]
+    # folders not side by side: the file names decide
+    assert keys(["a/x.ipynb", "a/b/y.ipynb"]) == ["x", "y"]
+    # a file graded into the folder before keeps its name; clashes are numbered, or told apart by LMS id
+    assert keys(["subs/alice/hw.ipynb"], known={Path("subs/alice/hw.ipynb").resolve(): "alice"}) == ["alice"]
+    assert keys(["x/hw.ipynb", "x/hw.zip"]) == ["hw", "hw-2"]
+    assert keys(["dl/smithjohn_1_5_a.ipynb", "dl/smithjohn_2_6_a.ipynb"]) == ["smithjohn-1", "smithjohn-2"]
+    with pytest.raises(ValueError, match="unknown naming mode"):
+        identify([Path("a.ipynb")], STAGE, "both")
+
+
+def test_a_roster_is_read_plain_or_as_canvas_exports_it(tmp_path):
+    plain = tmp_path / "roster.csv"
+    plain.write_text("id,name,email\ns1,Alice Smith,alice@uni.edu\ns2,\"Jones, Bob\",bob@uni.edu\n", encoding="utf-8")
+    students = read_roster(plain)
+    assert students == [Student("s1", "Alice Smith", "alice@uni.edu"), Student("s2", "Jones, Bob", "bob@uni.edu")]
+    assert match("alice", "", students).id == "s1"  # the email's local part
+    assert match("Alice Smith", "", students).id == "s1"  # Moodle's full name
+    assert match("smithalice", "", students).id == "s1"  # Canvas's sortable name, squashed
+    assert match("jonesbob", "", students).id == "s2" and match("Bob Jones", "", students).id == "s2"
+    assert match("carol", "", students) is None
+    exported = tmp_path / "canvas-export.csv"
+    exported.write_text(
+        "\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Tokenisation (555)\n"
+        "    Points Possible,,,,,32\n"
+        "\"Smith, Alice\",1234,A001,asmith,Sec 1,\n",
+        encoding="utf-8",
+    )
+    assert read_roster(exported) == [Student("1234", "Smith, Alice", "", "A001", "asmith", "Sec 1")]
+    assert match("nobody", "1234", read_roster(exported)).id == "1234"  # a Canvas download's user id
+    for text, words in [("name,email\nA,a@x\n", "no id column"), ("id,name\n1,A\n1,B\n", "twice"), ("id,name\n", "no students")]:
+        bad = tmp_path / "bad.csv"
+        bad.write_text(text, encoding="utf-8")
+        with pytest.raises(Exception, match=words):
+            read_roster(bad)
+
+
+@pytest.fixture(scope="module")
+def class_folder(tmp_path_factory) -> Path:
+    """subs/alice (the reference) and subs/bob (the empty release), both named 01_tokenisation.ipynb."""
+    folder = tmp_path_factory.mktemp("class")
+    for student, base in (("alice", "reference"), ("bob", "student")):
+        (folder / "subs" / student).mkdir(parents=True)
+        made = submission(STAGE, folder, student, base=base)
+        made.rename(folder / "subs" / student / f"{STAGE}.ipynb")
+    return folder
+
+
+def test_regrading_merges_into_the_gradebook_and_the_report_agrees(class_folder, tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    shutil.copytree(class_folder / "subs", subs)
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--workers", "2", str(subs))
+    assert done.returncode == 0, done.stderr
+    book = rows(out / "grades.csv")
+    assert list(book) == ["(max)", "alice", "bob"]  # named by their folders, not 01_tokenisation and 01_tokenisation-2
+    top = book["(max)"]["total"]
+    assert book["alice"]["total"] == top and book["bob"]["total"] == "0"
+    assert list(book["alice"])[-4:] == ["total", "id", "name", "email"]
+
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--only-failed", str(subs))
+    assert done.returncode == 0, done.stderr
+    assert "not graded again (already at full marks): alice" in done.stdout
+    assert json.loads((out / "bob" / "graded.json").read_text())["graded_at"] >= json.loads((out / "alice" / "graded.json").read_text())["graded_at"]
+
+    shutil.copy(subs / "alice" / f"{STAGE}.ipynb", subs / "bob" / f"{STAGE}.ipynb")  # bob hands in a corrected notebook
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--changed", str(subs))
+    assert done.returncode == 0, done.stderr
+    assert "not graded again (unchanged since they were graded): alice" in done.stdout
+    assert "kept 1 student(s) graded before; the gradebook has 2 rows" in done.stdout
+    book = rows(out / "grades.csv")
+    assert list(book) == ["(max)", "alice", "bob"] and book["bob"]["total"] == top
+
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--quiet", str(subs / "bob" / f"{STAGE}.ipynb"))
+    assert done.returncode == 0, done.stderr
+    assert list(rows(out / "grades.csv")) == ["(max)", "alice", "bob"]  # one student regraded, the class kept
+    report = write_report(out)
+    assert report.startswith("# Class report (2 submissions)")
+    assert "| alice |" in report and "| bob |" in report
+
+    done = gptcourse("grade", "--stage", "02_bpe", "--out", str(out), str(subs))
+    assert done.returncode == 2 and "holds results of 01_tokenisation" in done.stderr
+
+
+def test_canvas_download_names_with_a_roster_make_a_canvas_import(class_folder, tmp_path):
+    download = tmp_path / "download"
+    download.mkdir()
+    shutil.copy(class_folder / "subs" / "alice" / f"{STAGE}.ipynb", download / f"smithalice_1234_901_{STAGE}.ipynb")
+    shutil.copy(class_folder / "subs" / "bob" / f"{STAGE}.ipynb", download / f"jonesbob_LATE_77_902_{STAGE}-1.ipynb")
+    shutil.copy(class_folder / "subs" / "bob" / f"{STAGE}.ipynb", download / "stray.ipynb")
+    roster = tmp_path / "export.csv"
+    roster.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section\n    Points Possible,,,,\n"
+        "\"Smith, Alice\",1234,A1,asmith,S1\n\"Jones, Bob\",77,B2,bjones,S1\n\"Li, Carol\",88,C3,cli,S2\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--roster", str(roster), "--canvas-assignment", "Tokenisation (555)", str(download))
+    assert done.returncode == 0, done.stderr
+    assert "not in the roster (no id in grades.csv, left out of canvas.csv): stray" in done.stdout
+    assert "in the roster but not graded: Li, Carol" in done.stdout
+    book = rows(out / "grades.csv")
+    assert (book["smithalice"]["id"], book["smithalice"]["name"]) == ("1234", "Smith, Alice") and book["stray"]["id"] == ""
+    with (out / "canvas.csv").open(encoding="utf-8") as handle:
+        lines = list(csv.reader(handle))
+    assert lines[0] == [*CANVAS_COLUMNS, "Tokenisation (555)"]  # no "Points Possible" or (max) row
+    assert sorted(lines[1:]) == sorted([
+        ["Jones, Bob", "77", "B2", "bjones", "S1", "0"],
+        ["Smith, Alice", "1234", "A1", "asmith", "S1", book["(max)"]["total"]],
+    ])
+    assert (out / "roster.csv").read_bytes() == roster.read_bytes()  # kept for later runs
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--quiet", str(download / f"smithalice_1234_901_{STAGE}.ipynb"))
+    assert done.returncode == 0, done.stderr
+    assert rows(out / "grades.csv")["jonesbob"]["id"] == "77"  # the kept roster still names everyone
+
+
+def test_the_class_report_groups_the_catalogue_by_mistake(graded_catalogue, tmp_path):
+    graded = graded_catalogue(STAGE)
+    mistakes = {m.slug for m in catalogue(STAGE)[0]}
+    for item in graded.by_name.values():
+        write_submission(item, tmp_path)
+    folders = read_folder(tmp_path)
+    report = summarise(folders)
+    failed_tests: dict[str, int] = {}
+    for folder in folders:
+        for test in folder.results["tests"]:
+            if test["score"] < test["max_score"]:
+                qid = test["name"].split(":")[0]
+                failed_tests[qid] = failed_tests.get(qid, 0) + 1
+    hints = {r.hint for g in graded.by_name.values() for r in g.results if r.hint}
+    assert hints, "the catalogue should trigger some hints"
+    seen_mistake = False
+    for q in report.questions:
+        assert sum(row.tests for row in q.mistakes) == failed_tests.get(q.qid, 0)  # every failed test counted once
+        failing = {s.key for s in report.students if s.per_question.get(q.qid, 0) < q.max_score}
+        assert set().union(*(row.students for row in q.mistakes)) == failing if q.mistakes else not failing
+        assert q.submissions - q.full_marks == len(failing)
+        for row in q.mistakes:  # every row names a mistake or what stopped the code, never a student's values
+            assert row.label in hints or row.label in KNOWN_LABELS or row.label.startswith(("raised ", UNRECOGNISED)), row.label
+            seen_mistake |= row.kind == "mistake"
+    assert seen_mistake
+    by_label = {(row.qid, row.label): row for q in report.questions for row in q.mistakes}
+    for item in graded.by_name.values():  # a student whose hint fired is listed under that mistake
+        for r in item.results:
+            if r.hint:
+                assert item.name in by_label[(r.qid, r.hint)].students
+    assert {s.key for s in report.students} == set(graded.by_name) and mistakes <= set(graded.by_name)
+    text = write_report(tmp_path)
+    assert "## Mistakes per question" in text and "## Students" in text
+    assert sum(count for _, _, count in histogram(report.totals, report.max_score)) == len(folders)
+    with (tmp_path / "mistakes.csv").open(encoding="utf-8") as handle:
+        table = list(csv.DictReader(handle))
+    assert sum(int(r["failed_tests"]) for r in table) == sum(failed_tests.values())
+    assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_failures_are_named_without_their_values():
+    named = [classify({"output": f"expected 3, got {n}\nHint: ids start at 0"}) for n in range(5)]
+    assert len({f.label for f in named}) == 1 and named[0].kind == "mistake"
+    assert classify({"output": "did not finish within 2 s (an endless loop, or far too slow)"}).kind == "time"
+    assert classify({"output": "not run: the submission used up its 525 s in all"}).kind == "not run"
+    assert classify({"output": "this test ended the process running it (sys.exit, os._exit, a crash or running out of memory)"}).kind == "process"
+    assert classify({"output": "raised ValueError: bad input 7 (in cell 3, line 2: x)"}).label == "raised ValueError"
+    assert classify({"output": "values differ at index 4: 0.25 vs 0.5"}).label == UNRECOGNISED
