@@ -153,8 +153,8 @@ def train_tbptt(model, data, *, seq_len, batch_size, steps, lr, generator=None, 
     for step in range(steps):
         if {no_fit}:
             p, state = {restart}
-        x = streams[:, p : p + seq_len].to(device)
-        y = streams[:, p + 1 : p + seq_len + 1].to(device)
+        x = streams[:, p : p + seq_len]{to_device}
+        y = streams[:, p + 1 : p + seq_len + 1]{to_device}
         if state is not None:
             state = {carry}
         optimizer.zero_grad()
@@ -176,6 +176,7 @@ _TBPTT_RIGHT = {
              "            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)"),
     "record": "loss.item()",
     "advance": "seq_len",
+    "to_device": ".to(device)",
 }
 
 
@@ -189,6 +190,7 @@ _SAMPLE = '''
 def generate_rnn(model, idx, max_new_tokens, temperature=1.0, generator=None):
     if temperature < 0 or max_new_tokens < 0 or idx.dim() != 2 or idx.size(1) == 0:
         raise ValueError("temperature and max_new_tokens must be non-negative, idx a non-empty (B, T0) tensor")
+    idx = {move}
     was_training = model.training
     model.eval()
     with {grad}:
@@ -202,16 +204,18 @@ def generate_rnn(model, idx, max_new_tokens, temperature=1.0, generator=None):
             idx = torch.cat([idx, next_id], dim=1)
             {feed}
     {restore}
-    return idx
+    return {result}
 '''
 
 _SAMPLE_RIGHT = {
+    "move": "idx.to(next(model.parameters()).device)",
     "grad": "torch.no_grad()",
     "position": "-1",
     "draw": ("probs = F.softmax(last / temperature, dim=-1)\n"
              "                next_id = torch.multinomial(probs, 1, generator=generator)"),
     "feed": "logits, _, state = model(next_id, state)",
     "restore": "model.train(was_training)",
+    "result": "idx",
 }
 
 
@@ -220,41 +224,43 @@ def _sample(**changes: str) -> str:
 
 
 MISTAKES = [
-    Variant("rnn_cell", "sigmoid instead of tanh", {"rnn_cell": _rnn(act="torch.sigmoid")}),
+    Variant("rnn_cell", "sigmoid instead of tanh", {"rnn_cell": _rnn(act="torch.sigmoid")}, hints=('sigmoid instead of tanh',)),
     Variant("rnn_cell", "ReLU instead of tanh", {"rnn_cell": _rnn(act="torch.relu")}),
-    Variant("rnn_cell", "the hidden-to-hidden bias left out", {"rnn_cell": _rnn(from_h="h @ W_hh.T")}),
-    Variant("rnn_cell", "h multiplied by W_hh without the transpose", {"rnn_cell": _rnn(from_h="h @ W_hh + b_hh")}),
+    Variant("rnn_cell", "the hidden-to-hidden bias left out", {"rnn_cell": _rnn(from_h="h @ W_hh.T")}, hints=('a bias left out',)),
+    Variant("rnn_cell", "h multiplied by W_hh without the transpose", {"rnn_cell": _rnn(from_h="h @ W_hh + b_hh")}, hints=('W_hh not transposed',)),
     Variant("rnn_cell", "tanh of each half, added", {"rnn_cell": _rnn(act="", from_x="torch.tanh(x @ W_ih.T + b_ih)", from_h="torch.tanh(h @ W_hh.T + b_hh)")}),
 
-    Variant("lstm_cell", "gates read in the order input, forget, output, cell", {"LSTMCell": _lstm(split="i, f, o, g = gates.chunk(4, dim=1)")}),
-    Variant("lstm_cell", "gates read in TensorFlow's order input, cell, forget, output", {"LSTMCell": _lstm(split="i, g, f, o = gates.chunk(4, dim=1)")}),
-    Variant("lstm_cell", "a forget bias of 1 added in forward", {"LSTMCell": _lstm(forget_shift=" + 1.0")}),
-    Variant("lstm_cell", "sigmoid for the candidate g", {"LSTMCell": _lstm(g_act="torch.sigmoid")}),
-    Variant("lstm_cell", "bias_ih left out of the gates", {"LSTMCell": _lstm(bias_ih="0")}),
-    Variant("lstm_cell", "h = o * c, the tanh of the new cell forgotten", {"LSTMCell": _lstm(new_h="o * c")}),
-    Variant("lstm_cell", "returns (c, h)", {"LSTMCell": _lstm(result="c, h")}),
+    Variant("lstm_cell", "gates read in the order input, forget, output, cell", {"LSTMCell": _lstm(split="i, f, o, g = gates.chunk(4, dim=1)")}, hints=('gates in another order',)),
+    Variant("lstm_cell", "gates read in TensorFlow's order input, cell, forget, output", {"LSTMCell": _lstm(split="i, g, f, o = gates.chunk(4, dim=1)")}, hints=('gates in another order',)),
+    Variant("lstm_cell", "a forget bias of 1 added in forward", {"LSTMCell": _lstm(forget_shift=" + 1.0")}, hints=('forget bias added',)),
+    Variant("lstm_cell", "sigmoid for the candidate g", {"LSTMCell": _lstm(g_act="torch.sigmoid")}, hints=('sigmoid for the candidate',)),
+    Variant("lstm_cell", "bias_ih left out of the gates", {"LSTMCell": _lstm(bias_ih="0")}, hints=('a bias left out of the gates',)),
+    Variant("lstm_cell", "h = o * c, the tanh of the new cell forgotten", {"LSTMCell": _lstm(new_h="o * c")}, hints=('tanh of the new cell forgotten',)),
+    Variant("lstm_cell", "returns (c, h)", {"LSTMCell": _lstm(result="c, h")}, hints=('(c, h) returned',)),
     Variant("lstm_cell", "a coupled gate: c = f * c + (1 - f) * g", {"LSTMCell": _lstm(new_c="f * c + (1 - f) * g")}),
     Variant("lstm_cell", "parameters drawn from torch.randn", {"LSTMCell": _lstm(init="nn.init.normal_(p)")}),
     Variant("lstm_cell", "the zero state always float32", {"LSTMCell": _lstm(zeros="zeros = torch.zeros(x.size(0), self.hidden_size)")}),
+    Variant("lstm_cell", "the zero state made on the default device", {"LSTMCell": _lstm(zeros="zeros = torch.zeros(x.size(0), self.hidden_size, dtype=x.dtype)")},
+            hidden_only="needs an input on another device than the default one: grading uses PyTorch's meta device, whose first use costs seconds in a notebook"),
 
-    Variant("lstm_layer", "outputs stacked time-first", {"run_lstm": _layer(dim="0")}),
-    Variant("lstm_layer", "every step starts from the initial state", {"run_lstm": _layer(call="step = cell(x[:, t], state)", keep="step[0]", final="step")}),
-    Variant("lstm_layer", "the given initial state ignored", {"run_lstm": _layer(call="state = cell(x[:, t], None if t == 0 else state)")}),
-    Variant("lstm_layer", "the outputs are the cell states c", {"run_lstm": _layer(keep="state[1]")}),
-    Variant("lstm_layer", "the state detached at every step", {"run_lstm": _layer(call="state = tuple(s.detach() for s in cell(x[:, t], state))")}),
-    Variant("lstm_layer", "the final state returned as (1, B, H), as nn.LSTM does", {"run_lstm": _layer(final="tuple(s.unsqueeze(0) for s in state)")}),
+    Variant("lstm_layer", "outputs stacked time-first", {"run_lstm": _layer(dim="0")}, hints=('outputs stacked time-first',)),
+    Variant("lstm_layer", "every step starts from the initial state", {"run_lstm": _layer(call="step = cell(x[:, t], state)", keep="step[0]", final="step")}, hints=('every step from the initial state',)),
+    Variant("lstm_layer", "the given initial state ignored", {"run_lstm": _layer(call="state = cell(x[:, t], None if t == 0 else state)")}, hints=('given state ignored',)),
+    Variant("lstm_layer", "the outputs are the cell states c", {"run_lstm": _layer(keep="state[1]")}, hints=('outputs are the cell states',)),
+    Variant("lstm_layer", "the state detached at every step", {"run_lstm": _layer(call="state = tuple(s.detach() for s in cell(x[:, t], state))")}, hints=('state detached at every step',)),
+    Variant("lstm_layer", "the final state returned as (1, B, H), as nn.LSTM does", {"run_lstm": _layer(final="tuple(s.unsqueeze(0) for s in state)")}, hints=('final state (1, B, H)',)),
 
-    Variant("rnn_lm", "nn.LSTM without batch_first", {"RNNLM": _lm(batch_first="False")}),
+    Variant("rnn_lm", "nn.LSTM without batch_first", {"RNNLM": _lm(batch_first="False")}, hints=('LSTM not batch-first',)),
     Variant("rnn_lm", "the given state ignored", {"RNNLM": _lm(state="None")}),
     Variant("rnn_lm", "only h returned as the state", {"RNNLM": _lm(result="new_state[0]")}),
     Variant("rnn_lm", "the targets shifted a second time", {"RNNLM": _lm(
         loss="F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), targets[:, 1:].reshape(-1))")}),
     Variant("rnn_lm", "the loss summed instead of averaged", {"RNNLM": _lm(
-        loss="F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction='sum')")}),
-    Variant("rnn_lm", "num_layers ignored", {"RNNLM": _lm(layers="1", dropout="0.0")}),
-    Variant("rnn_lm", "dropout never reaches the LSTM", {"RNNLM": _lm(dropout="0.0")}),
+        loss="F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction='sum')")}, hints=("loss summed",)),
+    Variant("rnn_lm", "num_layers ignored", {"RNNLM": _lm(layers="1", dropout="0.0")}, hints=('num_layers not passed on',)),
+    Variant("rnn_lm", "dropout never reaches the LSTM", {"RNNLM": _lm(dropout="0.0")}, hints=('dropout not passed on',)),
 
-    Variant("tbptt", "streams made with view(N, B) and transposed", {"stream_batches": _streams(streams="data[: batch_size * n].view(n, batch_size).t()")}),
+    Variant("tbptt", "streams made with view(N, B) and transposed", {"stream_batches": _streams(streams="data[: batch_size * n].view(n, batch_size).t()")}, hints=('streams made as (N, B)',)),
     Variant("tbptt", "no ValueError for fewer tokens than streams", {"stream_batches": _streams(too_few="batch_size < 1")}),
     Variant("tbptt", "the state not detached between windows", {"train_tbptt": _tbptt(carry="state")}),
     Variant("tbptt", "only h detached, c still attached", {"train_tbptt": _tbptt(carry="(state[0].detach(), state[1])")}),
@@ -266,6 +272,8 @@ MISTAKES = [
     Variant("tbptt", "the running mean of the losses recorded", {"train_tbptt": _tbptt(
         record="(sum(history['loss']) + loss.item()) / (len(history['loss']) + 1)")}),
     Variant("tbptt", "no gradient clipping", {"train_tbptt": _tbptt(clip="pass")}),
+    Variant("tbptt", "the windows left on the CPU", {"train_tbptt": _tbptt(to_device="")},
+            hidden_only="needs a model on another device than the data: grading uses PyTorch's meta device, whose first use costs seconds in a notebook"),
 
     Variant("sample_rnn", "the whole text re-read at every step", {"generate_rnn": _sample(feed="logits, _, state = model(idx)")}),
     Variant("sample_rnn", "the whole text fed again with the carried state", {"generate_rnn": _sample(feed="logits, _, state = model(idx, state)")}),
@@ -277,7 +285,10 @@ MISTAKES = [
         "probs = F.softmax(last / temperature, dim=-1)\n"
         "                next_id = torch.multinomial(probs, 1)"))}),
     Variant("sample_rnn", "gradients left on", {"generate_rnn": _sample(grad="torch.enable_grad()")}),
-    Variant("sample_rnn", "the first position's logits used", {"generate_rnn": _sample(position="0")}),
+    Variant("sample_rnn", "the first position's logits used", {"generate_rnn": _sample(position="0")}, hints=("first position's logits",)),
+    Variant("sample_rnn", "only the new tokens returned", {"generate_rnn": _sample(result="idx[:, -max_new_tokens:] if max_new_tokens else idx[:, :0]")}, hints=('prompt dropped',)),
+    Variant("sample_rnn", "the prompt left on its own device", {"generate_rnn": _sample(move="idx")},
+            hidden_only="needs a model on another device than the prompt: grading uses PyTorch's meta device, whose first use costs seconds in a notebook"),
 ]
 
 
@@ -421,6 +432,7 @@ ALTERNATIVES = [
                 raise ValueError("temperature and max_new_tokens must be >= 0, idx a non-empty (B, T0) tensor")
             mode = model.training
             model.train(False)
+            idx = idx.to(next(model.parameters()).device)
             tokens = [idx]
             try:
                 with torch.inference_mode():

@@ -1,24 +1,37 @@
 """Public tests of stage 08_rnn: students run these in the notebook with check().
 
 This file is copied into the student's notebook, so it holds no reference code: the
-expected values are literals worked out once, and the tests of one question never lean
-on another question's answer. `run_lstm` is tested with a stand-in cell that simply
-adds its input to its state (not an LSTM), `train_tbptt` with a small stand-in model
-whose state is a leaky sum of embeddings and a counter of the tokens it has read, and
-`generate_rnn` with a stand-in whose most likely next token is always the current one
-plus one.
+expected values are literals worked out once, and properties. The tests of one question
+never lean on another question's answer: `run_lstm` is tested with a stand-in cell that
+adds its input to its state (not an LSTM), `train_tbptt` with a small stand-in model whose
+state is a pair of leaky sums, and `generate_rnn` with stand-ins whose logits are read
+from a table by the current token. Probes return raw outputs (tensors, numbers, words);
+every comparison is made by the check.
+
+Tolerances: the cells' worked examples rtol 1e-5, atol 1e-6 (float32 values of order 1
+against literals computed once in float64; the reference is within 1e-7); the float64
+cell 1e-5 against the float32 literal; the stand-ins' outputs exactly (sums of small
+integers); the language model's loss 1e-5 against the cross-entropy of its own logits;
+losses of train_tbptt 1e-6 relative to the stand-in's own record of them; clipped
+gradient norms within 1e-3 relative of the bound (clip_grad_norm_ divides by the norm
+plus 1e-6); frequencies of 2000 draws within 0.05 of their probability (more than 4
+standard deviations; a temperature applied after the softmax is off by 0.2).
 """
+
+import contextlib
+import math
 
 import torch
 import torch.nn.functional as F
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises, satisfies, with_hint
+from autograder.kit import Hint, Suite, Verdict, catch, close, equal, grad_mode, mode_of, raises, satisfies, with_hint
 
 suite = Suite(public=True)
 
 
 def _near(got, want, atol=1e-5):
-    want = torch.tensor(want)
+    want = want.detach() if isinstance(want, torch.Tensor) else torch.tensor(want)
     return type(got) is torch.Tensor and got.shape == want.shape and bool(torch.allclose(got.double(), want.double(), atol=atol, rtol=0))
 
 
@@ -36,43 +49,52 @@ B_IH = torch.tensor([0.1, -0.2])
 B_HH = torch.tensor([0.05, 0.3])
 
 
-@suite.case(
-    "rnn_cell",
-    "a worked example: B=2, I=3, H=2",
-    points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=[
-        Hint(lambda got, exp: _near(got, [[0.6046791, 0.2788848], [0.7595109, 0.5744425]]), "the new state squashes with tanh (values in -1..1), not with the sigmoid"),
-        Hint(lambda got, exp: _near(got, [[0.3583574, -0.8482836], [0.8004990, 0.0]]), "both biases, b_ih and b_hh, are added"),
-        Hint(lambda got, exp: _near(got, [[0.2682712, -0.8482836], [0.8177541, -0.2913126]]), "multiply h by W_hh transposed (h @ W_hh.T): row j of W_hh holds the weights into unit j"),
-    ]),
-    expected=torch.tensor([[0.40113428235054016, -0.7397830486297607], [0.8177540898323059, 0.29131263494491577]]),
-)
-def _(ns):
-    return ns.rnn_cell(X.clone(), H0.clone(), W_IH.clone(), W_HH.clone(), B_IH.clone(), B_HH.clone())
-
-
 def _shape_problem(got):
     if type(got) is not torch.Tensor or list(got.shape) != [4, 3]:
         return f"for B=4, I=5, H=3 the new state is (4, 3), got {list(getattr(got, 'shape', []))}"
-    if float(got.abs().max()) >= 1.0:
+    if not float(got.abs().max()) < 1.0:
         return "tanh keeps every value of the new state strictly between -1 and 1"
-    if float(got.min()) >= 0.0:
+    if not float(got.min()) < 0.0:
         return "the first rows have negative pre-activations, and tanh keeps their sign: no new value is negative"
     return None
 
 
-@suite.case("rnn_cell", "shape (B, H) for B=4, I=5, H=3, values inside (-1, 1) and of both signs", points=1, check=satisfies(_shape_problem))
+_RNN_SHAPE = "shape (B, H) for B=4, I=5, H=3, values inside (-1, 1) and of both signs"
+
+
+@suite.case("rnn_cell", _RNN_SHAPE, points=1, check=satisfies(_shape_problem))
 def _(ns):
     x = torch.linspace(-0.5, 0.5, 20).view(4, 5)
     return ns.rnn_cell(x, torch.zeros(4, 3), torch.ones(3, 5), torch.eye(3), torch.zeros(3), torch.zeros(3))
 
 
+@suite.case(
+    "rnn_cell",
+    "a worked example: B=2, I=3, H=2",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-6, hints=[
+        Hint(lambda got, exp: _near(got, [[0.6046791, 0.2788848], [0.7595109, 0.5744425]]),
+             "the new state squashes with tanh (values in -1..1), not with the sigmoid", mistake="sigmoid instead of tanh"),
+        Hint(lambda got, exp: _near(got, [[0.3583574, -0.8482836], [0.8004990, 0.0]]),
+             "both biases, b_ih and b_hh, are added", mistake="a bias left out"),
+        Hint(lambda got, exp: _near(got, [[0.2682712, -0.8482836], [0.8177541, -0.2913126]]),
+             "multiply h by W_hh transposed (h @ W_hh.T): row j of W_hh holds the weights into unit j", mistake="W_hh not transposed"),
+    ]),
+    expected=torch.tensor([[0.40113428235054016, -0.7397830486297607], [0.8177540898323059, 0.29131263494491577]]),
+    builds_on=(_RNN_SHAPE,),
+)
+def _(ns):
+    return ns.rnn_cell(X.clone(), H0.clone(), W_IH.clone(), W_HH.clone(), B_IH.clone(), B_HH.clone())
+
+
 # ---------------------------------------------------------------- lstm_cell
+
+_PARAMETERS = "parameters weight_ih (4H, I), weight_hh (4H, H), bias_ih and bias_hh (4H)"
 
 
 @suite.case(
     "lstm_cell",
-    "parameters weight_ih (4H, I), weight_hh (4H, H), bias_ih and bias_hh (4H)",
+    _PARAMETERS,
     points=1,
     check=equal(),
     expected={"bias_hh": [8], "bias_ih": [8], "weight_hh": [8, 2], "weight_ih": [8, 3]},
@@ -80,6 +102,29 @@ def _(ns):
 def _(ns):
     cell = ns.LSTMCell(3, 2)
     return {name: list(p.shape) for name, p in sorted(cell.named_parameters())}
+
+
+def _init_problem(got):
+    bound = 1 / math.sqrt(16)
+    if not isinstance(got, dict) or not got:
+        return "the cell has no parameters"
+    for name, values in got.items():
+        if type(values) is not torch.Tensor or not values.numel():
+            return f"{name} is not a tensor of numbers"
+        if not bool(torch.isfinite(values).all()) or not float(values.abs().max()) <= bound * (1 + 1e-6):
+            return (f"a fresh cell's {name} must lie within +-1/sqrt(hidden_size) = +-{bound:.3g}, as nn.LSTMCell's does; "
+                    f"its largest value is {float(values.abs().max()):.3g}")
+        if not float(values.std()) >= 0.2 * bound:
+            return (f"a fresh cell's {name} must be drawn uniformly from [-1/sqrt(hidden_size), 1/sqrt(hidden_size)]; "
+                    "its values hardly vary (all zero, or left uninitialised?)")
+    return None
+
+
+@suite.case("lstm_cell", "fresh parameters: uniform within +-1/sqrt(H), as nn.LSTMCell's (H=16)", points=1,
+            check=satisfies(_init_problem), builds_on=(_PARAMETERS,))
+def _(ns):
+    cell = ns.LSTMCell(6, 16)
+    return {name: p.detach().clone() for name, p in cell.named_parameters()}
 
 
 def _lstm(ns, weight_ih, weight_hh, bias_ih, bias_hh):
@@ -92,12 +137,8 @@ def _lstm(ns, weight_ih, weight_hh, bias_ih, bias_hh):
     return cell
 
 
-def _pair(got):
-    return [t.detach() if isinstance(t, torch.Tensor) else t for t in got] if isinstance(got, (list, tuple)) else got
-
-
-def _pair_close(hints):
-    inner = close(rtol=1e-5, atol=1e-6)
+def _pair_close(hints, dtype=torch.float32, rtol=1e-5, atol=1e-6):
+    inner = close(rtol=rtol, atol=atol, dtype=dtype)
 
     def check(got, expected, reveal=True):
         if not isinstance(got, (list, tuple)) or len(got) != 2:
@@ -111,18 +152,22 @@ def _pair_close(hints):
     return check
 
 
-# only the biases are non-zero, so each gate is a known number: i, f, g, o = 0.75, 0.25, ... per unit
+# only the biases are non-zero, so each gate is a known number
 GATE_BIAS_IH = torch.tensor([0.5, -0.5, 1.0, 2.0, 0.3, -0.7, -1.0, 1.5])
 GATE_BIAS_HH = torch.tensor([0.25, 0.25, 0.0, 0.0, 0.2, 0.2, 0.0, 0.0])
 C0 = torch.tensor([[0.4, -0.6]])
 
+_SWAPPED = Hint(lambda got, exp: _pair_near(got, (exp[1], exp[0])), "return (h, c) in this order", mistake="(c, h) returned")
 _GATE_HINTS = [
     Hint(lambda got, exp: _pair_near(got, ([[-0.1376392, -0.0496159]], [[-0.2248351, -0.1321831]])) or _pair_near(got, ([[0.1733970, 0.1578691]], [[0.7662423, 0.1955495]])),
-         "the four blocks of rows are the gates in PyTorch's order: input, forget, cell (candidate), output"),
-    Hint(lambda got, exp: _pair_near(got, ([[0.1566478, -0.5307484]], [[0.6661789, -0.7738703]])), "add no extra bias to the forget gate: the two bias vectors are all there is"),
-    Hint(lambda got, exp: _pair_near(got, ([[0.1630548, -0.5974867]], [[0.6062836, -0.7308040]])), "the new h is o * tanh(c'), the output gate times the squashed new cell"),
-    Hint(lambda got, exp: _pair_near(got, ([[0.6062836, -0.7308040]], [[0.1456333, -0.5098042]])), "return (h, c) in this order"),
+         "the four blocks of rows are the gates in PyTorch's order: input, forget, cell (candidate), output", mistake="gates in another order"),
+    Hint(lambda got, exp: _pair_near(got, ([[0.1566478, -0.5307484]], [[0.6661789, -0.7738703]])),
+         "add no extra bias to the forget gate: the two bias vectors are all there is", mistake="forget bias added"),
+    Hint(lambda got, exp: _pair_near(got, ([[0.1630548, -0.5974867]], [[0.6062836, -0.7308040]])),
+         "the new h is o * tanh(c'), the output gate times the squashed new cell", mistake="tanh of the new cell forgotten"),
+    _SWAPPED,
 ]
+_STATE_NONE = "state=None starts from zeros"
 
 
 @suite.case(
@@ -131,11 +176,12 @@ _GATE_HINTS = [
     points=1,
     check=_pair_close(_GATE_HINTS),
     expected=(torch.tensor([[0.14563333988189697, -0.5098042488098145]]), torch.tensor([[0.6062836050987244, -0.7308040261268616]])),
+    builds_on=(_PARAMETERS,),
 )
 def _(ns):
     cell = _lstm(ns, torch.zeros(8, 3), torch.zeros(8, 2), GATE_BIAS_IH, GATE_BIAS_HH)
     with torch.no_grad():
-        return _pair(cell(torch.tensor([[3.0, -1.0, 2.0]]), (torch.tensor([[0.2, 0.9]]), C0.clone())))
+        return cell(torch.tensor([[3.0, -1.0, 2.0]]), (torch.tensor([[0.2, 0.9]]), C0.clone()))
 
 
 def _full_cell(ns):
@@ -155,30 +201,35 @@ XL = torch.tensor([[1.0, -0.5, 2.0], [-1.5, 0.5, 0.0]])
     "lstm_cell",
     "a worked example with every weight in use: B=2, I=3, H=2",
     points=1,
-    check=_pair_close(_GATE_HINTS[-1:]),
+    check=_pair_close([_SWAPPED]),
     expected=(
         torch.tensor([[0.29918089509010315, -0.0744231790304184], [0.04909615218639374, -0.061838001012802124]]),
         torch.tensor([[0.356866717338562, -0.08000317215919495], [0.1480071097612381, -0.24185605347156525]]),
     ),
+    builds_on=(_PARAMETERS,),
 )
 def _(ns):
     with torch.no_grad():
-        return _pair(_full_cell(ns)(XL.clone(), (torch.tensor([[0.3, -0.2], [0.0, 0.7]]), torch.tensor([[1.0, -0.5], [0.2, 0.0]]))))
+        return _full_cell(ns)(XL.clone(), (torch.tensor([[0.3, -0.2], [0.0, 0.7]]), torch.tensor([[1.0, -0.5], [0.2, 0.0]])))
 
 
-@suite.case(
-    "lstm_cell",
-    "state=None starts from zeros",
-    points=1,
-    check=_pair_close([]),
-    expected=(
-        torch.tensor([[0.039604127407073975, 0.13390031456947327], [0.03953234478831291, -0.0193629153072834]]),
-        torch.tensor([[0.04521210119128227, 0.14416782557964325], [0.09203934669494629, -0.05078016221523285]]),
-    ),
+_ZERO_STATE = (
+    torch.tensor([[0.039604127407073975, 0.13390031456947327], [0.03953234478831291, -0.0193629153072834]]),
+    torch.tensor([[0.04521210119128227, 0.14416782557964325], [0.09203934669494629, -0.05078016221523285]]),
 )
+
+
+@suite.case("lstm_cell", _STATE_NONE, points=1, check=_pair_close([_SWAPPED]), expected=_ZERO_STATE, builds_on=(_PARAMETERS,))
 def _(ns):
     with torch.no_grad():
-        return _pair(_full_cell(ns)(XL.clone()))
+        return _full_cell(ns)(XL.clone())
+
+
+@suite.case("lstm_cell", "a float64 cell with state=None: the zero state takes the input's dtype", points=1,
+            check=_pair_close([_SWAPPED], dtype=torch.float64, rtol=1e-5, atol=1e-6), expected=_ZERO_STATE, builds_on=(_STATE_NONE,))
+def _(ns):
+    with torch.no_grad():
+        return _full_cell(ns).double()(XL.double())
 
 
 # ---------------------------------------------------------------- lstm_layer
@@ -198,11 +249,12 @@ class _AddCell(torch.nn.Module):
             h, c = torch.zeros(x.size(0), self.size), torch.zeros(x.size(0), self.size)
         else:
             h, c = state
-        self.calls.append({"x": x.clone(), "state": None if state is None else (h.clone(), c.clone())})
+        self.calls.append({"x": x.detach().clone(), "state": None if state is None else (h.detach().clone(), c.detach().clone())})
         return h + x, c + 1
 
 
 SEQ = torch.arange(24, dtype=torch.float32).view(2, 4, 3)  # (B=2, T=4, I=H=3)
+_STEPS_OF_C = torch.arange(1.0, 5.0).view(1, 4, 1).expand(2, 4, 3)  # what c holds after each step
 
 
 def _unrolled(out):
@@ -210,13 +262,25 @@ def _unrolled(out):
     return [outputs, h, c]
 
 
+def _first_is(shape):
+    return lambda got, exp: isinstance(got, list) and type(got[0]) is torch.Tensor and list(got[0].shape) == shape
+
+
+_SUMS = "with an adding cell: outputs (B, T, H) are the running sums, the final state (B, H)"
+
+
 @suite.case(
     "lstm_layer",
-    "with an adding cell: outputs (B, T, H) are the running sums, the final state (B, H)",
+    _SUMS,
     points=1,
     check=equal([
-        Hint(lambda got, exp: isinstance(got, list) and isinstance(got[0], torch.Tensor) and list(got[0].shape) == [4, 2, 3], "stack the step outputs on dim 1: outputs are batch-first, (B, T, H)"),
-        Hint(lambda got, exp: isinstance(got, list) and isinstance(got[0], torch.Tensor) and torch.equal(got[0], SEQ), "each step must start from the state the previous step returned"),
+        Hint(_first_is([4, 2, 3]), "stack the step outputs on dim 1: outputs are batch-first, (B, T, H)", mistake="outputs stacked time-first"),
+        Hint(lambda got, exp: _first_is([2, 4, 3])(got, exp) and torch.equal(got[0], SEQ),
+             "each step must start from the state the previous step returned", mistake="every step from the initial state"),
+        Hint(lambda got, exp: _first_is([2, 4, 3])(got, exp) and torch.equal(got[0], _STEPS_OF_C),
+             "the outputs are the hidden states h of the steps, not the cell states c", mistake="outputs are the cell states"),
+        Hint(lambda got, exp: isinstance(got, list) and len(got) == 3 and type(got[1]) is torch.Tensor and list(got[1].shape) == [1, 2, 3],
+             "return the final state as (B, H) tensors, not nn.LSTM's (1, B, H)", mistake="final state (1, B, H)"),
     ]),
     expected=[SEQ.cumsum(dim=1), SEQ.sum(dim=1), torch.full((2, 3), 4.0)],
 )
@@ -228,8 +292,10 @@ def _(ns):
     "lstm_layer",
     "a given initial state is where the first step starts",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and isinstance(got[2], torch.Tensor) and torch.equal(got[2], torch.full((2, 3), 4.0)), "pass the given state to the first step")]),
+    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) == 3 and type(got[2]) is torch.Tensor and torch.equal(got[2], torch.full((2, 3), 4.0)),
+                      "pass the given state to the first step", mistake="given state ignored")]),
     expected=[SEQ.cumsum(dim=1) + 10.0, SEQ.sum(dim=1) + 10.0, torch.full((2, 3), 9.0)],
+    builds_on=(_SUMS,),
 )
 def _(ns):
     return _unrolled(ns.run_lstm(_AddCell(3), SEQ.clone(), (torch.full((2, 3), 10.0), torch.full((2, 3), 5.0))))
@@ -242,19 +308,55 @@ def _calls_problem(got):
     for t, call in enumerate(calls):
         if not torch.equal(call["x"], SEQ[:, t]):
             return f"call {t} must get x[:, {t}], the inputs of step {t} for the whole batch"
-        want = None if t == 0 else (SEQ[:, :t].sum(dim=1), torch.full((2, 3), float(t)))
         if t == 0 and call["state"] is not None and not all(float(s.abs().max()) == 0.0 for s in call["state"]):
             return "with state=None the first step starts from the cell's zero state"
+        want = (SEQ[:, :t].sum(dim=1), torch.full((2, 3), float(t)))
         if t > 0 and (call["state"] is None or not all(torch.equal(a, b) for a, b in zip(call["state"], want))):
             return f"call {t} must get the state (h, c) that call {t - 1} returned"
     return None
 
 
-@suite.case("lstm_layer", "the cell is called once per step with x[:, t] and the state the last call returned", points=1, check=satisfies(_calls_problem))
+@suite.case("lstm_layer", "the cell is called once per step with x[:, t] and the state the last call returned", points=1,
+            check=satisfies(_calls_problem))
 def _(ns):
     cell = _AddCell(3)
     ns.run_lstm(cell, SEQ.clone())
     return cell.calls
+
+
+def _gradient_problem(got):
+    _, grad = got
+    want = torch.tensor([4.0, 3.0, 2.0, 1.0]).view(1, 4, 1).expand(2, 4, 3)
+    if type(grad) is not torch.Tensor or tuple(grad.shape) != (2, 4, 3):
+        return "no gradient of shape (2, 4, 3) reached x"
+    if not torch.equal(grad, want):
+        return (f"the gradient of the sum of the outputs with respect to x[:, t] should be T - t = 4, 3, 2, 1 (each input counts "
+                f"in every later output); got {grad[0, :, 0].tolist()}")
+    return None
+
+
+def _cut_at_every_step(got, exp):
+    """The outputs are right, but no gradient reaches the inputs: the state was detached."""
+    outputs, grad = got
+    return (type(outputs) is torch.Tensor and outputs.shape == SEQ.shape and torch.equal(outputs, SEQ.cumsum(dim=1))
+            and type(grad) is torch.Tensor and float(grad.abs().max()) == 0.0)
+
+
+@suite.case(
+    "lstm_layer",
+    "gradients flow back through every step: d(sum of outputs)/dx[:, t] = T - t with the adding cell",
+    points=1,
+    check=satisfies(_gradient_problem, hints=[
+        Hint(_cut_at_every_step, "the outputs are right but no gradient reaches the inputs: detach nothing inside run_lstm, so that backpropagation runs through time",
+             mistake="state detached at every step"),
+    ]),
+    builds_on=(_SUMS,),
+)
+def _(ns):
+    x = SEQ.clone().requires_grad_(True)
+    outputs, _ = ns.run_lstm(_AddCell(3), x)
+    (outputs.sum() + 0.0 * x.sum()).backward()  # the second term: a backward pass even when no gradient reaches x
+    return outputs.detach().clone(), x.grad.detach().clone()
 
 
 # ---------------------------------------------------------------- rnn_lm
@@ -273,11 +375,15 @@ def _describe(model, idx):
     }
 
 
+_LM_PARTS = "the parts, the logits (B, T, V) and the state ((1, B, H), (1, B, H))"
+
+
 @suite.case(
     "rnn_lm",
-    "the parts, the logits (B, T, V) and the state ((1, B, H), (1, B, H))",
+    _LM_PARTS,
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, dict) and "batch_first=False" in str(got.get("lstm")), "the inputs are (B, T, E): create the LSTM with batch_first=True")]),
+    check=equal([Hint(lambda got, exp: isinstance(got, dict) and "batch_first=False" in str(got.get("lstm")),
+                      "the inputs are (B, T, E): create the LSTM with batch_first=True", mistake="LSTM not batch-first")]),
     expected={
         "emb": "Embedding [11, 6]",
         "lstm": "LSTM input_size=6 hidden_size=8 batch_first=True",
@@ -293,24 +399,52 @@ def _(ns):
     return _describe(model, torch.randint(11, (3, 5)))
 
 
+@suite.case(
+    "rnn_lm",
+    "num_layers=2 and dropout=0.3 reach the nn.LSTM; the state is (2, B, H) each",
+    points=1,
+    check=equal([
+        Hint(lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 1, "pass num_layers on to nn.LSTM", mistake="num_layers not passed on"),
+        Hint(lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 2 and got.get("dropout") == 0.0,
+             "pass dropout on to nn.LSTM, which applies it between stacked layers", mistake="dropout not passed on"),
+    ]),
+    expected={"num_layers": 2, "dropout": 0.3, "state": [[2, 3, 8], [2, 3, 8]]},
+    builds_on=(_LM_PARTS,),
+)
+def _(ns):
+    torch.manual_seed(0)
+    model = ns.RNNLM(11, 6, 8, num_layers=2, dropout=0.3).eval()
+    with torch.no_grad():
+        _, _, state = model(torch.randint(11, (3, 5)))
+    return {"num_layers": model.lstm.num_layers, "dropout": float(model.lstm.dropout), "state": [list(s.shape) for s in state]}
+
+
 def _loss_problem(got):
     loss, logits, targets = got
-    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+    if type(loss) is not torch.Tensor or loss.dim() != 0:
         return f"with targets the loss is a 0-d tensor (the mean cross-entropy), got {type(loss).__name__}"
     keep = targets != -100
-    want = F.cross_entropy(logits[keep], targets[keep])
-    if abs(float(loss) - float(want)) > 1e-5 + 1e-5 * abs(float(want)):
+    want = F.cross_entropy(logits[keep].double(), targets[keep])
+    if not abs(float(loss) - float(want)) <= 1e-5 + 1e-5 * abs(float(want)):
         return f"the loss is {float(loss):.6f}, but the mean cross-entropy of your logits over the targets that are not -100 is {float(want):.6f}"
     return None
 
 
-@suite.case("rnn_lm", "the loss is the mean cross-entropy, targets of -100 left out", points=1, check=satisfies(_loss_problem))
+def _summed(got, exp):
+    loss, logits, targets = got
+    keep = targets != -100
+    return type(loss) is torch.Tensor and loss.dim() == 0 and abs(float(loss) - float(F.cross_entropy(logits[keep].double(), targets[keep], reduction="sum"))) < 1e-3
+
+
+@suite.case("rnn_lm", "the loss is the mean cross-entropy, targets of -100 left out", points=1,
+            check=satisfies(_loss_problem, hints=[Hint(_summed, "the loss is the mean over the positions, not their sum", mistake="loss summed")]),
+            builds_on=(_LM_PARTS,))
 def _(ns):
     torch.manual_seed(1)
     model = ns.RNNLM(7, 4, 5)
     idx = torch.tensor([[1, 2, 3, 4, 5, 6], [0, 0, 1, 1, 2, 2]])
     targets = torch.tensor([[2, 3, 4, 5, 6, 0], [-100, 1, 1, 2, -100, 3]])
-    logits, loss, _ = model(idx, targets=targets)
+    logits, loss, _ = model(idx, targets=targets.clone())
     return loss.detach(), logits.detach(), targets
 
 
@@ -319,13 +453,14 @@ def _carried_problem(got):
     if type(parts) is not torch.Tensor or parts.shape != whole.shape:
         return f"the two calls together should give logits of shape {list(whole.shape)}, got {list(getattr(parts, 'shape', []))}"
     err = float((whole - parts).abs().max())
-    if err > 1e-5:
+    if not err <= 1e-5:
         return (f"reading 4 tokens, then the last 2 with the state the first call returned, differs from reading all 6 "
                 f"at once by up to {err:.3g}: start the LSTM from the state you are given and return the state after the last position")
     return None
 
 
-@suite.case("rnn_lm", "the returned state continues the text: 4 tokens, then 2 more, equal 6 at once", points=1, check=satisfies(_carried_problem))
+@suite.case("rnn_lm", "the returned state continues the text: 4 tokens, then 2 more, equal 6 at once", points=1,
+            check=satisfies(_carried_problem), builds_on=(_LM_PARTS,))
 def _(ns):
     torch.manual_seed(2)
     model = ns.RNNLM(9, 5, 7)
@@ -340,12 +475,16 @@ def _(ns):
 
 # ---------------------------------------------------------------- tbptt
 
+_STREAMS = "stream_batches(arange(11), 3): three contiguous rows, the tail dropped"
+
 
 @suite.case(
     "tbptt",
-    "stream_batches(arange(11), 3): three contiguous rows, the tail dropped",
+    _STREAMS,
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, torch.Tensor) and got.tolist() == [[0, 3, 6], [1, 4, 7], [2, 5, 8]], "each row must be one contiguous piece of the data: shape the data as (batch_size, N), not (N, batch_size)")]),
+    check=equal([Hint(lambda got, exp: type(got) is torch.Tensor and got.tolist() == [[0, 3, 6], [1, 4, 7], [2, 5, 8]],
+                      "each row must be one contiguous piece of the data: shape the data as (batch_size, N), not (N, batch_size)",
+                      mistake="streams made as (N, B)")]),
     expected=torch.tensor([[0, 1, 2], [3, 4, 5], [6, 7, 8]]),
 )
 def _(ns):
@@ -358,17 +497,19 @@ def _(ns):
 
 
 class _Leaky(torch.nn.Module):
-    """A stand-in language model (not an LSTM): its state is (h, n) with h = decay * h + E[token]
-    after every token and n the number of tokens read since the state was zero; the logits are
-    a linear map of h. It records every call: the window, the targets, the incoming state (and
-    whether it is still attached to an earlier graph) and the loss."""
+    """A stand-in language model (not an LSTM): its state is a pair (h, c) of leaky sums,
+    h = a * h + E[token] and c = b * c + 1 after every token (a and b are parameters); the
+    logits are ``gain`` times a linear map of h. It records every call: the window, the
+    targets, the incoming state (and the graph each part is still attached to) and the loss."""
 
-    def __init__(self, vocab_size, width=4):
+    def __init__(self, vocab_size, width=4, gain=1.0):
         super().__init__()
         gen = torch.Generator().manual_seed(0)
         self.table = torch.nn.Embedding(vocab_size, width)
         self.out = torch.nn.Linear(width, vocab_size)
         self.decay = torch.nn.Parameter(torch.tensor(0.5))
+        self.keep = torch.nn.Parameter(torch.tensor(0.25))
+        self.gain = gain
         with torch.no_grad():
             for p in (self.table.weight, self.out.weight, self.out.bias):
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
@@ -376,20 +517,21 @@ class _Leaky(torch.nn.Module):
 
     def forward(self, idx, state=None, targets=None):
         B, T = idx.shape
-        h, n = (torch.zeros(1, B, self.table.embedding_dim), torch.zeros(1, B, 1)) if state is None else state
+        h, c = (torch.zeros(1, B, self.table.embedding_dim), torch.zeros(1, B, 1)) if state is None else state
         call = {"idx": idx.clone(), "targets": None if targets is None else targets.clone(),
-                "state": None if state is None else (h.detach().clone(), n.detach().clone()),
-                "graph": None if h.grad_fn is None else type(h.grad_fn).__name__}
+                "state": None if state is None else (h.detach().clone(), c.detach().clone()),
+                "graph": None if state is None else [None if s.grad_fn is None else type(s.grad_fn).__name__ for s in (h, c)]}
         steps = []
         for t in range(T):
             h = self.decay * h + self.table(idx[:, t]).unsqueeze(0)
+            c = self.keep * c + 1.0
             steps.append(h[0])
-        logits = self.out(torch.stack(steps, dim=1))  # (B, T, V)
+        logits = self.gain * self.out(torch.stack(steps, dim=1))  # (B, T, V)
         loss = None if targets is None else F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1))
         call["loss"] = None if loss is None else float(loss.detach())
-        call["state_out"] = (h.detach().clone(), (n + T).detach().clone())
+        call["state_out"] = (h.detach().clone(), c.detach().clone())
         self.calls.append(call)
-        return logits, loss, (h, n + T)
+        return logits, loss, (h, c)
 
 
 def _windows_problem(got):
@@ -404,18 +546,20 @@ def _windows_problem(got):
             return f"step {step}: the targets are the window shifted by one, streams[:, {p + 1}:{p + seq_len + 1}] (pass them to the model)"
     for step, (call, p) in enumerate(zip(calls, starts)):
         if p == 0:
-            if call["state"] is not None and float(call["state"][0].abs().max()) > 0:
+            if call["state"] is not None and max(float(s.abs().max()) for s in call["state"]) > 0:
                 return f"step {step} starts again at p = 0 and must start from a fresh zero state (None)"
             continue
         before = calls[step - 1]["state_out"]
         if call["state"] is None or not all(torch.equal(a, b) for a, b in zip(call["state"], before)):
-            return f"step {step} must start from the state the window before it ended in (the state is carried from window to window)"
-        if call["graph"] is not None:
-            return f"the state handed to the model at step {step} is still attached to the previous window's graph: detach it"
+            return f"step {step} must start from the state (h, c) the window before it ended in (the state is carried from window to window)"
+        attached = [name for name, graph in zip("hc", call["graph"]) if graph is not None]
+        if attached:
+            return f"the state handed to the model at step {step} is still attached to the previous window's graph ({' and '.join(attached)}): detach both h and c"
     return None
 
 
-@suite.case("tbptt", "train_tbptt: consecutive windows, the state carried and detached, a restart at p = 0", points=1, check=satisfies(_windows_problem))
+@suite.case("tbptt", "train_tbptt: consecutive windows, the state carried and detached, a restart at p = 0", points=1,
+            check=satisfies(_windows_problem), builds_on=(_STREAMS,))
 def _(ns):
     model = _Leaky(42)
     ns.train_tbptt(model, torch.arange(42), seq_len=4, batch_size=2, steps=7, lr=0.01)
@@ -431,16 +575,50 @@ def _history_problem(got):
         return f"'step' holds the 0-based index of each update, [0, 1, 2, 3, 4] for steps=5, got {list(history['step'])}"
     if any(type(v) is not float for v in history["loss"]):
         return "each entry of 'loss' is a Python float (loss.item())"
-    if len(history["loss"]) != 5 or any(abs(a - b) > 1e-6 * (1 + abs(b)) for a, b in zip(history["loss"], losses)):
+    if len(history["loss"]) != 5 or any(not abs(a - b) <= 1e-6 * (1 + abs(b)) for a, b in zip(history["loss"], losses)):
         return f"'loss' holds each step's batch loss before its update; the model computed {[round(v, 4) for v in losses]}, the history says {history['loss']}"
     return None
 
 
-@suite.case("tbptt", "train_tbptt returns the step indices and each batch loss as a float", points=1, check=satisfies(_history_problem))
+@suite.case("tbptt", "train_tbptt returns the step indices and each batch loss as a float", points=1, check=satisfies(_history_problem),
+            builds_on=(_STREAMS,))
 def _(ns):
     model = _Leaky(12)
     history = ns.train_tbptt(model, torch.arange(120) % 12, seq_len=5, batch_size=3, steps=5, lr=0.05)
     return history, [c["loss"] for c in model.calls if c["loss"] is not None]
+
+
+@contextlib.contextmanager
+def _step_norms():
+    """Record the total gradient norm at every optimiser step."""
+    norms = []
+
+    def hook(optimizer, args, kwargs):
+        grads = [p.grad.reshape(-1) for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        norms.append(float(torch.cat(grads).norm()) if grads else 0.0)
+
+    handle = register_optimizer_step_pre_hook(hook)
+    try:
+        yield norms
+    finally:
+        handle.remove()
+
+
+def _clipped_problem(got):
+    if not got:
+        return "no optimiser step was taken"
+    if not all(abs(norm - 1.0) <= 1e-3 for norm in got):
+        return (f"the gradients of this model are far larger than 1, and by default (grad_clip=1.0) their total norm must be clipped "
+                f"to 1.0 before each step (torch.nn.utils.clip_grad_norm_); the norms at the steps were {[round(n, 3) for n in got]}")
+    return None
+
+
+@suite.case("tbptt", "the default grad_clip=1.0 clips the total gradient norm to 1 before each step", points=1,
+            check=satisfies(_clipped_problem), builds_on=(_STREAMS,))
+def _(ns):
+    with _step_norms() as norms:
+        ns.train_tbptt(_Leaky(12, gain=20.0), torch.arange(120) % 12, seq_len=5, batch_size=3, steps=3, lr=0.05)
+    return norms
 
 
 # ---------------------------------------------------------------- sample_rnn (challenge)
@@ -448,7 +626,7 @@ def _(ns):
 
 class _Successor(torch.nn.Module):
     """A stand-in language model whose most likely next token is always (token + 1) % V.
-    Its state counts the tokens read; it records every call."""
+    Its state counts the tokens read; it records every call (inputs, state, mode, gradients)."""
 
     def __init__(self, vocab_size, dropout=0.0):
         super().__init__()
@@ -460,20 +638,22 @@ class _Successor(torch.nn.Module):
 
     def forward(self, idx, state=None, targets=None):
         count = torch.zeros(1, idx.size(0), 1) if state is None else state[0]
-        self.calls.append({"idx": idx.clone(), "state": None if state is None else count.clone(),
-                           "training": self.training, "grad": torch.is_grad_enabled()})
+        self.calls.append({"idx": idx.clone(), "state": None if state is None else count.clone(), "mode": mode_of(self), "grad": grad_mode()})
         count = count + idx.size(1)
         return self.drop(self.table(idx)), None, (count, count.clone())
 
 
+_GREEDY = "greedy continuation: shape (B, T0 + N), the prompt kept"
+
+
 @suite.case(
     "sample_rnn",
-    "greedy continuation: shape (B, T0 + N), the prompt kept",
+    _GREEDY,
     points=1,
     check=equal([
-        Hint(lambda got, exp: isinstance(got, list) and len(got) == 2 and len(got[0]) == 5, "return the prompt followed by the new tokens"),
+        Hint(lambda got, exp: isinstance(got, list) and len(got) == 2 and len(got[0]) == 5, "return the prompt followed by the new tokens", mistake="prompt dropped"),
         Hint(lambda got, exp: isinstance(got, list) and len(got) == 2 and len(got[0]) == 7 and got[0][2] == 2 and got[1][2] == 6,
-             "choose the first new token from the logits of the prompt's last position, logits[:, -1]"),
+             "choose the first new token from the logits of the prompt's last position, logits[:, -1]", mistake="first position's logits"),
     ]),
     expected=[[1, 2, 3, 4, 5, 6, 0], [5, 6, 0, 1, 2, 3, 4]],
 )
@@ -501,7 +681,8 @@ def _reads_problem(got):
     return None
 
 
-@suite.case("sample_rnn", "the prompt is read once, then one token per call with the carried state", points=1, check=satisfies(_reads_problem))
+@suite.case("sample_rnn", "the prompt is read once, then one token per call with the carried state", points=1, check=satisfies(_reads_problem),
+            builds_on=(_GREEDY,))
 def _(ns):
     model = _Successor(9)
     out = ns.generate_rnn(model, torch.tensor([[3, 1, 4]]), 4, temperature=0)
@@ -509,14 +690,14 @@ def _(ns):
 
 
 def _mode_problem(got):
-    calls, training_after = got
+    calls, after = got
     if not calls:
         return "generate_rnn never called the model"
-    if any(call["training"] for call in calls):
+    if any(call["mode"] != "eval" for call in calls):
         return "generate_rnn must run the model in eval mode (model.eval())"
-    if any(call["grad"] for call in calls):
+    if any(call["grad"] != "no_grad" for call in calls):
         return "generate_rnn must run without gradients (torch.no_grad())"
-    if not training_after:
+    if after != "train":
         return "the model was in training mode before the call and must be put back in it afterwards"
     return None
 
@@ -526,4 +707,57 @@ def _(ns):
     model = _Successor(7, dropout=0.5)
     model.train()
     ns.generate_rnn(model, torch.tensor([[2, 3]]), 3, temperature=0)
-    return model.calls, model.training
+    return model.calls, mode_of(model)
+
+
+class _Row(torch.nn.Module):
+    """A stand-in whose logits after any token are the row ROW (a fixed distribution)."""
+
+    ROW = (2.0, 0.0, -1.0)
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.tensor(1.0))
+
+    def forward(self, idx, state=None, targets=None):
+        logits = self.scale * torch.tensor(self.ROW).expand(idx.size(0), idx.size(1), len(self.ROW))
+        count = torch.zeros(1, idx.size(0), 1) if state is None else state[0]
+        return logits.clone(), None, (count + idx.size(1), count + idx.size(1))
+
+
+def _tempered_problem(got):
+    if type(got) is not torch.Tensor or tuple(got.shape) != (2000, 2):
+        return f"for a (2000, 1) prompt and one new token expected a (2000, 2) tensor, got {tuple(getattr(got, 'shape', ()))}"
+    freq = torch.bincount(got[:, 1].clamp(0, 2), minlength=3).double() / 2000
+    want = torch.softmax(torch.tensor(_Row.ROW, dtype=torch.float64) / 2.0, dim=-1)
+    if not float((freq - want).abs().max()) <= 0.05:
+        return (f"at temperature 2 the three tokens came with frequencies {[round(v, 3) for v in freq.tolist()]} in 2000 draws; "
+                f"softmax(logits / temperature) gives {[round(v, 3) for v in want.tolist()]}: divide the logits by the temperature before the softmax")
+    return None
+
+
+@suite.case("sample_rnn", "temperature=2 draws from softmax(logits / 2): frequencies of 2000 draws", points=1,
+            check=satisfies(_tempered_problem), builds_on=(_GREEDY,))
+def _(ns):
+    return ns.generate_rnn(_Row(), torch.zeros(2000, 1, dtype=torch.long), 1, temperature=2.0, generator=torch.Generator().manual_seed(0))
+
+
+def _repeatable_problem(got):
+    first, second = got
+    if type(first) is not torch.Tensor or type(second) is not torch.Tensor or first.shape != second.shape:
+        return "expected two (50, 4) tensors"
+    if not torch.equal(first, second):
+        return ("two calls with generators seeded alike (and another global random state between them) gave different tokens: "
+                "draw with torch.multinomial(..., generator=generator)")
+    return None
+
+
+@suite.case("sample_rnn", "the same seeded generator gives the same draws, whatever the global random state", points=1,
+            check=satisfies(_repeatable_problem), builds_on=(_GREEDY,))
+def _(ns):
+    prompt = torch.zeros(50, 1, dtype=torch.long)
+    torch.manual_seed(1)
+    first = ns.generate_rnn(_Row(), prompt.clone(), 3, generator=torch.Generator().manual_seed(5))
+    torch.manual_seed(2)
+    second = ns.generate_rnn(_Row(), prompt.clone(), 3, generator=torch.Generator().manual_seed(5))
+    return first, second

@@ -316,14 +316,19 @@ MISTAKES = [
     Variant("encoder", "padding blocks the queries (B, T, 1) instead of the keys", {"Encoder": _encoder(
         mask="(idx == self.pad_id).unsqueeze(-1)")}),
     Variant("encoder", "no final LayerNorm", {"Encoder": _encoder(final="x")}),
-    Variant("encoder", "post-norm blocks", {"Encoder": _encoder(norm_first="False")}),
+    Variant("encoder", "post-norm blocks", {"Encoder": _encoder(norm_first="False")},
+            hidden_only="pre- and post-norm blocks give outputs of the same shape and properties; only an encoder's exact values "
+                        "tell them apart, which the hidden tests take from the reference with fixed weights"),
     Variant("encoder", "pad_id taken as 0 whatever the argument", {"Encoder": _encoder(mask="padding_mask(idx, 0)")}),
     Variant("encoder", "no position embeddings", {"Encoder": _encoder(embed="self.tok_emb(idx)")}),
     Variant("encoder", "no ValueError past max_len", {"Encoder": _encoder(length_check="pass")}),
     # classifier
-    Variant("classifier", "mean over every position, padding included", {"SequenceClassifier": _classifier(mean="h.mean(dim=1)")}),
+    Variant("classifier", "mean over every position, padding included", {"SequenceClassifier": _classifier(mean="h.mean(dim=1)")},
+            hints=("padding averaged in",)),
     Variant("classifier", "padding zeroed but the sum divided by T", {"SequenceClassifier": _classifier(
-        mean="(h * real).sum(dim=1) / h.size(1)")}),
+        mean="(h * real).sum(dim=1) / h.size(1)")}, hints=("divided by T",)),
+    Variant("classifier", "the real positions summed, not averaged", {"SequenceClassifier": _classifier(mean="(h * real).sum(dim=1)")},
+            hints=("summed, not averaged",)),
     Variant("classifier", "first pooling takes the last position", {"SequenceClassifier": _classifier(first="h[:, -1]")}),
     Variant("classifier", "no ValueError for an unknown pooling", {"SequenceClassifier": _classifier(check="pass")}),
     Variant("classifier", "padding recognised as token 0, not encoder.pad_id", {"SequenceClassifier": _classifier(
@@ -363,7 +368,9 @@ MISTAKES = [
     Variant("seq2seq", "source padding not blocked in cross-attention", {"Seq2Seq": _seq2seq(memory_mask="None")}),
     Variant("seq2seq", "target positions from the encoder's table", {"Seq2Seq": _seq2seq(target_positions="self.encoder.pos_emb")}),
     Variant("seq2seq", "greedy decoding keeps going after the end token", {"greedy_decode": _greedy(finished="pass")}),
-    Variant("seq2seq", "greedy decoding returns the start token too", {"greedy_decode": _greedy(result="out")}),
+    Variant("seq2seq", "greedy decoding returns the start token too", {"greedy_decode": _greedy(result="out")}, hints=("start token returned",)),
+    Variant("seq2seq", "greedy decoding replaces the end tokens by padding in the result", {"greedy_decode": _greedy(
+        result="out[:, 1:].masked_fill(out[:, 1:] == end_id, model.pad_id)")}, hints=("end token dropped",)),
     Variant("seq2seq", "greedy decoding always runs max_len steps", {"greedy_decode": _greedy(stop="pass")}),
     Variant("seq2seq", "finished rows padded with 0, not model.pad_id", {"greedy_decode": _greedy(
         finished="next_id = next_id.masked_fill(done, 0)")}),
@@ -384,7 +391,9 @@ MISTAKES = [
     Variant("seq2seq_works", "no gradient clipping", {"train_seq2seq": _train(update=(
         "optimizer.zero_grad()\n"
         "        loss.backward()\n"
-        "        optimizer.step()"))}),
+        "        optimizer.step()"))},
+            hidden_only="AdamW's step hides the gradient's scale, so clipping shows only in the gradients at the optimiser's step: "
+                        "the hidden tests record them by wrapping the optimiser's step, which a public test in the student's notebook does not do"),
 ]
 
 
