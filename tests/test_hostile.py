@@ -27,6 +27,7 @@ from autograder.reports.feedback import feedback_markdown
 from autograder.engine.judge import judge
 from autograder.engine.results import cell_notes, gradescope_json
 from autograder.reports.folder import grade_into_folder
+from autograder.reports.records import RECORD
 from autograder.engine.runner import Limits
 from autograder.engine.sandbox import UID_BASE, best_level
 from autograder.course import ROOT, all_stages, get_stage, questions
@@ -142,7 +143,7 @@ def test_nothing_the_attacks_wrote_is_in_the_output_folder(batch):
     expected = {"grades.csv"} | set(batch.paths)
     assert {p.name for p in batch.out.iterdir()} == expected
     for name in batch.paths:
-        assert {p.name for p in (batch.out / name).iterdir()} == {"results.json", "feedback.md"}
+        assert {p.name for p in (batch.out / name).iterdir()} == {"results.json", "feedback.md", RECORD}  # the record of what was graded
     rows = list(csv.DictReader((batch.out / "grades.csv").open()))
     assert {r["submission"] for r in rows} == set(batch.paths) | {"(max)"}
     assert all(float(r["total"]) <= sum(batch.maxima.values()) for r in rows)
