@@ -120,12 +120,22 @@ GENERATED, GENERATED_WORDS = _generated(31, 3000, 300)
 CORPUS, CORPUS_WORDS = _generated(2024, 1_000_000, 4000)
 
 
+_DICTS = {dict: "dict"}
+_SEQUENCES = {tuple: "tuple", list: "list"}
+
+
+def _kind(value, kinds):
+    """The entry of ``kinds`` for the first class of ``value``'s type (its bases included) it holds, else None: isinstance, by table lookups."""
+    found = [kinds.get(cls) for cls in type(value).__mro__]
+    return next((kind for kind in found if kind is not None), None)
+
+
 def _as_items(value):
-    return list(value.items()) if isinstance(value, dict) else value
+    return value if _kind(value, _DICTS) is None else list(value.items())
 
 
 def _as_dict(value):
-    return dict(value) if isinstance(value, dict) else value
+    return value if _kind(value, _DICTS) is None else dict(value)
 
 
 # ---------------------------------------------------------------- the inputs of the tests that need other questions' functions
@@ -1324,41 +1334,74 @@ for (_word, _merges_name, _eow), _tokens in _SEGMENTS.items():
 _MERGE_LISTS = {"TOK_MERGES": TOK_MERGES, "EOW_MERGES": EOW_MERGES, "TRAIN_MERGES": _TRAIN_MERGES}
 
 
+# The known inputs that are refused (their answer is "ValueError"), by function, with the message.
+_REFUSALS = {name: {key: f"{name}: this input is refused (a known answer)" for key, known in table.items() if known == "ValueError"} for name, table in _KNOWN.items()}
+# Each known merge list by its pairs.
+_MERGE_NAMES = {tuple(merges): name for name, merges in _MERGE_LISTS.items()}
+
+
 def _answer(name, key, own, *args, **kwargs):
     """The known answer for ``key`` (a fresh copy), else what the student's own function says."""
-    if key is not None and key in _KNOWN[name]:
-        known = _KNOWN[name][key]
-        if known == "ValueError":
-            raise ValueError(f"{name}: this input is refused (a known answer)")
-        return type(known)(known)
+    if key is not None:
+        refused = _REFUSALS[name].get(key)
+        if refused is not None:
+            raise ValueError(refused)
+        known = _KNOWN[name].get(key)
+        if known is not None:
+            return type(known)(known)
     return own(*args, **kwargs)
 
 
-def _stand_in(name, own):
-    if name == "word_frequencies":
-        def word_frequencies(text, eow="</w>"):
-            return _answer(name, (text, eow), own, text, eow)
-        return word_frequencies
-    if name == "count_pairs":
-        def count_pairs(word_freqs):
-            return _answer(name, _state(word_freqs), own, word_freqs)
-        return count_pairs
-    if name == "merge_pair":
-        def merge_pair(word_freqs, pair):
-            state = _state(word_freqs)
-            key = (state, tuple(pair)) if state is not None and isinstance(pair, (tuple, list)) else None
-            return _answer(name, key, own, word_freqs, pair)
-        return merge_pair
-    if name == "train_bpe":
-        def train_bpe(text, num_merges, eow="</w>"):
-            return _answer(name, (text, num_merges, eow), own, text, num_merges, eow)
-        return train_bpe
+def _merges_name(merges):
+    """The name of the known merge list that ``merges`` (a list or tuple of pairs) holds, or None."""
+    if _kind(merges, _SEQUENCES) is None:
+        return None
+    pairs = tuple(tuple(m) for m in merges)
+    try:
+        return _MERGE_NAMES.get(pairs)
+    except TypeError:  # symbols that cannot be hashed: no known list
+        return None
 
+
+def _known_word_frequencies(own):
+    def word_frequencies(text, eow="</w>"):
+        return _answer("word_frequencies", (text, eow), own, text, eow)
+    return word_frequencies
+
+
+def _known_count_pairs(own):
+    def count_pairs(word_freqs):
+        return _answer("count_pairs", _state(word_freqs), own, word_freqs)
+    return count_pairs
+
+
+def _known_merge_pair(own):
+    def merge_pair(word_freqs, pair):
+        state = _state(word_freqs)
+        key = None if state is None or _kind(pair, _SEQUENCES) is None else (state, tuple(pair))
+        return _answer("merge_pair", key, own, word_freqs, pair)
+    return merge_pair
+
+
+def _known_train_bpe(own):
+    def train_bpe(text, num_merges, eow="</w>"):
+        return _answer("train_bpe", (text, num_merges, eow), own, text, num_merges, eow)
+    return train_bpe
+
+
+def _known_bpe_segment(own):
     def bpe_segment(word, merges, eow="</w>"):
-        known = [tuple(m) for m in merges] if isinstance(merges, (list, tuple)) else None
-        merges_name = next((n for n, m in _MERGE_LISTS.items() if m == known), None)
-        return _answer(name, (word, merges_name, eow), own, word, merges, eow)
+        return _answer("bpe_segment", (word, _merges_name(merges), eow), own, word, merges, eow)
     return bpe_segment
+
+
+_STAND_INS = {
+    "word_frequencies": _known_word_frequencies,
+    "count_pairs": _known_count_pairs,
+    "merge_pair": _known_merge_pair,
+    "train_bpe": _known_train_bpe,
+    "bpe_segment": _known_bpe_segment,
+}
 
 
 def _missing(name):
@@ -1372,15 +1415,15 @@ def _missing(name):
 def _known(ns, *names):
     """While the block runs, the named functions answer the known inputs from the tables."""
     scope = ns._names
-    saved = {name: scope.get(name, _KNOWN) for name in names}
+    saved = {name: scope.get(name) for name in names}
     for name in names:
         own = scope.get(name)
-        scope[name] = _stand_in(name, own if callable(own) else _missing(name))
+        scope[name] = _STAND_INS[name](_missing(name) if own is None else own)
     try:
         yield
     finally:
         for name, value in saved.items():
-            if value is _KNOWN:
+            if value is None:
                 scope.pop(name, None)
             else:
                 scope[name] = value

@@ -98,12 +98,34 @@ _KNOWN_SEGMENTS = {
 }
 
 
+_REFUSED_WORDS = {key: "eow must be a non-empty string" for key, words in _KNOWN_WORDS.items() if words == "ValueError"}
+_LECTURE = {tuple(LECTURE_MERGES): "the lecture's merges"}
+_DICTS = {dict: "dict"}
+
+
+def _dict_kind(value):
+    """The word "dict" when ``value`` is a dict (or of a subclass of dict), else None: isinstance, by table lookups."""
+    kinds = [_DICTS.get(cls) for cls in type(value).__mro__]
+    return next((kind for kind in kinds if kind is not None), None)
+
+
+def _lecture_merges(merges):
+    """Not None when ``merges`` lists the lecture's merges (pairs as tuples or lists)."""
+    pairs = tuple(tuple(m) for m in merges)
+    try:
+        return _LECTURE.get(pairs)
+    except TypeError:  # symbols that cannot be hashed: not the lecture's merges
+        return None
+
+
 def _known_word_frequencies(own):
     def word_frequencies(text, eow="</w>"):
-        if (text, eow) in _KNOWN_WORDS:
-            if _KNOWN_WORDS[text, eow] == "ValueError":
-                raise ValueError("eow must be a non-empty string")
-            return dict(_KNOWN_WORDS[text, eow])
+        refused = _REFUSED_WORDS.get((text, eow))
+        if refused is not None:
+            raise ValueError(refused)
+        known = _KNOWN_WORDS.get((text, eow))
+        if known is not None:
+            return dict(known)
         return own(text, eow)
 
     return word_frequencies
@@ -111,9 +133,10 @@ def _known_word_frequencies(own):
 
 def _known_count_pairs(own):
     def count_pairs(word_freqs):
-        key = frozenset(word_freqs.items()) if isinstance(word_freqs, dict) else None
-        if key in _KNOWN_COUNTS:
-            return dict(_KNOWN_COUNTS[key])
+        key = None if _dict_kind(word_freqs) is None else frozenset(word_freqs.items())
+        known = _KNOWN_COUNTS.get(key)
+        if known is not None:
+            return dict(known)
         return own(word_freqs)
 
     return count_pairs
@@ -121,9 +144,10 @@ def _known_count_pairs(own):
 
 def _known_merge_pair(own):
     def merge_pair(word_freqs, pair):
-        key = (frozenset(word_freqs.items()), tuple(pair)) if isinstance(word_freqs, dict) else None
-        if key in _KNOWN_MERGED:
-            return dict(_KNOWN_MERGED[key])
+        key = None if _dict_kind(word_freqs) is None else (frozenset(word_freqs.items()), tuple(pair))
+        known = _KNOWN_MERGED.get(key)
+        if known is not None:
+            return dict(known)
         return own(word_freqs, pair)
 
     return merge_pair
@@ -131,8 +155,9 @@ def _known_merge_pair(own):
 
 def _known_train_bpe(own):
     def train_bpe(text, num_merges, eow="</w>"):
-        if (text, num_merges, eow) in _KNOWN_MERGES:
-            return list(_KNOWN_MERGES[text, num_merges, eow])
+        known = _KNOWN_MERGES.get((text, num_merges, eow))
+        if known is not None:
+            return list(known)
         return own(text, num_merges, eow)
 
     return train_bpe
@@ -140,8 +165,9 @@ def _known_train_bpe(own):
 
 def _known_bpe_segment(own):
     def bpe_segment(word, merges, eow="</w>"):
-        if (word, eow) in _KNOWN_SEGMENTS and [tuple(m) for m in merges] == LECTURE_MERGES:
-            return list(_KNOWN_SEGMENTS[word, eow])
+        known = _KNOWN_SEGMENTS.get((word, eow))
+        if known is not None and _lecture_merges(merges) is not None:
+            return list(known)
         return own(word, merges, eow)
 
     return bpe_segment
@@ -165,15 +191,15 @@ def _known_answers(ns, *names):
         "train_bpe": _known_train_bpe,
         "bpe_segment": _known_bpe_segment,
     }
-    saved = {name: scope.get(name, makers) for name in names}
+    saved = {name: scope.get(name) for name in names}
     for name in names:
         own = scope.get(name)
-        scope[name] = makers[name](own if callable(own) else _missing(name))
+        scope[name] = makers[name](_missing(name) if own is None else own)
     try:
         yield
     finally:
         for name, value in saved.items():
-            if value is makers:
+            if value is None:
                 scope.pop(name, None)
             else:
                 scope[name] = value
@@ -181,7 +207,7 @@ def _known_answers(ns, *names):
 
 def _items(value):
     """A dict's items in order (other values are returned as they are, and fail the check)."""
-    return list(value.items()) if isinstance(value, dict) else value
+    return value if _dict_kind(value) is None else list(value.items())
 
 
 # ---------------------------------------------------------------- word_frequencies
@@ -239,7 +265,7 @@ def _(ns):
 )
 def _(ns):
     result = ns.count_pairs({("a", "a", "a", "_"): 3, ("b", "a", "_"): 1})
-    return dict(result) if isinstance(result, dict) else result
+    return result if _dict_kind(result) is None else dict(result)
 
 
 @suite.case(
@@ -254,7 +280,7 @@ def _(ns):
 )
 def _(ns):
     result = ns.count_pairs(dict(LECTURE_WORDS))
-    return dict(result) if isinstance(result, dict) else result
+    return result if _dict_kind(result) is None else dict(result)
 
 
 # ---------------------------------------------------------------- merge_pair
@@ -272,7 +298,7 @@ def _(ns):
 )
 def _(ns):
     result = ns.merge_pair({("a", "a", "a", "_"): 2, ("b", "a", "_"): 1}, ("a", "a"))
-    return dict(result) if isinstance(result, dict) else result
+    return result if _dict_kind(result) is None else dict(result)
 
 
 @suite.case(
@@ -300,7 +326,7 @@ def _(ns):
 )
 def _(ns):
     result = ns.merge_pair({("ab", "c", "_"): 1, ("a", "bc", "_"): 2, ("b", "c", "_"): 3, ("bc", "_"): 4}, ("b", "c"))
-    return dict(result) if isinstance(result, dict) else result
+    return result if _dict_kind(result) is None else dict(result)
 
 
 @suite.case("merge_pair", "a pair of three symbols is refused with a ValueError", points=1, check=raises("ValueError"))

@@ -152,8 +152,8 @@ def _(ns):
     return catch(module, torch.zeros(5, dtype=torch.long))
 
 
-_FACTORIES = {"arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"}
-_MOVES = {"to", "type_as", "cuda"}
+_FACTORIES = dict.fromkeys(("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made")
+_MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
 
 
 class _Placement(TorchFunctionMode):
@@ -166,9 +166,10 @@ class _Placement(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        if name in _FACTORIES and not any(isinstance(a, torch.Tensor) for a in args):
+        tensors = [a for a in args if getattr(a, "device", None) is not None]  # the tensors among the arguments
+        if _FACTORIES.get(name) is not None and not tensors:
             self.calls.append(("made", name, str(kwargs.get("device"))))
-        elif name in _MOVES:
+        elif _MOVES.get(name) is not None:
             self.calls.append(("moved", name, ""))
         return func(*args, **kwargs)
 

@@ -81,6 +81,10 @@ def _(ns):
     return list(emb(torch.zeros(2, 8, dtype=torch.long)).shape)
 
 
+_FACTORIES = dict.fromkeys(("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made")
+_MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
+
+
 class _Placement(TorchFunctionMode):
     """Notes every tensor-making torch call (with the device it was given) and every move."""
 
@@ -91,9 +95,10 @@ class _Placement(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        if name in ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye") and not any(isinstance(a, torch.Tensor) for a in args):
+        tensors = [a for a in args if getattr(a, "device", None) is not None]  # the tensors among the arguments
+        if _FACTORIES.get(name) is not None and not tensors:
             self.calls.append(("made", name, str(kwargs.get("device"))))
-        elif name in ("to", "type_as", "cuda"):
+        elif _MOVES.get(name) is not None:
             self.calls.append(("moved", name, ""))
         return func(*args, **kwargs)
 

@@ -63,24 +63,30 @@ _KNOWN_SHIFTS = {
     ((10, 11, 12),): (3, [[3, 10, 11]]),
     ((7, 8, 9), (10, 11, 12)): (3, [[3, 7, 8], [3, 10, 11]]),
 }
+# The same answers looked up by what the tests ask: (the rows, start_id) for shift_right,
+# T for causal_mask (and, below the test's ids _CIDS, (the rows, pad_id) for padding_mask).
+_SHIFTS = {(rows, start): shifted for rows, (start, shifted) in _KNOWN_SHIFTS.items()}
+_CAUSALS = {6: _CAUSAL_6}
 
 
 def _answering(own):
     """causal_mask, padding_mask and shift_right answering from the tables, else the notebook's own."""
 
     def causal_mask(T, device=None):
-        if T != 6:
+        found = _CAUSALS.get(T)
+        if found is None:
             return own["causal_mask"](T, device=device)
-        return _CAUSAL_6.clone() if device is None else _CAUSAL_6.clone().to(device)
+        return found.clone() if device is None else found.clone().to(device)
 
     def padding_mask(ids, pad_id):
-        if pad_id != 2 or _rows(ids) != _rows(_CIDS):
+        found = _PADDINGS.get((_rows(ids), pad_id))
+        if found is None:
             return own["padding_mask"](ids, pad_id=pad_id)
-        return _CIDS_PADDING.clone().to(ids.device)
+        return found.clone().to(ids.device)
 
     def shift_right(tokens, start_id):
-        start, shifted = _KNOWN_SHIFTS.get(_rows(tokens), (None, None))
-        if start != start_id:
+        shifted = _SHIFTS.get((_rows(tokens), start_id))
+        if shifted is None:
             return own["shift_right"](tokens, start_id=start_id)
         return torch.tensor(shifted, dtype=tokens.dtype, device=tokens.device)
 
@@ -91,14 +97,15 @@ def _isolated(ns, name, *args, **kwargs):
     """The student's ``name`` called while the stage's other graded functions answer from the tables."""
     target = getattr(ns, name)
     scope = ns._names
-    swap = {k: v for k, v in _answering(dict(scope)).items() if k != name}
-    before = {k: scope.get(k, _KNOWN_SHIFTS) for k in swap}
+    swap = _answering(dict(scope))
+    swap.pop(name, None)  # the function under test is the student's own
+    before = {k: scope.get(k) for k in swap}
     scope.update(swap)
     try:
         return target(*args, **kwargs)
     finally:
         for k, v in before.items():
-            if v is _KNOWN_SHIFTS:
+            if v is None:
                 scope.pop(k, None)
             else:
                 scope[k] = v
@@ -203,6 +210,10 @@ def _(ns):
     return ns.causal_mask(7)
 
 
+_FACTORIES = dict.fromkeys(("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made")
+_MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
+
+
 class _Placement(TorchFunctionMode):
     """Notes every tensor-making torch call (with the device it was given) and every move."""
 
@@ -213,9 +224,10 @@ class _Placement(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        if name in ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye") and not any(isinstance(a, torch.Tensor) for a in args):
+        tensors = [a for a in args if getattr(a, "device", None) is not None]  # the tensors among the arguments
+        if _FACTORIES.get(name) is not None and not tensors:
             self.calls.append(("made", name, str(kwargs.get("device"))))
-        elif name in ("to", "type_as", "cuda"):
+        elif _MOVES.get(name) is not None:
             self.calls.append(("moved", name, ""))
         return func(*args, **kwargs)
 
@@ -320,6 +332,7 @@ _CIDS = torch.tensor([
     [9, 1, 3, 4, 8, 5],
     [9, 8, 0, 2, 2, 2],
 ])  # B = 4, T = 6, pad_id = 2
+_PADDINGS = {(_rows(_CIDS), 2): _CIDS_PADDING}  # what padding_mask answers while combined_mask's tests run
 _COMBINED = "B=4, T=6, pad_id=2"
 
 

@@ -44,9 +44,10 @@ def _answering(ns):
     own = dict(ns._names)
 
     def causal_mask(T, device=None):
-        if T not in _CAUSAL:
+        found = _CAUSAL.get(T)
+        if found is None:
             return own["causal_mask"](T, device)
-        return _CAUSAL[T].clone() if device is None else _CAUSAL[T].clone().to(device)
+        return found.clone() if device is None else found.clone().to(device)
 
     def padding_mask(ids, pad_id):
         found = _PADDING.get((_rows(ids), pad_id))
@@ -63,17 +64,18 @@ def _on_its_own(ns, name, *args, **kwargs):
     """Call the notebook's ``name`` while the stage's other functions answer from the tables."""
     func = getattr(ns, name)
     names = ns._names
-    helpers = {key: value for key, value in _answering(ns).items() if key != name}
-    saved = {key: names[key] for key in helpers if key in names}
+    helpers = _answering(ns)
+    helpers.pop(name, None)  # the function under test is the notebook's own
+    saved = {key: names.get(key) for key in helpers}
     names.update(helpers)
     try:
         return func(*args, **kwargs)
     finally:
-        for key in helpers:
-            if key in saved:
-                names[key] = saved[key]
-            else:
+        for key, value in saved.items():
+            if value is None:
                 names.pop(key, None)
+            else:
+                names[key] = value
 
 
 def _tensor_like(got, exp):
@@ -110,6 +112,10 @@ def _(ns):
     return ns.causal_mask(1)
 
 
+_FACTORIES = dict.fromkeys(("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made")
+_MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
+
+
 class _Placement(TorchFunctionMode):
     """Notes every tensor-making torch call (with the device it was given) and every move."""
 
@@ -120,9 +126,10 @@ class _Placement(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        if name in ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye") and not any(isinstance(a, torch.Tensor) for a in args):
+        tensors = [a for a in args if getattr(a, "device", None) is not None]  # the tensors among the arguments
+        if _FACTORIES.get(name) is not None and not tensors:
             self.calls.append(("made", name, str(kwargs.get("device"))))
-        elif name in ("to", "type_as", "cuda"):
+        elif _MOVES.get(name) is not None:
             self.calls.append(("moved", name, ""))
         return func(*args, **kwargs)
 

@@ -112,21 +112,26 @@ def _order(shape, heads):
     return (torch.tensor(starts)[:, None] + torch.arange(shape[-1] // heads)).reshape(-1)
 
 
+# The (B, H, T, D) input of merge_heads for each entry of _HEAD_ROWS, with that entry's key.
+_MERGED = {(shape[0], heads, shape[1], shape[2] // heads): (shape, heads) for shape, heads in _HEAD_ROWS}
+
+
 @contextlib.contextmanager
 def _tabled_heads(ns):
     """Run with split_heads and merge_heads answering from _HEAD_ROWS."""
     names = ns._names
-    own = {key: names[key] for key in ("split_heads", "merge_heads") if key in names}
+    own = {key: names.get(key) for key in ("split_heads", "merge_heads")}
 
     def split_heads(x, num_heads):
-        order = _order(x.shape, num_heads) if x.dim() == 3 else None
+        order = _order(x.shape, num_heads)  # None unless x is (B, T, C) with a shape of the table
         if order is None:
             return own["split_heads"](x, num_heads)
         n, t, c = x.shape
         return x.reshape(-1)[order.to(x.device)].view(n, num_heads, t, c // num_heads)
 
     def merge_heads(x):
-        order = _order((x.shape[0], x.shape[2], x.shape[1] * x.shape[3]), x.shape[1]) if x.dim() == 4 else None
+        key = _MERGED.get(tuple(x.shape))  # None unless x is (B, H, T, D) with a shape of the table
+        order = None if key is None else _order(*key)
         if order is None:
             return own["merge_heads"](x)
         n, h, t, d = x.shape
@@ -136,9 +141,11 @@ def _tabled_heads(ns):
     try:
         yield
     finally:
-        for key in ("split_heads", "merge_heads"):
-            names.pop(key, None)
-        names.update(own)
+        for key, value in own.items():
+            if value is None:
+                names.pop(key, None)
+            else:
+                names[key] = value
 
 
 _PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
