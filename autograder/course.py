@@ -7,6 +7,7 @@ A stage folder holds everything about the stage (see ``assignments/README.md``):
     public.py         public tests, pasted into the student's notebook
     hidden.py         hidden tests, run only when grading
     mistakes.py       the catalogue: realistic MISTAKES and correct ALTERNATIVES
+    clauses.md        each question's contract clauses and the hidden tests that cover them
     test_<name>.py    the project's own tests of the reference (pytest)
     gradescope.json   optional Gradescope settings (hidden-test visibility, rate limit)
 """
@@ -22,7 +23,7 @@ from .errors import UsageError
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = ROOT / "assignments"
 FOLDER = re.compile(r"^(\d\d)_([a-z][a-z0-9_]*)$")
-REQUIRED = ("notebook.md", "reference.py", "public.py", "hidden.py", "mistakes.py")
+REQUIRED = ("notebook.md", "reference.py", "public.py", "hidden.py", "mistakes.py", "clauses.md")
 
 
 @dataclass(frozen=True)
