@@ -38,13 +38,9 @@ def _pasteable(text: str) -> str:
     return "\n".join(kept)
 
 
-def harness_source(stage: Stage, with_codec: bool = False) -> str:
-    """The check harness cell: the kit and the stage's public tests as one module.
-
-    ``with_codec`` adds the engine's codec, which nbgrader's hidden tests need to read fixtures.
-    """
-    codec = [(KIT.parent / "engine" / "codec.py").read_text(encoding="utf-8")] if with_codec else []
-    parts = [*codec, *((KIT / f"{name}.py").read_text(encoding="utf-8") for name in PASTED), stage.public.read_text(encoding="utf-8")]
+def harness_source(stage: Stage) -> str:
+    """The check harness cell: the kit and the stage's public tests as one module."""
+    parts = [*((KIT / f"{name}.py").read_text(encoding="utf-8") for name in PASTED), stage.public.read_text(encoding="utf-8")]
     body = "\n\n".join(_pasteable(p) for p in parts)
     if "\'\'\'" in body:
         raise ValueError("the kit and the public suite must not contain three single quotes in a row")
