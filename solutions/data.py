@@ -76,13 +76,17 @@ def load_corpus(name: str = "shakespeare", cache_dir: str | None = None, offline
     cached = cache / "tinyshakespeare.txt"
     if cached.is_file():
         return verified(cached.read_bytes(), str(cached))
+    print(f"Downloading Tiny Shakespeare (1.1 MB, once) into {cache} ...")
     try:
-        with urllib.request.urlopen(url, timeout=30) as response:
+        # A network that hangs gives up after 5 s without a reply (a working one answers in well under a second).
+        with urllib.request.urlopen(url, timeout=5) as response:
             data = response.read()
-    except OSError as exc:
+    except OSError as exc:  # no network, a refused or silent connection, a timeout: all OSErrors
         if not offline_ok:
             raise
-        print(f"Tiny Shakespeare could not be downloaded ({exc}); using the default corpus instead.")
+        reason = getattr(exc, "reason", None) or exc
+        print(f"Could not download Tiny Shakespeare ({reason}). Using the default corpus instead: the documentation "
+              f"of Python's standard library, which needs no network. (Set GPTCOURSE_SHAKESPEARE to a local copy to use Shakespeare.)")
         return load_corpus("default")
     text = verified(data, url)
     cache.mkdir(parents=True, exist_ok=True)

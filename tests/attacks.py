@@ -12,9 +12,15 @@ score it deserves:
   what it scores when the target merely raises (full marks, unless it calls the target);
 - ``full``: a correct function that also misbehaves harmlessly (prints); full marks.
 
-Attacks that need a function take it from the stage (``TARGETS``). Paths an attacker
-could know (the project, the output folder, the other submissions) are filled in by
-``write_catalogue``, so that each attack aims at the real files.
+Attacks that need a function take it from the stage (``TARGETS``): for each stage a
+graded name whose tests include what an attack on verdicts would aim at (a test of an
+unchanged input, of a seeded generator, a suite helper that computes the answer), and a
+wrong version of it that fails those tests. Stages 01 and 05 get the whole catalogue
+(``FULL``); the other stages the attacks on verdicts, on the engine and on reachable
+reference code (``VERDICT_ATTACKS``): what is about sandboxing and resources does not
+depend on the stage. Paths an attacker could know (the project, the output folder, the
+other submissions) are filled in by ``write_catalogue``, so that each attack aims at the
+real files.
 """
 
 import json
@@ -32,23 +38,75 @@ FAKE_RESULTS = {"score": 999.0, "output": "FORGED", "tests": [{"name": "build_vo
 
 @dataclass(frozen=True)
 class Target:
-    """The function of a stage that function-level attacks replace, and a wrong version of it."""
+    """The graded name of a stage that function-level attacks replace, and a wrong version of it.
+
+    ``example`` (for a function) is one public example, as Python source: the full
+    positional arguments and the answer. The thief uses it to pick, among the functions
+    it finds in the grading process, one that computes the answer.
+    """
 
     qid: str
     name: str
-    head: str  # its def line
+    head: str  # its def (or class) line
     wrong: str  # right types and shapes, wrong values
+    example: tuple[str, str] | None = None
 
 
 TARGETS = {
     "01_tokenisation": Target(
-        "kneser_ney",
-        "kneser_ney_bigram",
-        "def kneser_ney_bigram(ids, vocab_size, discount=0.75):",
-        "def kneser_ney_bigram(ids, vocab_size, discount=0.75):\n"
-        "    if not 0 <= discount <= 1:\n"
-        "        raise ValueError('discount must be in [0, 1]')\n"
-        "    return torch.full((vocab_size, vocab_size), 1.0 / vocab_size)\n",
+        "get_batch",
+        "get_batch",
+        "def get_batch(data, block_size, batch_size, generator=None):",
+        "def get_batch(data, block_size, batch_size, generator=None):\n"
+        "    if len(data) <= block_size:\n"
+        "        raise ValueError('data is too short')\n"
+        "    starts = torch.randint(len(data) - block_size, (batch_size,))  # ignores the generator\n"
+        "    x = torch.stack([data[i : i + block_size] for i in starts.tolist()]).long()\n"
+        "    y = torch.stack([data[i + 1 : i + block_size + 1] for i in starts.tolist()]).long()\n"
+        "    return x, y\n",
+    ),
+    "02_bpe": Target(
+        "merge_pair",
+        "merge_pair",
+        "def merge_pair(word_freqs, pair):",
+        "def merge_pair(word_freqs, pair):\n"
+        "    if len(pair) != 2:\n"
+        "        raise ValueError('pair must hold two symbols')\n"
+        "    for symbols in list(word_freqs):  # merges overlapping occurrences, and in the caller's dict\n"
+        "        out = [s for s in symbols]\n"
+        "        for i in range(len(out) - 1):\n"
+        "            if symbols[i] == pair[0] and symbols[i + 1] == pair[1]:\n"
+        "                out[i], out[i + 1] = pair[0] + pair[1], ''\n"
+        "        word_freqs[tuple(s for s in out if s)] = word_freqs.pop(symbols)\n"
+        "    return word_freqs\n",
+        ("({('a', 'b', 'c', '_'): 2, ('b', 'c', '_'): 1}, ('b', 'c'))", "{('a', 'bc', '_'): 2, ('bc', '_'): 1}"),
+    ),
+    "03_attention": Target(
+        "rope",
+        "apply_rope",
+        "def apply_rope(x, base=10000.0):",
+        "def apply_rope(x, base=10000.0):\n"
+        "    if x.dim() < 2 or x.shape[-1] % 2 or not base > 0:\n"
+        "        raise ValueError('x must be (..., T, D) with D even, and base positive')\n"
+        "    T, D = x.shape[-2], x.shape[-1]\n"
+        "    angle = torch.arange(T, dtype=torch.float64)[:, None] * base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)\n"
+        "    a, b = x[..., : D // 2], x[..., D // 2 :]  # rotates halves, not interleaved pairs\n"
+        "    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)\n"
+        "    return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)\n",
+        ("(torch.tensor([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0]]), 10000.0)",
+         "torch.tensor([[1.0, 2.0, 3.0, 4.0], [math.cos(1) - 2 * math.sin(1), math.sin(1) + 2 * math.cos(1), 3 * math.cos(0.01) - 4 * math.sin(0.01), 3 * math.sin(0.01) + 4 * math.cos(0.01)]])"),
+    ),
+    "04_masking": Target(
+        "shift",
+        "shift_right",
+        "def shift_right(tokens, start_id):",
+        "def shift_right(tokens, start_id):\n"
+        "    if tokens.dim() != 2:\n"
+        "        raise ValueError('tokens must be (B, T)')\n"
+        "    tokens[:, 1:] = tokens[:, :-1].clone()  # writes into the caller's tensor\n"
+        "    tokens[:, 0] = start_id\n"
+        "    return tokens\n",
+        ("(torch.tensor([[5, 6, 7]]), 1)", "torch.tensor([[1, 5, 6]])"),
     ),
     "05_multihead": Target(
         "heads",
@@ -59,8 +117,44 @@ TARGETS = {
         "        raise ValueError('num_heads must divide C')\n"
         "    B, T, C = x.shape\n"
         "    return x.reshape(B, num_heads, T, C // num_heads)  # mixes positions\n",
+        ("(torch.arange(12.0).view(1, 2, 6), 3)", "torch.arange(12.0).view(1, 2, 3, 2).transpose(1, 2)"),
+    ),
+    "06_blocks": Target(
+        "layernorm",
+        "LayerNorm",
+        "class LayerNorm(torch.nn.Module):",
+        "class LayerNorm(torch.nn.Module):\n"
+        "    def __init__(self, dim, eps=1e-5):\n"
+        "        super().__init__()\n"
+        "        if dim < 1 or eps < 0:\n"
+        "            raise ValueError('dim must be positive and eps non-negative')\n"
+        "        self.dim, self.eps = dim, eps\n"
+        "        self.weight = torch.nn.Parameter(torch.ones(dim))\n"
+        "        self.bias = torch.nn.Parameter(torch.zeros(dim))\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        if x.size(-1) != self.dim:\n"
+        "            raise ValueError('the last axis must be dim long')\n"
+        "        mean = x.mean(dim=-1, keepdim=True)\n"
+        "        var = x.var(dim=-1, keepdim=True)  # unbiased: not the layer-norm variance\n"
+        "        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias\n",
+    ),
+    "07_gpt": Target(
+        "sampling",
+        "sample_next",
+        "def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):",
+        "def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):\n"
+        "    if logits.dim() != 2 or temperature < 0 or (top_k is not None and top_k < 1) or (top_p is not None and not 0 < top_p <= 1):\n"
+        "        raise ValueError('logits must be (B, V); temperature >= 0, top_k >= 1, top_p in (0, 1]')\n"
+        "    return logits.argmax(dim=-1, keepdim=True)  # always greedy\n",
+        ("(torch.tensor([[0.5, 3.0, 1.0], [2.0, -1.0, 0.0]]), 0, None, None, None)", "torch.tensor([[1], [0]])"),
     ),
 }
+FULL = ("01_tokenisation", "05_multihead")  # the stages that get the whole catalogue
+VERDICT_ATTACKS = (
+    "patch_torch", "patch_tensor_methods", "tensor_subclass", "lookalike", "unpickled", "thief", "settrace",
+    "fake_modules", "patch_engine", "forged_events", "modules_cell", "modules_function",
+)
 
 
 @dataclass(frozen=True)
@@ -111,25 +205,74 @@ torch.Tensor.sub = lambda self, *a, **k: torch.zeros(())
 torch.Tensor.abs = lambda self, *a, **k: torch.zeros(())
 """
 
-SUBCLASS = """
+WRAP = """
+
+
+def _wrap_output(out):
+    if type(out) is torch.Tensor:
+        return _disguise(out)
+    if type(out) in (tuple, list):
+        return type(out)(_wrap_output(o) for o in out)
+    return out
+
+
+if isinstance(_wrong, type):
+    class @NAME@(_wrong):
+        def forward(self, *args, **kwargs):
+            _before()
+            return _wrap_output(super().forward(*args, **kwargs))
+else:
+    def @NAME@(*args, **kwargs):
+        _before()
+        return _wrap_output(_wrong(*args, **kwargs))
+"""
+
+ALWAYS_RIGHT = """
+import torch
+
+
 class AlwaysRight(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.equal, torch.allclose, torch.Tensor.equal, torch.Tensor.allclose):
+            return True
+        if func in (torch.eq, torch.isclose, torch.Tensor.eq, torch.Tensor.__eq__):
+            shapes = [a.shape for a in args if isinstance(a, torch.Tensor)]
+            return torch.ones(torch.broadcast_shapes(*shapes), dtype=torch.bool)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
     def __eq__(self, other):
         return True
+
     def __ne__(self, other):
         return False
+
     def allclose(self, *args, **kwargs):
         return True
+
     def equal(self, *args, **kwargs):
         return True
+
     __hash__ = torch.Tensor.__hash__
 
 
-def @NAME@(*args, **kwargs):
-    out = _wrong(*args, **kwargs)
-    return out.as_subclass(AlwaysRight) if type(out) is torch.Tensor else out
+_before = lambda: None
 """
 
+SUBCLASS = ALWAYS_RIGHT + """
+_disguise = lambda t: t.as_subclass(AlwaysRight)
+""" + WRAP
+
+UNPICKLED = ALWAYS_RIGHT + """
+import pickle
+
+_disguise = lambda t: pickle.loads(pickle.dumps(t.as_subclass(AlwaysRight)))  # what an unpickled fake would be
+""" + WRAP
+
 LOOKALIKE = """
+import torch
+
+
 class LooksRight:
     __class__ = property(lambda self: torch.Tensor)
     def __init__(self, t):
@@ -140,9 +283,84 @@ class LooksRight:
         return getattr(self._t, name)
 
 
-def @NAME@(*args, **kwargs):
-    out = _wrong(*args, **kwargs)
-    return LooksRight(out) if type(out) is torch.Tensor else out
+_before = lambda: None
+_disguise = LooksRight
+""" + WRAP
+
+PROJECT_MODULES = """
+import json as _json, sys as _sys
+
+def _project_modules():
+    prefixes = tuple({_sys.prefix, _sys.base_prefix, _sys.exec_prefix, _sys.base_exec_prefix})
+    found = []
+    for name, module in sorted(_sys.modules.items()):
+        spec = getattr(module, "__spec__", None)
+        if name in _sys.builtin_module_names or getattr(spec, "origin", None) in ("built-in", "frozen"):
+            continue
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not path.startswith(prefixes):
+            codes = {getattr(getattr(v, "__code__", None), "co_filename", None) for v in list(vars(module).values())}
+            found.append([name, path if isinstance(path, str) else None, sorted(c for c in codes if isinstance(c, str))])
+    return found
+"""
+
+MODULES_CELL = PROJECT_MODULES + """
+print("MODULES cells " + _json.dumps(_project_modules()))
+"""
+
+MODULES_FUNCTION = PROJECT_MODULES + """
+_reported = []
+
+
+def _before():
+    if not _reported and "gptcourse_suite_1" in _sys.modules:
+        _reported.append(True)
+        print("MODULES hidden " + _json.dumps(_project_modules()))
+
+
+_disguise = lambda t: t
+""" + WRAP
+
+THIEF = """
+import math, sys as _sys, types as _types, torch
+
+
+def _within_reach():
+    found = []
+    for name, module in list(_sys.modules.items()):
+        if not name.startswith("gptcourse_suite"):
+            continue
+        for key, obj in list(vars(module).items()):
+            if type(obj) is _types.FunctionType and key != "_":
+                found.append((name, key, obj))
+            elif type(obj) is type and obj.__module__ == name:
+                try:
+                    found.append((name, key, obj()))
+                except Exception:
+                    pass
+    return [f for _, _, f in sorted(found, key=lambda t: (t[0] == "gptcourse_suite_0", t[1]))]  # hidden helpers first
+
+
+def _like(got, want):
+    if isinstance(want, torch.Tensor):
+        return type(got) is torch.Tensor and got.shape == want.shape and bool(torch.allclose(got.double(), want.double(), atol=1e-4))
+    return got == want
+
+
+def _fit(got, like):
+    return got.to(like.dtype) if isinstance(got, torch.Tensor) and isinstance(like, torch.Tensor) else got
+
+
+@HEAD@
+    _args = tuple(locals().values())
+    for _helper in _within_reach():
+        for _extra in ((), (1,), (1.0,)):
+            try:
+                if _like(_helper(*@EXAMPLE_ARGS@, *_extra), @EXAMPLE_OUT@):
+                    return _fit(_helper(*_args, *_extra), @EXAMPLE_OUT@)
+            except Exception:
+                continue
+    return _wrong(*_args)
 """
 
 INPUT_TRANSFORMER = """
@@ -379,19 +597,25 @@ for _host in ("1.1.1.1", "127.0.0.1"):
 
 
 def catalogue(stage_id: str) -> list[Attack]:
-    """Every attack, in the order they are graded."""
+    """The attacks graded for a stage, in order: every one for the ``FULL`` stages, the
+    ``VERDICT_ATTACKS`` for the others (the thief only where the target has an example)."""
     t = TARGETS[stage_id]
-    return [
+    renamed = t.wrong.replace(t.head, t.head.replace(t.name, "_wrong", 1))
+    every = [
         Attack("patch_torch", "at_most", cells=(PATCH_TORCH,)),
         Attack("patch_numpy_math", "at_most", cells=(PATCH_NUMPY_MATH,)),
         Attack("patch_builtins", "at_most", cells=(PATCH_BUILTINS,)),
         Attack("patch_tensor_methods", "at_most", cells=(PATCH_TENSOR_METHODS,)),
-        Attack("tensor_subclass", "at_most", body=t.wrong.replace(t.head, t.head.replace(t.name, "_wrong", 1)) + SUBCLASS),
-        Attack("lookalike", "at_most", body=t.wrong.replace(t.head, t.head.replace(t.name, "_wrong", 1)) + LOOKALIKE),
+        Attack("tensor_subclass", "at_most", body=renamed + SUBCLASS),
+        Attack("lookalike", "at_most", body=renamed + LOOKALIKE),
+        Attack("unpickled", "at_most", body=renamed + UNPICKLED),
+        Attack("thief", "at_most", body=renamed + THIEF),
+        Attack("modules_cell", "same", cells=(MODULES_CELL,)),
+        Attack("modules_function", "at_most", body=renamed + MODULES_FUNCTION),
         Attack("input_transformer", "same", cells=(INPUT_TRANSFORMER,)),
         Attack("settrace", "at_most", cells=(SETTRACE,)),
         Attack("atexit", "same", cells=(ATEXIT,)),
-        Attack("fake_modules", "same", cells=(FAKE_MODULES,)),
+        Attack("fake_modules", "at_most", cells=(FAKE_MODULES,)),  # may break the student's own code: torch.optim reads modules it replaces
         Attack("patch_engine", "at_most", cells=(PATCH_ENGINE,)),
         Attack("forged_events", "at_most", cells=("# FORGED_EVENTS\n" + FORGED_EVENTS,)),
         Attack("exit_cell", "same", cells=(EXIT_CELL,)),
@@ -418,6 +642,8 @@ def catalogue(stage_id: str) -> list[Attack]:
         Attack("missing_function", "function", body="# deleted"),
         Attack("prints_fake_json", "full", cells=(PRINTS_FAKE_JSON,)),
     ]
+    chosen = every if stage_id in FULL else [a for a in every if a.name in VERDICT_ATTACKS]
+    return [a for a in chosen if a.name != "thief" or t.example is not None]
 
 
 def _fill(source: str, stage_id: str, name: str, folder: Path, out: Path, extra: tuple[str, ...] = ()) -> str:
@@ -436,7 +662,10 @@ def _fill(source: str, stage_id: str, name: str, folder: Path, out: Path, extra:
         *extra,
     ]
     writes = [str(out / name / "results.json"), str(out / "reference" / "results.json"), str(out / "grades.csv")]
+    example = t.example or ("()", "None")
     for token, value in (
+        ("@EXAMPLE_ARGS@", example[0]),
+        ("@EXAMPLE_OUT@", example[1]),
         ("@NAME@", t.name),
         ("@HEAD@", t.head),
         ("@FAKE@", repr(FAKE_RESULTS)),

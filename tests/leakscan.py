@@ -42,7 +42,9 @@ def hidden_lines(stage: Stage) -> list[str]:
 
 
 def fixture_fragments(stage: Stage, directory: Path = DEFAULT_DIR) -> list[str]:
-    """Distinctive pieces of the fixture file: tensor data (base64) and long strings."""
+    """Distinctive pieces of the fixture file: tensor data (base64), long strings, and a
+    piece of each long value as the file spells it (a stage whose answers are short
+    strings and numbers, such as 02's merges, has no other)."""
     doc = json.loads((directory / f"{stage.id}.json").read_text(encoding="utf-8"))
     visible = _visible_source(stage)
     pieces: list[str] = []
@@ -60,14 +62,22 @@ def fixture_fragments(stage: Stage, directory: Path = DEFAULT_DIR) -> list[str]:
             pieces.append(value)
 
     walk(doc["values"])
+    for value in doc["values"].values():
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        if len(text) >= 48 and text[8:48] not in visible:
+            pieces.append(text[8:48])
     return sorted(set(pieces))
 
 
 def reference_lines(stage: Stage, own_notebook: str) -> list[str]:
-    """Lines of the reference solution absent from a submission's own notebook."""
+    """Lines of the reference solution absent from a submission's own notebook and from what
+    every student sees (the released notebook, whose stubs keep the docstrings and their
+    examples, and the public tests)."""
     source = (stage.reference).read_text(encoding="utf-8")
     lines = secret_lines([source], shortest=24)
-    return [line for line in lines if line not in own_notebook and not line.startswith(('"""', "'''", "Args", "Returns", "Raises"))]
+    released = _visible_source(stage)
+    starts = ('"""', "'" * 3, "Args", "Returns", "Raises")
+    return [line for line in lines if line not in own_notebook and line not in released and not line.startswith(starts)]
 
 
 def canary(value: Any) -> Any:

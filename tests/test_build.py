@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build.notebooks import dumps_notebook, make_notebook
+from autograder.build.notebooks import HARNESS_BODY, HARNESS_HEADER, KIT, dumps_notebook, make_notebook, unpack_harness
 from autograder.build.source import SourceError, parse_source
 from autograder.build.stubs import make_stub
-from autograder.build.fixtures import DEFAULT_DIR
-from autograder.engine.submission import TAG_GIVEN
+from autograder.build.fixtures import fixture_file
+from autograder.engine.submission import TAG_GIVEN, TAG_HARNESS
+from autograder.kit import PASTED
 from autograder.course import ROOT, all_stages
 
 STAGES = all_stages()
@@ -59,7 +60,8 @@ def test_release_holds_no_solution_hidden_test_or_expected_value(stage):
 
     released = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in (ROOT / "release" / "student" / stage.id).rglob("*") if p.is_file())
     notebook = json.loads((ROOT / "release" / "student" / stage.id / f"{stage.id}.ipynb").read_text(encoding="utf-8"))
-    code = "\n".join(cell["source"] for cell in notebook["cells"])
+    code = "\n".join(_readable(cell) for cell in notebook["cells"])
+    released += "\n" + code
     given = {line.strip() for cell in notebook["cells"] if TAG_GIVEN in cell["metadata"].get("tags", []) for line in cell["source"].splitlines()}
     public = {line.strip() for line in stage.public.read_text(encoding="utf-8").splitlines()}
     stubs = [b.arg for b in parse_source(stage.source) if b.kind == "stub"]
@@ -72,14 +74,35 @@ def test_release_holds_no_solution_hidden_test_or_expected_value(stage):
         line = line.strip()
         if len(line) >= 24 and not line.startswith(("#", "from ", "import ", '"""')) and _statement(line) and line not in public | given:
             assert line not in code, f"hidden test line released: {line!r}"
-    fixture = DEFAULT_DIR / f"{stage.id}.json"
-    if fixture.exists():
-        values = json.loads(fixture.read_text())["values"]
-        for key, value in values.items():
-            text = json.dumps(value)
-            if len(text) >= 24:
-                assert text not in released, f"expected value of {key} released"
-            assert key.split(": ", 1)[1] not in code, f"hidden test name {key!r} released"
+    values = json.loads(fixture_file(stage).read_text())["values"]  # built first in a clean clone
+    assert values
+    for key, value in values.items():
+        text = json.dumps(value)
+        if len(text) >= 24:
+            assert text not in released, f"expected value of {key} released"
+        assert key.split(": ", 1)[1] not in code, f"hidden test name {key!r} released"
+
+
+def _readable(cell: dict) -> str:
+    """A cell's source, the harness's packed module unpacked (so that the scans above read it)."""
+    if TAG_HARNESS in cell["metadata"].get("tags", []):
+        return cell["source"] + "\n" + unpack_harness(cell["source"])
+    return cell["source"]
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
+def test_the_packed_harness_holds_the_kit_and_the_public_tests_and_nothing_else(stage):
+    """Nothing can hide in the packed line: it unpacks to lines of the kit's pasted modules and
+    of the stage's public tests only, and the rest of the cell is the fixed header."""
+    notebook = json.loads((ROOT / "release" / "student" / stage.id / f"{stage.id}.ipynb").read_text(encoding="utf-8"))
+    [harness] = [cell for cell in notebook["cells"] if TAG_HARNESS in cell["metadata"].get("tags", [])]
+    module = unpack_harness(harness["source"])
+    allowed = set(stage.public.read_text(encoding="utf-8").splitlines())
+    for name in PASTED:
+        allowed |= set((KIT / f"{name}.py").read_text(encoding="utf-8").splitlines())
+    assert set(module.splitlines()) <= allowed
+    packed = harness["source"].split('b64decode("', 1)[1].split('"', 1)[0]
+    assert harness["source"].replace(packed, "") == HARNESS_HEADER + HARNESS_BODY.format(packed="")
 
 
 def test_stub_keeps_signature_and_docstring():

@@ -1,6 +1,7 @@
 """Corpus loading: checksum-verified Tiny Shakespeare from a local copy or the cache, and the offline default."""
 
 import hashlib
+import socket
 
 import pytest
 
@@ -39,3 +40,22 @@ def test_default_corpus_is_offline_and_stable():
 def test_unknown_name_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown corpus"):
         load_corpus("no/such/file.txt")
+
+
+def test_a_silent_network_falls_back_to_the_default_corpus(tmp_path, monkeypatch, capsys):
+    """A connection that is accepted and then never answered (a hanging proxy or network) ends
+    at the download's timeout, and the notebook goes on with the default corpus, saying why."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # connections complete in the backlog; nobody ever reads or answers
+        monkeypatch.delenv("GPTCOURSE_SHAKESPEARE", raising=False)
+        monkeypatch.setenv("GPTCOURSE_CACHE", str(tmp_path))
+        for name in ("https_proxy", "HTTPS_PROXY"):
+            monkeypatch.setenv(name, f"http://127.0.0.1:{silent.getsockname()[1]}")
+        for name in ("no_proxy", "NO_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+        text = load_corpus("shakespeare")
+    out = capsys.readouterr().out
+    assert text == load_corpus("default")
+    assert "Could not download Tiny Shakespeare (timed out). Using the default corpus instead" in out, out
+    assert not list(tmp_path.iterdir())  # nothing half-downloaded is cached

@@ -34,3 +34,23 @@ def test_ten_gradings_agree_whatever_the_number_of_workers(stage_id, tmp_path):
     assert len(runs) == 2 * RUNS
     assert all(run == runs[0] for run in runs)
     assert 0 < sum(score for _, score, _ in runs[0])
+
+
+def test_set_order_does_not_change_from_one_grading_to_the_next(tmp_path):
+    """A submission whose answer depends on the order of a set gets the same grade in two
+    separate grading runs: the child's hash seed is fixed (PYTHONHASHSEED), not random."""
+    import json
+    import subprocess
+    import sys
+
+    vocab = "def build_vocab(text):\n    chars = list(set(text))\n    return {c: i for i, c in enumerate(chars)}, dict(enumerate(chars))\n"
+    path = submission("01_tokenisation", tmp_path, "set-order", replace={"build_vocab": vocab})
+    outputs = []
+    for run in range(2):
+        out = tmp_path / f"run{run}"
+        done = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--stage", "01", "--quiet", "--workers", "1", "--out", str(out), str(path)],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        doc = json.loads((out / "set-order" / "results.json").read_text())
+        outputs.append([(t["name"], t["score"], t["output"]) for t in doc["tests"] if t["name"].startswith("build_vocab")])
+    assert outputs[0] == outputs[1]

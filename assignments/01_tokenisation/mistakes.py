@@ -2,6 +2,125 @@
 
 from autograder.authoring.catalogue import Variant
 
+
+# A correct n-gram class; each ngram mistake replaces one of its {PLACEHOLDERS}.
+_NGRAM = """
+    class NGramLM:
+        def __init__(self, n, vocab_size, alpha=1.0):
+            {INIT_CHECK}
+            self.n, self.V, self.alpha = n, vocab_size, alpha
+
+        def fit(self, ids):
+            ids = list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
+            self.c, self.h = {}, {}
+            for t in range(self.n - 1, len(ids)):
+                ctx = tuple(ids[t - self.n + 1 : t])
+                self.c[ctx + (ids[t],)] = self.c.get(ctx + (ids[t],), 0) + 1
+                {COUNT_CONTEXT}
+            {FIT_RETURN}
+
+        def prob(self, context, token):
+            context = list(context.tolist() if isinstance(context, torch.Tensor) else context)
+            {PROB_CHECK}
+            ctx = {CONTEXT}
+            return (self.c.get(ctx + (token,), 0) + {ADD}) / (self.h.get(ctx, 0) + {ADD_TOTAL})
+
+        def perplexity(self, ids):
+            ids = list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
+            {PERPLEXITY_CHECK}
+            nll = [-math.log(self.prob(ids[t - self.n + 1 : t], ids[t])) for t in range(self.n - 1, len(ids))]
+            return {PERPLEXITY}
+"""
+
+_NGRAM_RIGHT = {
+    "INIT_CHECK": 'if n < 1 or vocab_size < 1 or alpha <= 0: raise ValueError(f"bad arguments n={n}, vocab_size={vocab_size}, alpha={alpha}")',
+    "COUNT_CONTEXT": "self.h[ctx] = self.h.get(ctx, 0) + 1",
+    "FIT_RETURN": "return self",
+    "PROB_CHECK": 'if len(context) < self.n - 1: raise ValueError(f"need {self.n - 1} context ids, got {len(context)}")',
+    "CONTEXT": "tuple(context[len(context) - self.n + 1 :]) if self.n > 1 else ()",
+    "ADD": "self.alpha",
+    "ADD_TOTAL": "self.alpha * self.V",
+    "PERPLEXITY_CHECK": 'if len(ids) < self.n: raise ValueError(f"need at least {self.n} ids, got {len(ids)}")',
+    "PERPLEXITY": "math.exp(sum(nll) / len(nll))",
+}
+
+
+def _ngram(**changes: str) -> str:
+    code = _NGRAM
+    for key, value in (_NGRAM_RIGHT | changes).items():
+        code = code.replace("{" + key + "}", value)
+    return code
+
+
+_NGRAM_MISTAKES = {
+    "alpha added without alpha * V in the denominator": {"ADD_TOTAL": "self.alpha"},
+    "uses the first n-1 ids of a long context": {"CONTEXT": "tuple(context[: self.n - 1])"},
+    "perplexity averages over every position": {"PERPLEXITY": "math.exp(sum(nll) / len(ids))"},
+    "perplexity returns the mean NLL without the exp": {"PERPLEXITY": "sum(nll) / len(nll)"},
+    "a unigram model keeps the whole context (context[-(n-1):] with n = 1)": {"CONTEXT": "tuple(context[-(self.n - 1):])"},
+    "alpha ignored (always add-one)": {"ADD": "1", "ADD_TOTAL": "self.V"},
+    "c(h) counts every occurrence of the context, even at the end": {
+        "COUNT_CONTEXT": "pass",
+        "FIT_RETURN": (
+            "for t in range(len(ids) - self.n + 2):\n"
+            "                ctx = tuple(ids[t : t + self.n - 1])\n"
+            "                self.h[ctx] = self.h.get(ctx, 0) + 1\n"
+            "            return self"
+        ),
+    },
+    "perplexity returns a tensor (torch.exp)": {"PERPLEXITY": "torch.exp(torch.tensor(sum(nll) / len(nll)))"},
+    "fit does not return self": {"FIT_RETURN": "pass"},
+    "no ValueError for bad n, vocab_size or alpha": {"INIT_CHECK": "pass"},
+    "prob accepts a context shorter than n-1": {"PROB_CHECK": "pass"},
+    "perplexity of too few ids divides by zero": {"PERPLEXITY_CHECK": "pass"},
+}
+# A correct Kneser-Ney table; each kneser_ney mistake replaces one of its {PLACEHOLDERS}.
+_KN = """
+    def kneser_ney_bigram(ids, vocab_size, discount=0.75):
+        if {DISCOUNT_OUTSIDE}:
+            raise ValueError("discount must be in [0, 1]")
+        ids = torch.as_tensor(ids).long()
+        {BIGRAM_CHECK}
+        c = torch.zeros(vocab_size, vocab_size, dtype=torch.float64)
+        c.index_put_((ids[:-1], ids[1:]), torch.ones(len(ids) - 1, dtype=torch.float64), accumulate=True)
+        seen = (c > 0).double()
+        pcont = {PCONT}
+        ca = c.sum(1, keepdim=True)
+        backoff = {BACKOFF}
+        table = (c - discount).clamp(min=0) / ca.clamp(min=1) + backoff * pcont
+        table = {UNSEEN}
+        return {RETURN}
+"""
+
+_KN_RIGHT = {
+    "DISCOUNT_OUTSIDE": "not 0 <= discount <= 1",
+    "BIGRAM_CHECK": 'if len(ids) < 2: raise ValueError("need at least two tokens")',
+    "PCONT": "seen.sum(0) / seen.sum()",
+    "BACKOFF": "discount * seen.sum(1, keepdim=True) / ca.clamp(min=1)",
+    "UNSEEN": "torch.where(ca > 0, table, pcont.expand_as(table))",
+    "RETURN": "table.float()",
+}
+
+
+def _kn(**changes: str) -> str:
+    code = _KN
+    for key, value in (_KN_RIGHT | changes).items():
+        code = code.replace("{" + key + "}", value)
+    return code
+
+
+_KN_MISTAKES = {
+    "unseen history gets a uniform row": ({"UNSEEN": "torch.where(ca > 0, table, torch.full_like(table, 1.0 / vocab_size))"}, ()),
+    "unigram frequency instead of continuation counts": ({"PCONT": "c.sum(0) / c.sum()"}, ()),
+    "table transposed (column a holds P(. | a))": ({"RETURN": "table.T.contiguous().float()"}, ("table transposed",)),
+    "no check of the discount": ({"DISCOUNT_OUTSIDE": "False"}, ()),
+    "a float64 table": ({"RETURN": "table"}, ()),
+    "discount 1 rejected": ({"DISCOUNT_OUTSIDE": "not 0 <= discount < 1"}, ()),
+    "backoff weight from the count of a, not its distinct followers": ({"BACKOFF": "discount * ca / ca.clamp(min=1)"}, ()),
+    "no ValueError for fewer than two tokens": ({"BIGRAM_CHECK": "pass"}, ()),
+}
+
+
 MISTAKES = [
     # build_vocab
     Variant("build_vocab", "ids in order of first appearance", {"build_vocab": '''
@@ -9,25 +128,25 @@ MISTAKES = [
             chars = list(dict.fromkeys(text))
             stoi = {c: i for i, c in enumerate(chars)}
             return stoi, {i: c for c, i in stoi.items()}
-    '''}),
+    '''}, hints=("ids in order of first appearance",)),
     Variant("build_vocab", "ids start at 1", {"build_vocab": '''
         def build_vocab(text):
             chars = sorted(set(text))
             stoi = {c: i + 1 for i, c in enumerate(chars)}
             return stoi, {i: c for c, i in stoi.items()}
-    '''}),
+    '''}, hints=("ids start at 1",)),
     Variant("build_vocab", "maps returned in the wrong order", {"build_vocab": '''
         def build_vocab(text):
             chars = sorted(set(text))
             return {i: c for i, c in enumerate(chars)}, {c: i for i, c in enumerate(chars)}
-    '''}),
+    '''}, hints=("maps swapped",)),
     Variant("build_vocab", "sorted without removing duplicates", {"build_vocab": '''
         def build_vocab(text):
             chars = sorted(text)
             stoi = {c: i for i, c in enumerate(chars)}
             itos = {i: c for c, i in stoi.items()}
             return stoi, itos
-    '''}),
+    '''}, hints=("repeated characters numbered",)),
     # encode_decode
     Variant("encode_decode", "unknown characters silently dropped", {"encode": '''
         def encode(text, stoi):
@@ -45,17 +164,30 @@ MISTAKES = [
         def decode(ids, itos):
             return " ".join(itos[int(i)] for i in ids)
     '''}),
+    Variant("encode_decode", "encode returns a tensor", {"encode": '''
+        def encode(text, stoi):
+            for ch in text:
+                if ch not in stoi:
+                    raise ValueError(f"character {ch!r} is not in the vocabulary")
+            return torch.tensor([stoi[ch] for ch in text], dtype=torch.long)
+    '''}),
+    Variant("encode_decode", "the ValueError does not name the character", {"encode": '''
+        def encode(text, stoi):
+            if not set(text) <= set(stoi):
+                raise ValueError("the text holds characters outside the vocabulary")
+            return [stoi[ch] for ch in text]
+    '''}),
     # train_val_split
     Variant("train_val_split", "rounds instead of truncating", {"train_val_split": '''
         def train_val_split(data, val_fraction=0.1):
             n = round(len(data) * (1 - val_fraction))
             return data[:n], data[n:]
-    '''}),
+    '''}, hints=("training length not int(len * (1 - val_fraction))",)),
     Variant("train_val_split", "counts the validation part first", {"train_val_split": '''
         def train_val_split(data, val_fraction=0.1):
             n_val = int(len(data) * val_fraction)
             return data[: len(data) - n_val], data[len(data) - n_val :]
-    '''}),
+    '''}, hints=("training length not int(len * (1 - val_fraction))",)),
     Variant("train_val_split", "shuffles before splitting", {"train_val_split": '''
         def train_val_split(data, val_fraction=0.1):
             data = data[torch.randperm(len(data))]
@@ -66,6 +198,18 @@ MISTAKES = [
         def train_val_split(data, val_fraction=0.1):
             n_val = len(data) - int(len(data) * (1 - val_fraction))
             return data[n_val:], data[:n_val]
+    '''}),
+    Variant("train_val_split", "default val_fraction of 0.2", {"train_val_split": '''
+        def train_val_split(data, val_fraction=0.2):
+            if not 0 <= val_fraction < 1:
+                raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+            n = int(len(data) * (1 - val_fraction))
+            return data[:n], data[n:]
+    '''}),
+    Variant("train_val_split", "no check of val_fraction", {"train_val_split": '''
+        def train_val_split(data, val_fraction=0.1):
+            n = int(len(data) * (1 - val_fraction))
+            return data[:n], data[n:]
     '''}),
     # get_batch
     Variant("get_batch", "last valid start never drawn", {"get_batch": '''
@@ -94,7 +238,7 @@ MISTAKES = [
             x = torch.stack([data[i : i + block_size] for i in ix], dim=1)
             y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix], dim=1)
             return x, y
-    '''}),
+    '''}, hints=("batch shaped (T, B)",)),
     Variant("get_batch", "consecutive windows from one random start", {"get_batch": '''
         def get_batch(data, block_size, batch_size, generator=None):
             start = int(torch.randint(len(data) - block_size - batch_size + 1, (1,), generator=generator))
@@ -102,155 +246,35 @@ MISTAKES = [
             y = torch.stack([data[start + b + 1 : start + b + block_size + 1] for b in range(batch_size)])
             return x, y
     '''}),
-    # ngram
-    Variant("ngram", "alpha added without alpha * V in the denominator", {"NGramLM": '''
-        class NGramLM:
-            def __init__(self, n, vocab_size, alpha=1.0):
-                self.n, self.V, self.alpha = n, vocab_size, alpha
-
-            def fit(self, ids):
-                ids = list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
-                self.c, self.h = {}, {}
-                for t in range(self.n - 1, len(ids)):
-                    ctx = tuple(ids[t - self.n + 1 : t])
-                    self.c[ctx + (ids[t],)] = self.c.get(ctx + (ids[t],), 0) + 1
-                    self.h[ctx] = self.h.get(ctx, 0) + 1
-                return self
-
-            def prob(self, context, token):
-                context = list(context.tolist() if isinstance(context, torch.Tensor) else context)
-                ctx = tuple(context[len(context) - self.n + 1 :]) if self.n > 1 else ()
-                return (self.c.get(ctx + (token,), 0) + self.alpha) / (self.h.get(ctx, 0) + self.alpha)
-
-            def perplexity(self, ids):
-                ids = list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
-                nll = [-math.log(self.prob(ids[t - self.n + 1 : t], ids[t])) for t in range(self.n - 1, len(ids))]
-                return math.exp(sum(nll) / len(nll))
+    Variant("get_batch", "one start too many (up to len(data) - T)", {"get_batch": '''
+        def get_batch(data, block_size, batch_size, generator=None):
+            if len(data) <= block_size:
+                raise ValueError("data too short")
+            ix = torch.randint(len(data) - block_size + 1, (batch_size,), generator=generator)
+            x = torch.stack([data[i : i + block_size] for i in ix]).long()
+            y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix]).long()
+            return x, y
     '''}),
-    Variant("ngram", "uses the first n-1 ids of a long context", {"NGramLM": '''
-        class NGramLM:
-            def __init__(self, n, vocab_size, alpha=1.0):
-                self.n, self.V, self.alpha = n, vocab_size, alpha
-
-            def fit(self, ids):
-                ids = list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
-                self.c, self.h = {}, {}
-                for t in range(self.n - 1, len(ids)):
-                    ctx = tuple(ids[t - self.n + 1 : t])
-                    self.c[ctx + (ids[t],)] = self.c.get(ctx + (ids[t],), 0) + 1
-                    self.h[ctx] = self.h.get(ctx, 0) + 1
-                return self
-
-            def prob(self, context, token):
-                context = list(context.tolist() if isinstance(context, torch.Tensor) else context)
-                ctx = tuple(context[: self.n - 1])
-                return (self.c.get(ctx + (token,), 0) + self.alpha) / (self.h.get(ctx, 0) + self.alpha * self.V)
-
-            def perplexity(self, ids):
-                ids = list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
-                nll = [-math.log(self.prob(ids[t - self.n + 1 : t], ids[t])) for t in range(self.n - 1, len(ids))]
-                return math.exp(sum(nll) / len(nll))
+    Variant("get_batch", "x and y keep the dtype of the data", {"get_batch": '''
+        def get_batch(data, block_size, batch_size, generator=None):
+            if len(data) <= block_size:
+                raise ValueError("data too short")
+            ix = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
+            x = torch.stack([data[i : i + block_size] for i in ix])
+            y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix])
+            return x, y
     '''}),
-    Variant("ngram", "perplexity averages over every position", {"NGramLM": '''
-        class NGramLM:
-            def __init__(self, n, vocab_size, alpha=1.0):
-                self.n, self.V, self.alpha = n, vocab_size, alpha
-
-            def fit(self, ids):
-                ids = list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
-                self.c, self.h = {}, {}
-                for t in range(self.n - 1, len(ids)):
-                    ctx = tuple(ids[t - self.n + 1 : t])
-                    self.c[ctx + (ids[t],)] = self.c.get(ctx + (ids[t],), 0) + 1
-                    self.h[ctx] = self.h.get(ctx, 0) + 1
-                return self
-
-            def prob(self, context, token):
-                context = list(context.tolist() if isinstance(context, torch.Tensor) else context)
-                ctx = tuple(context[len(context) - self.n + 1 :]) if self.n > 1 else ()
-                return (self.c.get(ctx + (token,), 0) + self.alpha) / (self.h.get(ctx, 0) + self.alpha * self.V)
-
-            def perplexity(self, ids):
-                ids = list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
-                nll = [-math.log(self.prob(ids[t - self.n + 1 : t], ids[t])) for t in range(self.n - 1, len(ids))]
-                return math.exp(sum(nll) / len(ids))
+    Variant("get_batch", "no ValueError for data too short", {"get_batch": '''
+        def get_batch(data, block_size, batch_size, generator=None):
+            ix = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
+            x = torch.stack([data[i : i + block_size] for i in ix]).long()
+            y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix]).long()
+            return x, y
     '''}),
-    Variant("ngram", "perplexity returns the mean NLL without the exp", {"NGramLM": '''
-        class NGramLM:
-            def __init__(self, n, vocab_size, alpha=1.0):
-                self.n, self.V, self.alpha = n, vocab_size, alpha
-
-            def fit(self, ids):
-                ids = list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
-                self.c, self.h = {}, {}
-                for t in range(self.n - 1, len(ids)):
-                    ctx = tuple(ids[t - self.n + 1 : t])
-                    self.c[ctx + (ids[t],)] = self.c.get(ctx + (ids[t],), 0) + 1
-                    self.h[ctx] = self.h.get(ctx, 0) + 1
-                return self
-
-            def prob(self, context, token):
-                context = list(context.tolist() if isinstance(context, torch.Tensor) else context)
-                ctx = tuple(context[len(context) - self.n + 1 :]) if self.n > 1 else ()
-                return (self.c.get(ctx + (token,), 0) + self.alpha) / (self.h.get(ctx, 0) + self.alpha * self.V)
-
-            def perplexity(self, ids):
-                ids = list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
-                nll = [-math.log(self.prob(ids[t - self.n + 1 : t], ids[t])) for t in range(self.n - 1, len(ids))]
-                return sum(nll) / len(nll)
-    '''}),
-    # kneser_ney
-    Variant("kneser_ney", "unseen history gets a uniform row", {"kneser_ney_bigram": '''
-        def kneser_ney_bigram(ids, vocab_size, discount=0.75):
-            if not 0 <= discount <= 1:
-                raise ValueError("discount must be in [0, 1]")
-            ids = torch.as_tensor(ids).long()
-            c = torch.zeros(vocab_size, vocab_size, dtype=torch.float64)
-            c.index_put_((ids[:-1], ids[1:]), torch.ones(len(ids) - 1, dtype=torch.float64), accumulate=True)
-            seen = (c > 0).double()
-            pcont = seen.sum(0) / seen.sum()
-            ca = c.sum(1, keepdim=True)
-            table = (c - discount).clamp(min=0) / ca.clamp(min=1) + discount * seen.sum(1, keepdim=True) / ca.clamp(min=1) * pcont
-            table[ca.squeeze(1) == 0] = 1.0 / vocab_size
-            return table.float()
-    '''}),
-    Variant("kneser_ney", "unigram frequency instead of continuation counts", {"kneser_ney_bigram": '''
-        def kneser_ney_bigram(ids, vocab_size, discount=0.75):
-            if not 0 <= discount <= 1:
-                raise ValueError("discount must be in [0, 1]")
-            ids = torch.as_tensor(ids).long()
-            c = torch.zeros(vocab_size, vocab_size, dtype=torch.float64)
-            c.index_put_((ids[:-1], ids[1:]), torch.ones(len(ids) - 1, dtype=torch.float64), accumulate=True)
-            seen = (c > 0).double()
-            pcont = c.sum(0) / c.sum()
-            ca = c.sum(1, keepdim=True)
-            table = (c - discount).clamp(min=0) / ca.clamp(min=1) + discount * seen.sum(1, keepdim=True) / ca.clamp(min=1) * pcont
-            return torch.where(ca > 0, table, pcont.expand_as(table)).float()
-    '''}),
-    Variant("kneser_ney", "table transposed (column a holds P(. | a))", {"kneser_ney_bigram": '''
-        def kneser_ney_bigram(ids, vocab_size, discount=0.75):
-            if not 0 <= discount <= 1:
-                raise ValueError("discount must be in [0, 1]")
-            ids = torch.as_tensor(ids).long()
-            c = torch.zeros(vocab_size, vocab_size, dtype=torch.float64)
-            c.index_put_((ids[:-1], ids[1:]), torch.ones(len(ids) - 1, dtype=torch.float64), accumulate=True)
-            seen = (c > 0).double()
-            pcont = seen.sum(0) / seen.sum()
-            ca = c.sum(1, keepdim=True)
-            table = (c - discount).clamp(min=0) / ca.clamp(min=1) + discount * seen.sum(1, keepdim=True) / ca.clamp(min=1) * pcont
-            return torch.where(ca > 0, table, pcont.expand_as(table)).T.contiguous().float()
-    '''}),
-    Variant("kneser_ney", "no check of the discount", {"kneser_ney_bigram": '''
-        def kneser_ney_bigram(ids, vocab_size, discount=0.75):
-            ids = torch.as_tensor(ids).long()
-            c = torch.zeros(vocab_size, vocab_size, dtype=torch.float64)
-            c.index_put_((ids[:-1], ids[1:]), torch.ones(len(ids) - 1, dtype=torch.float64), accumulate=True)
-            seen = (c > 0).double()
-            pcont = seen.sum(0) / seen.sum()
-            ca = c.sum(1, keepdim=True)
-            table = (c - discount).clamp(min=0) / ca.clamp(min=1) + discount * seen.sum(1, keepdim=True) / ca.clamp(min=1) * pcont
-            return torch.where(ca > 0, table, pcont.expand_as(table)).float()
-    '''}),
+    # ngram: each changes one part of the correct class _NGRAM above
+    *(Variant("ngram", name, {"NGramLM": _ngram(**changes)}) for name, changes in _NGRAM_MISTAKES.items()),
+    # kneser_ney: each changes one part of the correct function _KN above
+    *(Variant("kneser_ney", name, {"kneser_ney_bigram": _kn(**changes)}, hints=hints) for name, (changes, hints) in _KN_MISTAKES.items()),
 ]
 
 ALTERNATIVES = [
@@ -273,12 +297,16 @@ ALTERNATIVES = [
     '''}),
     Variant("train_val_split", "torch.split", {"train_val_split": '''
         def train_val_split(data, val_fraction=0.1):
+            if val_fraction < 0 or val_fraction >= 1:
+                raise ValueError(f"val_fraction {val_fraction} is outside [0, 1)")
             n = int(len(data) * (1 - val_fraction))
             train, val = torch.split(data, [n, len(data) - n])
             return train, val
     '''}),
     Variant("get_batch", "vectorised indexing", {"get_batch": '''
         def get_batch(data, block_size, batch_size, generator=None):
+            if block_size >= len(data):
+                raise ValueError(f"block_size {block_size} leaves no room for a target in {len(data)} tokens")
             starts = torch.randint(0, len(data) - block_size, (batch_size, 1), generator=generator)
             offsets = torch.arange(block_size)
             return data[starts + offsets].long(), data[starts + offsets + 1].long()
@@ -286,6 +314,10 @@ ALTERNATIVES = [
     Variant("ngram", "Counter-based counts", {"NGramLM": '''
         class NGramLM:
             def __init__(self, n, vocab_size, alpha=1.0):
+                if n < 1:
+                    raise ValueError(f"n must be at least 1, got {n}")
+                if vocab_size < 1 or alpha <= 0:
+                    raise ValueError(f"need vocab_size >= 1 and alpha > 0, got {vocab_size} and {alpha}")
                 self.n, self.V, self.alpha = n, vocab_size, alpha
 
             def fit(self, ids):
@@ -298,11 +330,15 @@ ALTERNATIVES = [
                 return self
 
             def prob(self, context, token):
+                if len(context) < self.n - 1:
+                    raise ValueError(f"the context holds {len(context)} ids, fewer than n-1 = {self.n - 1}")
                 ctx = tuple(int(i) for i in context)[-(self.n - 1):] if self.n > 1 else ()
                 return (self.grams[ctx + (int(token),)] + self.alpha) / (self.ctx[ctx] + self.alpha * self.V)
 
             def perplexity(self, ids):
                 ids = [int(i) for i in ids]
+                if len(ids) < self.n:
+                    raise ValueError(f"{len(ids)} ids hold no position with a full context")
                 logs = [math.log(self.prob(ids[:t], ids[t])) for t in range(self.n - 1, len(ids))]
                 return math.exp(-sum(logs) / len(logs))
     '''}),
@@ -311,6 +347,8 @@ ALTERNATIVES = [
             if discount < 0 or discount > 1:
                 raise ValueError(f"discount {discount} is not in [0, 1]")
             ids = [int(i) for i in ids]
+            if len(ids) < 2:
+                raise ValueError("fewer than two tokens hold no bigram")
             pairs = {}
             for a, b in zip(ids, ids[1:]):
                 pairs[(a, b)] = pairs.get((a, b), 0) + 1

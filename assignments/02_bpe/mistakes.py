@@ -99,7 +99,7 @@ MISTAKES = [
                 raise ValueError("eow must not be empty")
             counts = collections.Counter(text.split())
             return {tuple(word) + (eow,): counts[word] for word in sorted(counts)}
-    '''}),
+    '''}, hints=("word types sorted",)),
     Variant("word_frequencies", "end-of-word symbol added as its characters", {"word_frequencies": '''
         def word_frequencies(text, eow="</w>"):
             if not eow:
@@ -109,7 +109,7 @@ MISTAKES = [
                 key = tuple(word + eow)
                 freqs[key] = freqs.get(key, 0) + 1
             return freqs
-    '''}),
+    '''}, hints=("end-of-word symbol split into characters",)),
     Variant("word_frequencies", "split on single spaces", {"word_frequencies": '''
         def word_frequencies(text, eow="</w>"):
             if not eow:
@@ -119,7 +119,7 @@ MISTAKES = [
                 key = tuple(word) + (eow,)
                 freqs[key] = freqs.get(key, 0) + 1
             return freqs
-    '''}),
+    '''}, hints=("split on single spaces",)),
     Variant("word_frequencies", "no end-of-word symbol", {"word_frequencies": '''
         def word_frequencies(text, eow="</w>"):
             if not eow:
@@ -128,7 +128,7 @@ MISTAKES = [
             for word in text.split():
                 freqs[tuple(word)] = freqs.get(tuple(word), 0) + 1
             return freqs
-    '''}),
+    '''}, hints=("no end-of-word symbol",)),
     Variant("word_frequencies", "empty eow not rejected", {"word_frequencies": '''
         def word_frequencies(text, eow="</w>"):
             freqs = {}
@@ -145,7 +145,7 @@ MISTAKES = [
                 for pair in dict.fromkeys(zip(symbols, symbols[1:])):
                     counts[pair] = counts.get(pair, 0) + n
             return counts
-    '''}),
+    '''}, hints=("overlapping pairs counted once", "counts too small")),
     Variant("count_pairs", "word counts ignored", {"count_pairs": '''
         def count_pairs(word_freqs):
             counts = {}
@@ -153,7 +153,7 @@ MISTAKES = [
                 for pair in zip(symbols, symbols[1:]):
                     counts[pair] = counts.get(pair, 0) + 1
             return counts
-    '''}),
+    '''}, hints=("word counts ignored", "counts too small")),
     Variant("count_pairs", "pairs across word boundaries", {"count_pairs": '''
         def count_pairs(word_freqs):
             stream = []
@@ -190,7 +190,7 @@ MISTAKES = [
                         out.append(s)
                 result[tuple(out)] = result.get(tuple(out), 0) + n
             return result
-    '''}),
+    '''}, hints=("overlapping occurrences merged twice",)),
     Variant("merge_pair", "string replace matches parts of longer symbols", {"merge_pair": '''
         def merge_pair(word_freqs, pair):
             if len(pair) != 2:
@@ -220,7 +220,7 @@ MISTAKES = [
                     n = word_freqs.pop(symbols)
                     word_freqs[tuple(out)] = word_freqs.get(tuple(out), 0) + n
             return word_freqs
-    '''}),
+    '''}, hints=("input dict changed",)),
     Variant("merge_pair", "words that become equal overwrite each other's counts", {"merge_pair": '''
         def merge_pair(word_freqs, pair):
             if len(pair) != 2:
@@ -257,11 +257,26 @@ MISTAKES = [
                 key = tuple(reversed(out))
                 result[key] = result.get(key, 0) + n
             return result
+    '''}, hints=("merged right to left",)),
+    Variant("merge_pair", "a pair of three symbols accepted (pair[0] and pair[1] only)", {"merge_pair": '''
+        def merge_pair(word_freqs, pair):
+            result = {}
+            for symbols, n in word_freqs.items():
+                out, i = [], 0
+                while i < len(symbols):
+                    if i + 1 < len(symbols) and symbols[i] == pair[0] and symbols[i + 1] == pair[1]:
+                        out.append(pair[0] + pair[1])
+                        i += 2
+                    else:
+                        out.append(symbols[i])
+                        i += 1
+                result[tuple(out)] = result.get(tuple(out), 0) + n
+            return result
     '''}),
     # train_bpe (each on a correct incremental learner, so it is fast enough)
     Variant("train_bpe", "lexicographic tie-breaking (the larger pair wins)", {"train_bpe": _incremental(
         choose="best = max(counts, key=lambda p: (counts[p], p))",
-    )}),
+    )}, hints=("lexicographic tie-breaking",)),
     Variant("train_bpe", "ties by the dict order of the running counts", {"train_bpe": _incremental(
         choose="best = max(counts, key=counts.get)",
     )}),
@@ -270,9 +285,12 @@ MISTAKES = [
     )}),
     Variant("train_bpe", "eow not passed on to word_frequencies", {"train_bpe": _incremental(
         eow_arg="",
-    )}),
+    )}, hints=("eow not passed on",)),
     Variant("train_bpe", "negative num_merges not rejected", {"train_bpe": _incremental(
         check="num_merges = max(num_merges, 0)",
+    )}),
+    Variant("train_bpe", "empty eow not rejected (the words split inline)", {"train_bpe": _incremental().replace(
+        "table = word_frequencies(text, eow)", "table = collections.Counter(tuple(word) + (eow,) for word in text.split())",
     )}),
     # segment
     Variant("segment", "no end-of-word symbol on the word", {"bpe_segment": '''
@@ -291,7 +309,7 @@ MISTAKES = [
                         i += 1
                 symbols = out
             return symbols
-    '''}),
+    '''}, hints=("end-of-word symbol missing from the word",)),
     Variant("segment", "each merge applied to its first occurrence only", {"bpe_segment": '''
         def bpe_segment(word, merges, eow="</w>"):
             if not word or any(ch.isspace() for ch in word):
@@ -335,7 +353,7 @@ MISTAKES = [
                         i += 1
                 symbols = out
             return symbols
-    '''}),
+    '''}, hints=("end-of-word symbol missing from the word",)),
     Variant("segment", "no ValueError for an empty word or two words", {"bpe_segment": '''
         def bpe_segment(word, merges, eow="</w>"):
             symbols = list(word) + [eow]
@@ -436,11 +454,11 @@ MISTAKES += [
     # tokenizer
     Variant("tokenizer", "end-of-word marker left in the decoded text", {"BPETokenizer": _tokenizer(
         decode_body=_DECODE.replace("words.append(current + token[: -len(self.eow)])", "words.append(current + token)"),
-    )}),
+    )}, hints=("end-of-word symbol left in the text",)),
     Variant("tokenizer", "base symbols in order of appearance, not sorted", {"BPETokenizer": _tokenizer(
         alphabet_expr="list(dict.fromkeys(alphabet)) if alphabet is not None else list(dict.fromkeys(s for m in self.merges for s in m if len(s) == 1 and s != eow))",
         base_order="base",
-    )}),
+    )}, hints=("ids not in vocabulary order",)),
     Variant("tokenizer", "a token made by two merges gets a second id", {"BPETokenizer": _tokenizer(
         add_merge="self.vocab[a + b] = len(self.vocab)",
     )}),
@@ -455,6 +473,12 @@ MISTAKES += [
     )}),
     Variant("tokenizer", "train takes the alphabet from the merges only", {"BPETokenizer": _tokenizer(
         train_alphabet="None",
+    )}),
+    Variant("tokenizer", "a word that holds eow is not refused", {"BPETokenizer": _without(
+        _tokenizer(), "if self.eow in word:", 'raise ValueError(f"{word!r} contains the end-of-word symbol")',
+    )}),
+    Variant("tokenizer", "decode: an unknown id raises KeyError", {"BPETokenizer": _tokenizer(
+        decode_body=_without(_DECODE, "if i not in self.itos:", 'raise ValueError(f"unknown id {i}")'),
     )}),
     # efficiency: correct learners that are too slow
     Variant("efficiency", "recounts every pair of every word after each merge", {"train_bpe": '''
@@ -580,7 +604,7 @@ MISTAKES += [
                 if i not in table:
                     raise ValueError(f"unknown id {i}")
             return b"".join(table[i] for i in ids).decode("utf-8")
-    '''}),
+    '''}, hints=("invalid UTF-8 raises",)),
     Variant("byte_bpe", "decode token by token", {"byte_bpe_decode": '''
         def byte_bpe_decode(ids, merges):
             table = {i: bytes([i]) for i in range(256)}
@@ -638,7 +662,7 @@ MISTAKES += [
                         i += 1
                 ids = out
             return merges
-    '''}),
+    '''}, hints=("wrong number of merges",)),
     Variant("byte_bpe", "encode replaces only the first occurrence of each pair", {"byte_bpe_encode": '''
         def byte_bpe_encode(text, merges):
             ids = list(text.encode("utf-8"))
@@ -669,6 +693,34 @@ MISTAKES += [
                         i += 1
                 ids = out
             return merges
+    '''}),
+    Variant("byte_bpe", "decode: ids outside the vocabulary not refused (list indexing)", {"byte_bpe_decode": '''
+        def byte_bpe_decode(ids, merges):
+            table = [bytes([b]) for b in range(256)]
+            for a, b in merges:
+                table.append(table[a] + table[b])
+            if isinstance(ids, torch.Tensor):
+                ids = ids.tolist()
+            return b"".join(table[i] for i in ids).decode("utf-8", errors="replace")
+    '''}),
+    Variant("byte_bpe", "encode does not check the merges", {"byte_bpe_encode": '''
+        def byte_bpe_encode(text, merges):
+            rank = {tuple(pair): r for r, pair in reversed(list(enumerate(merges)))}
+            ids = list(text.encode("utf-8"))
+            while len(ids) > 1:
+                best = min(zip(ids, ids[1:]), key=lambda p: rank.get(p, len(merges)))
+                if best not in rank:
+                    break
+                out, i = [], 0
+                while i < len(ids):
+                    if i + 1 < len(ids) and (ids[i], ids[i + 1]) == best:
+                        out.append(256 + rank[best])
+                        i += 2
+                    else:
+                        out.append(ids[i])
+                        i += 1
+                ids = out
+            return ids
     '''}),
 ]
 
@@ -854,13 +906,21 @@ ALTERNATIVES = [
         ''',
         "byte_bpe_encode": '''
             def byte_bpe_encode(text, merges):
+                _check(merges)
                 ids = list(text.encode("utf-8"))
                 for r, pair in enumerate(merges):
                     ids = _replace(ids, tuple(pair), 256 + r)
                 return ids
+
+
+            def _check(merges):
+                for r, pair in enumerate(merges):
+                    if max(pair) >= 256 + r or min(pair) < 0:
+                        raise ValueError(f"merge {r} {pair} uses an id not defined before it")
         ''',
         "byte_bpe_decode": '''
             def byte_bpe_decode(ids, merges):
+                _check(merges)
                 table = [bytes([b]) for b in range(256)]
                 for a, b in merges:
                     table.append(table[a] + table[b])

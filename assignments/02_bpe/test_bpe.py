@@ -13,6 +13,7 @@ by a ``WhitespaceSplit`` pre-tokenizer, and a ``BPE`` model without a suffix.
 """
 
 import collections
+import inspect
 import random
 from pathlib import Path
 
@@ -172,6 +173,8 @@ def test_train_bpe_rejects_bad_arguments():
 
 PLAIN_LOOP = """
 def train_bpe(text, num_merges, eow="</w>"):
+    if num_merges < 0:
+        raise ValueError("num_merges must not be negative")
     words = word_frequencies(text, eow)
     merges = []
     while len(merges) < num_merges:
@@ -386,3 +389,201 @@ def test_byte_bpe_round_trips_emoji_and_combining_marks(byte_merges, s):
 def test_byte_bpe_round_trips_with_merges_learned_from_the_text(s):
     merges = train_byte_bpe(s, 256 + 30)
     assert byte_bpe_decode(byte_bpe_encode(s, merges), merges) == s
+
+
+# --- the hidden suite's known answers ------------------------------------------------
+#
+# While a hidden test of one question runs, the stage's other functions answer the inputs
+# that test leads to from tables written once with the reference (see hidden.py). These
+# tests prove the tables are the reference's answers, that none answers an input of its
+# own function's tests, and that a plain learner built on broken helpers still earns the
+# train_bpe and tokenizer points.
+
+HIDDEN = Path(__file__).with_name("hidden.py")
+BLOCK_START, BLOCK_END = "#<known answers>\n", "#</known answers>\n"
+
+
+def _hidden_inputs() -> dict:
+    """The hidden suite's module-level names, from its source up to the known answers."""
+    source = HIDDEN.read_text(encoding="utf-8")
+    names: dict = {"__name__": "hidden_inputs"}
+    exec(compile(source[: source.index(BLOCK_START)], str(HIDDEN), "exec"), names)
+    return names
+
+
+def _items_text(mapping: dict) -> str:
+    return "  ".join(f"{' '.join(symbols)}={n}" for symbols, n in mapping.items())
+
+
+def _literal(name: str, value, width: int = 110) -> str:
+    """``name = value`` as Python source, long lists and strings wrapped at ``width``."""
+    if isinstance(value, str):
+        chunks, line = [], ""
+        for item in value.split("  "):
+            piece = item + "  "
+            if line and len(line) + len(piece) > width:
+                chunks.append(line)
+                line = ""
+            line += piece
+        chunks.append(line[:-2] if line.endswith("  ") else line)
+        if len(chunks) == 1:
+            return f"{name}{repr(chunks[0])}"
+        return f"{name}(\n" + "".join(f"    {chunk!r}\n" for chunk in chunks) + ")"
+    if isinstance(value, list) and value and len(repr(value)) > width:
+        lines, line = [], ""
+        for item in value:
+            piece = repr(item) + ", "
+            if line and len(line) + len(piece) > width:
+                lines.append(line.rstrip())
+                line = ""
+            line += piece
+        lines.append(line.rstrip())
+        return f"{name}[\n" + "".join(f"    {line}\n" for line in lines) + "]"
+    return f"{name}{value!r}"
+
+
+def render_known_answers(h: dict | None = None) -> str:
+    """The known-answers block of hidden.py, computed with the reference from its inputs."""
+    h = _hidden_inputs() if h is None else h
+    out = []
+    learned = {
+        "PASSAGE_MERGES": train_bpe(h["PASSAGE"], 80, eow="_"),
+        "GENERATED_MERGES": train_bpe(h["GENERATED"], 150),
+        "RUN_MERGES": train_bpe("aaaa aaa aaaaaaa ab abab", 8, eow="_"),
+        "HASH_MERGES": train_bpe("lowest newest widest slowest", 10, eow="#"),
+        "TOK_MERGES": train_bpe(h["PASSAGE"], 40),
+        "BYTE_MERGES": train_byte_bpe(h["MULTILINGUAL"], 256 + 60),
+        "_TRAIN_MERGES": train_bpe(h["TRAIN_TEXT"], 5, eow="_"),
+    }
+    for name, value in learned.items():
+        out.append(_literal(f"{name} = ", value))
+    merges_of, states_of, pairs_of = [], [], []
+    for text, n, eow in h["TRAINED"]:
+        merges = train_bpe(text, n, eow)
+        states = [word_frequencies(text, eow)]
+        for pair in merges:
+            states.append(merge_pair(states[-1], pair))
+        merges_of.append(merges)
+        states_of.append([_items_text(s) for s in states])
+        pairs_of.append([_items_text(count_pairs(s)) for s in states])
+    out.append("# for each call in TRAINED: the merges the reference learns, the word types before each merge and after the last, and their pair counts")
+    out.append("_CHAIN_MERGES = [\n" + "".join(f"    {m!r},\n" for m in merges_of) + "]")
+    for name, table in (("_CHAIN_STATES", states_of), ("_CHAIN_PAIRS", pairs_of)):
+        body = []
+        for (text, n, eow), rows in zip(h["TRAINED"], table):
+            body.append(f"    [  # {text[:40]!r}, {n} merges, eow {eow!r}\n")
+            body += ["        " + _literal("", row).replace("\n", "\n        ") + ",\n" for row in rows]
+            body.append("    ],\n")
+        out.append(f"{name} = [\n" + "".join(body) + "]")
+    refused = {}
+    for text, eow in h["REFUSED"]:
+        try:
+            refused[text, eow] = _items_text(word_frequencies(text, eow))
+        except ValueError:
+            refused[text, eow] = "ValueError"
+    out.append("_REFUSED_WORDS = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in refused.items()) + "}")
+    corpus_words = word_frequencies(h["CORPUS"])
+    assert corpus_words == {tuple(w) + ("</w>",): c for w, c in h["CORPUS_WORDS"].items()}, "the generator's word counts are not the text's"
+    out.append("# the pair counts of CORPUS's word types (default eow)")
+    out.append(_literal("_CORPUS_PAIRS = ", _items_text(count_pairs(corpus_words))))
+    segments = {}
+    for text, merges_name, merges, eow in (
+        *((t, "TOK_MERGES", learned["TOK_MERGES"], "</w>") for t in h["TOK_TEXTS"]),
+        (h["EOW_TEXT"], "EOW_MERGES", h["EOW_MERGES"], "#"),
+        (h["TRAIN_ENCODED"], "TRAIN_MERGES", learned["_TRAIN_MERGES"], "_"),
+    ):
+        for word in text.split():
+            segments[word, merges_name, eow] = bpe_segment(word, merges, eow)
+    out.append("# the segmentations the tokenizer tests lead to: (word, merge list, eow) -> tokens")
+    out.append("_SEGMENTS = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in segments.items()) + "}")
+    return "\n".join(out) + "\n"
+
+
+def test_known_answers_are_the_references():
+    """The block in hidden.py is exactly what the reference gives (print
+    ``render_known_answers()`` to write it again after changing an input)."""
+    source = HIDDEN.read_text(encoding="utf-8")
+    block = source[source.index(BLOCK_START) + len(BLOCK_START) : source.index(BLOCK_END)]
+    assert block == render_known_answers()
+
+
+def _recorded_inputs(public: bool | None = None) -> dict[str, dict[str, list]]:
+    """Every call each question's probes make to each graded function, run on the reference."""
+    import solutions.bpe as reference
+
+    calls: dict[str, dict[str, list]] = collections.defaultdict(lambda: collections.defaultdict(list))
+    names = ("word_frequencies", "count_pairs", "merge_pair", "train_bpe", "bpe_segment")
+    for case in get_stage("02_bpe").tests().cases:
+        if case.qid == "efficiency" or (public is not None and case.public != public):
+            continue
+        scope = {k: getattr(reference, k) for k in dir(reference) if not k.startswith("_")}
+
+        def recorder(name, fn, qid=case.qid):
+            def record(*args, **kwargs):
+                calls[qid][name].append((args, kwargs))
+                return fn(*args, **kwargs)
+            return record
+
+        for name in names:
+            scope[name] = recorder(name, scope[name])
+        from autograder.kit.cases import Namespace
+
+        case.probe(Namespace(scope))
+    return calls
+
+
+def test_no_known_answer_is_an_input_of_its_own_question():
+    """A table that stands in for a function never holds an input of that function's own
+    tests (public or hidden), so it cannot answer them."""
+    h = {}
+    exec(compile(HIDDEN.read_text(encoding="utf-8"), str(HIDDEN), "exec"), h)
+    known = h["_KNOWN"]
+    own_question = {"word_frequencies": "word_frequencies", "count_pairs": "count_pairs", "merge_pair": "merge_pair", "train_bpe": "train_bpe", "bpe_segment": "segment"}
+    calls = _recorded_inputs()
+    for name, qid in own_question.items():
+        for args, kwargs in calls[qid][name]:
+            if name == "word_frequencies":
+                key = (args[0], kwargs.get("eow", args[1] if len(args) > 1 else "</w>"))
+            elif name == "count_pairs":
+                key = h["_state"](args[0])
+            elif name == "merge_pair":
+                key = (h["_state"](args[0]), tuple(args[1]))
+            elif name == "train_bpe":
+                key = (args[0], args[1], kwargs.get("eow", args[2] if len(args) > 2 else "</w>"))
+            else:
+                merges = [tuple(m) for m in args[1]]
+                eow = kwargs.get("eow", args[2] if len(args) > 2 else "</w>")
+                key = next(((args[0], n, eow) for n, m in h["_MERGE_LISTS"].items() if m == merges), None)
+            assert key not in known[name], f"{name}'s table answers an input of question {qid}: {str(key)[:120]}"
+    assert calls["train_bpe"]["train_bpe"] and calls["segment"]["bpe_segment"]  # the recording saw the probes
+
+
+def test_hidden_train_bpe_and_tokenizer_tests_do_not_depend_on_the_other_functions():
+    """A plain train_bpe over broken count_pairs and merge_pair, and a tokenizer over a
+    broken bpe_segment and train_bpe, earn every hidden train_bpe and tokenizer point; the
+    reference learner over a broken word_frequencies passes the efficiency test's merges."""
+    import solutions.bpe as reference
+    from autograder.build.fixtures import stage_tests
+    from autograder.kit.cases import Namespace
+    from autograder.kit.runtime import judge_output
+
+    tests = stage_tests(get_stage("02_bpe"))
+    names = {k: getattr(reference, k) for k in dir(reference) if not k.startswith("_")}
+    names["word_frequencies"] = lambda text, eow="</w>": {tuple(w): 1 for w in text.split()}  # no eow, counts lost
+    names["count_pairs"] = lambda word_freqs: {p: 1 for w in word_freqs for p in zip(w, w[1:])}  # word counts ignored
+    names["merge_pair"] = lambda word_freqs, pair: {tuple(sorted(w)): n for w, n in word_freqs.items()}  # nonsense
+    names["bpe_segment"] = lambda word, merges, eow="</w>": list(word)  # no merges, no eow
+    exec(PLAIN_LOOP.replace("def train_bpe", "def plain_train_bpe"), names)
+    names["train_bpe"] = names["plain_train_bpe"]
+    exec(inspect.getsource(reference.BPETokenizer), names)  # its methods find train_bpe and bpe_segment in names
+    assert names["train_bpe"]("ab ab", 5, "_") != [("a", "b"), ("ab", "_")]  # the broken helpers show when called directly
+    hidden = [c for c in tests.cases if not c.public and c.qid in ("train_bpe", "tokenizer")]
+    assert len(hidden) >= 14
+    for case in hidden:
+        verdict = judge_output(case, case.probe(Namespace(names)), tests.fixtures.get(case.key, case.expected))
+        assert verdict.passed, f"{case.key}: {verdict.message}"
+    names["train_bpe"] = type(reference.train_bpe)(reference.train_bpe.__code__, names, "train_bpe", reference.train_bpe.__defaults__)
+    efficiency = next(c for c in tests.cases if not c.public and c.qid == "efficiency")
+    got = {"output": efficiency.probe(Namespace(names)), "seconds": 0.0, "calibration": 1.0}
+    verdict = judge_output(efficiency, got, tests.fixtures[efficiency.key])
+    assert verdict.passed, verdict.message

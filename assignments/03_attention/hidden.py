@@ -5,6 +5,15 @@ probe, saved at build time. Inputs are chosen so that no two sizes coincide (bat
 heads, query length, key length, d_k, d_v, vocabulary, width all differ), which
 exposes transposes that a square shape would hide. Modules get their weights from
 ``set_parameters`` (by parameter name), never from the student's initialisation.
+Every clause of each question's contract and the tests that cover it are listed in
+``clauses.md`` beside this file.
+
+Nothing here computes a reference answer: probes return the student's raw outputs
+(tensors, shapes, the exception raised, the torch calls made); checks and hints compare
+them with the fixtures and with the probe's own inputs, which the parent rebuilds from
+their seeds. A hint recognises a known mistake from a relation between the output, the
+expected value and the input (the RoPE hints compare complex pairs: a rotation the
+wrong way round gives ``got * expected = x^2``), never by recomputing the function.
 
 Tolerances (relative + absolute, per test):
 - embedding: rtol 1e-5, atol 1e-6 (a sum of two float32 table rows; any correct
@@ -13,13 +22,11 @@ Tolerances (relative + absolute, per test):
   512 x 32, where computing the angles in float32 (a correct choice) is off by up to
   about 2e-5 from the float64 reference; atol 1e-7 for the 1 x 2 table [[0, 1]].
 - rope: rtol 1e-5, atol 2e-5 (angles in float32 or float64, real or complex
-  arithmetic all agree to a few 1e-7 at these lengths).
+  arithmetic all agree to a few 1e-7 at these lengths), also for a float64 input,
+  where an answer computed in float32 and returned as float64 is correct too.
 - attention: weights rtol 1e-5, atol 1e-6; outputs rtol 1e-5, atol 1e-5 (fused
   kernels such as F.scaled_dot_product_attention sum in another order: about 3e-7);
   rtol 1e-4, atol 1e-5 for the near one-hot weights of scores of size about 100.
-Hints recognise known mistakes from the output alone: the rope hints undo the
-reference rotation to recover the probe's input, and the attention hints rescale
-log(expected weights), which is what scores scaled by another factor would give.
 What attention does on a query whose keys are all blocked is not tested: every mask
 here leaves at least one key visible to every query.
 """
@@ -27,19 +34,25 @@ here leaves at least one key visible to every query.
 import math
 
 import torch
+from torch.overrides import TorchFunctionMode
 
-from autograder.kit import REFERENCE, Hint, Suite, catch, close, generator, raises, randn, set_parameters
+from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, generator, raises, randn, satisfies, set_parameters
 
 suite = Suite(public=False)
 
 
+def _same_shape(got, exp):
+    return type(got) is torch.Tensor and got.shape == exp.shape
+
+
 def _near(a, b, atol=1e-4):
-    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=atol)
+    return a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=atol)
 
 
 # ---------------------------------------------------------------- embedding
 
 _IDX = torch.randint(0, 11, (3, 5), generator=generator(31))
+_TABLES = "tok_emb (11 x 6) and pos_emb (8 x 6) are nn.Embedding tables"
 
 
 def _fresh_embedding(ns, seed):
@@ -48,33 +61,71 @@ def _fresh_embedding(ns, seed):
     return module
 
 
+def _tables_problem(got):
+    for name, rows, size in (("tok_emb", "vocab_size", [11, 6]), ("pos_emb", "max_seq_len", [8, 6])):
+        if got[name] != "Embedding":
+            return f"{name} must be an nn.Embedding, got {got[name]}"
+        if got[f"{name} size"] != size:
+            return f"{name} must hold {rows} rows of embed_dim numbers; yours has shape {tuple(got[f'{name} size'])}"
+    return None
+
+
+@suite.case("embedding", _TABLES, points=1, check=satisfies(_tables_problem))
+def _(ns):
+    module = ns.TokenPositionEmbedding(11, 6, 8)
+    found = {}
+    for name in ("tok_emb", "pos_emb"):
+        table = getattr(module, name, None)
+        found[name] = type(table).__name__
+        found[f"{name} size"] = list(getattr(getattr(table, "weight", None), "shape", []))
+    return found
+
+
 @suite.case(
     "embedding",
     "fixed weights, B=3, T=5, vocabulary 11, C=6, max_seq_len=8",
     points=2,
     check=close(rtol=1e-5, atol=1e-6),
     expected=REFERENCE,
+    builds_on=(_TABLES,),
 )
 def _(ns):
     with torch.no_grad():
         return _fresh_embedding(ns, 1)(_IDX)
 
 
+def _minus_token_rows(check):
+    """A check of ``output - token rows``, the two raw outputs of the probe, subtracted here."""
+
+    def judged(got, expected, reveal):
+        if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(type(t) is torch.Tensor for t in got) and got[0].shape == got[1].shape):
+            return check(got, expected[0] - expected[1], reveal)
+        return check(got[0] - got[1], expected[0] - expected[1], reveal)
+
+    return judged
+
+
 @suite.case(
     "embedding",
     "the part added to each token is its position's row, counted from 0",
     points=1,
-    check=close(atol=1e-6, rtol=1e-5, hints=[
-        Hint(lambda got, exp: _near(got[:, :-1], exp[:, 1:], 1e-5), "the positions look counted from 1: the first token has position 0"),
-        Hint(lambda got, exp: not _near(got[0], got[1], 1e-5), "besides tok_emb(idx), your output adds something that differs between rows of the batch; the only other part is the row of each position"),
-    ]),
+    check=_minus_token_rows(close(atol=1e-6, rtol=1e-5, hints=[
+        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[:, :-1], exp[:, 1:], 1e-5), "the positions look counted from 1: the first token has position 0", mistake="positions counted from 1"),
+        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[0, 0], got[0, 1], 1e-5) and _near(got[0, 2], got[0, 5], 1e-5),
+             "the part added to a token repeats wherever the token repeats: pick the position rows by position (0, 1, ..., T-1), not by token id",
+             mistake="positions taken from the token ids"),
+        Hint(lambda got, exp: _same_shape(got, exp) and _near((got - exp)[0, 0], (got - exp)[0, 1], 1e-5) and _near((got - exp)[0, 2], (got - exp)[0, 5], 1e-5),
+             "besides tok_emb(idx) and the position row, your output holds a part that depends on the token: do not scale the token vectors",
+             mistake="token vectors scaled"),
+    ])),
     expected=REFERENCE,
+    builds_on=(_TABLES,),
 )
 def _(ns):
     with torch.no_grad():
         module = _fresh_embedding(ns, 2)
-        idx = torch.tensor([[4, 4, 9, 0, 2, 7], [1, 10, 3, 3, 5, 6]])
-        return module(idx) - module.tok_emb.weight[idx]
+        idx = torch.tensor([[4, 4, 7, 0, 2, 7], [1, 5, 3, 3, 5, 6]])
+        return module(idx), module.tok_emb.weight[idx]
 
 
 @suite.case(
@@ -95,42 +146,84 @@ def _(ns):
     return catch(module, torch.zeros(3, 9, dtype=torch.long))
 
 
+@suite.case("embedding", "ids that are not (B, T) raise ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    module = ns.TokenPositionEmbedding(11, 6, 8)
+    return catch(module, torch.zeros(5, dtype=torch.long))
+
+
+_FACTORIES = {"arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"}
+_MOVES = {"to", "type_as", "cuda"}
+
+
+class _Placement(TorchFunctionMode):
+    """Notes every tensor-making torch call (with the device it was given) and every move."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in _FACTORIES and not any(isinstance(a, torch.Tensor) for a in args):
+            self.calls.append(("made", name, str(kwargs.get("device"))))
+        elif name in _MOVES:
+            self.calls.append(("moved", name, ""))
+        return func(*args, **kwargs)
+
+
+def _placement_problem(calls):
+    unplaced = [name for kind, name, device in calls if kind == "made" and device == "None"]
+    moved = any(kind == "moved" for kind, _, _ in calls)
+    if unplaced and not moved:
+        return (f"forward makes a tensor with torch.{unplaced[0]} on the default device: on a GPU it would not meet idx there; "
+                "make it on idx.device (device=idx.device)")
+    return None
+
+
+def _placed_and_right(got, expected, reveal):
+    """The torch calls forward made put its tensors on idx's device, and its output is right."""
+    verdict = close(rtol=1e-5, atol=1e-6)(got[1], expected[1], reveal)
+    if not verdict.passed:
+        return Verdict(False, f"the output is not right yet: {verdict.message}")
+    problem = _placement_problem(got[0])
+    return Verdict(problem is None, problem or "")
+
+
+@suite.case("embedding", "the positions are made on the device of idx", points=1, check=_placed_and_right, expected=REFERENCE,
+            builds_on=("fixed weights, B=3, T=5, vocabulary 11, C=6, max_seq_len=8",))
+def _(ns):
+    # Grading runs on the CPU only: the test watches the torch calls forward makes and
+    # checks that a tensor it creates is given a device (or moved to one).
+    module = _fresh_embedding(ns, 4)
+    with _Placement() as spy, torch.no_grad():
+        out = module(_IDX)
+    return [list(call) for call in spy.calls], out
+
+
 # ---------------------------------------------------------------- sinusoidal
 
 
-def _angles_with(rows, width, exponent):
-    p = torch.arange(rows, dtype=torch.float64)[:, None]
-    return p / torch.pow(10000.0, exponent / width)
+def _table_hints():
+    """Known mistakes, told apart by how the table relates to the expected one."""
+    return [
+        Hint(lambda got, exp: type(got) is torch.Tensor and got.dtype == torch.float64, "return the table in the default dtype (float32)", mistake="float64 table"),
+        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[:, 0::2], exp[:, 1::2]), "the even and odd columns look exchanged: compare the formula for PE[p, 2i] and PE[p, 2i+1]", mistake="sin and cos swapped"),
+        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[:, : exp.shape[1] // 2], exp[:, 0::2]), "the columns are in blocks; in this course the two functions alternate column by column", mistake="sines and cosines in blocks"),
+        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[:, 0::2], exp[:, 0::2]) and _near(got[0, 1::2], exp[0, 1::2]),
+             "the sine columns are right but the cosine columns are not: a sine column and the column after it share one frequency",
+             mistake="cosine columns with their own exponent"),
+        # with the pair index not doubled, the sine of pair 2k turns like the expected sine of pair k
+        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[:, 0::4], exp[:, 0::2][:, : (exp.shape[1] + 2) // 4]),
+             "the frequencies fall off too slowly: check the exponent of 10000", mistake="pair index not doubled"),
+    ]
 
 
-def _odd_columns_own_exponent(got, exp):
-    rows, width = exp.shape
-    own = _angles_with(rows, width, torch.arange(1, width, 2, dtype=torch.float64))
-    return _near(got[:, 0::2], exp[:, 0::2]) and _near(got[:, 1::2], torch.cos(own))
+_TABLE = "the 50 x 12 table"
 
 
-def _pair_index_not_doubled(got, exp):
-    rows, width = exp.shape
-    slow = _angles_with(rows, width, torch.arange(0, width // 2, dtype=torch.float64))
-    return _near(got[:, 0::2], torch.sin(slow))
-
-
-_SIN_HINTS = [
-    Hint(lambda got, exp: got.dtype == torch.float64, "return the table in the default dtype (float32)"),
-    Hint(lambda got, exp: _near(got[:, 0::2], exp[:, 1::2]), "the even and odd columns look exchanged: compare the formula for PE[p, 2i] and PE[p, 2i+1]"),
-    Hint(lambda got, exp: _near(got[:, : exp.shape[1] // 2], exp[:, 0::2]), "the columns are in blocks; in this course the two functions alternate column by column"),
-    Hint(_odd_columns_own_exponent, "the odd columns use their own column number in the exponent; a sine column and the column after it share one frequency"),
-    Hint(_pair_index_not_doubled, "the frequencies fall off too slowly: check the exponent of 10000"),
-]
-
-
-@suite.case(
-    "sinusoidal",
-    "the 50 x 12 table",
-    points=2,
-    check=close(rtol=1e-5, atol=1e-5, hints=_SIN_HINTS),
-    expected=REFERENCE,
-)
+@suite.case("sinusoidal", _TABLE, points=2, check=close(rtol=1e-5, atol=1e-5, hints=_table_hints()), expected=REFERENCE)
 def _(ns):
     return ns.sinusoidal_positions(50, 12)
 
@@ -139,8 +232,9 @@ def _(ns):
     "sinusoidal",
     "a long 512 x 32 table, within float32 rounding",
     points=1,
-    check=close(rtol=1e-4, atol=1e-4, hints=_SIN_HINTS),
+    check=close(rtol=1e-4, atol=1e-4, hints=_table_hints()),
     expected=REFERENCE,
+    builds_on=(_TABLE,),
 )
 def _(ns):
     return ns.sinusoidal_positions(512, 32)
@@ -159,63 +253,65 @@ def _(ns):
 # ---------------------------------------------------------------- rope
 
 
-def _rotate_pairs(x, base, sign):
-    """Interleaved-pair rotation by sign * p * base^(-2i/D), in float64."""
-    T, D = x.shape[-2], x.shape[-1]
-    angle = sign * torch.arange(T, dtype=torch.float64)[:, None] * base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
-    a, b = x.double()[..., 0::2], x.double()[..., 1::2]
-    return torch.stack((a * angle.cos() - b * angle.sin(), a * angle.sin() + b * angle.cos()), dim=-1).flatten(-2)
+def _pairs(t):
+    """The interleaved pairs (t[2i], t[2i+1]) as complex numbers, in float64."""
+    t = t.double()
+    return torch.complex(t[..., 0::2], t[..., 1::2])
 
 
-def _rotate_halves(x, base):
-    T, D = x.shape[-2], x.shape[-1]
-    angle = torch.arange(T, dtype=torch.float64)[:, None] * base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
-    a, b = x.double()[..., : D // 2], x.double()[..., D // 2 :]
-    return torch.cat((a * angle.cos() - b * angle.sin(), a * angle.sin() + b * angle.cos()), dim=-1)
+def _halves_norms(t):
+    half = t.shape[-1] // 2
+    t = t.double()
+    return t[..., :half] ** 2 + t[..., half:] ** 2
 
 
-def _rope_hints(base):
-    def source(exp):
-        return _rotate_pairs(exp, base, -1.0)  # undo the reference rotation: the probe's input
+def _rope_hints(x):
+    """Hints for a probe whose input is ``x`` (rebuilt here from its seed)."""
+
+    def rotation(got):
+        return torch.allclose(_pairs(got).abs(), _pairs(x).abs(), atol=1e-4)
+
+    def halves(got, exp):
+        return _same_shape(got, exp) and _near(_halves_norms(got), _halves_norms(x)) and not rotation(got)
+
+    def backwards(got, exp):  # x turned by -angle times x turned by +angle is x^2
+        return _same_shape(got, exp) and torch.allclose(_pairs(got) * _pairs(exp), _pairs(x) ** 2, atol=1e-4)
+
+    def angles(got, exp):
+        return _same_shape(got, exp) and rotation(got) and _near(got[..., 0, :], exp[..., 0, :], 1e-5) and not _near(got[..., 1, :], exp[..., 1, :])
 
     return [
-        Hint(lambda got, exp: _near(got, _rotate_halves(source(exp), base)), "you rotate the pair (x[i], x[i + D/2]); this course rotates interleaved pairs (x[2i], x[2i+1])"),
-        Hint(lambda got, exp: _near(got, _rotate_pairs(source(exp), base, -1.0)), "the rotation goes the wrong way round: check the signs of the sine terms"),
-        Hint(lambda got, exp: _near(got[..., 0, :], exp[..., 0, :], 1e-5) and not _near(got[..., 1, :], exp[..., 1, :]), "position 0 is right but later ones are not: check the angle p * base^(-2i/D) of each pair"),
+        Hint(halves, "you rotate the pair (x[i], x[i + D/2]); this course rotates interleaved pairs (x[2i], x[2i+1])", mistake="rotates halves"),
+        Hint(backwards, "the rotation goes the wrong way round: check the signs of the sine terms", mistake="rotation in the opposite direction"),
+        Hint(angles, "position 0 is right but later ones are not: check the angle p * base^(-2i/D) of each pair", mistake="frequencies base^(-i/D)"),
     ]
 
 
-@suite.case(
-    "rope",
-    "leading dims (3, 4), T=7, D=10",
-    points=2,
-    check=close(rtol=1e-5, atol=2e-5, hints=_rope_hints(10000.0)),
-    expected=REFERENCE,
-)
+_X4 = randn(3, 4, 7, 10, seed=41)
+_X3 = randn(2, 40, 6, seed=42)
+_X2 = randn(9, 4, seed=43)
+_LEADING = "leading dims (3, 4), T=7, D=10"
+
+
+@suite.case("rope", _LEADING, points=2, check=close(rtol=1e-5, atol=2e-5, hints=_rope_hints(_X4)), expected=REFERENCE)
 def _(ns):
-    return ns.apply_rope(randn(3, 4, 7, 10, seed=41))
+    return ns.apply_rope(_X4.clone())
 
 
-@suite.case(
-    "rope",
-    "3-D input, T=40, D=6 and base=100",
-    points=1,
-    check=close(rtol=1e-5, atol=2e-5, hints=_rope_hints(100.0)),
-    expected=REFERENCE,
-)
+@suite.case("rope", "3-D input, T=40, D=6 and base=100", points=1, check=close(rtol=1e-5, atol=2e-5, hints=_rope_hints(_X3)), expected=REFERENCE)
 def _(ns):
-    return ns.apply_rope(randn(2, 40, 6, seed=42), base=100.0)
+    return ns.apply_rope(_X3.clone(), base=100.0)
 
 
-@suite.case(
-    "rope",
-    "2-D input (T, D) = (9, 4)",
-    points=1,
-    check=close(rtol=1e-5, atol=2e-5, hints=_rope_hints(10000.0)),
-    expected=REFERENCE,
-)
+@suite.case("rope", "2-D input (T, D) = (9, 4)", points=1, check=close(rtol=1e-5, atol=2e-5, hints=_rope_hints(_X2)), expected=REFERENCE)
 def _(ns):
-    return ns.apply_rope(randn(9, 4, seed=43))
+    return ns.apply_rope(_X2.clone())
+
+
+@suite.case("rope", "a float64 input gives a float64 output", points=1, check=close(rtol=1e-5, atol=2e-5, dtype=torch.float64),
+            expected=REFERENCE, builds_on=(_LEADING,))
+def _(ns):
+    return ns.apply_rope(randn(2, 5, 8, seed=45).double())
 
 
 @suite.case("rope", "D = 7 raises ValueError", points=1, check=raises("ValueError"))
@@ -241,8 +337,15 @@ def _rescored(exp, power):
     return torch.softmax(torch.log(exp.double()) * power, dim=-1)
 
 
+def _rows_sum_to_one(got):
+    """Each query's weights (the rows without NaN) sum to 1 over the keys."""
+    rows = got.double()
+    finite = torch.isfinite(rows).all(-1)
+    return bool(finite.any()) and torch.allclose(rows[finite].sum(-1), torch.ones(1, dtype=torch.float64), atol=1e-4)
+
+
 def _leaks(got, exp):
-    return bool((got[exp == 0] != 0).any())
+    return _same_shape(got, exp) and _rows_sum_to_one(got) and bool((got[exp == 0] > 0).any())
 
 
 def _inverted(got, exp):
@@ -250,21 +353,23 @@ def _inverted(got, exp):
 
 
 _WEIGHT_HINTS = [
-    Hint(lambda got, exp: torch.allclose(got.double().sum(-2), torch.ones(1, dtype=torch.float64), atol=1e-4), "your weights sum to 1 over the queries; each query's weights must sum to 1 over the keys"),
-    Hint(_inverted, "the mask looks inverted: in this course True means the key is BLOCKED"),
-    Hint(_leaks, "blocked keys still get weight: their scores must become -inf before the softmax"),
-    Hint(lambda got, exp: _near(got, _rescored(exp, 1 / math.sqrt(6))), "the weights are too flat: the scale is sqrt(d_k), not d_k"),
-    Hint(lambda got, exp: _near(got, _rescored(exp, math.sqrt(6))), "the weights are too peaked: the scores must be scaled before the softmax"),
+    Hint(lambda got, exp: _same_shape(got, exp) and torch.allclose(got.double().sum(-2), torch.ones(1, dtype=torch.float64), atol=1e-4),
+         "your weights sum to 1 over the queries; each query's weights must sum to 1 over the keys", mistake="softmax over the queries"),
+    Hint(_inverted, "the mask looks inverted: in this course True means the key is BLOCKED", mistake="mask inverted"),
+    Hint(_leaks, "blocked keys still get weight: their scores must become -inf before the softmax", mistake="blocked scores not -inf"),
+    Hint(lambda got, exp: _same_shape(got, exp) and _near(got, _rescored(exp, 1 / math.sqrt(6))), "the weights are too flat: the scale is sqrt(d_k), not d_k", mistake="scores divided by d_k"),
+    Hint(lambda got, exp: _same_shape(got, exp) and _near(got, _rescored(exp, math.sqrt(6))), "the weights are too peaked: the scores must be scaled before the softmax", mistake="scores not scaled"),
 ]
+_PLAIN = "weights without a mask, 3-D inputs T_q=4, T_k=6, d_k=3"
+_MASKED = "weights: leading dims (3, 4), T_q=5, T_k=7, d_k=6, d_v=9, a (5, 7) mask"
 
 
-@suite.case(
-    "attention",
-    "weights: leading dims (3, 4), T_q=5, T_k=7, d_k=6, d_v=9, a (5, 7) mask",
-    points=2,
-    check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS),
-    expected=REFERENCE,
-)
+@suite.case("attention", _PLAIN, points=1, check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS[:1]), expected=REFERENCE)
+def _(ns):
+    return ns.scaled_dot_product_attention(randn(2, 4, 3, seed=55), randn(2, 6, 3, seed=56), randn(2, 6, 5, seed=57))[1]
+
+
+@suite.case("attention", _MASKED, points=2, check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS), expected=REFERENCE, builds_on=(_PLAIN,))
 def _(ns):
     return ns.scaled_dot_product_attention(_Q, _K, _V, mask=_M)[1]
 
@@ -275,44 +380,30 @@ def _(ns):
     points=2,
     check=close(rtol=1e-5, atol=1e-5),
     expected=REFERENCE,
+    builds_on=(_MASKED,),
 )
 def _(ns):
     return ns.scaled_dot_product_attention(_Q, _K, _V, mask=_M)[0]
 
 
-@suite.case(
-    "attention",
-    "weights without a mask, 3-D inputs T_q=4, T_k=6, d_k=3",
-    points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS[:1]),
-    expected=REFERENCE,
-)
-def _(ns):
-    return ns.scaled_dot_product_attention(randn(2, 4, 3, seed=55), randn(2, 6, 3, seed=56), randn(2, 6, 5, seed=57))[1]
-
-
-@suite.case(
-    "attention",
-    "output with a key-padding mask of shape (3, 1, 1, 7)",
-    points=1,
-    check=close(rtol=1e-5, atol=1e-5),
-    expected=REFERENCE,
-)
+@suite.case("attention", "output with a key-padding mask of shape (3, 1, 1, 7)", points=1, check=close(rtol=1e-5, atol=1e-5),
+            expected=REFERENCE, builds_on=(_MASKED,))
 def _(ns):
     return ns.scaled_dot_product_attention(_Q, _K, _V, mask=_PAD)[0]
 
 
-@suite.case(
-    "attention",
-    "a per-batch mask of shape (3, 4, 5, 7)",
-    points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS[1:3]),
-    expected=REFERENCE,
-)
+@suite.case("attention", "a per-batch mask of shape (3, 4, 5, 7)", points=1, check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS[1:]),
+            expected=REFERENCE, builds_on=(_MASKED,))
 def _(ns):
     mask = torch.rand(3, 4, 5, 7, generator=generator(58)) < 0.5
     mask[..., 2] = False
     return ns.scaled_dot_product_attention(_Q, _K, _V, mask=mask)[1]
+
+
+@suite.case("attention", "keys and values with leading dims (4,) broadcast against queries with (3, 4)", points=1,
+            check=close(rtol=1e-5, atol=1e-5), expected=REFERENCE, builds_on=(_PLAIN,))
+def _(ns):
+    return ns.scaled_dot_product_attention(_Q, _K[0], _V[0])[0]
 
 
 @suite.case(
@@ -320,14 +411,26 @@ def _(ns):
     "huge scores (about 100) still give finite weights",
     points=1,
     check=close(rtol=1e-4, atol=1e-5, hints=[
-        Hint(lambda got, exp: bool(torch.isnan(got).any()), "NaN weights: exp of a large score overflows float32; a stable softmax subtracts each row's maximum first"),
+        Hint(lambda got, exp: type(got) is torch.Tensor and bool(torch.isnan(got).any()),
+             "NaN weights: exp of a large score overflows float32; a stable softmax subtracts each row's maximum first", mistake="softmax overflows"),
     ]),
     expected=REFERENCE,
+    builds_on=(_PLAIN,),
 )
 def _(ns):
     return ns.scaled_dot_product_attention(randn(2, 3, 16, seed=59) * 10, randn(2, 8, 16, seed=60) * 10, randn(2, 8, 4, seed=61))[1]
 
 
+@suite.case("attention", "Q and K with different d_k raise ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.scaled_dot_product_attention, randn(2, 3, 4, seed=65), randn(2, 5, 6, seed=66), randn(2, 5, 4, seed=67))
+
+
 @suite.case("attention", "K and V with different numbers of keys raise ValueError", points=1, check=raises("ValueError"))
 def _(ns):
     return catch(ns.scaled_dot_product_attention, randn(2, 3, 4, seed=62), randn(2, 5, 4, seed=63), randn(2, 6, 4, seed=64))
+
+
+@suite.case("attention", "a mask that is not boolean raises ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.scaled_dot_product_attention, _Q, _K, _V, mask=_M.float())

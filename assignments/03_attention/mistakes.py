@@ -16,7 +16,7 @@ MISTAKES = [
                 if idx.shape[1] > self.max_seq_len:
                     raise ValueError("sequence too long")
                 return self.tok_emb(idx) + self.pos_emb(idx)
-    '''}),
+    '''}, hints=("positions taken from the token ids",)),
     Variant("embedding", "positions counted from 1", {"TokenPositionEmbedding": '''
         class TokenPositionEmbedding(nn.Module):
             def __init__(self, vocab_size, embed_dim, max_seq_len):
@@ -30,7 +30,21 @@ MISTAKES = [
                 if T > self.max_seq_len:
                     raise ValueError("sequence too long")
                 return self.tok_emb(idx) + self.pos_emb(torch.arange(1, T + 1, device=idx.device))
-    '''}),
+    '''}, hints=("positions counted from 1",)),
+    Variant("embedding", "positions 1..T looked up in a table of max_seq_len rows", {"TokenPositionEmbedding": '''
+        class TokenPositionEmbedding(nn.Module):
+            def __init__(self, vocab_size, embed_dim, max_seq_len):
+                super().__init__()
+                self.max_seq_len = max_seq_len
+                self.tok_emb = nn.Embedding(vocab_size, embed_dim)
+                self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
+
+            def forward(self, idx):
+                T = idx.shape[1]
+                if T > self.max_seq_len:
+                    raise ValueError("sequence too long")
+                return self.tok_emb(idx) + self.pos_emb(torch.arange(1, T + 1, device=idx.device))
+    '''}, hints=("positions counted from 1",)),
     Variant("embedding", "off-by-one length check rejects exactly max_seq_len", {"TokenPositionEmbedding": '''
         class TokenPositionEmbedding(nn.Module):
             def __init__(self, vocab_size, embed_dim, max_seq_len):
@@ -69,6 +83,22 @@ MISTAKES = [
                 if T > self.max_seq_len:
                     raise ValueError("sequence too long")
                 return self.tok_emb(idx) * math.sqrt(self.embed_dim) + self.pos_emb(torch.arange(T, device=idx.device))
+    '''}, hints=("token vectors scaled",)),
+    Variant("embedding", "positions made on the default device", {"TokenPositionEmbedding": '''
+        class TokenPositionEmbedding(nn.Module):
+            def __init__(self, vocab_size, embed_dim, max_seq_len):
+                super().__init__()
+                self.max_seq_len = max_seq_len
+                self.tok_emb = nn.Embedding(vocab_size, embed_dim)
+                self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
+
+            def forward(self, idx):
+                if idx.dim() != 2:
+                    raise ValueError("idx must be (B, T)")
+                T = idx.shape[1]
+                if T > self.max_seq_len:
+                    raise ValueError("sequence too long")
+                return self.tok_emb(idx) + self.pos_emb(torch.arange(T))
     '''}),
     # sinusoidal
     Variant("sinusoidal", "sin and cos swapped", {"sinusoidal_positions": '''
@@ -81,7 +111,7 @@ MISTAKES = [
             pe[:, 0::2] = torch.cos(pos / freq)
             pe[:, 1::2] = torch.sin(pos / freq)
             return pe.float()
-    '''}),
+    '''}, hints=("sin and cos swapped",)),
     Variant("sinusoidal", "all sines first, then all cosines", {"sinusoidal_positions": '''
         def sinusoidal_positions(max_seq_len, embed_dim):
             if embed_dim % 2:
@@ -89,7 +119,7 @@ MISTAKES = [
             pos = torch.arange(max_seq_len, dtype=torch.float64)[:, None]
             freq = 10000.0 ** (torch.arange(0, embed_dim, 2, dtype=torch.float64) / embed_dim)
             return torch.cat([torch.sin(pos / freq), torch.cos(pos / freq)], dim=1).float()
-    '''}),
+    '''}, hints=("sines and cosines in blocks",)),
     Variant("sinusoidal", "odd columns use their own column number in the exponent", {"sinusoidal_positions": '''
         def sinusoidal_positions(max_seq_len, embed_dim):
             if embed_dim % 2:
@@ -100,7 +130,7 @@ MISTAKES = [
                     angle = p / 10000 ** (j / embed_dim)
                     pe[p, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
             return pe
-    '''}),
+    '''}, hints=("cosine columns with their own exponent",)),
     Variant("sinusoidal", "pair index not doubled in the exponent", {"sinusoidal_positions": '''
         def sinusoidal_positions(max_seq_len, embed_dim):
             if embed_dim % 2:
@@ -109,7 +139,18 @@ MISTAKES = [
             i = torch.arange(embed_dim // 2, dtype=torch.float32)
             angles = pos / 10000.0 ** (i / embed_dim)
             return torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).reshape(max_seq_len, embed_dim)
-    '''}),
+    '''}, hints=("pair index not doubled",)),
+    Variant("sinusoidal", "the float64 table returned as it is", {"sinusoidal_positions": '''
+        def sinusoidal_positions(max_seq_len, embed_dim):
+            if embed_dim % 2:
+                raise ValueError("embed_dim must be even")
+            pos = torch.arange(max_seq_len, dtype=torch.float64)[:, None]
+            freq = 10000.0 ** (torch.arange(0, embed_dim, 2, dtype=torch.float64) / embed_dim)
+            pe = torch.zeros(max_seq_len, embed_dim, dtype=torch.float64)
+            pe[:, 0::2] = torch.sin(pos / freq)
+            pe[:, 1::2] = torch.cos(pos / freq)
+            return pe
+    '''}, hints=("float64 table",)),
     Variant("sinusoidal", "odd embed_dim not rejected", {"sinusoidal_positions": '''
         def sinusoidal_positions(max_seq_len, embed_dim):
             pos = torch.arange(max_seq_len, dtype=torch.float64)[:, None]
@@ -130,7 +171,7 @@ MISTAKES = [
             cos, sin = angles.cos(), angles.sin()
             a, b = x[..., : D // 2], x[..., D // 2 :]
             return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
-    '''}),
+    '''}, hints=("rotates halves",)),
     Variant("rope", "rotation in the opposite direction", {"apply_rope": '''
         def apply_rope(x, base=10000.0):
             T, D = x.shape[-2], x.shape[-1]
@@ -141,7 +182,7 @@ MISTAKES = [
             cos, sin = angles.cos(), angles.sin()
             a, b = x[..., 0::2], x[..., 1::2]
             return torch.stack([a * cos + b * sin, b * cos - a * sin], dim=-1).flatten(-2)
-    '''}),
+    '''}, hints=("rotation in the opposite direction",)),
     Variant("rope", "frequencies base^(-i/D) (pair index not doubled)", {"apply_rope": '''
         def apply_rope(x, base=10000.0):
             T, D = x.shape[-2], x.shape[-1]
@@ -152,7 +193,7 @@ MISTAKES = [
             cos, sin = angles.cos(), angles.sin()
             a, b = x[..., 0::2], x[..., 1::2]
             return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
-    '''}),
+    '''}, hints=("frequencies base^(-i/D)",)),
     Variant("rope", "positions taken from the batch axis (hidden when B == T)", {"apply_rope": '''
         def apply_rope(x, base=10000.0):
             T, D = x.shape[0], x.shape[-1]
@@ -197,7 +238,7 @@ MISTAKES = [
                 scores = scores.masked_fill(mask, float("-inf"))
             weights = torch.softmax(scores, dim=-2)
             return weights @ V, weights
-    '''}),
+    '''}, hints=("softmax over the queries",)),
     Variant("attention", "scores divided by d_k instead of sqrt(d_k)", {"scaled_dot_product_attention": '''
         def scaled_dot_product_attention(Q, K, V, mask=None):
             if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
@@ -207,7 +248,7 @@ MISTAKES = [
                 scores = scores.masked_fill(mask, float("-inf"))
             weights = torch.softmax(scores, dim=-1)
             return weights @ V, weights
-    '''}),
+    '''}, hints=("scores divided by d_k",)),
     Variant("attention", "no scaling at all", {"scaled_dot_product_attention": '''
         def scaled_dot_product_attention(Q, K, V, mask=None):
             if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
@@ -217,7 +258,7 @@ MISTAKES = [
                 scores = scores.masked_fill(mask, float("-inf"))
             weights = torch.softmax(scores, dim=-1)
             return weights @ V, weights
-    '''}),
+    '''}, hints=("scores not scaled",)),
     Variant("attention", "blocked scores set to 0 instead of -inf", {"scaled_dot_product_attention": '''
         def scaled_dot_product_attention(Q, K, V, mask=None):
             if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
@@ -227,7 +268,7 @@ MISTAKES = [
                 scores = scores.masked_fill(mask, 0.0)
             weights = torch.softmax(scores, dim=-1)
             return weights @ V, weights
-    '''}),
+    '''}, hints=("blocked scores not -inf",)),
     Variant("attention", "inverted mask (True taken to mean attend)", {"scaled_dot_product_attention": '''
         def scaled_dot_product_attention(Q, K, V, mask=None):
             if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
@@ -237,7 +278,7 @@ MISTAKES = [
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = torch.softmax(scores, dim=-1)
             return weights @ V, weights
-    '''}),
+    '''}, hints=("mask inverted",)),
     Variant("attention", "Q^T K instead of Q K^T (shapes agree only when square)", {"scaled_dot_product_attention": '''
         def scaled_dot_product_attention(Q, K, V, mask=None):
             if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
@@ -268,7 +309,7 @@ MISTAKES = [
             e = torch.exp(scores)
             weights = e / e.sum(dim=-1, keepdim=True)
             return weights @ V, weights
-    '''}),
+    '''}, hints=("softmax overflows",)),
 ]
 
 ALTERNATIVES = [
@@ -328,6 +369,8 @@ ALTERNATIVES = [
                 raise ValueError(f"incompatible shapes {tuple(Q.shape)}, {tuple(K.shape)}, {tuple(V.shape)}")
             scores = (Q @ K.mT) / math.sqrt(Q.shape[-1])
             if mask is not None:
+                if mask.dtype is not torch.bool:
+                    raise ValueError(f"the mask must be boolean, got {mask.dtype}")
                 scores = scores.masked_fill(mask, -math.inf)
             weights = scores.softmax(-1)
             # PyTorch's own kernel for the output: its boolean mask means "may attend"

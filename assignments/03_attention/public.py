@@ -1,10 +1,19 @@
-"""Public tests of stage 03_attention: students run these in the notebook with check()."""
+"""Public tests of stage 03_attention: students run these in the notebook with check().
+
+Expected values are literals or properties (nothing here computes an answer). The
+embedding's weights are set to literal tables, so the expected sum is a literal too.
+
+Tolerances: rtol 1e-5, atol 1e-6 throughout (float32 sums, sines and softmaxes of a
+few numbers agree with the float64 literals to about 1e-7); properties of rotations
+(kept lengths, offsets) allow 1e-5 absolute, 1e-4 for scores of size about 10.
+"""
 
 import math
 
 import torch
+from torch.overrides import TorchFunctionMode
 
-from autograder.kit import Hint, Suite, catch, close, equal, raises, randn, satisfies
+from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises, randn, satisfies
 
 suite = Suite(public=True)
 
@@ -12,9 +21,12 @@ suite = Suite(public=True)
 # ---------------------------------------------------------------- embedding
 
 
+_TABLES = "tok_emb and pos_emb are nn.Embedding tables of the right sizes"
+
+
 @suite.case(
     "embedding",
-    "tok_emb and pos_emb are nn.Embedding tables of the right sizes",
+    _TABLES,
     points=1,
     check=equal(),
     expected={"tok_emb": "Embedding", "pos_emb": "Embedding", "parameters": [("pos_emb.weight", [8, 4]), ("tok_emb.weight", [10, 4])]},
@@ -28,29 +40,86 @@ def _(ns):
     }
 
 
-def _sum_problem(got):
-    out, want = got
-    if type(out) is not torch.Tensor:
-        return f"forward must return a tensor, got {type(out).__name__}"
-    if tuple(out.shape) != (2, 3, 4):
-        return f"expected shape (2, 3, 4) (B, T, C), got {tuple(out.shape)}"
-    err = float((out.detach() - want).abs().max())
-    if err > 1e-5:
-        return (
-            f"the output differs from tok_emb.weight[idx] + pos_emb.weight[:T] by up to {err:.3g}: "
-            "each token's row plus the row of its position (0, 1, 2, ...), nothing else"
-        )
-    return None
+# Fixed tables for the sum test: token t's row is (2t, 2t + 1), position p's row is
+# (0.1, 0.01) * (p + 1), so every token row and every position row can be told apart.
+_TOK = torch.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0]])
+_POS = torch.tensor([[0.1, 0.01], [0.2, 0.02], [0.3, 0.03], [0.4, 0.04], [0.5, 0.05]])
+_IDS = torch.tensor([[1, 2, 1], [3, 3, 0]])
+_SUM = torch.tensor([[[2.1, 3.01], [4.2, 5.02], [2.3, 3.03]], [[6.1, 7.01], [6.2, 7.02], [0.3, 1.03]]])
 
 
-@suite.case("embedding", "the output is the token row plus the row of its position", points=1, check=satisfies(_sum_problem))
+def _shifted_by(got, exp, step):
+    return type(got) is torch.Tensor and got.shape == exp.shape and torch.allclose(got - exp, step, atol=1e-4)
+
+
+_SUM_HINTS = [
+    Hint(lambda got, exp: _shifted_by(got, exp, _POS[1] - _POS[0]), "every token got the row of the position after its own: positions count from 0", mistake="positions counted from 1"),
+    Hint(lambda got, exp: _shifted_by(got, exp, _POS[_IDS] - _POS[:3]), "the position rows are picked by the token ids; pick them by the positions 0, 1, ..., T-1", mistake="positions taken from the token ids"),
+    Hint(lambda got, exp: _shifted_by(got, exp, (math.sqrt(2) - 1) * _TOK[_IDS]), "the token rows are scaled: the output is the plain sum of the two rows", mistake="token vectors scaled"),
+]
+
+
+@suite.case(
+    "embedding",
+    "the output is the token row plus the row of its position",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-6, hints=_SUM_HINTS),
+    expected=_SUM,
+    builds_on=(_TABLES,),
+)
 def _(ns):
-    torch.manual_seed(0)
+    emb = ns.TokenPositionEmbedding(vocab_size=4, embed_dim=2, max_seq_len=5)
+    with torch.no_grad():
+        emb.tok_emb.weight.copy_(_TOK)
+        emb.pos_emb.weight.copy_(_POS)
+        return emb(_IDS)
+
+
+@suite.case("embedding", "exactly max_seq_len tokens are accepted", points=1, check=equal(), expected=[2, 8, 4])
+def _(ns):
     emb = ns.TokenPositionEmbedding(vocab_size=10, embed_dim=4, max_seq_len=8)
-    idx = torch.tensor([[1, 2, 1], [3, 3, 0]])
-    out = emb(idx)
-    want = emb.tok_emb.weight.detach()[idx] + emb.pos_emb.weight.detach()[:3]
-    return out, want
+    return list(emb(torch.zeros(2, 8, dtype=torch.long)).shape)
+
+
+class _Placement(TorchFunctionMode):
+    """Notes every tensor-making torch call (with the device it was given) and every move."""
+
+    def __init__(self):
+        TorchFunctionMode.__init__(self)
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye") and not any(isinstance(a, torch.Tensor) for a in args):
+            self.calls.append(("made", name, str(kwargs.get("device"))))
+        elif name in ("to", "type_as", "cuda"):
+            self.calls.append(("moved", name, ""))
+        return func(*args, **kwargs)
+
+
+def _placed_and_right(got, expected, reveal):
+    """The output is right, and forward made its tensors on idx's device (or moved them there)."""
+    calls, out = got
+    verdict = close(rtol=1e-5, atol=1e-6)(out, _SUM, reveal)
+    if not verdict.passed:
+        return Verdict(False, f"the output is not right yet: {verdict.message}")
+    unplaced = [name for kind, name, device in calls if kind == "made" and device == "None"]
+    if unplaced and not any(kind == "moved" for kind, _, _ in calls):
+        return Verdict(False, f"forward makes a tensor with torch.{unplaced[0]}(...) without a device: make the positions on idx.device (device=idx.device)")
+    return Verdict(True)
+
+
+@suite.case("embedding", "forward makes its positions on idx.device", points=1, check=_placed_and_right,
+            builds_on=("the output is the token row plus the row of its position",))
+def _(ns):
+    emb = ns.TokenPositionEmbedding(vocab_size=4, embed_dim=2, max_seq_len=5)
+    with torch.no_grad():
+        emb.tok_emb.weight.copy_(_TOK)
+        emb.pos_emb.weight.copy_(_POS)
+        with _Placement() as spy:
+            out = emb(_IDS)
+    return [list(call) for call in spy.calls], out
 
 
 @suite.case("embedding", "a sequence longer than max_seq_len raises ValueError", points=1, check=raises("ValueError"))
@@ -61,29 +130,41 @@ def _(ns):
 
 # ---------------------------------------------------------------- sinusoidal
 
+# The table for max_seq_len=4, embed_dim=6, written out: PE[p, 2i] = sin(p / 10000^(2i/6)),
+# PE[p, 2i+1] = cos(p / 10000^(2i/6)).
+_PE_4_6 = torch.tensor([
+    [0.00000000, 1.00000000, 0.00000000, 1.00000000, 0.00000000, 1.00000000],
+    [0.84147096, 0.54030228, 0.04639922, 0.99892300, 0.00215443, 0.99999768],
+    [0.90929741, -0.41614684, 0.09269850, 0.99569422, 0.00430886, 0.99999070],
+    [0.14112000, -0.98999250, 0.13879810, 0.99032068, 0.00646326, 0.99997914],
+])
 
-def _table(rows, width):
-    """PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...), written out with the math module."""
-    out = []
-    for p in range(rows):
-        row = []
-        for col in range(width):
-            pair = col // 2
-            angle = p / 10000 ** (2 * pair / width)
-            row.append(math.sin(angle) if col % 2 == 0 else math.cos(angle))
-        out.append(row)
-    return torch.tensor(out, dtype=torch.float32)
+
+def _table_like(got, exp):
+    return type(got) is torch.Tensor and got.shape == exp.shape
+
+
+def _near(a, b, atol=1e-4):
+    return torch.allclose(a.double(), b.double(), atol=atol)
+
+
+_SIN_HINTS = [
+    Hint(lambda got, exp: type(got) is torch.Tensor and got.dtype == torch.float64, "return the table in the default dtype, float32", mistake="float64 table"),
+    Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, 0::2], exp[:, 1::2]), "sines and cosines look swapped: even columns hold sin, odd columns cos", mistake="sin and cos swapped"),
+    Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, : exp.shape[1] // 2], exp[:, 0::2]), "the sines fill the first half: here sin and cos alternate, column by column", mistake="sines and cosines in blocks"),
+    Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, 0::2], exp[:, 0::2]) and _near(got[0, 1::2], exp[0, 1::2]),
+         "the sine columns are right but the cosine columns are not: a cosine column uses the angle of the sine column before it", mistake="cosine columns with their own exponent"),
+    Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, 0::4], exp[:, 0::2][:, : (exp.shape[1] + 2) // 4]),
+         "the frequencies fall off too slowly: the exponent of 10000 is 2i/d, with i the number of the pair", mistake="pair index not doubled"),
+]
 
 
 @suite.case(
     "sinusoidal",
     "the table for max_seq_len=4, embed_dim=6",
     points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=[
-        Hint(lambda got, exp: torch.allclose(got[:, 0::2], exp[:, 1::2], atol=1e-4), "sines and cosines look swapped: even columns hold sin, odd columns cos"),
-        Hint(lambda got, exp: torch.allclose(got[:, :3], exp[:, 0::2], atol=1e-4), "the sines fill the first half: here sin and cos alternate, column by column"),
-    ]),
-    expected=_table(4, 6),
+    check=close(rtol=1e-5, atol=1e-6, hints=_SIN_HINTS),
+    expected=_PE_4_6,
 )
 def _(ns):
     return ns.sinusoidal_positions(4, 6)
@@ -95,19 +176,6 @@ def _(ns):
 
 
 # ---------------------------------------------------------------- rope
-
-
-@suite.case(
-    "rope",
-    "T=2, D=2: position 0 stays, position 1 turns by 1 radian",
-    points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=[
-        Hint(lambda got, exp: torch.allclose(got[1], torch.tensor([math.cos(1.0), -math.sin(1.0)]), atol=1e-4), "the rotation goes the wrong way round: (a, b) becomes (a cos - b sin, a sin + b cos)"),
-    ]),
-    expected=torch.tensor([[1.0, 0.0], [math.cos(1.0), math.sin(1.0)]]),
-)
-def _(ns):
-    return ns.apply_rope(torch.tensor([[1.0, 0.0], [1.0, 0.0]]))
 
 
 def _rotation_problem(got):
@@ -129,9 +197,48 @@ def _(ns):
     return x, ns.apply_rope(x)
 
 
-def _relative_problem(scores):
-    if type(scores) is not torch.Tensor or tuple(scores.shape) != (6, 6):
-        return "could not form the (6, 6) matrix of scores q_p . k_p' from your rotated vectors"
+@suite.case(
+    "rope",
+    "T=2, D=2: position 0 stays, position 1 turns by 1 radian",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-6, hints=[
+        Hint(lambda got, exp: _table_like(got, exp) and _near(got[1], torch.tensor([math.cos(1.0), -math.sin(1.0)])), "the rotation goes the wrong way round: (a, b) becomes (a cos - b sin, a sin + b cos)", mistake="rotation in the opposite direction"),
+    ]),
+    expected=torch.tensor([[1.0, 0.0], [math.cos(1.0), math.sin(1.0)]]),
+)
+def _(ns):
+    return ns.apply_rope(torch.tensor([[1.0, 0.0], [1.0, 0.0]]))
+
+
+# T=3, D=4, every pair (1, 0): pair 0 turns by p radians, pair 1 by p * 10000^(-2/4) = p / 100.
+_TWO_PAIRS = torch.tensor([
+    [1.0, 0.0, 1.0, 0.0],
+    [math.cos(1.0), math.sin(1.0), math.cos(0.01), math.sin(0.01)],
+    [math.cos(2.0), math.sin(2.0), math.cos(0.02), math.sin(0.02)],
+])
+
+
+@suite.case(
+    "rope",
+    "T=3, D=4: the second pair turns 100 times more slowly than the first",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-6, hints=[
+        Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, :2], exp[:, :2]) and _near(got[1, 2:], torch.tensor([math.cos(0.1), math.sin(0.1)])),
+             "the second pair turns by p * base^(-1/D): the exponent is -2i/D, with i the number of the pair", mistake="frequencies base^(-i/D)"),
+        Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, 0], exp[:, 0] - exp[:, 1]), "the pairs are (x[2i], x[2i+1]), side by side, not (x[i], x[i + D/2])", mistake="rotates halves"),
+    ]),
+    expected=_TWO_PAIRS,
+    builds_on=("T=2, D=2: position 0 stays, position 1 turns by 1 radian",),
+)
+def _(ns):
+    return ns.apply_rope(torch.tensor([[1.0, 0.0, 1.0, 0.0]] * 3))
+
+
+def _relative_problem(got):
+    rq, rk = got
+    if any(type(t) is not torch.Tensor or tuple(t.shape) != (6, 8) for t in (rq, rk)):
+        return "apply_rope of a (6, 8) input should return a (6, 8) tensor"
+    scores = rq.double() @ rk.double().T  # scores[p, p'] = q at position p . k at position p'
     for offset in range(-5, 6):
         diag = torch.diagonal(scores, offset)
         if float(diag.max() - diag.min()) > 1e-4:
@@ -139,11 +246,12 @@ def _relative_problem(scores):
     return None
 
 
-@suite.case("rope", "a rotated query . key depends only on the offset of the positions", points=1, check=satisfies(_relative_problem))
+@suite.case("rope", "a rotated query . key depends only on the offset of the positions", points=1, check=satisfies(_relative_problem),
+            builds_on=("keeps the shape, position 0 and the length of every pair",))
 def _(ns):
     q = randn(8, seed=2).expand(6, 8).clone()  # the same vector at positions 0..5
     k = randn(8, seed=3).expand(6, 8).clone()
-    return ns.apply_rope(q) @ ns.apply_rope(k).T
+    return ns.apply_rope(q), ns.apply_rope(k)
 
 
 @suite.case("rope", "an odd D raises ValueError", points=1, check=raises("ValueError"))
@@ -153,41 +261,10 @@ def _(ns):
 
 # ---------------------------------------------------------------- attention
 
-# One query, two keys, d_k = 4: the scores are 4 and 0, scaled by sqrt(4) they are 2 and 0.
-_Q1 = torch.tensor([[[2.0, 0.0, 0.0, 0.0]]])
-_K1 = torch.tensor([[[2.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]])
-_V1 = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
-_W1 = [math.exp(2) / (math.exp(2) + 1), 1 / (math.exp(2) + 1)]
-
-_SCALE_HINTS = [
-    Hint(lambda got, exp: abs(float(got.reshape(-1)[0]) - math.exp(1) / (math.exp(1) + 1)) < 1e-3, "you divided the scores by d_k = 4; the scale is sqrt(d_k) = 2"),
-    Hint(lambda got, exp: abs(float(got.reshape(-1)[0]) - math.exp(4) / (math.exp(4) + 1)) < 1e-3, "the scores must be divided by sqrt(d_k) before the softmax"),
-]
-
-
-@suite.case(
-    "attention",
-    "one query, two keys, d_k = 4: the weights are softmax([4, 0] / 2)",
-    points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=_SCALE_HINTS),
-    expected=torch.tensor([[_W1]]),
-)
-def _(ns):
-    return ns.scaled_dot_product_attention(_Q1, _K1, _V1)[1]
-
-
-@suite.case(
-    "attention",
-    "with V = identity the output equals the weights",
-    points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=_SCALE_HINTS),
-    expected=torch.tensor([[_W1]]),
-)
-def _(ns):
-    return ns.scaled_dot_product_attention(_Q1, _K1, _V1)[0]
-
 
 def _shape_problem(got):
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "scaled_dot_product_attention must return the pair (out, weights)"
     out, weights = got
     for what, value, shape in (("out", out, (2, 3, 6)), ("weights", weights, (2, 3, 5))):
         if type(value) is not torch.Tensor:
@@ -200,14 +277,42 @@ def _shape_problem(got):
     return None
 
 
-@suite.case(
-    "attention",
-    "T_q=3, T_k=5, d_v=6: shapes, and each query's weights sum to 1",
-    points=1,
-    check=satisfies(_shape_problem),
-)
+_SHAPES = "T_q=3, T_k=5, d_v=6: shapes, and each query's weights sum to 1"
+
+
+@suite.case("attention", _SHAPES, points=1, check=satisfies(_shape_problem))
 def _(ns):
     return ns.scaled_dot_product_attention(randn(2, 3, 4, seed=4), randn(2, 5, 4, seed=5), randn(2, 5, 6, seed=6))
+
+
+# One query, two keys, d_k = 4: the scores are 4 and 0, scaled by sqrt(4) they are 2 and 0.
+_Q1 = torch.tensor([[[2.0, 0.0, 0.0, 0.0]]])
+_K1 = torch.tensor([[[2.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]])
+_V1 = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+_W1 = [math.exp(2) / (math.exp(2) + 1), 1 / (math.exp(2) + 1)]
+_WEIGHTS = "one query, two keys, d_k = 4: the weights are softmax([4, 0] / 2)"
+
+
+def _first_weight(got):
+    return float(got.reshape(-1)[0]) if type(got) is torch.Tensor and got.numel() else math.nan
+
+
+_SCALE_HINTS = [
+    Hint(lambda got, exp: abs(_first_weight(got) - math.exp(1) / (math.exp(1) + 1)) < 1e-3, "you divided the scores by d_k = 4; the scale is sqrt(d_k) = 2", mistake="scores divided by d_k"),
+    Hint(lambda got, exp: abs(_first_weight(got) - math.exp(4) / (math.exp(4) + 1)) < 1e-3, "the scores must be divided by sqrt(d_k) before the softmax", mistake="scores not scaled"),
+]
+
+
+@suite.case("attention", _WEIGHTS, points=1, check=close(rtol=1e-5, atol=1e-6, hints=_SCALE_HINTS), expected=torch.tensor([[_W1]]),
+            builds_on=(_SHAPES,))
+def _(ns):
+    return ns.scaled_dot_product_attention(_Q1, _K1, _V1)[1]
+
+
+@suite.case("attention", "with V = identity the output equals the weights", points=1, check=close(rtol=1e-5, atol=1e-6, hints=_SCALE_HINTS),
+            expected=torch.tensor([[_W1]]), builds_on=(_WEIGHTS,))
+def _(ns):
+    return ns.scaled_dot_product_attention(_Q1, _K1, _V1)[0]
 
 
 _MASK = torch.tensor([[False, True, True], [False, False, True], [True, False, False]])
@@ -229,10 +334,27 @@ def _mask_problem(weights):
     return None
 
 
-@suite.case("attention", "blocked keys (True in the mask) get weight exactly 0", points=1, check=satisfies(_mask_problem))
+@suite.case("attention", "blocked keys (True in the mask) get weight exactly 0", points=1, check=satisfies(_mask_problem), builds_on=(_SHAPES,))
 def _(ns):
     x = randn(2, 3, 4, seed=7)
     return ns.scaled_dot_product_attention(x, x, x, mask=_MASK)[1]
+
+
+@suite.case(
+    "attention",
+    "scores in the thousands still give finite weights",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-6, hints=[
+        Hint(lambda got, exp: type(got) is torch.Tensor and bool(torch.isnan(got).any()), "NaN weights: exp of a large score overflows float32; a stable softmax (torch.softmax) subtracts each row's maximum first", mistake="softmax overflows"),
+    ]),
+    expected=torch.tensor([[[1.0, 0.0]]]),
+    builds_on=(_SHAPES,),
+)
+def _(ns):
+    # scores 10000 / sqrt(2) and 9900 / sqrt(2): the second weight is exp(-70.7), about 2e-31
+    q = torch.tensor([[[100.0, 0.0]]])
+    k = torch.tensor([[[100.0, 0.0], [99.0, 0.0]]])
+    return ns.scaled_dot_product_attention(q, k, torch.eye(2)[None])[1]
 
 
 @suite.case("attention", "Q and K of different widths raise ValueError", points=1, check=raises("ValueError"))

@@ -5,21 +5,26 @@ probe, saved at build time. Batch size, length, vocabulary and ids all differ fr
 each other in every probe, so that a transposed or wrongly broadcast mask cannot pass
 by accident; the pad id is never 0 in the hidden probes.
 
-Each question is graded on its own. The probes of combined_mask and pad_and_shift run
-with correct stand-ins for causal_mask, padding_mask and shift_right put in the
-submission's namespace for the duration of the call (a student's combined_mask may
-call their own causal_mask), and the black-box causality tests use the test's own
-attention, not the notebook's given code.
+Each question is graded on its own. While the probes of combined_mask and pad_and_shift
+run, causal_mask, padding_mask and shift_right answer from tables of literal answers to
+the calls those probes lead to (any other call goes to the student's own function), so a
+mistake in one of them costs points on its own question only; no table answers a probe of
+those three questions. The black-box causality tests use the test's own attention (stage
+03's formula, not this stage's), not the notebook's given code. Probes return raw outputs
+(masks, ids, the tokens as the caller holds them after the call, devices as strings);
+every clause and its tests are in ``clauses.md`` beside this file.
 
 Tolerances: masks, shifted ids and padded batches are compared exactly (dtype, shape
 and every value). lm_loss: rtol 1e-5, atol 1e-6 for the loss (float32 cross-entropy
 in any order of summation agrees to about 1e-7); rtol 1e-4, atol 1e-7 for its gradient.
-causal_mask's device test cannot use a second device (grading runs on CPU): it watches
-the torch calls the function makes (a TorchFunctionMode) and checks that the requested
-device reaches one of them, as an argument of the factory call or of a later ``.to``.
-Causality: an earlier output may move by at most 1e-6 when only later inputs change
-(it should not move at all), and an output must move by more than 1e-4 when its own
-input changes.
+Devices: grading has no second device, so the device tests watch the torch calls the
+function makes (a TorchFunctionMode) and fail a tensor made without a device that is
+never moved to one; the result must be right too. (The meta device would do without
+a spy, but its first use imports torch._dynamo, seconds in every grading process.)
+Causality (black box): the probes return the student's mask, and the check runs the
+test's own attention under it in the grading process: an earlier output may move by at
+most 1e-6 when only later inputs change (it should not move at all), and an output must
+move by more than 1e-4 when its own input changes.
 """
 
 import math
@@ -27,44 +32,73 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
-from autograder.kit import REFERENCE, Hint, Suite, catch, close, equal, generator, raises, randn, satisfies
+from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, equal, generator, raises, randn, satisfies
 
 suite = Suite(public=False)
 
 
-# ---------------------------------------------------------------- stand-ins and a private attention
+# ---------------------------------------------------------------- answers for the other functions, and a private attention
 
 
-def _standin_causal(T, device=None):
-    return torch.triu(torch.ones((T, T), dtype=torch.bool, device=device), 1)
+def _grid(rows):
+    """A boolean matrix written as rows of 0s and 1s: "011 001 000"."""
+    return torch.tensor([[ch == "1" for ch in row] for row in rows.split()])
 
 
-def _standin_padding(ids, pad_id):
-    return (ids == pad_id)[:, None, :]
+def _rows(t):
+    return tuple(tuple(int(v) for v in row) for row in t.tolist())
 
 
-def _standin_shift(tokens, start_id):
-    out = tokens.new_empty(tokens.shape)
-    out[:, 0] = start_id
-    out[:, 1:] = tokens[:, :-1]
-    return out
+# The calls combined_mask and pad_and_shift may make to the stage's other functions while
+# their tests run, with the answers written out. No probe of causal_mask, padding_mask or
+# shift_right asks any of these questions, so the tables answer none of theirs.
+_CAUSAL_6 = _grid("011111 001111 000111 000011 000001 000000")
+_CIDS_PADDING = torch.stack([_grid(row) for row in ("000011", "001111", "000000", "000111")])  # (4, 1, 6)
+_KNOWN_SHIFTS = {
+    ((11, 12, 13, 14, 15),): (2, [[2, 11, 12, 13, 14]]),
+    ((21,),): (2, [[2]]),
+    ((31, 32, 33),): (2, [[2, 31, 32]]),
+    ((41, 42, 43, 44, 45, 46, 47),): (2, [[2, 41, 42, 43, 44, 45, 46]]),
+    ((7, 8, 9),): (3, [[3, 7, 8]]),
+    ((10, 11, 12),): (3, [[3, 10, 11]]),
+    ((7, 8, 9), (10, 11, 12)): (3, [[3, 7, 8], [3, 10, 11]]),
+}
 
 
-_STANDINS = {"causal_mask": _standin_causal, "padding_mask": _standin_padding, "shift_right": _standin_shift}
+def _answering(own):
+    """causal_mask, padding_mask and shift_right answering from the tables, else the notebook's own."""
+
+    def causal_mask(T, device=None):
+        if T != 6:
+            return own["causal_mask"](T, device=device)
+        return _CAUSAL_6.clone() if device is None else _CAUSAL_6.clone().to(device)
+
+    def padding_mask(ids, pad_id):
+        if pad_id != 2 or _rows(ids) != _rows(_CIDS):
+            return own["padding_mask"](ids, pad_id=pad_id)
+        return _CIDS_PADDING.clone().to(ids.device)
+
+    def shift_right(tokens, start_id):
+        start, shifted = _KNOWN_SHIFTS.get(_rows(tokens), (None, None))
+        if start != start_id:
+            return own["shift_right"](tokens, start_id=start_id)
+        return torch.tensor(shifted, dtype=tokens.dtype, device=tokens.device)
+
+    return {"causal_mask": causal_mask, "padding_mask": padding_mask, "shift_right": shift_right}
 
 
 def _isolated(ns, name, *args, **kwargs):
-    """The student's ``name`` called while correct stand-ins replace the other graded functions."""
+    """The student's ``name`` called while the stage's other graded functions answer from the tables."""
     target = getattr(ns, name)
     scope = ns._names
-    swap = {k: v for k, v in _STANDINS.items() if k != name}
-    before = {k: scope.get(k, _STANDINS) for k in swap}
+    swap = {k: v for k, v in _answering(dict(scope)).items() if k != name}
+    before = {k: scope.get(k, _KNOWN_SHIFTS) for k in swap}
     scope.update(swap)
     try:
         return target(*args, **kwargs)
     finally:
         for k, v in before.items():
-            if v is _STANDINS:
+            if v is _KNOWN_SHIFTS:
                 scope.pop(k, None)
             else:
                 scope[k] = v
@@ -81,37 +115,47 @@ def _attend(x, mask):
     return torch.softmax(scores, dim=-1) @ v
 
 
-def _as_mask(mask):
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"the mask must be a tensor, got {type(mask).__name__}")
-    return mask.to(torch.bool)
+def _mask_problem(mask, shape):
+    """Why ``mask`` cannot be used as a boolean mask of ``shape``, or None."""
+    if type(mask) is not torch.Tensor:
+        return f"the mask must be a tensor, got {type(mask).__name__}"
+    if tuple(mask.shape) != shape:
+        return f"the mask should have shape {shape}, got {tuple(mask.shape)}"
+    return None
 
 
 # ---------------------------------------------------------------- causal_mask
 
 
+def _mask_like(got, exp):
+    return type(got) is torch.Tensor and got.shape == exp.shape
+
+
 def _diag_blocked(got, exp):
     eye = torch.eye(exp.shape[0], dtype=torch.bool)
-    return isinstance(got, torch.Tensor) and got.shape == exp.shape and bool(torch.equal(got.to(torch.bool), exp | eye))
+    return _mask_like(got, exp) and bool(torch.equal(got.to(torch.bool), exp | eye))
 
 
 def _inverted_mask(got, exp):
-    return isinstance(got, torch.Tensor) and got.shape == exp.shape and bool(torch.equal(got.to(torch.bool), ~exp))
+    return _mask_like(got, exp) and bool(torch.equal(got.to(torch.bool), ~exp))
 
 
 def _flipped(got, exp):
-    return isinstance(got, torch.Tensor) and got.shape == exp.shape and bool(got.to(torch.bool)[-1, 0])
+    return _mask_like(got, exp) and bool(got.to(torch.bool)[-1, 0])
+
+
+_NINE = "T=9 exactly, dtype and values"
 
 
 @suite.case(
     "causal_mask",
-    "T=9 exactly, dtype and values",
+    _NINE,
     points=2,
     check=equal([
-        Hint(lambda got, exp: isinstance(got, torch.Tensor) and got.dtype != torch.bool, "return a boolean mask (True = blocked); turning it into -inf is the attention's job"),
-        Hint(_inverted_mask, "the mask is inverted: in this course True marks the keys a query may NOT see"),
-        Hint(_diag_blocked, "the diagonal is blocked: a position may attend to itself"),
-        Hint(_flipped, "the last query cannot see the first key: the mask blocks the past instead of the future"),
+        Hint(lambda got, exp: type(got) is torch.Tensor and got.dtype != torch.bool, "return a boolean mask (True = blocked); turning it into -inf is the attention's job", mistake="mask not boolean"),
+        Hint(_inverted_mask, "the mask is inverted: in this course True marks the keys a query may NOT see", mistake="mask inverted"),
+        Hint(_diag_blocked, "the diagonal is blocked: a position may attend to itself", mistake="diagonal blocked"),
+        Hint(_flipped, "the last query cannot see the first key: the mask blocks the past instead of the future", mistake="past blocked instead of the future"),
     ]),
     expected=REFERENCE,
 )
@@ -119,51 +163,32 @@ def _(ns):
     return ns.causal_mask(9)
 
 
-class _DeviceSpy(TorchFunctionMode):
-    """Notes whether any torch call made inside it received ``wanted`` as an argument."""
-
-    def __init__(self, wanted):
-        super().__init__()
-        self.wanted, self.hit = wanted, False
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        for value in (*args, *kwargs.values()):
-            if isinstance(value, (torch.device, str)):
-                try:
-                    self.hit = self.hit or torch.device(value) == self.wanted
-                except (RuntimeError, TypeError):
-                    pass
-        result = func(*args, **kwargs)
-        return result
-
-
-@suite.case(
-    "causal_mask",
-    "the device argument is passed on to the tensor it makes",
-    points=1,
-    check=equal([Hint(lambda got, exp: not got["device passed on"], "pass device=device when you create the tensor (or move it there)")]),
-    expected={"device passed on": True, "device": "cpu", "dtype": "torch.bool"},
-)
+@suite.case("causal_mask", "T=0 gives an empty (0, 0) mask", points=1, check=equal(), expected=REFERENCE)
 def _(ns):
-    # Without a second device on the grading machine, the test watches the torch calls
-    # causal_mask makes and checks that the requested device reaches one of them.
-    wanted = torch.device("cpu")
-    with _DeviceSpy(wanted) as spy:
-        mask = ns.causal_mask(5, device=wanted)
-    return {"device passed on": spy.hit, "device": str(mask.device), "dtype": str(mask.dtype)}
+    return ns.causal_mask(0)
 
 
-def _causal_story(got):
-    leaks, moves = got["leak"], got["move"]
-    if any(math.isnan(v) for v in leaks + moves):
-        return "an output is NaN: some query has no key left to attend to (a position must at least see itself)"
-    bad = [t for t, v in enumerate(leaks) if v > 1e-6]
-    if bad:
-        return f"changing tokens from position {bad[0]} on changed outputs before position {bad[0]}: the future leaks through the mask"
-    blind = [t for t, v in enumerate(moves) if v <= 1e-4]
-    if blind:
-        return f"changing token {blind[0]} did not change output {blind[0]}: a position must see its own token"
+def _causal_story(mask):
+    """Attention under the student's (7, 7) mask, run here in the grading process: later
+    tokens must never move earlier outputs, and each token must move its own output."""
+    problem = _mask_problem(mask, (7, 7))
+    if problem:
+        return problem
+    mask, T = mask.to(torch.bool), 7
+    x = randn(2, T, 6, seed=71)
+    base = _attend(x, mask)
+    for t in range(T):
+        y = x.clone()
+        y[:, t:] = randn(2, T - t, 6, seed=100 + t)
+        out = _attend(y, mask)
+        leak = float((out[:, :t] - base[:, :t]).abs().max()) if t else 0.0
+        move = float((out[:, t] - base[:, t]).abs().max())
+        if math.isnan(leak) or math.isnan(move):
+            return "an output is NaN: some query has no key left to attend to (a position must at least see itself)"
+        if leak > 1e-6:
+            return f"changing tokens from position {t} on changed outputs before position {t}: the future leaks through the mask"
+        if move <= 1e-4:
+            return f"changing token {t} did not change output {t}: a position must see its own token"
     return None
 
 
@@ -172,20 +197,77 @@ def _causal_story(got):
     "black box: under this mask, changing later tokens never changes earlier outputs",
     points=2,
     check=satisfies(_causal_story),
+    builds_on=(_NINE,),
 )
 def _(ns):
-    T = 7
-    mask = _as_mask(ns.causal_mask(T))
-    x = randn(2, T, 6, seed=71)
-    base = _attend(x, mask)
-    leak, move = [], []
-    for t in range(T):
-        y = x.clone()
-        y[:, t:] = randn(2, T - t, 6, seed=100 + t)
-        out = _attend(y, mask)
-        leak.append(float((out[:, :t] - base[:, :t]).abs().max()) if t else 0.0)
-        move.append(float((out[:, t] - base[:, t]).abs().max()))
-    return {"leak": leak, "move": move}
+    return ns.causal_mask(7)
+
+
+class _Placement(TorchFunctionMode):
+    """Notes every tensor-making torch call (with the device it was given) and every move."""
+
+    def __init__(self):
+        TorchFunctionMode.__init__(self)
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye") and not any(isinstance(a, torch.Tensor) for a in args):
+            self.calls.append(("made", name, str(kwargs.get("device"))))
+        elif name in ("to", "type_as", "cuda"):
+            self.calls.append(("moved", name, ""))
+        return func(*args, **kwargs)
+
+
+def _unplaced(calls):
+    """The first tensor made without a device and never moved to one, or None."""
+    made = [name for kind, name, device in calls if kind == "made" and device == "None"]
+    return made[0] if made and not any(kind == "moved" for kind, _, _ in calls) else None
+
+
+def _placed(what, hint, mistake):
+    """A check: the output equals the fixture, and every tensor the call made got a device."""
+
+    def check(got, expected, reveal):
+        calls, out = got
+        verdict = equal()(out, expected[1], reveal)
+        if not verdict.passed:
+            return Verdict(False, f"the result is not right yet: {verdict.message}")
+        made = _unplaced(calls)
+        if made:
+            return Verdict(False, f"{what} makes a tensor with torch.{made}(...) on the default device\nHint: {hint}", mistake)
+        return Verdict(True)
+
+    return check
+
+
+@suite.case("causal_mask", "the mask is made on the device passed as device", points=1,
+            check=_placed("causal_mask(5, device=...)", "pass device=device when you create the tensor (or move it there)", "device ignored"),
+            expected=REFERENCE, builds_on=(_NINE,))
+def _(ns):
+    # Grading has no second device: the test watches the torch calls causal_mask makes
+    # and checks that the tensor it creates is given the device (or moved to it).
+    with _Placement() as spy:
+        mask = ns.causal_mask(5, device=torch.device("cpu"))
+    return [list(call) for call in spy.calls], mask
+
+
+def _all_value_errors(labels):
+    def problem(got):
+        for label, outcome in zip(labels, got):
+            if outcome["raised"] != "ValueError":
+                what = "nothing was raised" if outcome["raised"] is None else f"got {outcome['raised']}"
+                return f"{label} should raise ValueError; {what}"
+        return None
+
+    return problem
+
+
+@suite.case("causal_mask", "a T that is not a non-negative integer raises ValueError", points=1,
+            check=satisfies(_all_value_errors(["causal_mask(-1)", "causal_mask(2.5)"])))
+def _(ns):
+    return [catch(ns.causal_mask, -1), catch(ns.causal_mask, 2.5)]
 
 
 # ---------------------------------------------------------------- padding_mask
@@ -198,16 +280,20 @@ _IDS = torch.tensor([
 ])  # B = 3, T = 7
 
 
+def _shape_is(*shape):
+    return lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == shape
+
+
 @suite.case(
     "padding_mask",
     "B=3, T=7, pad_id=3 with tokens 0 in the batch",
     points=2,
     check=equal([
-        Hint(lambda got, exp: tuple(got.shape) == (3, 7, 1), "a mask of shape (B, T, 1) blocks queries: padding must block keys"),
-        Hint(lambda got, exp: tuple(got.shape) == (3, 7), "the mask needs its middle axis of size 1, to broadcast over the queries"),
-        Hint(lambda got, exp: got.dim() == 4, "the mask is (B, 1, T); adding an axis for heads is a later stage's job"),
-        Hint(lambda got, exp: tuple(got.shape) == (3, 1, 7) and bool(torch.equal(got[:, 0], _IDS == 0)), "compare with the pad_id you were given, not with 0"),
-        Hint(lambda got, exp: tuple(got.shape) == (3, 1, 7) and bool(torch.equal(got, ~exp)), "True must mark the padding (blocked), not the real tokens"),
+        Hint(_shape_is(3, 7, 1), "a mask of shape (B, T, 1) blocks queries: padding must block keys", mistake="padding mask (B, T, 1)"),
+        Hint(_shape_is(3, 7), "the mask needs its middle axis of size 1, to broadcast over the queries", mistake="padding mask (B, T)"),
+        Hint(_shape_is(3, 1, 1, 7), "the mask is (B, 1, T); adding an axis for heads is a later stage's job", mistake="padding mask with a head axis"),
+        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, 0], _IDS == 0)), "compare with the pad_id you were given, not with 0", mistake="pad id fixed"),
+        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, ~exp)), "True must mark the padding (blocked), not the real tokens", mistake="mask inverted"),
     ]),
     expected=REFERENCE,
 )
@@ -220,6 +306,12 @@ def _(ns):
     return ns.padding_mask(torch.arange(10).reshape(2, 5), pad_id=11)
 
 
+@suite.case("padding_mask", "ids that are not (B, T) raise ValueError", points=1,
+            check=satisfies(_all_value_errors(["padding_mask of a 1-D tensor", "padding_mask of a 3-D tensor"])))
+def _(ns):
+    return [catch(ns.padding_mask, _IDS[0].clone(), _PAD), catch(ns.padding_mask, _IDS[None].clone(), _PAD)]
+
+
 # ---------------------------------------------------------------- combined_mask
 
 _CIDS = torch.tensor([
@@ -228,23 +320,18 @@ _CIDS = torch.tensor([
     [9, 1, 3, 4, 8, 5],
     [9, 8, 0, 2, 2, 2],
 ])  # B = 4, T = 6, pad_id = 2
-
-
-def _query_side(got, exp):
-    query_pad = (_CIDS == 2)[:, :, None]
-    return bool(torch.equal(got, _standin_causal(6) | query_pad))
+_COMBINED = "B=4, T=6, pad_id=2"
 
 
 @suite.case(
     "combined_mask",
-    "B=4, T=6, pad_id=2",
+    _COMBINED,
     points=2,
     check=equal([
-        Hint(lambda got, exp: got.dtype != torch.bool, "return a boolean mask"),
-        Hint(lambda got, exp: bool(torch.equal(~got, exp)), "the mask is inverted: True marks the keys that are BLOCKED"),
-        Hint(_query_side, "your padding blocks rows (queries); it must block columns (keys)"),
-        Hint(lambda got, exp: bool(torch.equal(got, _standin_causal(6) & (_CIDS == 2)[:, None, :])), "a key is blocked if it is in the future OR is padding, not only when both hold"),
-        Hint(lambda got, exp: bool(torch.equal(got & ~torch.eye(6, dtype=torch.bool), exp)), "the diagonal is blocked: a real token may attend to itself"),
+        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(~got, exp)), "the mask is inverted: True marks the keys that are BLOCKED", mistake="mask inverted"),
+        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, _CAUSAL_6 | (_CIDS == 2)[:, :, None])), "your padding blocks rows (queries); it must block columns (keys)", mistake="padding on the query side"),
+        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, _CAUSAL_6 & _CIDS_PADDING)), "a key is blocked if it is in the future OR is padding, not only when both hold", mistake="AND instead of OR"),
+        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, exp | torch.eye(6, dtype=torch.bool))), "the diagonal is blocked: a real token may attend to itself", mistake="diagonal blocked"),
     ]),
     expected=REFERENCE,
 )
@@ -252,12 +339,27 @@ def _(ns):
     return _isolated(ns, "combined_mask", _CIDS, 2)
 
 
-def _padded_story(got):
-    if any(math.isnan(v) for v in got["future"] + got["pad"]):
+def _padded_story(mask):
+    """Attention under the student's (4, 6, 6) mask, run here in the grading process: real
+    tokens must ignore later tokens and padded positions."""
+    problem = _mask_problem(mask, (4, 6, 6))
+    if problem:
+        return problem
+    mask, real = mask.to(torch.bool), _CIDS != 2
+    x = randn(4, 6, 6, seed=72)
+    base = _attend(x, mask)
+    noise = randn(4, 6, 6, seed=73)
+    pad_moved = float((_attend(torch.where(real[..., None], x, noise), mask) - base).abs()[real].max())
+    future = []
+    for t in range(1, 6):
+        y = x.clone()
+        y[:, t:] = noise[:, t:]
+        future.append(float((_attend(y, mask)[:, :t] - base[:, :t]).abs()[real[:, :t]].max()))
+    if any(math.isnan(v) for v in future + [pad_moved]):
         return "an output at a real token is NaN: some real query has no key left to attend to"
-    if max(got["future"]) > 1e-6:
+    if max(future) > 1e-6:
         return "changing later tokens changed earlier outputs: the mask lets the future leak"
-    if max(got["pad"]) > 1e-6:
+    if pad_moved > 1e-6:
         return "changing the vectors at padded positions changed the outputs of real tokens: padded keys must be blocked"
     return None
 
@@ -267,38 +369,27 @@ def _padded_story(got):
     "black box: real tokens ignore both the future and the padding",
     points=1,
     check=satisfies(_padded_story),
+    builds_on=(_COMBINED,),
 )
 def _(ns):
-    mask = _as_mask(_isolated(ns, "combined_mask", _CIDS, 2))
-    real = _CIDS != 2
-    x = randn(4, 6, 6, seed=72)
-    base = _attend(x, mask)
-    noise = randn(4, 6, 6, seed=73)
-    pad_changed = _attend(torch.where(real[..., None], x, noise), mask)
-    future = []
-    for t in range(1, 6):
-        y = x.clone()
-        y[:, t:] = noise[:, t:]
-        out = _attend(y, mask)
-        earlier = real[:, :t]
-        future.append(float((out[:, :t] - base[:, :t]).abs()[earlier].max()))
-    return {"future": future, "pad": [float((pad_changed - base).abs()[real].max())]}
+    return _isolated(ns, "combined_mask", _CIDS, 2)
 
 
 # ---------------------------------------------------------------- shift
 
 _TOKENS = torch.randint(4, 50, (3, 7), generator=generator(81))
+_SHIFT = "B=3, T=7 with start_id=2"
 
 
 @suite.case(
     "shift",
-    "B=3, T=7 with start_id=2",
+    _SHIFT,
     points=2,
     check=equal([
-        Hint(lambda got, exp: tuple(got.shape) != (3, 7), "the output keeps the shape (B, T)"),
-        Hint(lambda got, exp: bool(torch.equal(got[:, 1:], _TOKENS[:, 1:])), "the first token is lost and the last kept: it is the last token of each row that drops off"),
-        Hint(lambda got, exp: bool(torch.equal(got[:, :-1], _TOKENS[:, 1:])), "that is a shift to the left (the targets' direction); the inputs move one step to the right"),
-        Hint(lambda got, exp: got.dtype != torch.long, "token ids stay torch.long"),
+        Hint(_shape_is(3, 8), "the output keeps the shape (B, T)", mistake="shift keeps every token"),
+        Hint(lambda got, exp: _mask_like(got, exp) and got.dtype != torch.long, "token ids stay torch.long", mistake="shift changes the dtype"),
+        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, 1:], _TOKENS[:, 1:])), "the first token is lost and the last kept: it is the last token of each row that drops off", mistake="first token dropped"),
+        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, :-1], _TOKENS[:, 1:])), "that is a shift to the left (the targets' direction); the inputs move one step to the right", mistake="shift to the left"),
     ]),
     expected=REFERENCE,
 )
@@ -306,7 +397,7 @@ def _(ns):
     return ns.shift_right(_TOKENS.clone(), 2)
 
 
-@suite.case("shift", "T=1: a row becomes just the start token", points=1, check=equal(), expected=torch.tensor([[30], [30]]))
+@suite.case("shift", "T=1: a row becomes just the start token", points=1, check=equal(), expected=REFERENCE, builds_on=(_SHIFT,))
 def _(ns):
     return ns.shift_right(torch.tensor([[5], [6]]), start_id=30)
 
@@ -315,12 +406,29 @@ def _(ns):
     "shift",
     "the caller's tensor is not modified",
     points=1,
-    check=satisfies(lambda got: None if got else "shift_right changed the tensor it was given: build a new tensor instead of writing into the input"),
+    check=equal([Hint(lambda got, exp: True, "shift_right changed the tensor it was given: build a new tensor instead of writing into the input", mistake="writes into the input")]),
+    expected=_TOKENS.clone(),
 )
 def _(ns):
     tokens = _TOKENS.clone()
     ns.shift_right(tokens, 2)
-    return bool(torch.equal(tokens, _TOKENS))
+    return tokens  # as the caller holds it afterwards
+
+
+@suite.case("shift", "the start column is made on the device of the tokens", points=1,
+            check=_placed("shift_right", "make the start column on tokens.device (tokens.new_full, or device=tokens.device)", "start column off the tokens' device"),
+            expected=REFERENCE, builds_on=(_SHIFT,))
+def _(ns):
+    tokens = _TOKENS.clone()
+    with _Placement() as spy:
+        out = ns.shift_right(tokens, 2)
+    return [list(call) for call in spy.calls], out
+
+
+@suite.case("shift", "tokens that are not (B, T) raise ValueError", points=1,
+            check=satisfies(_all_value_errors(["shift_right of a 1-D tensor", "shift_right of a 3-D tensor"])))
+def _(ns):
+    return [catch(ns.shift_right, _TOKENS[0].clone(), 2), catch(ns.shift_right, _TOKENS[None].clone(), 2)]
 
 
 # ---------------------------------------------------------------- pad_and_shift
@@ -331,37 +439,39 @@ _SEQS = [[11, 12, 13, 14, 15], [21], [31, 32, 33], [41, 42, 43, 44, 45, 46, 47]]
 def _pas_hints(pad_id, ignore):
     lengths = [len(s) for s in _SEQS]
 
+    def pair(got, exp):
+        return isinstance(got, (tuple, list)) and len(got) == 2 and all(_mask_like(g, e) for g, e in zip(got, exp))
+
     def tail(got, side, value):
         t = got[side]
-        return all(t[b, n:].eq(value).all() for b, n in enumerate(lengths))
+        return all(bool(t[b, n:].eq(value).all()) for b, n in enumerate(lengths))
 
-    return [
-        Hint(lambda got, exp: got[1].shape == exp[1].shape and tail(got, 1, pad_id) and pad_id != ignore, "the targets are padded with ignore_index, not pad_id"),
-        Hint(lambda got, exp: got[0].shape == exp[0].shape and bool(torch.equal(got[0][:, 1:], torch.where(exp[1][:, :-1] == ignore, pad_id, exp[1][:, :-1]))) and not bool(torch.equal(got[0], exp[0])), "shift each sequence before padding it: the input row holds pad exactly where the target is ignored"),
-        Hint(lambda got, exp: got[0].shape == exp[0].shape and bool(got[0][1, 0] == pad_id), "pad at the end of each sequence (right padding), not at the start"),
-        Hint(lambda got, exp: got[1].shape == exp[1].shape and tail(got, 1, -100) and ignore != -100, "use the ignore_index you were given"),
-        Hint(lambda got, exp: got[0].dtype != torch.long or got[1].dtype != torch.long, "both tensors hold token ids: torch.long"),
+    def padded_then_shifted(got, exp):  # the inputs are the padded targets moved one step right
+        padded = torch.where(exp[1] == ignore, pad_id, exp[1])
+        return bool(torch.equal(got[0][:, 1:], padded[:, :-1])) and not bool(torch.equal(got[0], exp[0]))
+
+    hints = [
+        Hint(lambda got, exp: pair(got, exp) and tail(got, 1, pad_id), "the targets are padded with ignore_index, not pad_id", mistake="targets padded with pad_id"),
+        Hint(lambda got, exp: pair(got, exp) and padded_then_shifted(got, exp), "shift each sequence before padding it: the input row holds pad exactly where the target is ignored", mistake="padded before shifting"),
+        Hint(lambda got, exp: pair(got, exp) and int(got[0][1, 0]) == pad_id, "pad at the end of each sequence (right padding), not at the start", mistake="padding on the left"),
+        Hint(lambda got, exp: pair(got, exp) and tail(got, 1, -100), "use the ignore_index you were given", mistake="ignore_index argument ignored"),
+        Hint(lambda got, exp: pair(got, exp) and bool(torch.equal(got[0], torch.where(exp[1] == ignore, pad_id, exp[1]))), "the inputs are the sequences shifted right, with start_id in front", mistake="inputs not shifted"),
+        Hint(lambda got, exp: isinstance(got, (tuple, list)) and len(got) == 2 and any(type(g) is torch.Tensor and g.dtype != torch.long for g in got), "both tensors hold token ids: torch.long", mistake="batch not torch.long"),
     ]
+    if ignore == -100:  # with the default, ignoring the argument changes nothing
+        hints = [h for h in hints if h.mistake != "ignore_index argument ignored"]
+    return hints
 
 
-@suite.case(
-    "pad_and_shift",
-    "four sequences of lengths 5, 1, 3, 7 with start_id=2, pad_id=1, ignore_index=-1",
-    points=2,
-    check=equal(_pas_hints(1, -1)),
-    expected=REFERENCE,
-)
+_PADDED = "four sequences of lengths 5, 1, 3, 7 with start_id=2, pad_id=1, ignore_index=-1"
+
+
+@suite.case("pad_and_shift", _PADDED, points=2, check=equal(_pas_hints(1, -1)), expected=REFERENCE)
 def _(ns):
     return _isolated(ns, "pad_and_shift", _SEQS, start_id=2, pad_id=1, ignore_index=-1)
 
 
-@suite.case(
-    "pad_and_shift",
-    "the same sequences with the default ignore_index",
-    points=1,
-    check=equal(_pas_hints(1, -100)),
-    expected=REFERENCE,
-)
+@suite.case("pad_and_shift", "the same sequences with the default ignore_index", points=1, check=equal(_pas_hints(1, -100)), expected=REFERENCE)
 def _(ns):
     return _isolated(ns, "pad_and_shift", _SEQS, 2, 1)
 
@@ -385,46 +495,43 @@ _TARGETS[1, 1:] = -100  # 6 of 15 positions ignored
 _KEPT = 9
 
 
+def _loss(got):
+    return float(got) if type(got) is torch.Tensor and got.numel() == 1 else math.nan
+
+
 def _loss_hints(kept, total):
     return [
-        Hint(lambda got, exp: not isinstance(got, torch.Tensor), "return a tensor (no .item()): the loss must be back-propagated"),
-        Hint(lambda got, exp: abs(float(got) - float(exp) * kept / total) < 1e-4 * abs(float(exp)), "your mean counts the ignored positions too; divide by the number of scored positions"),
-        Hint(lambda got, exp: abs(float(got) - float(exp) * kept) < 1e-4 * abs(float(exp)) * kept, "that is a sum over the positions; the loss is their mean"),
+        Hint(lambda got, exp: isinstance(got, float), "return a tensor (no .item()): the loss must be back-propagated", mistake="loss returned as a float"),
+        Hint(lambda got, exp: abs(_loss(got) - float(exp) * kept / total) < 1e-4 * abs(float(exp)), "your mean counts the ignored positions too; divide by the number of scored positions", mistake="mean over every position"),
+        Hint(lambda got, exp: abs(_loss(got) - float(exp) * kept) < 1e-4 * abs(float(exp)) * kept, "that is a sum over the positions; the loss is their mean", mistake="sum instead of mean"),
     ]
 
 
-@suite.case(
-    "lm_loss",
-    "B=3, T=5, V=11 with 6 ignored positions",
-    points=2,
-    check=close(rtol=1e-5, atol=1e-6, hints=_loss_hints(_KEPT, 15)),
-    expected=REFERENCE,
-)
+_LOSS = "B=3, T=5, V=11 with 6 ignored positions"
+
+
+@suite.case("lm_loss", _LOSS, points=2, check=close(rtol=1e-5, atol=1e-6, hints=_loss_hints(_KEPT, 15)), expected=REFERENCE)
 def _(ns):
     return ns.lm_loss(_LOGITS.clone(), _TARGETS.clone())
 
 
-@suite.case(
-    "lm_loss",
-    "a custom ignore_index of 0 skips token 0 instead of -100",
-    points=1,
-    check=close(rtol=1e-5, atol=1e-6),
-    expected=REFERENCE,
-)
+@suite.case("lm_loss", "a custom ignore_index of 0 skips token 0 instead of -100", points=1, check=close(rtol=1e-5, atol=1e-6),
+            expected=REFERENCE, builds_on=(_LOSS,))
 def _(ns):
     targets = torch.randint(0, 4, (2, 7), generator=generator(93))
     targets[0, 0] = 0
     return ns.lm_loss(randn(2, 7, 4, seed=94), targets, ignore_index=0)
 
 
-@suite.case(
-    "lm_loss",
-    "the gradient reaches the logits and is 0 at ignored positions",
-    points=1,
-    check=close(rtol=1e-4, atol=1e-7),
-    expected=REFERENCE,
-)
+@suite.case("lm_loss", "the gradient reaches the logits and is 0 at ignored positions", points=1, check=close(rtol=1e-4, atol=1e-7),
+            expected=REFERENCE, builds_on=(_LOSS,))
 def _(ns):
     logits = _LOGITS.clone().requires_grad_(True)
     ns.lm_loss(logits, _TARGETS.clone()).backward()
     return logits.grad
+
+
+@suite.case("lm_loss", "logits and targets that do not fit together raise ValueError", points=1,
+            check=satisfies(_all_value_errors(["logits (3, 5, 11) with targets (3, 4)", "logits (15, 11) with targets (15,)"])))
+def _(ns):
+    return [catch(ns.lm_loss, _LOGITS.clone(), _TARGETS[:, :4].clone()), catch(ns.lm_loss, _LOGITS.reshape(15, 11).clone(), _TARGETS.reshape(15).clone())]

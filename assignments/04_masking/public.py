@@ -1,44 +1,69 @@
-"""Public tests of stage 04_masking: students run these in the notebook with check()."""
+"""Public tests of stage 04_masking: students run these in the notebook with check().
+
+Expected values are literals (masks written as rows of 0s and 1s) and properties.
+Tolerances: masks, shifted ids and padded batches are compared exactly; lm_loss with
+rtol 1e-5, atol 1e-6 (a float32 cross-entropy of a few numbers against a float64 literal).
+"""
 
 import math
 
 import torch
+from torch.overrides import TorchFunctionMode
 
-from autograder.kit import Hint, Suite, catch, close, equal, raises, satisfies
+from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises, satisfies
 
 suite = Suite(public=True)
 
-F_, T_ = False, True
+
+def _grid(rows):
+    """A boolean matrix written as rows of 0s and 1s: "011 001 000"."""
+    return torch.tensor([[ch == "1" for ch in row] for row in rows.split()])
 
 
-def _bool(rows):
-    return torch.tensor(rows, dtype=torch.bool)
+# A question is tested on its own: while combined_mask and pad_and_shift run, the other
+# functions of the stage answer from the tables below (the calls these tests make, with
+# their answers written out); any other call goes to your own function. So a mistake in
+# causal_mask, padding_mask or shift_right costs points only once, on its own question.
+_CAUSAL = {3: _grid("011 001 000"), 5: _grid("01111 00111 00011 00001 00000")}
+_PADDING = {
+    (((5, 6, 0),), 0): _grid("001")[None],
+    (((4, 5, 6, 7, 8), (4, 5, 1, 1, 1)), 1): torch.stack([_grid("00000"), _grid("00111")]),
+}
+_SHIFTED = {
+    (((5, 6, 7),), 1): [[1, 5, 6]], (((8,),), 1): [[1]],
+    (((4, 5),), 2): [[2, 4]], (((6, 7, 8),), 2): [[2, 6, 7]],
+}
 
 
-# A question is tested on its own: while combined_mask and pad_and_shift run, correct
-# versions of causal_mask, padding_mask and shift_right stand in for the student's, so
-# a mistake in one of those costs points only once, on its own question.
+def _rows(t):
+    return tuple(tuple(int(v) for v in row) for row in t.tolist())
 
 
-def _ok_causal(T, device=None):
-    pos = torch.arange(T, device=device)
-    return pos.unsqueeze(0) > pos.unsqueeze(1)
+def _answering(ns):
+    """Table-backed causal_mask, padding_mask and shift_right, falling back on the notebook's own."""
+    own = dict(ns._names)
 
+    def causal_mask(T, device=None):
+        if T not in _CAUSAL:
+            return own["causal_mask"](T, device)
+        return _CAUSAL[T].clone() if device is None else _CAUSAL[T].clone().to(device)
 
-def _ok_padding(ids, pad_id):
-    return ids.eq(pad_id).unsqueeze(1)
+    def padding_mask(ids, pad_id):
+        found = _PADDING.get((_rows(ids), pad_id))
+        return own["padding_mask"](ids, pad_id) if found is None else found.clone().to(ids.device)
 
+    def shift_right(tokens, start_id):
+        found = _SHIFTED.get((_rows(tokens), start_id))
+        return own["shift_right"](tokens, start_id) if found is None else torch.tensor(found, dtype=tokens.dtype, device=tokens.device)
 
-def _ok_shift(tokens, start_id):
-    return torch.cat((torch.full_like(tokens[:, :1], start_id), tokens[:, :-1]), dim=1)
+    return {"causal_mask": causal_mask, "padding_mask": padding_mask, "shift_right": shift_right}
 
 
 def _on_its_own(ns, name, *args, **kwargs):
-    """Call the student's ``name`` with correct versions of the stage's other functions in place."""
+    """Call the notebook's ``name`` while the stage's other functions answer from the tables."""
     func = getattr(ns, name)
     names = ns._names
-    helpers = {"causal_mask": _ok_causal, "padding_mask": _ok_padding, "shift_right": _ok_shift}
-    helpers.pop(name, None)
+    helpers = {key: value for key, value in _answering(ns).items() if key != name}
     saved = {key: names[key] for key in helpers if key in names}
     names.update(helpers)
     try:
@@ -51,13 +76,17 @@ def _on_its_own(ns, name, *args, **kwargs):
                 names.pop(key, None)
 
 
+def _tensor_like(got, exp):
+    return type(got) is torch.Tensor and got.shape == exp.shape
+
+
 def _dtype_hint():
-    return Hint(lambda got, exp: isinstance(got, torch.Tensor) and got.dtype != torch.bool, "a mask is a boolean tensor (True = blocked), not numbers to add or multiply")
+    return Hint(lambda got, exp: type(got) is torch.Tensor and got.dtype != torch.bool, "a mask is a boolean tensor (True = blocked), not numbers to add or multiply", mistake="mask not boolean")
 
 
 # ---------------------------------------------------------------- causal_mask
 
-_CAUSAL_4 = _bool([[F_, T_, T_, T_], [F_, F_, T_, T_], [F_, F_, F_, T_], [F_, F_, F_, F_]])
+_CAUSAL_4 = _grid("0111 0011 0001 0000")
 
 
 @suite.case(
@@ -66,9 +95,9 @@ _CAUSAL_4 = _bool([[F_, T_, T_, T_], [F_, F_, T_, T_], [F_, F_, F_, T_], [F_, F_
     points=1,
     check=equal([
         _dtype_hint(),
-        Hint(lambda got, exp: bool(torch.equal(got, ~exp)), "the mask is inverted: True must mark the BLOCKED keys (the future), not the ones a query may see"),
-        Hint(lambda got, exp: bool(torch.equal(got, exp | torch.eye(4, dtype=torch.bool))), "the diagonal is blocked: every position must be allowed to attend to itself"),
-        Hint(lambda got, exp: bool(got[1:, 0].all()), "the past is blocked and the future open: True must mark the keys AFTER the query (j > i)"),
+        Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, ~exp)), "the mask is inverted: True must mark the BLOCKED keys (the future), not the ones a query may see", mistake="mask inverted"),
+        Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, exp | torch.eye(4, dtype=torch.bool))), "the diagonal is blocked: every position must be allowed to attend to itself", mistake="diagonal blocked"),
+        Hint(lambda got, exp: _tensor_like(got, exp) and bool(got[1:, 0].all()), "the past is blocked and the future open: True must mark the keys AFTER the query (j > i)", mistake="past blocked instead of the future"),
     ]),
     expected=_CAUSAL_4,
 )
@@ -76,16 +105,60 @@ def _(ns):
     return ns.causal_mask(4)
 
 
-@suite.case("causal_mask", "T=1 with device='cpu' gives [[False]]", points=1, check=equal([_dtype_hint()]), expected=_bool([[F_]]))
+@suite.case("causal_mask", "T=1 gives [[False]]", points=1, check=equal([_dtype_hint()]), expected=_grid("0"))
 def _(ns):
-    return ns.causal_mask(1, device="cpu")
+    return ns.causal_mask(1)
+
+
+class _Placement(TorchFunctionMode):
+    """Notes every tensor-making torch call (with the device it was given) and every move."""
+
+    def __init__(self):
+        TorchFunctionMode.__init__(self)
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye") and not any(isinstance(a, torch.Tensor) for a in args):
+            self.calls.append(("made", name, str(kwargs.get("device"))))
+        elif name in ("to", "type_as", "cuda"):
+            self.calls.append(("moved", name, ""))
+        return func(*args, **kwargs)
+
+
+def _unplaced(calls):
+    """The first tensor made without a device and never moved to one, or None."""
+    made = [name for kind, name, device in calls if kind == "made" and device == "None"]
+    return made[0] if made and not any(kind == "moved" for kind, _, _ in calls) else None
+
+
+def _placed_mask(got, expected, reveal):
+    """The mask is right, and made on the device passed (or moved there)."""
+    calls, mask = got
+    verdict = equal()(mask, _grid("011 001 000"), reveal)
+    if not verdict.passed:
+        return Verdict(False, f"the mask is not right yet: {verdict.message}")
+    made = _unplaced(calls)
+    if made:
+        return Verdict(False, f"causal_mask(3, device='cpu') makes its tensor with torch.{made}(...) without passing the device on\nHint: create the mask on `device` (device=device), or move it there", "device ignored")
+    return Verdict(True)
+
+
+@suite.case("causal_mask", "the device argument reaches the tensor it makes", points=1, check=_placed_mask,
+            builds_on=("T=4: True strictly above the diagonal",))
+def _(ns):
+    with _Placement() as spy:
+        mask = ns.causal_mask(3, device="cpu")
+    return [list(call) for call in spy.calls], mask
 
 
 # ---------------------------------------------------------------- padding_mask
 
 _SHAPE_HINTS = [
-    Hint(lambda got, exp: tuple(got.shape) == (exp.shape[0], exp.shape[2], 1), "your mask has shape (B, T, 1), which blocks queries; padding must block keys, the last axis"),
-    Hint(lambda got, exp: tuple(got.shape) == (exp.shape[0], exp.shape[2]), "keep a middle axis of size 1, (B, 1, T), so the mask broadcasts over the queries"),
+    Hint(lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (exp.shape[0], exp.shape[2], 1), "your mask has shape (B, T, 1), which blocks queries; padding must block keys, the last axis", mistake="padding mask (B, T, 1)"),
+    Hint(lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (exp.shape[0], exp.shape[2]), "keep a middle axis of size 1, (B, 1, T), so the mask broadcasts over the queries", mistake="padding mask (B, T)"),
+    Hint(lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (exp.shape[0], 1, 1, exp.shape[2]), "the mask is (B, 1, T); adding an axis for heads is a later stage's job", mistake="padding mask with a head axis"),
 ]
 
 
@@ -93,8 +166,9 @@ _SHAPE_HINTS = [
     "padding_mask",
     "ids [[5, 6, 0], [7, 0, 0]] with pad_id=0",
     points=1,
-    check=equal([*_SHAPE_HINTS, _dtype_hint()]),
-    expected=_bool([[[F_, F_, T_]], [[F_, T_, T_]]]),
+    check=equal([*_SHAPE_HINTS,
+                 Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, ~exp)), "True must mark the padding (blocked), not the real tokens", mistake="mask inverted")]),
+    expected=torch.stack([_grid("001"), _grid("011")]),
 )
 def _(ns):
     return ns.padding_mask(torch.tensor([[5, 6, 0], [7, 0, 0]]), pad_id=0)
@@ -106,9 +180,9 @@ def _(ns):
     points=1,
     check=equal([
         *_SHAPE_HINTS,
-        Hint(lambda got, exp: isinstance(got, torch.Tensor) and got.shape == exp.shape and bool(got[0, 0, 0]), "use the pad_id argument, not a fixed id"),
+        Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got[:, 0], torch.tensor([[0, 4, 2, 9], [3, 0, 9, 9]]) == 0)), "use the pad_id argument, not a fixed id", mistake="pad id fixed"),
     ]),
-    expected=_bool([[[F_, F_, F_, T_]], [[F_, F_, T_, T_]]]),
+    expected=torch.stack([_grid("0001"), _grid("0011")]),
 )
 def _(ns):
     return ns.padding_mask(torch.tensor([[0, 4, 2, 9], [3, 0, 9, 9]]), pad_id=9)
@@ -116,13 +190,20 @@ def _(ns):
 
 # ---------------------------------------------------------------- combined_mask
 
+_COMBINED_HINTS = [
+    Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, ~exp)), "the mask is inverted: True means BLOCKED", mistake="mask inverted"),
+    Hint(lambda got, exp: _tensor_like(got, exp) and bool(got[1, 4].all()), "your padding blocks whole rows (queries); it must block columns (keys)", mistake="padding on the query side"),
+    Hint(lambda got, exp: _tensor_like(got, exp) and not bool(got[0].any()), "a key must be blocked when it is in the future OR is padding", mistake="AND instead of OR"),
+    Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, exp | torch.eye(5, dtype=torch.bool))), "the diagonal is blocked: a real token may attend to itself", mistake="diagonal blocked"),
+]
+
 
 @suite.case(
     "combined_mask",
     "ids [[5, 6, 0]] with pad_id=0",
     points=1,
-    check=equal([_dtype_hint()]),
-    expected=_bool([[[F_, T_, T_], [F_, F_, T_], [F_, F_, T_]]]),
+    check=equal(),
+    expected=_grid("011 001 001")[None],
 )
 def _(ns):
     return _on_its_own(ns, "combined_mask", torch.tensor([[5, 6, 0]]), 0)
@@ -132,47 +213,77 @@ def _(ns):
     "combined_mask",
     "a batch of 2 with different amounts of padding (pad_id=1)",
     points=1,
-    check=equal([
-        _dtype_hint(),
-        Hint(lambda got, exp: bool(torch.equal(got, ~exp)), "the mask is inverted: True means BLOCKED"),
-        Hint(lambda got, exp: tuple(got.shape) == tuple(exp.shape) and bool(got[1, 3].all()), "your padding blocks whole rows (queries); it must block columns (keys)"),
-        Hint(lambda got, exp: tuple(got.shape) == tuple(exp.shape) and not bool(got[0].any()), "a key must be blocked when it is in the future OR is padding"),
-    ]),
-    expected=_bool([
-        [[F_, T_, T_, T_], [F_, F_, T_, T_], [F_, F_, F_, T_], [F_, F_, F_, F_]],
-        [[F_, T_, T_, T_], [F_, F_, T_, T_], [F_, F_, T_, T_], [F_, F_, T_, T_]],
-    ]),
+    check=equal(_COMBINED_HINTS),
+    expected=torch.stack([_grid("01111 00111 00011 00001 00000"), _grid("01111 00111 00111 00111 00111")]),
 )
 def _(ns):
-    return _on_its_own(ns, "combined_mask", torch.tensor([[4, 5, 6, 7], [4, 5, 1, 1]]), pad_id=1)
+    return _on_its_own(ns, "combined_mask", torch.tensor([[4, 5, 6, 7, 8], [4, 5, 1, 1, 1]]), pad_id=1)
 
 
 # ---------------------------------------------------------------- shift
 
-_SHIFT_HINTS = [
-    Hint(lambda got, exp: isinstance(got, torch.Tensor) and tuple(got.shape) != tuple(exp.shape), "the output keeps the shape (B, T): the last token drops off"),
-]
+def _shift_hints(tokens):
+    """Known mistakes of shift_right, recognised from its output for the input ``tokens``."""
+
+    def like(got):
+        return type(got) is torch.Tensor and got.shape == tokens.shape and got.dtype == tokens.dtype
+
+    return [
+        Hint(lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (tokens.shape[0], tokens.shape[1] + 1), "the output keeps the shape (B, T): the last token drops off", mistake="shift keeps every token"),
+        Hint(lambda got, exp: type(got) is torch.Tensor and got.shape == tokens.shape and got.dtype != tokens.dtype, "token ids stay torch.long: make the start column with the dtype of the tokens", mistake="shift changes the dtype"),
+        Hint(lambda got, exp: like(got) and bool(torch.equal(got[:, 1:], tokens[:, 1:])), "the first token is lost and the last kept: it is the last token of each row that drops off", mistake="first token dropped"),
+        Hint(lambda got, exp: like(got) and bool(torch.equal(got[:, :-1], tokens[:, 1:])), "that is a shift to the left (the targets' direction); the inputs move one step to the right", mistake="shift to the left"),
+    ]
 
 
-@suite.case("shift", "[[5, 6, 7]] with start_id=1 gives [[1, 5, 6]]", points=1, check=equal(_SHIFT_HINTS), expected=torch.tensor([[1, 5, 6]]))
+_FIVE_SIX_SEVEN = torch.tensor([[5, 6, 7]])
+_BATCH = torch.tensor([[3, 4, 5, 6], [7, 8, 9, 10]])
+
+
+@suite.case("shift", "[[5, 6, 7]] with start_id=1 gives [[1, 5, 6]]", points=1, check=equal(_shift_hints(_FIVE_SIX_SEVEN)), expected=torch.tensor([[1, 5, 6]]))
 def _(ns):
-    return ns.shift_right(torch.tensor([[5, 6, 7]]), start_id=1)
+    return ns.shift_right(_FIVE_SIX_SEVEN.clone(), start_id=1)
 
 
 @suite.case(
     "shift",
-    "a batch of 2: long dtype kept and the input left unchanged",
+    "a batch of 2: the input is left unchanged",
     points=1,
-    check=equal(_SHIFT_HINTS),
-    expected=(torch.tensor([[0, 3, 4, 5], [0, 7, 8, 9]]), torch.tensor([[3, 4, 5, 6], [7, 8, 9, 10]])),
+    check=equal([Hint(lambda got, exp: type(got[1]) is torch.Tensor and not bool(torch.equal(got[1], exp[1])), "shift_right changed the tensor it was given: build a new tensor instead of writing into the input", mistake="writes into the input")]),
+    expected=(torch.tensor([[0, 3, 4, 5], [0, 7, 8, 9]]), _BATCH.clone()),
 )
 def _(ns):
-    tokens = torch.tensor([[3, 4, 5, 6], [7, 8, 9, 10]])
+    tokens = _BATCH.clone()
     out = ns.shift_right(tokens, 0)
     return out, tokens
 
 
+def _placed_shift(got, expected, reveal):
+    """The shifted ids are right, and the start column is made on the tokens' device."""
+    calls, out = got
+    verdict = equal()(out, torch.tensor([[1, 5, 6]]), reveal)
+    if not verdict.passed:
+        return Verdict(False, f"the result is not right yet: {verdict.message}")
+    made = _unplaced(calls)
+    if made:
+        return Verdict(False, f"shift_right makes a tensor with torch.{made}(...) without a device\nHint: make the start column on tokens.device (tokens.new_full, or device=tokens.device)", "start column off the tokens' device")
+    return Verdict(True)
+
+
+@suite.case("shift", "the start column is made on the device of tokens", points=1, check=_placed_shift,
+            builds_on=("[[5, 6, 7]] with start_id=1 gives [[1, 5, 6]]",))
+def _(ns):
+    tokens = _FIVE_SIX_SEVEN.clone()
+    with _Placement() as spy:
+        out = ns.shift_right(tokens, 1)
+    return [list(call) for call in spy.calls], out
+
+
 # ---------------------------------------------------------------- pad_and_shift
+
+
+def _pair_like(got, exp):
+    return isinstance(got, (tuple, list)) and len(got) == 2 and all(_tensor_like(g, e) for g, e in zip(got, exp))
 
 
 @suite.case(
@@ -180,7 +291,10 @@ def _(ns):
     "[[5, 6, 7], [8]] with start_id=1, pad_id=0",
     points=1,
     check=equal([
-        Hint(lambda got, exp: isinstance(got[1], torch.Tensor) and got[1].shape == exp[1].shape and int(got[1][1, 1]) == 0, "targets are padded with ignore_index, so that the loss skips them"),
+        Hint(lambda got, exp: _pair_like(got, exp) and int(got[1][1, 1]) == 0, "targets are padded with ignore_index, so that the loss skips them", mistake="targets padded with pad_id"),
+        Hint(lambda got, exp: _pair_like(got, exp) and got[0].tolist() == [[1, 5, 6], [1, 8, 0]], "shift each sequence before padding it: the inputs hold pad_id exactly where the targets are ignored", mistake="padded before shifting"),
+        Hint(lambda got, exp: _pair_like(got, exp) and got[0].tolist() == [[1, 5, 6], [0, 0, 1]], "pad at the end of each sequence (right padding), not at the start", mistake="padding on the left"),
+        Hint(lambda got, exp: _pair_like(got, exp) and got[0].tolist() == [[5, 6, 7], [8, 0, 0]], "the inputs are the sequences shifted right, with start_id in front", mistake="inputs not shifted"),
     ]),
     expected=(torch.tensor([[1, 5, 6], [1, 0, 0]]), torch.tensor([[5, 6, 7], [8, -100, -100]])),
 )
@@ -192,7 +306,7 @@ def _(ns):
     "pad_and_shift",
     "ignore_index=-1 is used for the padding of the targets",
     points=1,
-    check=equal(),
+    check=equal([Hint(lambda got, exp: _pair_like(got, exp) and int(got[1][0, 2]) == -100, "use the ignore_index you were given", mistake="ignore_index argument ignored")]),
     expected=(torch.tensor([[2, 4, 0], [2, 6, 7]]), torch.tensor([[4, 5, -1], [6, 7, 8]])),
 )
 def _(ns):
@@ -201,7 +315,12 @@ def _(ns):
 
 # ---------------------------------------------------------------- lm_loss
 
-_NOT_A_TENSOR = Hint(lambda got, exp: not isinstance(got, torch.Tensor), "return the loss as a tensor (no .item()), so that it can be back-propagated")
+
+def _loss(got):
+    return float(got) if type(got) is torch.Tensor and got.numel() == 1 else math.nan
+
+
+_NOT_A_TENSOR = Hint(lambda got, exp: isinstance(got, float), "return the loss as a tensor (no .item()), so that it can be back-propagated", mistake="loss returned as a float")
 
 
 @suite.case(
@@ -221,8 +340,8 @@ def _(ns):
     points=1,
     check=close(rtol=1e-5, atol=1e-6, hints=[
         _NOT_A_TENSOR,
-        Hint(lambda got, exp: abs(float(got) - float(exp) * 2 / 3) < 1e-4, "you divide by all 3 positions; the mean is over the positions that are not ignored"),
-        Hint(lambda got, exp: abs(float(got) - float(exp) * 2) < 1e-4, "that is the sum; the loss is a mean"),
+        Hint(lambda got, exp: abs(_loss(got) - float(exp) * 2 / 3) < 1e-4, "you divide by all 3 positions; the mean is over the positions that are not ignored", mistake="mean over every position"),
+        Hint(lambda got, exp: abs(_loss(got) - float(exp) * 2) < 1e-4, "that is the sum; the loss is a mean", mistake="sum instead of mean"),
     ]),
     expected=torch.tensor((math.log(2.0) + math.log(4.0 / 3.0)) / 2),
 )
@@ -231,6 +350,22 @@ def _(ns):
     # position 2: logits [log 3, 0], target 0 -> log(4/3)
     logits = torch.tensor([[[0.0, 0.0], [10.0, -10.0], [math.log(3.0), 0.0]]])
     return ns.lm_loss(logits, torch.tensor([[0, -100, 0]]))
+
+
+@suite.case(
+    "lm_loss",
+    "ignore_index=1 skips the targets equal to 1",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-6, hints=[
+        _NOT_A_TENSOR,
+        Hint(lambda got, exp: abs(_loss(got) - (math.log(2.0) + 20.0) / 2) < 1e-3, "the loss counts the position whose target is ignore_index: pass ignore_index on to the cross-entropy", mistake="ignore_index not passed on"),
+    ]),
+    expected=torch.tensor(math.log(2.0)),
+)
+def _(ns):
+    # position 0: uniform over 2, target 0 -> log 2; position 1: target 1 is ignored here (it would cost 20)
+    logits = torch.tensor([[[0.0, 0.0], [10.0, -10.0]]])
+    return ns.lm_loss(logits, torch.tensor([[0, 1]]), ignore_index=1)
 
 
 @suite.case("lm_loss", "logits and targets of different lengths raise ValueError", points=1, check=raises("ValueError"))

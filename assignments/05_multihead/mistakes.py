@@ -69,14 +69,14 @@ MISTAKES = [
                 raise ValueError("num_heads must divide C")
             B, T, C = x.shape
             return x.reshape(B, num_heads, T, C // num_heads)
-    '''}),
+    '''}, hints=("split with a bare reshape",)),
     Variant("heads", "merge without moving the head axis back", {"merge_heads": '''
         def merge_heads(x):
             if x.dim() != 4:
                 raise ValueError("expected (B, H, T, D)")
             B, H, T, D = x.shape
             return x.reshape(B, T, H * D)
-    '''}),
+    '''}, hints=("merge without moving the head axis",)),
     Variant("heads", "merge with .view straight after the transpose", {"merge_heads": '''
         def merge_heads(x):
             if x.dim() != 4:
@@ -90,7 +90,21 @@ MISTAKES = [
                 raise ValueError("num_heads must divide C")
             B, T, C = x.shape
             return x.view(B, T, C // num_heads, num_heads).permute(0, 3, 1, 2)
-    '''}),
+    '''}, hints=("interleaved split",)),
+    Variant("heads", "split without moving the head axis: (B, T, H, D)", {"split_heads": '''
+        def split_heads(x, num_heads):
+            if x.dim() != 3 or num_heads < 1 or x.shape[-1] % num_heads != 0:
+                raise ValueError("num_heads must divide C")
+            B, T, C = x.shape
+            return x.view(B, T, num_heads, C // num_heads)
+    '''}, hints=("head axis after the time axis",)),
+    Variant("heads", "merge that interleaves the heads' features", {"merge_heads": '''
+        def merge_heads(x):
+            if x.dim() != 4:
+                raise ValueError("expected (B, H, T, D)")
+            B, H, T, D = x.shape
+            return x.permute(0, 2, 3, 1).reshape(B, T, H * D)
+    '''}, hints=("interleaved merge",)),
     Variant("heads", "no ValueError for a head count that does not divide C", {"split_heads": '''
         def split_heads(x, num_heads):
             B, T, C = x.shape
@@ -98,15 +112,25 @@ MISTAKES = [
     '''}),
     # mha
     Variant("mha", "scores divided by sqrt(C) instead of sqrt(D)", {"MultiHeadAttention": _mha(
-        scores="scores = q @ k.transpose(-2, -1) / math.sqrt(self.embed_dim)")}),
+        scores="scores = q @ k.transpose(-2, -1) / math.sqrt(self.embed_dim)")}, hints=("scores scaled by the wrong width",)),
     Variant("mha", "one softmax across all heads", {"MultiHeadAttention": _mha(
-        softmax="weights = torch.softmax(scores.transpose(1, 2).reshape(B, T, -1), dim=-1).view(B, T, self.num_heads, T).transpose(1, 2)")}),
-    Variant("mha", "True in the mask taken to mean may attend", {"MultiHeadAttention": _mha(blocked="~mask")}),
+        softmax="weights = torch.softmax(scores.transpose(1, 2).reshape(B, T, -1), dim=-1).view(B, T, self.num_heads, T).transpose(1, 2)")}, hints=("one softmax across all heads",)),
+    Variant("mha", "True in the mask taken to mean may attend", {"MultiHeadAttention": _mha(blocked="~mask")}, hints=("mask inverted",)),
     Variant("mha", "head axis of a 3-D mask added in front", {"MultiHeadAttention": _mha(
         mask="mask = mask.unsqueeze(0) if mask.dim() == 3 else mask")}),
     Variant("mha", "out_proj never applied", {"MultiHeadAttention": _mha(out="out = self.drop(out)")}),
     Variant("mha", "heads merged inline without the transpose", {"MultiHeadAttention": _mha(
         merge="out = out.reshape(B, T, C)")}),
+    Variant("mha", "mask applied after the softmax (blocked weights zeroed)", {"MultiHeadAttention": _mha(
+        blocked="torch.zeros_like(mask)",
+        softmax="weights = torch.softmax(scores, dim=-1)\n        weights = weights if mask is None else weights.masked_fill(mask, 0.0)")}, hints=("mask applied after the softmax",)),
+    Variant("mha", "weights returned after dropout", {"MultiHeadAttention": _mha(
+        attend="weights = self.drop(weights)\n        out = weights @ v")}, hints=("weights returned after dropout",)),
+    Variant("mha", "dropout after out_proj only, none on the attention weights", {"MultiHeadAttention": _mha(
+        attend="out = weights @ v")}, hints=("no dropout on the attention weights",)),
+    Variant("mha", "no dropout after out_proj", {"MultiHeadAttention": _mha(out="out = self.out_proj(out)")}, hints=("no dropout after out_proj",)),
+    Variant("mha", "weights averaged over the heads, as nn.MultiheadAttention does by default", {"MultiHeadAttention": _mha(
+        merge="out = merge_heads(out)\n        weights = weights.mean(dim=1)")}, hints=("weights averaged over heads",)),
     Variant("mha", "dropout also active in eval mode", {"MultiHeadAttention": _mha(
         attend="out = F.dropout(weights, self.drop.p) @ v")}),
 ]

@@ -1,8 +1,17 @@
-"""Public tests of stage 05_multihead: students run these in the notebook with check()."""
+"""Public tests of stage 05_multihead: students run these in the notebook with check().
+
+Expected values are literals and properties, or what PyTorch's own nn.MultiheadAttention
+computes with the same weights (in the check, from the weights the test gave the module).
+Tolerances: heads are compared exactly (splitting and merging only move numbers); the
+module against nn.MultiheadAttention with rtol 1e-4, atol 1e-5 (another order of summation
+in float32, softmax of scores of size about 5); causality 1e-6 absolute.
+"""
+
+import contextlib
 
 import torch
 
-from autograder.kit import Suite, catch, close, equal, raises, randn, satisfies, set_parameters
+from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises, randn, satisfies, set_parameters
 
 suite = Suite(public=True)
 
@@ -69,7 +78,12 @@ def _(ns):
     return ns.merge_heads(y)
 
 
-@suite.case("heads", "merge_heads(split_heads(x)) gives x back", points=1, check=close(rtol=0.0, atol=0.0), expected=randn(PB, PT, PC, seed=5))
+_SPLIT = "split_heads: (2, 3, 20) with 4 heads gives (2, 4, 3, 5), head h holds features h*5 .. h*5+4"
+_MERGE = "merge_heads: (2, 4, 3, 5) gives (2, 3, 20) with the heads side by side"
+
+
+@suite.case("heads", "merge_heads(split_heads(x)) gives x back", points=1, check=close(rtol=0.0, atol=0.0), expected=randn(PB, PT, PC, seed=5),
+            builds_on=(_SPLIT, _MERGE))
 def _(ns):
     return ns.merge_heads(ns.split_heads(randn(PB, PT, PC, seed=5), PH))
 
@@ -79,18 +93,63 @@ def _(ns):
     return catch(ns.split_heads, randn(PB, PT, PC, seed=6), 3)
 
 
-# The tests of MultiHeadAttention below use ONE head where they look at values: with a
-# single head, split_heads and merge_heads have nothing to rearrange, so these tests do
-# not depend on them (they have their own tests above). Several heads are tested when
-# your work is graded; the demonstration after this check compares several heads with
-# PyTorch's own module.
+# While the tests of MultiHeadAttention run, split_heads and merge_heads answer from the
+# table below, for the shapes these tests use (any other call goes to your own functions):
+# so a mistake in split_heads or merge_heads costs points only on "heads", and a class that
+# splits and merges inline is tested on its own code. Each entry lists, for a (B, T, C)
+# input and a number of heads, where in the flattened input each row of D numbers of the
+# (B, H, T, D) result starts.
+_HEAD_ROWS = {
+    ((2, 3, 20), 1): (0, 20, 40, 60, 80, 100),
+    ((1, 3, 8), 2): (0, 8, 16, 4, 12, 20),
+}
 
 
-@suite.case("mha", "four nn.Linear(C, C) projections q_proj, k_proj, v_proj, out_proj", points=1, check=equal(), expected=[("Linear", [20, 20], [20])] * 4)
+def _order(shape, heads):
+    starts = _HEAD_ROWS.get((tuple(shape), heads))
+    if starts is None:
+        return None
+    return (torch.tensor(starts)[:, None] + torch.arange(shape[-1] // heads)).reshape(-1)
+
+
+@contextlib.contextmanager
+def _tabled_heads(ns):
+    """Run with split_heads and merge_heads answering from _HEAD_ROWS."""
+    names = ns._names
+    own = {key: names[key] for key in ("split_heads", "merge_heads") if key in names}
+
+    def split_heads(x, num_heads):
+        order = _order(x.shape, num_heads) if x.dim() == 3 else None
+        if order is None:
+            return own["split_heads"](x, num_heads)
+        n, t, c = x.shape
+        return x.reshape(-1)[order.to(x.device)].view(n, num_heads, t, c // num_heads)
+
+    def merge_heads(x):
+        order = _order((x.shape[0], x.shape[2], x.shape[1] * x.shape[3]), x.shape[1]) if x.dim() == 4 else None
+        if order is None:
+            return own["merge_heads"](x)
+        n, h, t, d = x.shape
+        return x.reshape(-1)[torch.argsort(order).to(x.device)].view(n, t, h * d)
+
+    names["split_heads"], names["merge_heads"] = split_heads, merge_heads
+    try:
+        yield
+    finally:
+        for key in ("split_heads", "merge_heads"):
+            names.pop(key, None)
+        names.update(own)
+
+
+_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
+_STRUCTURE = "four nn.Linear(C, C) projections q_proj, k_proj, v_proj, out_proj"
+
+
+@suite.case("mha", _STRUCTURE, points=1, check=equal(), expected=[("Linear", [20, 20], [20])] * 4)
 def _(ns):
     module = ns.MultiHeadAttention(PC, PH)
     found = []
-    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+    for name in _PROJECTIONS:
         layer = getattr(module, name)
         found.append((type(layer).__name__, list(layer.weight.shape), list(layer.bias.shape)))
     return found
@@ -101,47 +160,130 @@ def _(ns):
     return catch(ns.MultiHeadAttention, PC, 3)
 
 
-def _one_head(ns, seed):
-    module = ns.MultiHeadAttention(PC, 1)
+def _module(ns, seed, heads=1, C=PC, **kwargs):
+    module = ns.MultiHeadAttention(C, heads, **kwargs)
     set_parameters(module, seed)
     return module.eval()
 
 
-@suite.case("mha", "one head: output (B, T, C) and weights (B, 1, T, T)", points=1, check=equal(), expected=([PB, PT, PC], [PB, 1, PT, PT], [PB, PT, PC]))
-def _(ns):
-    module = _one_head(ns, 1)
-    x = randn(PB, PT, PC, seed=7)
-    out, weights = module(x, return_weights=True)
-    return list(out.shape), list(weights.shape), list(module(x).shape)
-
-
-def _same_as_torch(got):
-    mine, theirs, my_weights, their_weights = got
-    for label, a, b in (("output", mine, theirs), ("weights", my_weights, their_weights)):
-        verdict = close(rtol=1e-4, atol=1e-5)(a, b, True)
-        if not verdict.passed:
-            return f"your {label} and nn.MultiheadAttention's (same weights) do not agree: {verdict.message}"
+def _shapes_problem(got):
+    out, weights, plain = got
+    for label, value, shape in (("the output", out, (PB, PT, PC)), ("the weights", weights, (PB, 1, PT, PT)), ("the output without return_weights", plain, (PB, PT, PC))):
+        if type(value) is not torch.Tensor:
+            return f"{label} must be a tensor, got {type(value).__name__}"
+        if tuple(value.shape) != shape:
+            return f"{label} should have shape {shape}, got {tuple(value.shape)}"
     return None
 
 
-@suite.case("mha", "one head with a causal mask equals nn.MultiheadAttention with the same weights", points=2, check=satisfies(_same_as_torch))
+_SHAPES = "one head: output (B, T, C) and weights (B, 1, T, T)"
+
+
+@suite.case("mha", _SHAPES, points=1, check=satisfies(_shapes_problem), builds_on=(_STRUCTURE,))
 def _(ns):
-    module = _one_head(ns, 2)
-    theirs = torch.nn.MultiheadAttention(PC, 1, batch_first=True).eval()
+    x = randn(PB, PT, PC, seed=7)
+    with _tabled_heads(ns), torch.no_grad():
+        module = _module(ns, 1)
+        output, per_head = module(x, return_weights=True)
+        return output, per_head, module(x)
+
+
+def _twin(seed, C, heads):
+    """nn.MultiheadAttention holding the values set_parameters(module, seed) gives a module's four projections."""
+    linear = torch.nn.ModuleDict({name: torch.nn.Linear(C, C) for name in _PROJECTIONS})
+    set_parameters(linear, seed)
+    twin = torch.nn.MultiheadAttention(C, heads, batch_first=True)
     with torch.no_grad():
-        theirs.in_proj_weight.copy_(torch.cat([module.q_proj.weight, module.k_proj.weight, module.v_proj.weight]))
-        theirs.in_proj_bias.copy_(torch.cat([module.q_proj.bias, module.k_proj.bias, module.v_proj.bias]))
-        theirs.out_proj.weight.copy_(module.out_proj.weight)
-        theirs.out_proj.bias.copy_(module.out_proj.bias)
-    x = randn(PB, PT, PC, seed=8)
-    causal = torch.ones(PT, PT, dtype=torch.bool).triu(1)
-    out, weights = module(x, mask=causal, return_weights=True)
-    their_out, their_weights = theirs(x, x, x, attn_mask=causal, need_weights=True, average_attn_weights=False)
-    return out, their_out, weights, their_weights
+        twin.in_proj_weight.copy_(torch.cat([linear[name].weight for name in _PROJECTIONS[:3]]))
+        twin.in_proj_bias.copy_(torch.cat([linear[name].bias for name in _PROJECTIONS[:3]]))
+        twin.out_proj.weight.copy_(linear["out_proj"].weight)
+        twin.out_proj.bias.copy_(linear["out_proj"].bias)
+    return twin.eval()
+
+
+def _as_torch_computes(seed, heads, x, hints=(), **kwargs):
+    """A check: ``(out, weights)`` equal nn.MultiheadAttention's with the weights of ``seed``."""
+    compare = close(rtol=1e-4, atol=1e-5, hints=list(hints))
+
+    def check(got, expected, reveal):
+        with torch.no_grad():
+            their_out, their_weights = _twin(seed, x.shape[-1], heads)(x, x, x, need_weights=True, average_attn_weights=False, **kwargs)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            return Verdict(False, "forward(x, return_weights=True) must return the pair (out, weights)")
+        for label, mine, theirs in (("output", got[0], their_out), ("attention weights", got[1], their_weights)):
+            verdict = compare(mine, theirs, reveal)
+            if not verdict.passed:
+                return Verdict(False, f"your {label} and nn.MultiheadAttention's (same weights) do not agree: {verdict.message}", verdict.hint)
+        return verdict
+
+    return check
+
+
+def _across_heads(got, exp):
+    return type(got) is torch.Tensor and got.shape == exp.shape and torch.allclose(got.double().sum(dim=(1, -1)), torch.ones(1, dtype=torch.float64), atol=1e-4)
+
+
+def _rescaled(got, exp):
+    """The weights are softmax(k * the right scores) for one factor k != 1."""
+    if type(got) is not torch.Tensor or got.shape != exp.shape:
+        return False
+    g, e = got.double().clamp_min(1e-300).log(), exp.double().clamp_min(1e-300).log()
+    g, e = g - g.mean(-1, keepdim=True), e - e.mean(-1, keepdim=True)
+    k = float((g * e).sum() / (e * e).sum())
+    return abs(k - 1) > 0.05 and float((g - k * e).norm() / (k * e).norm()) < 1e-3
+
+
+_X2 = randn(1, 3, 8, seed=11)
+
+
+@suite.case(
+    "mha",
+    "two heads of width 4: output and per-head weights equal nn.MultiheadAttention's with the same weights",
+    points=2,
+    check=_as_torch_computes(21, 2, _X2, hints=[
+        Hint(_across_heads, "for each head and each query, the weights over the keys should sum to 1: the softmax must not run across heads", mistake="one softmax across all heads"),
+        Hint(_rescaled, "the pattern is right but uniformly too sharp or too flat: divide the scores by sqrt(D), the width of one head", mistake="scores scaled by the wrong width"),
+    ]),
+    builds_on=(_SHAPES,),
+)
+def _(ns):
+    with _tabled_heads(ns), torch.no_grad():
+        return _module(ns, 21, heads=2, C=8)(_X2.clone(), return_weights=True)
+
+
+_CAUSAL = torch.ones(PT, PT, dtype=torch.bool).triu(1)
+_X1 = randn(PB, PT, PC, seed=8)
+_CAUSAL_TEST = "one head with a causal mask equals nn.MultiheadAttention with the same weights"
+
+
+@suite.case("mha", _CAUSAL_TEST, points=2, check=_as_torch_computes(2, 1, _X1, attn_mask=_CAUSAL), builds_on=(_SHAPES,))
+def _(ns):
+    with _tabled_heads(ns), torch.no_grad():
+        return _module(ns, 2)(_X1.clone(), mask=_CAUSAL.clone(), return_weights=True)
+
+
+_KEYS = torch.tensor([[False, False, False], [False, False, True]])  # sequence 1 ends with padding
+
+
+@suite.case("mha", "one head with a per-sequence (B, T, T) mask equals nn.MultiheadAttention", points=1,
+            check=_as_torch_computes(3, 1, _X1, attn_mask=(_CAUSAL | _KEYS[:, None, :])), builds_on=(_CAUSAL_TEST,))
+def _(ns):
+    with _tabled_heads(ns), torch.no_grad():
+        return _module(ns, 3)(_X1.clone(), mask=_CAUSAL | _KEYS[:, None, :], return_weights=True)
+
+
+@suite.case("mha", "one head with a padding (B, 1, T) mask equals nn.MultiheadAttention", points=1,
+            check=_as_torch_computes(4, 1, _X1, attn_mask=_KEYS[:, None, :].expand(PB, PT, PT)), builds_on=(_CAUSAL_TEST,))
+def _(ns):
+    with _tabled_heads(ns), torch.no_grad():
+        return _module(ns, 4)(_X1.clone(), mask=_KEYS[:, None, :].clone(), return_weights=True)
 
 
 def _causal_property(got):
-    early, late = got
+    if not isinstance(got, (tuple, list)) or len(got) != 2 or any(type(t) is not torch.Tensor or tuple(t.shape) != (PB, PT, PC) for t in got):
+        return f"forward should return a tensor of shape {(PB, PT, PC)} for each input"
+    a, b = got
+    early, late = float((a[:, :-1] - b[:, :-1]).abs().max()), float((a[:, -1] - b[:, -1]).abs().max())
     if not early <= 1e-6:
         return f"changing the last token changed the outputs at earlier positions (by up to {early:.3g}): the mask is not applied as intended"
     if not late >= 1e-6:
@@ -149,13 +291,62 @@ def _causal_property(got):
     return None
 
 
-@suite.case("mha", "one head with a causal mask: changing the last token leaves earlier outputs alone", points=1, check=satisfies(_causal_property))
+@suite.case("mha", "one head with a causal mask: changing the last token leaves earlier outputs alone", points=1, check=satisfies(_causal_property),
+            builds_on=(_SHAPES,))
 def _(ns):
-    module = _one_head(ns, 3)
     x = randn(PB, PT, PC, seed=9)
     changed = x.clone()
     changed[:, -1] = randn(PB, PC, seed=10)
-    causal = torch.ones(PT, PT, dtype=torch.bool).triu(1)
-    with torch.no_grad():
-        a, b = module(x, mask=causal), module(changed, mask=causal)
-    return float((a[:, :-1] - b[:, :-1]).abs().max()), float((a[:, -1] - b[:, -1]).abs().max())
+    with _tabled_heads(ns), torch.no_grad():
+        module = _module(ns, 3)
+        return module(x, mask=_CAUSAL.clone()), module(changed, mask=_CAUSAL.clone())
+
+
+@suite.case("mha", "dropout=0.5 changes nothing in eval mode (one head)", points=1, check=_as_torch_computes(5, 1, _X1, attn_mask=_CAUSAL),
+            builds_on=(_CAUSAL_TEST,))
+def _(ns):
+    with _tabled_heads(ns), torch.no_grad():
+        module = _module(ns, 5, dropout=0.5)
+        module(_X1.clone(), mask=_CAUSAL.clone())  # a first call, so that dropout would have had its chance
+        return module(_X1.clone(), mask=_CAUSAL.clone(), return_weights=True)
+
+
+def _only_output_dropped(out, plain):
+    """The training output is the eval output with numbers dropped and the rest doubled (p = 0.5)."""
+    kept = out != 0
+    return out.shape == plain.shape and bool(kept.any()) and torch.allclose(out[kept].double(), 2 * plain[kept].double(), rtol=1e-4, atol=1e-5)
+
+
+def _train_mode_problem(got):
+    out, weights, plain = got
+    for label, value, shape in (("the output", out, (PB, PT, PC)), ("the weights", weights, (PB, 1, PT, PT)), ("the eval output", plain, (PB, PT, PC))):
+        if type(value) is not torch.Tensor or tuple(value.shape) != shape:
+            return f"{label} should be a tensor of shape {shape}"
+    sums = weights.double().sum(-1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
+        return "in training mode the weights you return do not sum to 1 over the keys"
+    zeros = float((out == 0).double().mean())
+    if not 0.3 <= zeros <= 0.7:
+        return f"with dropout=0.5 in training mode, {zeros:.0%} of the output numbers are 0, not about half"
+    if _only_output_dropped(out, plain):
+        return "in training mode the output is the eval output with some numbers dropped and the rest doubled: the attention weights were not dropped"
+    return None
+
+
+def _train_pair(got):
+    return isinstance(got, (tuple, list)) and len(got) == 3 and all(type(t) is torch.Tensor for t in got)
+
+
+@suite.case("mha", "dropout=0.5 in training mode: on the weights and after out_proj; the weights returned are those before dropout", points=1,
+            check=satisfies(_train_mode_problem, hints=[
+                Hint(lambda got, exp: _train_pair(got) and bool((got[1].double().sum(-1) - 1).abs().max() > 1e-5), "return_weights gives the softmax probabilities before dropout", mistake="weights returned after dropout"),
+                Hint(lambda got, exp: _train_pair(got) and float((got[0] == 0).double().mean()) < 0.3, "dropout applies to the attention weights and to the output of out_proj", mistake="no dropout after out_proj"),
+                Hint(lambda got, exp: _train_pair(got) and _only_output_dropped(got[0], got[2]), "dropout applies to the attention weights after the softmax as well as to the output of out_proj", mistake="no dropout on the attention weights"),
+            ]),
+            builds_on=(_SHAPES,))
+def _(ns):
+    with _tabled_heads(ns), torch.no_grad():
+        module = _module(ns, 6, dropout=0.5)
+        plain = module(_X1.clone())
+        dropped, per_head = module.train()(_X1.clone(), return_weights=True)
+        return dropped, per_head, plain

@@ -117,3 +117,29 @@ def test_weights_rows_sum_to_one():
     mha = MultiHeadAttention(C, H)
     _, weights = mha(torch.randn(B, T, C), mask=causal(T), return_weights=True)
     torch.testing.assert_close(weights.sum(-1), torch.ones(B, H, T), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("suite", ["public", "hidden"])
+def test_the_suites_head_tables_split_as_split_heads_does(suite):
+    """The tables the mha tests answer split_heads and merge_heads from (no implementation in
+    the suites) hold, for each shape they list, exactly what the reference computes."""
+    import sys
+
+    from autograder.course import get_stage
+    from autograder.engine.suites import exec_suite
+
+    path = getattr(get_stage("05_multihead"), suite)
+    exec_suite(path.read_text(encoding="utf-8"), str(path), f"test_tables_{suite}")
+    module = vars(sys.modules[f"test_tables_{suite}"])
+    names = {"split_heads": split_heads, "merge_heads": merge_heads}
+    notebook = type("Notebook", (), {"_names": names})()  # what _tabled_heads reads of a Namespace
+    assert module["_HEAD_ROWS"]
+    for shape, heads in module["_HEAD_ROWS"]:
+        x = torch.randn(*shape)
+        y = torch.randn(shape[0], heads, shape[1], shape[2] // heads)
+        with module["_tabled_heads"](notebook):
+            split, merge = names["split_heads"], names["merge_heads"]
+            assert split is not split_heads and merge is not merge_heads
+            torch.testing.assert_close(split(x, heads), split_heads(x, heads), rtol=0, atol=0)
+            torch.testing.assert_close(merge(y), merge_heads(y), rtol=0, atol=0)
+        assert names["split_heads"] is split_heads and names["merge_heads"] is merge_heads

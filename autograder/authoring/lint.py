@@ -8,6 +8,8 @@ Static checks (seconds, ``--quick``):
   and every check cell names a question;
 - the public suite can be pasted into the notebook (no ``'''``, single-line kit imports,
   no name that clashes with the kit's);
+- no probe, nor a helper it reaches, compares the student's objects (``verdicts``: the
+  parent computes every verdict);
 - the catalogue loads, with at least ``MIN_MISTAKES`` mistakes and one alternative per
   question, each naming stub cells that exist;
 - the docstring examples of the reference (students see them in their stubs) run true.
@@ -40,6 +42,7 @@ from autograder.kit import PASTED
 
 from .catalogue import catalogue
 from .clauses import clause_problems
+from .verdicts import verdict_problems
 from .variants import write_variant
 
 MIN_MISTAKES = 4
@@ -188,6 +191,8 @@ def static_problems(stage: Stage) -> tuple[list[str], str]:
             problems.append(f"question {qid} has no hidden test")
     problems += check_cells_problems(stage)
     problems += public_suite_problems(stage)
+    for path in (stage.public, stage.hidden):
+        problems += verdict_problems(path.read_text(encoding="utf-8"), path.name)
     if (stage.folder / "clauses.md").exists():  # required of every stage once each has its table
         by_question = {q: {c.key for c in tests.cases if c.qid == q} for q, _ in questions}
         problems += clause_problems(stage.folder / "clauses.md", by_question)

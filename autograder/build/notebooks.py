@@ -6,6 +6,8 @@ docstring, ``NotImplementedError``) in the student's. Output is deterministic: t
 same sources give byte-identical files.
 """
 
+import base64
+import copy
 import json
 from pathlib import Path
 
@@ -20,16 +22,31 @@ KIT = Path(__file__).resolve().parent.parent / "kit"
 NBFORMAT_MINOR = 5
 
 HARNESS_HEADER = """\
-# Run this cell first. It defines check("question"), which runs a question's public
-# tests on your code and prints a short report. (It is the course's test harness;
-# you do not need to read or change it.)
-import sys as _sys
-import types as _types
-
-_gptcourse = _types.ModuleType("gptcourse_checks")
-_sys.modules["gptcourse_checks"] = _gptcourse
-exec(compile(r'''
+# @title Run this cell first: the check harness
+# It defines check("question"), which runs a question's public tests on your code, and
+# package_submission(), which packs your saved notebook for hand-in. It holds the course's
+# test kit and this stage's public tests, packed into one line: print(_gptcourse.__source__)
+# shows them. You need not read or change this cell.
 """
+
+HARNESS_BODY = """\
+import base64 as _base64, sys as _sys, types as _types
+_gptcourse = _sys.modules["gptcourse_checks"] = _types.ModuleType("gptcourse_checks")
+_gptcourse.__source__ = _base64.b64decode("{packed}").decode("utf-8")
+exec(compile(_gptcourse.__source__, "gptcourse_checks", "exec"), _gptcourse.__dict__)
+check, package_submission = _gptcourse.check, _gptcourse.package_submission
+"""
+
+# Where the harness cell is shown: JupyterLab and Notebook 7 collapse its source, Colab
+# shows its title as a form, and nbconvert's exports (HTML, PDF, what a TA reads) leave
+# its source out. Front ends that honour none of these show the few lines above.
+HARNESS_METADATA = {
+    "editable": False,
+    "deletable": False,
+    "jupyter": {"source_hidden": True},
+    "cellView": "form",
+    "transient": {"remove_source": True},
+}
 
 
 def _pasteable(text: str) -> str:
@@ -38,19 +55,43 @@ def _pasteable(text: str) -> str:
     return "\n".join(kept)
 
 
-def harness_source(stage: Stage) -> str:
-    """The check harness cell: the kit and the stage's public tests as one module."""
+def harness_module(stage: Stage) -> str:
+    """The module the harness cell runs: the kit and the stage's public tests, pasted together."""
     parts = [*((KIT / f"{name}.py").read_text(encoding="utf-8") for name in PASTED), stage.public.read_text(encoding="utf-8")]
-    body = "\n\n".join(_pasteable(p) for p in parts)
-    if "\'\'\'" in body:
-        raise ValueError("the kit and the public suite must not contain three single quotes in a row")
-    return HARNESS_HEADER + body + "\n\'\'\', \"gptcourse_checks\", \"exec\"), _gptcourse.__dict__)\ncheck = _gptcourse.check\npackage_submission = _gptcourse.package_submission\n"
+    return "\n\n".join(_pasteable(p) for p in parts) + "\n"
+
+
+def harness_source(stage: Stage) -> str:
+    """The check harness cell: a short header, and ``harness_module`` packed into one line.
+
+    The packing is plain base64 (no compression, whose output differs between zlib
+    builds), so the same sources give the same cell everywhere; ``unpack_harness``
+    gives the module back.
+    """
+    packed = base64.b64encode(harness_module(stage).encode("utf-8")).decode("ascii")
+    return HARNESS_HEADER + HARNESS_BODY.format(packed=packed)
+
+
+def unpack_harness(source: str) -> str:
+    """The module a harness cell runs (what ``harness_module`` gave when it was built).
+
+    Example:
+        >>> from autograder.course import get_stage
+        >>> stage = get_stage("01_tokenisation")
+        >>> unpack_harness(harness_source(stage)) == harness_module(stage)
+        True
+    """
+    prefix = '_gptcourse.__source__ = _base64.b64decode("'
+    lines = [line for line in source.splitlines() if line.startswith(prefix)]
+    if len(lines) != 1:
+        raise ValueError("not a harness cell: it must hold exactly one packed line")
+    return base64.b64decode(lines[0][len(prefix) :].split('"', 1)[0]).decode("utf-8")
 
 
 def _code(source: str, tags: list[str], extra: dict | None = None) -> dict:
     metadata: dict = {"tags": tags}
     if extra:
-        metadata.update(extra)
+        metadata.update(copy.deepcopy(extra))
     return {"cell_type": "code", "execution_count": None, "metadata": metadata, "outputs": [], "source": source}
 
 
@@ -79,7 +120,7 @@ def _cell(stage: Stage, block: Block, variant: str, bound: set[str]) -> dict:
     if block.kind == "markdown":
         return _markdown(block.text)
     if block.kind == "harness":
-        return _code(harness_source(stage), [nbtags.TAG_HARNESS], {"editable": False, "deletable": False, "jupyter": {"source_hidden": True}})
+        return _code(harness_source(stage), [nbtags.TAG_HARNESS], HARNESS_METADATA)
     if block.kind == "given":
         return _code(block.text.strip("\n"), [nbtags.TAG_GIVEN])
     if block.kind == "reference":

@@ -14,6 +14,10 @@ per line, on the *events* pipe:
     {"ev": "result", "key": k, "error": msg}         the probe raised
     {"ev": "done"}
 
+Each cell is compiled under the name the student knows it by (the job's ``label``, "code
+cell 5 (In [12])") with its lines in ``linecache``, so that an error says where it
+happened as the student sees it; ``display`` is defined as in a kernel (it prints).
+
 The hidden tests are not in the job: the parent sends them on the control pipe only
 once the notebook's cells and the public tests are over, so that nothing a cell or a
 public test reports can carry them. The student's prints go to standard output and
@@ -25,6 +29,7 @@ the child never sees.
 import builtins
 import importlib
 import json
+import linecache
 import os
 import resource
 import signal
@@ -35,12 +40,33 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HEADER = 8  # bytes of the length that precedes each control message
 
 
+# Modules torch imports on first use, inside whatever test first needs them:
+# torch.broadcast_shapes imports torch.fx.experimental.symbolic_shapes and sympy (about 2 s);
+# the first optimiser step imports torch._dynamo (hundreds of modules). A test stopped by its
+# time limit in the middle of such an import leaves the module half made, and every later
+# test that needs it fails. The fork server and each child import LAZY before any test runs;
+# torch._dynamo is imported per job, only where the tests train (a suite imports torch.optim):
+# held by the fork server, it made every fork slower (12 % measured).
+LAZY = ("torch.fx.experimental.symbolic_shapes",)
+
+
 class CaseTimeout(BaseException):
     """Raised inside student code when its soft time limit is over."""
 
 
 def _on_alarm(signum, frame):  # noqa: ARG001 - signal handler signature
     raise CaseTimeout()
+
+
+def display(*objs, **kwargs) -> None:  # noqa: ARG001 - the options of IPython's display
+    """What a notebook's ``display(x)`` does here, where nothing is shown: print each ``repr``."""
+    for obj in objs:
+        print(repr(obj))
+
+
+def _label(cell: dict) -> str:
+    """How feedback names a cell ("code cell 5 (In [12])"; the parent says so in the job)."""
+    return str(cell.get("label") or f"cell {cell['index'] + 1}")
 
 
 def read_message(fd: int) -> dict:
@@ -136,13 +162,19 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     sys.path.insert(0, ROOT)
     _set_limits(job)
     import torch
-    import torch._dynamo  # noqa: F401 - the first optimiser step imports it: never inside a test's time limit
+    for name in LAZY:
+        importlib.import_module(name)
 
     from autograder.engine import codec, sandbox, suites  # noqa: F401 - suites: for _load_probes, while readable
     from autograder.kit import runtime
     from autograder.kit.cases import Namespace
 
-    for name in job.get("preload", []):  # what the tests import, while the engine is readable
+    preload = list(job.get("preload", []))
+    if any(name.startswith("torch.optim") for name in preload):
+        # tests that train: the first optimiser made imports torch._dynamo (seconds); a test's time
+        # limit interrupting that import would leave it half-loaded for every later test
+        preload.append("torch._dynamo")
+    for name in preload:  # what the tests import, while the engine is readable
         try:
             importlib.import_module(name)
         except Exception:  # a test that needs it will say so
@@ -165,9 +197,15 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
 
     submission = types.ModuleType("submission")
     submission.__dict__["__builtins__"] = builtins
+    submission.__dict__["display"] = display
     sys.modules["submission"] = submission
     runtime.reseed(0)
     skip = set(job.get("skip_cells", []))
+    labels = {f"<{_label(cell)}>": _label(cell) for cell in job["cells"]}  # file name -> the cell as the student names it
+    for cell in job["cells"]:  # tracebacks and error messages show the line of code
+        filename = f"<{_label(cell)}>"
+        linecache.cache[filename] = (len(cell["source"]), None, cell["source"].splitlines(True), filename)
+    cell_of = labels.get
     for cell in job["cells"]:
         if cell["index"] in skip:
             continue
@@ -175,14 +213,17 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         error = None
         try:
             signal.setitimer(signal.ITIMER_REAL, job["cell_timeout"])
-            code = compile(cell["source"], f"<cell {cell['index']}>", "exec")
-            exec(code, submission.__dict__)
+            try:
+                code = compile(cell["source"], f"<{_label(cell)}>", "exec")
+            except SyntaxError as exc:  # IndentationError too
+                line = (exc.text or "").strip()
+                error = f"has a syntax error at line {exc.lineno}: {exc.msg}" + (f": `{line[:80]}`" if line else "")
+            else:
+                exec(code, submission.__dict__)
         except CaseTimeout:
             error = f"did not finish within {job['cell_timeout']:g} s and was stopped"
         except BaseException as exc:  # the student's cell failed: note it and go on
-            error = runtime.describe_error(exc)
-            if isinstance(exc, SyntaxError):
-                error = f"has a syntax error on line {exc.lineno}: {exc.msg}"
+            error = runtime.describe_error(exc, cell_of, current=_label(cell))
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         emit(ev="cell_done", index=cell["index"], error=error)
@@ -206,7 +247,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         timeout = min(case.timeout, job["case_timeout"]) if job.get("case_timeout") else case.timeout
         try:
             signal.setitimer(signal.ITIMER_REAL, timeout)
-            value, error, _ = runtime.run_probe(case, names)
+            value, error, _ = runtime.run_probe(case, names, cell_of)
             signal.setitimer(signal.ITIMER_REAL, 0)
             payload = codec.encode(value) if error is None else None
         except CaseTimeout:
@@ -214,7 +255,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
             continue
         except BaseException as exc:  # sys.exit and the like, or an output the codec cannot carry
             signal.setitimer(signal.ITIMER_REAL, 0)
-            emit(ev="result", key=key, error=runtime.describe_error(exc))
+            emit(ev="result", key=key, error=runtime.describe_error(exc, cell_of))
             continue
         if error is not None:
             emit(ev="result", key=key, error=error)
@@ -262,7 +303,8 @@ def serve(sock_fd: int) -> None:
     sys.path.insert(0, ROOT)
     import numpy  # noqa: F401 - imported once here, shared by every forked job
     import torch
-    import torch._dynamo  # noqa: F401 - the first optimiser step imports it (hundreds of modules)
+    for name in LAZY:
+        importlib.import_module(name)
 
     import matplotlib
 

@@ -6,8 +6,16 @@ executes anything (no pickle): the worst a hostile child can send is wrong data.
 
 Plain JSON values pass through; the rest are tagged objects:
 ``{"$tuple": [...]}``, ``{"$dict": [[key, value], ...]}`` (any keys),
-``{"$float": "nan"|"inf"|"-inf"}``, ``{"$tensor": {dtype, shape, data}}`` (raw bytes,
-base64), ``{"$object": type name}`` for anything else (never equal to an answer).
+``{"$float": "nan"|"inf"|"-inf"}``, ``{"$tensor": {dtype, shape, data, exact, type}}`` (raw
+bytes, base64), ``{"$object": type name}`` for anything else (never equal to an answer).
+
+A tensor is read from its storage through the base class's own functions, taken when
+this module is imported (before any student code runs) and called with torch-function
+overrides switched off, so that neither a subclass's methods nor a patched
+``torch.Tensor`` method is ever asked what the tensor holds. ``exact`` records whether
+the object's type was ``torch.Tensor`` itself: the parent decodes any other tensor as a
+``TensorLike``, which no check accepts (a subclass may redefine ``==``, ``allclose`` and
+every other method the parent could call).
 """
 
 import base64
@@ -34,6 +42,13 @@ _DTYPES = {
 _NAMES = {v: k for k, v in _DTYPES.items()}
 MAX_DEPTH = 64
 
+# the base class's functions, taken now: later patches of torch.Tensor do not reach them
+_BASE = torch._C.TensorBase
+_AS_SUBCLASS, _DETACH, _CPU, _CONTIGUOUS = _BASE.as_subclass, _BASE.detach, _BASE.cpu, _BASE.contiguous
+_VIEW, _RESHAPE, _NUMPY, _DTYPE, _SHAPE = _BASE.view, _BASE.reshape, _BASE.numpy, _BASE.dtype.__get__, _BASE.shape.__get__
+_NO_OVERRIDES = torch._C.DisableTorchFunctionSubclass
+_TENSOR = torch.Tensor
+
 
 class DecodeError(ValueError):
     """The data is not a valid encoding."""
@@ -58,21 +73,8 @@ def encode(value: Any, _depth: int = 0) -> Any:
         return [encode(v, _depth + 1) for v in value]
     if t is dict:
         return {"$dict": [[encode(k, _depth + 1), encode(v, _depth + 1)] for k, v in value.items()]}
-    if isinstance(value, torch.Tensor):
-        tensor = torch.Tensor.detach(value)
-        if tensor.dtype not in _NAMES:
-            return {"$object": f"tensor of dtype {tensor.dtype}"}
-        cpu = torch.Tensor.contiguous(torch.Tensor.cpu(tensor))
-        raw = cpu.view(torch.uint8) if cpu.dtype == torch.bfloat16 else cpu
-        data = np.ascontiguousarray(torch.Tensor.numpy(raw.reshape(-1))).tobytes()
-        return {
-            "$tensor": {
-                "dtype": _NAMES[cpu.dtype],
-                "shape": list(cpu.shape),
-                "data": base64.b64encode(data).decode("ascii"),
-                "type": "Tensor" if t is torch.Tensor else f"{t.__module__}.{t.__qualname__}",
-            }
-        }
+    if issubclass(t, _TENSOR):  # type(), not isinstance(): a __class__ property cannot pass for a tensor
+        return _encode_tensor(value, t)
     if isinstance(value, np.generic):
         return encode(value.item(), _depth)
     if isinstance(value, np.ndarray):
@@ -80,8 +82,34 @@ def encode(value: Any, _depth: int = 0) -> Any:
     return {"$object": f"{t.__module__}.{t.__qualname__}"}
 
 
+def _encode_tensor(value: torch.Tensor, t: type) -> dict:
+    """A tensor's dtype, shape and bytes, read as a plain tensor from its own storage."""
+    with _NO_OVERRIDES():
+        plain = _DETACH(_AS_SUBCLASS(value, _TENSOR))  # a plain view of the same storage
+        dtype = _DTYPE(plain)
+        if dtype not in _NAMES:
+            return {"$object": f"tensor of dtype {dtype}"}
+        cpu = _CONTIGUOUS(_CPU(plain))
+        raw = _VIEW(cpu, torch.uint8) if dtype == torch.bfloat16 else cpu
+        data = _NUMPY(_RESHAPE(raw, (-1,))).tobytes()  # contiguous, so no copy is needed
+        shape = [int(s) for s in _SHAPE(cpu)]
+    exact = t is _TENSOR
+    return {
+        "$tensor": {
+            "dtype": _NAMES[dtype],
+            "shape": shape,
+            "data": base64.b64encode(data).decode("ascii"),
+            "exact": exact,
+            "type": "torch.Tensor" if exact else f"{t.__module__}.{t.__qualname__}"[:200],
+        }
+    }
+
+
 class Foreign:
-    """Stands for an output of a type the grader does not accept (never equals an answer)."""
+    """Stands for an output of a type the grader does not accept (never equals an answer;
+    the judge fails a test whose output holds one, see ``kit.runtime.refused_in``)."""
+
+    refused_output = True
 
     def __init__(self, type_name: str) -> None:
         self.type_name = type_name
@@ -91,7 +119,12 @@ class Foreign:
 
 
 class TensorLike(Foreign):
-    """A tensor subclass or look-alike returned where a plain tensor is expected."""
+    """A tensor subclass returned where a plain tensor is expected (``checks.tensor_problem`` says so)."""
+
+    tensor_subclass = True
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}, a torch.Tensor subclass>"
 
 
 def decode(data: Any, _depth: int = 0) -> Any:
@@ -133,7 +166,8 @@ def _decode_tensor(body: dict) -> Any:
         dtype = _DTYPES[body["dtype"]]
         shape = [int(s) for s in body["shape"]]
         raw = base64.b64decode(body["data"], validate=True)
-        type_name = str(body.get("type", "Tensor"))
+        exact = body["exact"] is True
+        type_name = str(body.get("type", ""))[:200]
     except (KeyError, TypeError, ValueError) as exc:
         raise DecodeError(f"malformed tensor: {exc}") from None
     if any(s < 0 for s in shape):
@@ -147,8 +181,8 @@ def _decode_tensor(body: dict) -> Any:
     if dtype == torch.bfloat16:
         flat = flat.view(torch.bfloat16)
     tensor = flat.reshape(shape).clone()
-    if type_name != "Tensor":
-        return TensorLike(f"{type_name} (a torch.Tensor subclass)")
+    if not exact:
+        return TensorLike(type_name)
     return tensor
 
 

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Any
 
-from autograder.kit.cases import REFERENCE, Case
+from autograder.kit.cases import REFERENCE, Case, failure_roots
 from autograder.kit.checks import Verdict
 from autograder.kit.runtime import CheckFault, calibrate, fault_message, judge_output
 
@@ -31,6 +31,30 @@ class TestResult:
     @property
     def passed(self) -> bool:
         return self.score >= self.max_score
+
+
+def follows_from(results: list[TestResult]) -> dict[str, list[str]]:
+    """For each failed result's key, the keys of the most basic failed tests of its question
+    that it builds on (``[]``: it follows from no other failure; start there)."""
+    out: dict[str, list[str]] = {}
+    for qid in dict.fromkeys(r.qid for r in results):
+        mine = [r for r in results if r.qid == qid]
+        roots = failure_roots([(r.name, r.builds_on, r.passed) for r in mine])
+        out.update({f"{qid}: {name}": [f"{qid}: {root}" for root in on] for name, on in roots.items()})
+    return out
+
+
+def by_cause(results: list[TestResult]) -> list[TestResult]:
+    """The results in the order feedback explains them: per question (in order), its failures
+    that follow from no other first, then the failures that follow from them, then the passes."""
+    roots = follows_from(results)
+    ordered = []
+    for qid in dict.fromkeys(r.qid for r in results):
+        mine = [r for r in results if r.qid == qid]
+        ordered += [r for r in mine if not r.passed and not roots[r.key]]
+        ordered += [r for r in mine if not r.passed and roots[r.key]]
+        ordered += [r for r in mine if r.passed]
+    return ordered
 
 
 class MissingFixture(KeyError):
@@ -100,14 +124,16 @@ def _text_atoms(value: Any, out: set[str], depth: int = 0) -> set[str]:
     return out
 
 
-def hide_expected(message: str, expected: Any) -> str:
-    """Replace every quoted piece of text of ``expected`` in a hidden test's message.
+def hide_expected(message: str, expected: Any, got: Any = None) -> str:
+    """Replace every quoted piece of text of ``expected`` in a hidden test's message, unless
+    the student's output ``got`` holds it too (a key the student wrote is theirs to see).
 
     Checks describe a difference without quoting expected values when they judge a
     hidden test; this holds even for a check that slips (a missing dictionary key,
     say), since the judge knows what must not be quoted.
     """
-    for atom in sorted(_text_atoms(expected, set()), key=len, reverse=True):
+    own = _text_atoms(got, set())
+    for atom in sorted(_text_atoms(expected, set()) - own, key=len, reverse=True):
         for quoted in {repr(atom), f'"{atom}"'}:
             if quoted in message:
                 message = message.replace(quoted, "[a hidden expected value]")
@@ -130,7 +156,7 @@ def judge(tests: StageTests, outcome: Outcome) -> list[TestResult]:
         limit = HIDDEN_ERROR_LIMIT if error and not case.public else MESSAGE_LIMIT
         message = verdict.message
         if not case.public and not verdict.passed and not error:
-            message = hide_expected(message, _expected(case, tests.fixtures))
+            message = hide_expected(message, _expected(case, tests.fixtures), outcome.values.get(case.key))
         results.append(
             TestResult(
                 key=case.key,
@@ -145,4 +171,24 @@ def judge(tests: StageTests, outcome: Outcome) -> list[TestResult]:
                 builds_on=case.builds_on,
             )
         )
+    return _errors_need_working_code(results, tests)
+
+
+def _errors_need_working_code(results: list[TestResult], tests: StageTests) -> list[TestResult]:
+    """Take back the points of passed error tests in a question where nothing else passed.
+
+    A test whose probe calls ``catch`` (it expects an error, or checks that none is raised)
+    passes for a function that raises ``ValueError`` on every call, or that only checks its
+    arguments; those points are earned only when the function also works, that is when
+    another test of the question passed.
+    """
+    errors = tests.error_tests
+    working = {r.qid for r in results if r.passed and r.key not in errors}
+    for result in results:
+        if result.passed and result.qid not in working and result.key in errors:
+            result.score = 0.0
+            result.message = (
+                f"this passed, but every other test of {result.qid} failed: the tests of its errors "
+                "count only once the function also works on valid inputs"
+            )
     return results

@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .judge import TestResult
+from .judge import TestResult, follows_from
 from .runner import Outcome
 
 HIDDEN_VISIBILITY = "after_published"
@@ -52,6 +52,31 @@ def summary_line(results: list[TestResult], hidden_visibility: str = HIDDEN_VISI
     return line
 
 
+def explain_failures(results: list[TestResult]) -> dict[str, str]:
+    """Each failed test's message, saying which failures follow from which (``builds_on``).
+
+    A failure that follows from a more basic one says so first; a basic failure says how
+    many later tests fail because of it. A public test's message counts and names public
+    tests only, since a student sees it before the hidden tests' results.
+    """
+    roots = follows_from(results)
+    by_key = {r.key: r for r in results}
+    out = {}
+    for r in results:
+        if r.passed:
+            continue
+        message = r.message
+        on = [by_key[k] for k in roots[r.key] if by_key[k].public or not r.public]
+        if on:
+            names = ", ".join(f'"{x.name}"' for x in on)
+            message = f"This follows from the failure of {names}: fix that first.\n{message}"
+        after = [k for k, ks in roots.items() if r.key in ks and (by_key[k].public or not r.public)]
+        if after:
+            message += f"\n({len(after)} later test(s) of {r.qid} fail because of this one: start here.)"
+        out[r.key] = message
+    return out
+
+
 def gradescope_json(
     results: list[TestResult],
     *,
@@ -61,6 +86,7 @@ def gradescope_json(
 ) -> dict:
     """A results.json document in Gradescope's schema."""
     tests = []
+    explained = explain_failures(results)
     for r in results:
         tests.append(
             {
@@ -68,7 +94,7 @@ def gradescope_json(
                 "score": r.score,
                 "max_score": r.max_score,
                 "status": "passed" if r.passed else "failed",
-                "output": r.message if not r.passed else ("public test passed" if r.public else "passed"),
+                "output": explained[r.key] if not r.passed else ("public test passed" if r.public else "passed"),
                 "visibility": "visible" if r.public else hidden_visibility,
             }
         )
@@ -89,10 +115,19 @@ def dump_json(doc: dict) -> str:
 
 
 def cell_notes(outcome: Outcome) -> str:
-    """What went wrong while loading the notebook, for the student."""
+    """What went wrong while loading the notebook, and what of it did not run, for the student.
+
+    Each cell is named as the student sees it (``Outcome.cell_labels``): its place among
+    the notebook's code cells and the ``In [n]`` Jupyter showed.
+    """
     lines = []
     if outcome.fatal:
         lines.append(f"Your notebook could not be graded: {outcome.fatal}")
-    for index, message in sorted(outcome.cell_errors.items()):
-        lines.append(f"Cell {index + 1} of your notebook {message}")
+    for index in sorted(set(outcome.cell_errors) | set(outcome.left_out)):
+        label = outcome.cell_labels.get(index, f"cell {index + 1}")
+        label = label[:1].upper() + label[1:]
+        for note in outcome.left_out.get(index, ()):
+            lines.append(f"{label}, {note}" if note.startswith("line ") else f"{label}: {note}")
+        if index in outcome.cell_errors:
+            lines.append(f"{label} {outcome.cell_errors[index]}")
     return "\n".join(lines)

@@ -35,6 +35,10 @@ from .suites import StageTests, SuiteFile
 CHILD = Path(__file__).with_name("child.py")
 EVENT_LIMIT = 64 * 1024 * 1024  # bytes of events one child may send
 OUTPUT_LIMIT = 20_000  # characters of the student's own output that are kept
+# -s: no user site-packages; -P: no script folder on sys.path; -B: no bytecode files. Not -I:
+# it implies -E, which would ignore PYTHONHASHSEED, and the child's set order must not vary
+# from one grading to the next (its environment is built from scratch, see _child_env).
+PYTHON_FLAGS = ("-s", "-P", "-B")
 ERROR_LIMIT = 1000  # characters of an error the child reports for a cell or a test (the judge bounds it again)
 
 
@@ -63,7 +67,9 @@ class Outcome:
 
     values: dict[str, object] = field(default_factory=dict)  # case key -> decoded output
     errors: dict[str, str] = field(default_factory=dict)  # case key -> what went wrong
-    cell_errors: dict[int, str] = field(default_factory=dict)  # cell index -> message
+    cell_errors: dict[int, str] = field(default_factory=dict)  # cell index -> what went wrong ("raised ...")
+    cell_labels: dict[int, str] = field(default_factory=dict)  # cell index -> how the student names it ("code cell 5 (In [12])")
+    left_out: dict[int, tuple[str, ...]] = field(default_factory=dict)  # cell index -> what of its IPython syntax did not run
     seconds: dict[str, float] = field(default_factory=dict)  # case key -> time measured here
     output: str = ""  # the student's own prints, capped
     fatal: str | None = None  # the submission could not be run at all
@@ -145,7 +151,7 @@ class ForkServer:
     def _start(self) -> None:
         parent, child = socket.socketpair()
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", str(CHILD), "--server", str(child.fileno())],
+            [sys.executable, *PYTHON_FLAGS, str(CHILD), "--server", str(child.fileno())],
             stdin=subprocess.DEVNULL,
             cwd=self._workdir,
             env=_child_env(self._workdir),
@@ -223,7 +229,7 @@ class _Child:
                 self.pid = server.launch({"workdir": workdir, "env": env}, [out_write, write_fd, control_read])
             else:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-I", "-B", str(CHILD), "--job", str(write_fd), str(control_read)],
+                    [sys.executable, *PYTHON_FLAGS, str(CHILD), "--job", str(write_fd), str(control_read)],
                     stdin=subprocess.DEVNULL,
                     stdout=out_write,
                     stderr=out_write,
@@ -350,7 +356,10 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
     outcome = Outcome()
     try:
         notebook = load_notebook_json(path)
-        cells = [{"index": c.index, "source": c.source} for c in code_cells(notebook)]
+        found = code_cells(notebook)
+        cells = [{"index": c.index, "source": c.source, "label": c.label} for c in found]
+        outcome.cell_labels = {c.index: c.label for c in found}
+        outcome.left_out = {c.index: c.notes for c in found if c.notes}
     except SubmissionError as exc:
         outcome.fatal = str(exc)
         for case in cases:
@@ -520,10 +529,10 @@ def _watch(
         outcome.errors.setdefault(where, f"this test {what}")
         return ("case", where)
     if kind == "cell":
-        outcome.cell_errors[where] = f"this cell {what}; it was skipped"
+        outcome.cell_errors[where] = f"{what}; it was skipped"
         return ("cell", where)
     if kind == "cell_done":
-        outcome.cell_errors[where] = f"something this cell started {what}; the cell was skipped"
+        outcome.cell_errors[where] = f"started something that {what}; the cell was skipped"
         return ("cell", where)
     if kind in ("ready", "result"):
         pending = [w for k, w in script.steps[script.position :] if k == "case"]

@@ -2,11 +2,16 @@
 
 Cells carry tags the build sets; grading skips the check harness, the check cells,
 demonstrations and training runs (``SKIP_TAGS``) and runs everything else in order,
-students' own extra cells included. IPython syntax (``%magic``, ``!shell``) is turned
-into no-ops, since the child is a plain Python process, not a kernel.
+students' own extra cells included. The child is a plain Python process, not a
+kernel, so IPython's syntax is translated first (``translate``): what a kernel would
+run as Python still runs, a shell command never does, and the student is told what
+was left out.
 """
 
+import io
 import json
+import re
+import tokenize
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,28 +31,169 @@ class SubmissionError(ValueError):
 
 @dataclass(frozen=True)
 class CodeCell:
-    """A code cell to run: its position among the notebook's cells and its Python source."""
+    """A code cell to run: its position among the notebook's cells and its Python source.
+
+    ``number`` is its place among the notebook's code cells (1 for the first, as a student
+    counts them), ``execution_count`` the ``In [n]`` Jupyter showed when it was saved, and
+    ``notes`` what ``translate`` left out of it.
+    """
 
     index: int
     source: str
+    number: int = 0
+    execution_count: int | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """How feedback names the cell: ``"code cell 5 (In [12])"``."""
+        name = f"code cell {self.number}" if self.number else f"cell {self.index + 1}"
+        return f"{name} (In [{self.execution_count}])" if self.execution_count is not None else name
+
+
+QUIET_MAGICS = frozenset(
+    "matplotlib config load_ext reload_ext unload_ext autoreload aimport precision xmode pdb who whos who_ls "
+    "history lsmagic magic pprint colors doctest_mode page pinfo pinfo2 psearch quickref automagic autocall "
+    "notebook recall rerun alias_magic killbgscripts".split()
+)  # display and session settings: nothing to run, nothing to say
+INSTALL_MAGICS = frozenset("pip conda mamba micromamba uv".split())
+SHELL_MAGICS = frozenset("sx system sc ls ll lf lk lx ldir mkdir rmdir rm cp mv cat pwd dirs dhist bookmark alias unalias rehashx man more less clear".split())
+SETTING_MAGICS = frozenset("cd pushd popd env set_env".split())  # the grader's folder and environment stay as they are
+TIMING_MAGICS = frozenset({"time"})  # run the statement as it is (the time is not printed)
+RUN_BODY_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})  # the body is Python: it runs once
+DISPLAY_CELL_MAGICS = frozenset({"html", "markdown", "latex", "javascript", "js", "svg"})  # nothing to run
+SHELL_CELL_MAGICS = frozenset({"bash", "sh", "script", "system", "!", "perl", "ruby", "python", "python2", "python3", "pypy", "sx"})
+NOT_RUN = "was not run: shell commands do not run when grading"
+_HELP = re.compile(r"^(\?{1,2}[\w.]+(\(\))?|[\w.]+(\(\))?\?{1,2})$")
+_ASSIGNED = re.compile(r"^([\w.\[\], ]+?)\s*=\s*([!%].*)$")
+
+
+def _quote(text: str) -> str:
+    text = text.strip()
+    return f"`{text if len(text) <= 60 else text[:57] + '...'}`"
+
+
+def _magic(stripped: str) -> tuple[str | None, str | None]:
+    """``(python, note)`` for a logical line that is IPython syntax (``python`` None: it is not).
+
+    ``python`` is what runs instead (a statement, or ``pass``); ``note`` tells the student
+    what was left out (None: nothing worth saying).
+    """
+    if _HELP.match(stripped):
+        return "pass", None
+    if stripped.startswith("!"):
+        return "pass", f"{_quote(stripped)} {NOT_RUN}"
+    if not stripped.startswith("%") or stripped.startswith("%%"):
+        return None, None
+    name, _, rest = stripped[1:].partition(" ")
+    rest = rest.strip()
+    if name in TIMING_MAGICS:
+        return (rest or "pass"), None
+    if name in QUIET_MAGICS:
+        return "pass", None
+    if name in INSTALL_MAGICS:
+        return "pass", f"{_quote(stripped)} was not run: packages are not installed when grading (the grader has what the course needs)"
+    if name in SHELL_MAGICS:
+        return "pass", f"{_quote(stripped)} {NOT_RUN}"
+    if name in SETTING_MAGICS:
+        return "pass", f"{_quote(stripped)} was not run: the grader's working folder and environment variables stay as they are"
+    if name == "timeit":
+        return "pass", f"{_quote(stripped)} was not run: timing is skipped when grading"
+    return "pass", f"{_quote(stripped)} was not run: the magic %{name} is not available when grading"
+
+
+def _line(line: str) -> tuple[str, str | None]:
+    """One logical line's first physical line made Python, and a note for the student."""
+    stripped = line.strip()
+    indent = line[: len(line) - len(line.lstrip())]
+    python, note = _magic(stripped)
+    if python is not None:
+        return indent + python, note
+    assigned = _ASSIGNED.match(stripped)
+    if assigned and not stripped.startswith("%%"):
+        target, magic = assigned.groups()
+        python, note = _magic(magic.strip())
+        if python is not None:
+            if python == "pass":
+                value = "[]" if magic.startswith("!") else "None"
+                note = note or f"{_quote(magic)} was not run"
+                return f"{indent}{target} = {value}", f"{note}; `{target}` is {value} instead"
+            return f"{indent}{target} = {python}", note
+    return line, None
+
+
+def _complete(statement: str) -> bool:
+    """Whether ``statement`` (Python lines so far) ends a logical line: no open bracket,
+    string or backslash continuation. Code that does not tokenize counts as complete
+    (compiling it reports the error)."""
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO(statement).readline):
+            pass
+    except tokenize.TokenError:
+        return False
+    except SyntaxError:
+        return True
+    return True
+
+
+def _cell_magic(lines: list[str]) -> tuple[list[str], list[str]]:
+    """A cell that begins with ``%%magic``: its lines as Python, and notes."""
+    first = next(i for i, line in enumerate(lines) if line.strip())
+    head = lines[first].strip()
+    name, _, args = head[2:].partition(" ")
+    body = lines[first + 1 :]
+    blank = [""] * (first + 1)
+    if name in RUN_BODY_CELL_MAGICS:
+        target = args.split()[-1] if name == "capture" and args.split() and not args.split()[-1].startswith("-") else ""
+        if target.isidentifier():
+            return [*blank[:-1], f"{target} = None", *body], [f"line {first + 1}: `{head}`: the cell ran, but `{target}` captures nothing when grading (it is None)"]
+        return blank + body, []
+    if name in DISPLAY_CELL_MAGICS:
+        return [], []
+    if name in SHELL_CELL_MAGICS:
+        return [], [f"the cell {_quote(head)} {NOT_RUN}"]
+    if name == "writefile":
+        return [], [f"the cell {_quote(head)} was not run: no file is written when grading (put the code in a cell of its own)"]
+    return [], [f"the cell {_quote(head)} was not run: the cell magic %%{name} is not available when grading"]
+
+
+def translate(source: str) -> tuple[str, list[str]]:
+    """IPython cell source as plain Python, and notes on what was left out, by line.
+
+    Line numbers are kept, so tracebacks point at the student's line. Magics and shell
+    lines are recognised only where a statement begins (never inside a string or an
+    open bracket). ``%time stmt`` and the body of ``%%time`` (also ``%%timeit``,
+    ``%%capture``) run as plain Python; ``!cmd`` and shell magics never run; help
+    queries and display settings are dropped without a word.
+
+    Example:
+        >>> translate("!pip install tqdm\\n%time x = 1 + 1\\nprint(x)")
+        ('pass\\nx = 1 + 1\\nprint(x)', ['line 1: `!pip install tqdm` was not run: shell commands do not run when grading'])
+    """
+    lines = source.split("\n")
+    if source.lstrip().startswith("%%"):
+        lines, notes = _cell_magic(lines)
+        source = "\n".join(lines)
+        if not source.strip():
+            return "", notes
+        body, more = translate(source)
+        return body, notes + more
+    out, notes, statement = [], [], ""
+    for number, line in enumerate(lines, start=1):
+        if not statement:
+            line, note = _line(line)
+            if note:
+                notes.append(f"line {number}: {note}")
+        statement += line + "\n"
+        if _complete(statement):
+            statement = ""
+        out.append(line)
+    return "\n".join(out), notes
 
 
 def plain_python(source: str) -> str:
-    """Replace IPython-only lines (magics, shell escapes, help queries) by ``pass``.
-
-    Line numbers are kept, so tracebacks still point at the student's line. A cell
-    magic (``%%time``) turns the whole cell into plain code below its first line.
-    """
-    lines = source.splitlines()
-    out = []
-    for line in lines:
-        stripped = line.lstrip()
-        indent = line[: len(line) - len(stripped)]
-        if stripped.startswith(("%", "!")) or (stripped.endswith("?") and not stripped.startswith("#") and stripped[:-1].isidentifier()):
-            out.append(f"{indent}pass")
-        else:
-            out.append(line)
-    return "\n".join(out)
+    """``translate``'s Python, without the notes."""
+    return translate(source)[0]
 
 
 def _cell_source(cell: dict) -> str:
@@ -101,16 +247,20 @@ def load_notebook_json(path: Path) -> dict:
 
 
 def code_cells(notebook: dict) -> list[CodeCell]:
-    """The code cells grading runs, in notebook order, as plain Python."""
-    cells = []
+    """The code cells grading runs, in notebook order, as plain Python (a cell whose code
+    was all left out is kept when it has notes for the student)."""
+    cells, number = [], 0
     for index, cell in enumerate(notebook["cells"]):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
+        number += 1
         metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
         tags = metadata.get("tags") if isinstance(metadata.get("tags"), list) else []
         if SKIP_TAGS.intersection(t for t in tags if isinstance(t, str)):
             continue
-        source = plain_python(_cell_source(cell))
-        if source.strip():
-            cells.append(CodeCell(index, source))
+        source, notes = translate(_cell_source(cell))
+        count = cell.get("execution_count")
+        count = count if isinstance(count, int) and not isinstance(count, bool) else None
+        if source.strip() or notes:
+            cells.append(CodeCell(index, source, number, count, tuple(notes)))
     return cells

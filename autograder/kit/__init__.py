@@ -16,12 +16,13 @@ A suite file is written with the names exported here::
     from autograder.kit import REFERENCE, Hint, Suite, close, equal, generator
 """
 
-from .cases import REFERENCE, Case, MissingName, Namespace, Suite, catch, generator, randn, set_parameters
+from .cases import REFERENCE, Case, MissingName, Namespace, Suite, catch, failure_roots, generator, grad_mode, mode_of, randn, set_parameters
 from .checks import Hint, Verdict, close, close_number, equal, raises, satisfies, tensor_problem, with_hint
 
 PASTED = ("checks", "cases", "runtime", "check_cell", "packaging")  # in dependency order
 
 __all__ = [
     "REFERENCE", "Case", "Hint", "MissingName", "Namespace", "Suite", "Verdict",
-    "catch", "close", "close_number", "equal", "generator", "raises", "randn", "satisfies", "set_parameters", "tensor_problem", "with_hint",
+    "catch", "close", "close_number", "equal", "failure_roots", "generator", "grad_mode", "mode_of", "raises", "randn", "satisfies",
+    "set_parameters", "tensor_problem", "with_hint",
 ]

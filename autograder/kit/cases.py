@@ -16,6 +16,15 @@ the parent process, which never runs student code.
 ``expected=REFERENCE`` (hidden tests only) means the expected value is the reference
 solution's output for the same probe, saved as a fixture at build time.
 
+A probe returns raw outputs, never a verdict: no ``bool`` anywhere in its output (the
+judge refuses one as a fault of the test, see ``runtime.boolean_in``), and no comparison
+of the student's objects in its body or in the suite's helpers it calls (``gptcourse
+check-stage`` refuses ``==``, ``is``, ``torch.equal`` and the like there; see
+``autograder.authoring.verdicts``). What the test needs to know is returned as it is
+(the tensors before and after, ``data_ptr()`` values for identity, ``None`` for a missing
+bias), and the check decides. Boolean *state* is returned as a word: ``mode_of(module)``
+(``"train"`` or ``"eval"``) and ``grad_mode()`` (``"grad"`` or ``"no_grad"``).
+
 Part of the kit: standard library and torch only, pasted verbatim into every notebook.
 """
 
@@ -122,6 +131,54 @@ def catch(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
     except Exception as exc:  # the type is the answer; tests check it
         return {"raised": type(exc).__name__, "message": str(exc)[:TEXT_LIMIT]}
     return {"raised": None, "message": ""}
+
+
+def mode_of(module: torch.nn.Module) -> str:
+    """A module's training flag as a word (a probe returns no booleans).
+
+    Example:
+        >>> mode_of(torch.nn.Linear(2, 2).eval())
+        'eval'
+    """
+    return "train" if module.training else "eval"
+
+
+def grad_mode() -> str:
+    """Whether autograd records operations here, as a word (a probe returns no booleans).
+
+    Example:
+        >>> with torch.no_grad():
+        ...     grad_mode()
+        'no_grad'
+    """
+    return "grad" if torch.is_grad_enabled() else "no_grad"
+
+
+def failure_roots(tests: list[tuple[str, tuple[str, ...], bool]]) -> dict[str, list[str]]:
+    """Which failures of one question follow from which, by ``Case.builds_on``.
+
+    ``tests`` holds ``(name, builds_on, passed)`` for each test of the question. The answer
+    maps each failed test's name to the most basic failed tests it builds on (through
+    failed tests only), and to ``[]`` when it follows from no other failure: those are
+    where a student should start.
+
+    Example:
+        >>> failure_roots([("shape", (), False), ("values", ("shape",), False), ("grad", ("values",), False), ("eval", (), True)])
+        {'shape': [], 'values': ['shape'], 'grad': ['shape']}
+    """
+    failed = {name: tuple(on) for name, on, passed in tests if not passed}
+    found: dict[str, list[str]] = {}
+
+    def roots(name: str, seen: frozenset[str]) -> list[str]:
+        if name not in found:
+            basic: list[str] = []
+            for parent in failed[name]:
+                if parent in failed and parent not in seen:
+                    basic += [r for r in roots(parent, seen | {name}) or [parent] if r not in basic]
+            found[name] = basic
+        return found[name]
+
+    return {name: roots(name, frozenset()) for name in failed}
 
 
 def generator(seed: int) -> torch.Generator:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy
 import torch
 
-from .cases import Case, Namespace
+from .cases import Case, Namespace, failure_roots
 from .runtime import CheckFault, calibrate, fault_message, judge_output, run_probe
 
 
@@ -51,11 +51,22 @@ def run_cases(cases: list[Case], names: dict[str, Any]) -> list[tuple[Case, bool
 
 
 def _report(outcomes: list[tuple[Case, bool, str]]) -> list[str]:
+    """The report's lines: failures first, the most basic ones (``Case.builds_on``) before
+    those that follow from them, then the tests that passed."""
+    roots = failure_roots([(case.name, case.builds_on, ok) for case, ok, _ in outcomes])
+    followers = {name: [f for f, on in roots.items() if name in on] for name in roots}
+    ordered = [o for o in outcomes if not o[1] and not roots[o[0].name]]
+    ordered += [o for o in outcomes if not o[1] and roots[o[0].name]] + [o for o in outcomes if o[1]]
     lines = []
-    for case, ok, message in outcomes:
+    for case, ok, message in ordered:
         lines.append(f"  [{'ok  ' if ok else 'FAIL'}] {case.name}")
-        if not ok and message:
-            lines.extend("         " + line for line in message.splitlines())
+        if ok:
+            continue
+        if roots[case.name]:
+            lines.append("         follows from the failure of " + ", ".join(f'"{r}"' for r in roots[case.name]))
+        lines.extend("         " + line for line in message.splitlines())
+        if followers[case.name]:
+            lines.append(f"         ({len(followers[case.name])} later test(s) fail because of this one: start here)")
     return lines
 
 

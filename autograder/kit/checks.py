@@ -56,13 +56,25 @@ def with_hint(verdict: Verdict, hints: list[Hint], got: Any, expected: Any) -> V
     return verdict
 
 
-def tensor_problem(got: Any, dtype: torch.dtype | None = None, shape: tuple[int, ...] | None = None) -> str | None:
-    """Why ``got`` is not a plain tensor of the given dtype and shape, or None when it is."""
+def tensor_problem(got: Any, dtype: torch.dtype | None = None, shape: tuple[int, ...] | None = None, reveal: bool = True) -> str | None:
+    """Why ``got`` is not a plain tensor of the given dtype and shape, or None when it is.
+
+    With ``reveal`` False (a hidden test), a wrong shape is described without the expected one.
+
+    Example:
+        >>> tensor_problem(torch.zeros(2, 4), shape=(2, 3), reveal=False)
+        'your tensor has shape (2, 4), which is not the expected shape'
+    """
     if type(got) is not torch.Tensor:
+        if isinstance(got, torch.Tensor) or getattr(type(got), "tensor_subclass", False):  # in the notebook, or as the parent decodes it
+            name = type(got).__qualname__ if isinstance(got, torch.Tensor) else got.type_name
+            return f"expected a plain torch.Tensor, got an instance of a subclass of it ({name}); nn.Parameter is one: return its .detach()"
         return f"expected a torch.Tensor, got {type(got).__name__}"
     if dtype is not None and got.dtype != dtype:
         return f"expected dtype {dtype}, got {got.dtype}"
     if shape is not None and tuple(got.shape) != tuple(shape):
+        if not reveal:
+            return f"your tensor has shape {tuple(got.shape)}, which is not the expected shape"
         return f"expected shape {tuple(shape)}, got {tuple(got.shape)}"
     return None
 
@@ -82,7 +94,7 @@ class Close:
 
     def __call__(self, got: Any, expected: Any, reveal: bool = True) -> Verdict:
         exp = expected if isinstance(expected, torch.Tensor) else torch.as_tensor(expected)
-        problem = tensor_problem(got, self.dtype, tuple(exp.shape))
+        problem = tensor_problem(got, self.dtype, tuple(exp.shape), reveal)
         if problem is None and self.dtype is None and not got.dtype.is_floating_point:
             problem = f"expected a floating-point tensor, got dtype {got.dtype}"
         if problem:
@@ -98,15 +110,14 @@ class Close:
             return Verdict(True)
         flat = int(torch.argmax(torch.where(bad, err, torch.zeros_like(err))).item()) if err.numel() else 0
         where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(e.shape))) if e.dim() else ()
-        message = (
-            f"values differ: {int(bad.sum())} of {bad.numel()} elements are outside the tolerance "
-            f"(rtol={self.rtol:g}, atol={self.atol:g}); largest error {float(err.reshape(-1)[flat]):.3g} "
-            f"at index {where}"
-        )
+        message = f"values differ: {int(bad.sum())} of {bad.numel()} elements are outside the tolerance (rtol={self.rtol:g}, atol={self.atol:g})"
         if reveal:
-            message += f": expected {float(e.reshape(-1)[flat]):.6g}, got {float(g.reshape(-1)[flat]):.6g}"
-        else:
-            message += f", where you returned {float(g.reshape(-1)[flat]):.6g}"
+            message += (
+                f"; largest error {float(err.reshape(-1)[flat]):.3g} at index {where}: "
+                f"expected {float(e.reshape(-1)[flat]):.6g}, got {float(g.reshape(-1)[flat]):.6g}"
+            )
+        else:  # the size of the error would give the expected value away
+            message += f"; the largest error is at index {where}, where you returned {float(g.reshape(-1)[flat]):.6g}"
         return with_hint(Verdict(False, message), self.hints, got, expected)
 
 
@@ -115,61 +126,86 @@ def close(rtol: float, atol: float, dtype: torch.dtype | None = torch.float32, h
     return Close(rtol, atol, dtype, list(hints or []))
 
 
-def _first_difference(got: Any, expected: Any, path: str) -> str | None:
-    """Describe the first place where two plain values differ, or None when equal."""
+def _at(path: str) -> str:
+    return f"result{path}: " if path else ""
+
+
+def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -> str | None:
+    """Describe the first place where two plain values differ, or None when equal.
+
+    ``path`` locates the value in the student's output (``[0]['a']``: built from positions
+    and from dictionary keys the student's output has too). With ``reveal`` False (a hidden
+    test) the description quotes only the student's values: never an expected value, key
+    or length.
+    """
+    at = _at(path)
     if isinstance(expected, torch.Tensor):
-        problem = tensor_problem(got, expected.dtype, tuple(expected.shape))
+        problem = tensor_problem(got, expected.dtype, tuple(expected.shape), reveal)
         if problem:
-            return f"{path or 'result'}: {problem}"
+            return at + problem
         if not torch.equal(got, expected):
-            diff = (got != expected).nonzero()
-            where = tuple(int(i) for i in diff[0]) if len(diff) else ()
-            return f"{path or 'result'}: {int((got != expected).sum())} elements differ, first at index {where}"
+            diff = (got != expected).nonzero()  # torch.equal is False: some element differs (NaN differs from NaN)
+            where = tuple(int(i) for i in diff[0])
+            value = got[where].item()
+            shown = f"{value:.6g}" if isinstance(value, float) else repr(value)
+            return f"{at}{int((got != expected).sum())} of {got.numel()} elements differ, the first at index {where}, where you have {shown}"
         return None
     if isinstance(expected, bool) or isinstance(got, bool):
-        if type(got) is not type(expected) or got != expected:
-            return f"{path or 'result'}: expected {type(expected).__name__} value, got {_short(got)}"
-        return None
-    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
-            return f"{path or 'result'}: expected a number, got {type(got).__name__}"
+        if type(got) is not type(expected):
+            return f"{at}expected a {type(expected).__name__}, got {type(got).__name__} {_short(got)}"
         if got != expected:
-            return f"{path or 'result'}: got {_short(got)}"
+            return f"{at}your value {_short(got)} is wrong" if not reveal else f"{at}expected {expected}, got {got}"
+        return None
+    if isinstance(expected, (int, float)):
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            return f"{at}expected a number, got {type(got).__name__}"
+        if got != expected:
+            return f"{at}expected {_short(expected)}, got {_short(got)}" if reveal else f"{at}your value {_short(got)} is not the expected one"
         return None
     if isinstance(expected, str):
         if not isinstance(got, str):
-            return f"{path or 'result'}: expected a str, got {type(got).__name__}"
+            return f"{at}expected a str, got {type(got).__name__}"
         if got != expected:
             n = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
-            return f"{path or 'result'}: strings differ from character {n} on (lengths {len(got)} and {len(expected)} expected)"
+            if reveal:
+                return f"{at}strings differ from character {n} on (lengths {len(got)} and {len(expected)} expected)"
+            return f"{at}your string {_short(got, 60)} ({len(got)} characters) differs from the expected one from character {n} on"
         return None
     if isinstance(expected, dict):
         if not isinstance(got, dict):
-            return f"{path or 'result'}: expected a dict, got {type(got).__name__}"
+            return f"{at}expected a dict, got {type(got).__name__}"
         missing = [k for k in expected if k not in got]
         extra = [k for k in got if k not in expected]
         if missing:
-            return f"{path or 'result'}: missing key {_short(missing[0])} ({len(missing)} keys missing)"
+            if not reveal:
+                return f"{at}your dict lacks keys that the expected one has"
+            return f"{at}missing key {_short(missing[0])} ({len(missing)} keys missing)"
         if extra:
-            return f"{path or 'result'}: unexpected key {_short(extra[0])} ({len(extra)} extra keys)"
+            return f"{at}unexpected key {_short(extra[0])} ({len(extra)} keys that should not be there)"
         for key in expected:
-            found = _first_difference(got[key], expected[key], f"{path}[{key!r}]")
+            found = _first_difference(got[key], expected[key], f"{path}[{key!r}]", reveal)
             if found:
                 return found
         return None
     if isinstance(expected, (list, tuple)):
         if not isinstance(got, (list, tuple)):
-            return f"{path or 'result'}: expected a {type(expected).__name__}, got {type(got).__name__}"
+            return f"{at}expected a {type(expected).__name__}, got {type(got).__name__}"
         if len(got) != len(expected):
-            return f"{path or 'result'}: expected length {len(expected)}, got {len(got)}"
+            if not reveal:
+                return f"{at}your {type(got).__name__} has {len(got)} items, which is not the expected number"
+            return f"{at}expected length {len(expected)}, got {len(got)}"
         for i, (g, e) in enumerate(zip(got, expected)):
-            found = _first_difference(g, e, f"{path}[{i}]")
+            found = _first_difference(g, e, f"{path}[{i}]", reveal)
             if found:
                 return found
         return None
     if expected is None:
-        return None if got is None else f"{path or 'result'}: expected None, got {_short(got)}"
-    return None if got == expected else f"{path or 'result'}: got {_short(got)}"
+        if got is None:
+            return None
+        return f"{at}expected None, got {_short(got)}" if reveal else f"{at}your value {_short(got)} is not the expected one"
+    if got == expected:
+        return None
+    return f"{at}expected {_short(expected)}, got {_short(got)}" if reveal else f"{at}your value {_short(got)} is not the expected one"
 
 
 @dataclass
@@ -179,7 +215,7 @@ class Equal:
     hints: list[Hint] = field(default_factory=list)
 
     def __call__(self, got: Any, expected: Any, reveal: bool = True) -> Verdict:
-        problem = _first_difference(got, expected, "")
+        problem = _first_difference(got, expected, "", reveal)
         if problem is None:
             return Verdict(True)
         if reveal:
@@ -207,9 +243,10 @@ class CloseNumber:
         err = abs(float(got) - float(expected))
         if err <= self.atol + self.rtol * abs(float(expected)) or (math.isnan(got) and math.isnan(expected)):
             return Verdict(True)
-        message = f"off by {err:.4g} (rtol={self.rtol:g}, atol={self.atol:g}); you returned {float(got):.6g}"
         if reveal:
-            message += f", expected {float(expected):.6g}"
+            message = f"off by {err:.4g} (rtol={self.rtol:g}, atol={self.atol:g}); you returned {float(got):.6g}, expected {float(expected):.6g}"
+        else:  # how far off would give the expected value away
+            message = f"you returned {float(got):.6g}, which is outside the tolerance (rtol={self.rtol:g}, atol={self.atol:g}) of the expected value"
         return with_hint(Verdict(False, message), self.hints, got, expected)
 
 
