@@ -112,7 +112,7 @@ def table(rows: list[Row], questions: list[tuple[str, float]]) -> str:
 
     >>> print(table([Row("ada", {"q": 2.0}, 2.0, 0.0)], [("q", 3.0)]))
     student      q  late  total
-    (max)        3           3
+    (max)        3            3
     ada          2    -2      0
     """
     width = max([len("student"), *(len(r.student) for r in rows)])
