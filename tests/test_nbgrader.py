@@ -131,6 +131,12 @@ def _public_mistake(stage_id: str):
     return next(m for m in catalogue(stage_id)[0] if not m.hidden_only)
 
 
+def own_cache(home: Path) -> tuple[str]:
+    """A student's own exchange cache: the students here share one user, whose cache would
+    otherwise hold every student's submissions (and ``fetch_feedback`` fetch them all)."""
+    return (f"--Exchange.cache={home / '.nbgrader-cache'}",)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("stage_id", WORKFLOW_STAGES)
 def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_path):
@@ -153,11 +159,11 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
     for student, replace in answers.items():
         homes[student] = home = tmp_path / "home" / student
         home.mkdir(parents=True)
-        nbgrader("fetch_assignment", stage_id, *exchange_args, cwd=home)
+        nbgrader("fetch_assignment", stage_id, *exchange_args, *own_cache(home), cwd=home)
         notebook = home / stage_id / f"{stage_id}.ipynb"
         if replace is not None:
             notebook.write_text(json.dumps(filled(json.loads(notebook.read_text()), stage_id, replace)))
-        nbgrader("submit", stage_id, *exchange_args, f"--student={student}", cwd=home)
+        nbgrader("submit", stage_id, *exchange_args, *own_cache(home), f"--student={student}", cwd=home)
     course.run("collect", stage_id)
     from nbgrader.utils import parse_utc
 
@@ -225,7 +231,7 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
     hidden, fixtures = leakscan.hidden_lines(stage), leakscan.fixture_fragments(stage)
     assert hidden and fixtures
     for student in answers:
-        nbgrader("fetch_feedback", stage_id, *exchange_args, f"--student={student}", cwd=homes[student])
+        nbgrader("fetch_feedback", stage_id, *exchange_args, *own_cache(homes[student]), f"--student={student}", cwd=homes[student])
         (page,) = (homes[student] / stage_id / "feedback").glob(f"*/{stage_id}.html")
         text = html_text(page)
         own = cell_sources(json.loads(course.submitted(student, stage_id).read_text()))
