@@ -178,10 +178,10 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
     gptcourse("grade", "--stage", stage_id, "--out", out, "--workers", "2", *(course.submitted(s, stage_id) for s in answers), cwd=tmp_path)
     # gptcourse grade names results by file; every submission is <stage>.ipynb, numbered in order
     engine = dict(zip(answers, (engine_scores(out)[n] for n in (stage_id, f"{stage_id}-2", f"{stage_id}-3"))))
-    assert engine["ada"] == worth and all(v == 0 for v in engine["cy"].values())
-    assert engine["bob"][mistake.qid] < worth[mistake.qid]
     book = course.gradebook(stage_id)
     assert same(book, engine), (book, engine)
+    assert engine["ada"] == worth and all(v == 0 for v in engine["cy"].values())
+    assert engine["bob"][mistake.qid] < worth[mistake.qid]
 
     # a manual grade, as the formgrader's API gives it, then autograde again through gptcourse grade
     from nbgrader.api import Gradebook
@@ -308,15 +308,23 @@ def test_the_cheat_and_the_hostile_catalogue_get_no_more_under_nbgrader(tmp_path
 
 @pytest.mark.slow
 def test_every_stage_through_nbgrader(tmp_path):
-    """The reference and the empty release of every stage, autograded in one course: full marks and none."""
+    """The reference and the empty release of every stage, autograded in one course: the
+    scores of ``gptcourse grade`` on the same files, full marks and none."""
     stages = [s.id for s in all_stages()]
     course = Course(tmp_path, stages)
+    files = {}
     for stage_id in stages:
         course.run("generate_assignment", stage_id)
         released = course.released(stage_id)
-        course.hand_in("reference", stage_id, filled(released, stage_id))
-        course.hand_in("empty", stage_id, released)
+        files[stage_id] = [course.hand_in("reference", stage_id, filled(released, stage_id)), course.hand_in("empty", stage_id, released)]
     course.run("autograde", "--assignment=*")
     for stage_id in stages:
+        copies = tmp_path / "copies" / stage_id
+        copies.mkdir(parents=True)
+        for path in files[stage_id]:
+            (copies / f"{path.parent.parent.name}.ipynb").write_bytes(path.read_bytes())
+        graded = grade_into_folder(sorted(copies.iterdir()), stage_tests(get_stage(stage_id)), tmp_path / "engine" / stage_id, Limits(), workers=2, progress=False)
+        engine = {g.name: {q: sum(r.score for r in g.results if r.qid == q) for q, _ in questions(stage_id)} for g in graded}
         worth = dict(questions(stage_id))
-        assert course.gradebook(stage_id) == {"empty": {q: 0.0 for q in worth}, "reference": worth}, stage_id
+        assert same(course.gradebook(stage_id), engine), stage_id
+        assert engine == {"empty": {q: 0.0 for q in worth}, "reference": worth}, stage_id
