@@ -64,7 +64,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
     stage = get_stage(args.stage)
     if args.nbgrader and args.files:
         raise UsageError("give either --nbgrader COURSE_DIR or notebook files, not both")
-    if not args.files and not args.nbgrader:
+    if args.student and not args.nbgrader:
+        raise UsageError("--student goes with --nbgrader COURSE_DIR")
+    if args.nbgrader:
+        return grade_nbgrader_course(args, stage)
+    if not args.files:
         raise UsageError("name at least one submission to grade (or --nbgrader COURSE_DIR)")
     paths = submission_files(args.files)
     out = Path(args.out)
@@ -72,8 +76,6 @@ def cmd_grade(args: argparse.Namespace) -> int:
     configure_threads(1)  # this process only compares outputs: the workers get the CPUs
     tests = stage_tests(stage, Path(args.fixtures) if args.fixtures else DEFAULT_DIR)
     limits = Limits(total_timeout=args.timeout, cell_timeout=min(Limits.cell_timeout, args.timeout))
-    if args.nbgrader:
-        return grade_nbgrader_course(args, tests, limits, out)
     run = grade_folder(paths, tests, limits, out, args, roster)
     if not args.quiet:
         print(score_table(run.graded, tests))
@@ -133,29 +135,28 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     return "\n".join([*lines, files])
 
 
-def grade_nbgrader_course(args: argparse.Namespace, tests, limits: Limits, out: Path) -> int:
-    """Grade an nbgrader course's submitted/ tree and write the scores into its gradebook."""
-    import tempfile
-
-    from .channels.nbgrader.gradebook import find_submitted, require_assignment, stage_copies, write_gradebook
-    from .reports.gradebook import question_scores
+def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
+    """``nbgrader autograde`` in the course (it grades through the engine), then the gradebook's scores."""
+    from .channels.nbgrader.autograde import gradebook_rows, require_engine, run_autograde, table
 
     course = Path(args.nbgrader)
-    submitted = find_submitted(course, tests.stage_id)
-    require_assignment(course, tests.stage_id)
-    with tempfile.TemporaryDirectory(prefix="gptcourse-nbgrader-") as tmp:
-        paths = stage_copies(submitted, Path(tmp))
-        done = grade_folder(paths, tests, limits, out, args).graded
-    qids = [q for q, _ in tests.questions()]
-    report = write_gradebook(course, tests.stage_id, submitted, {g.name: question_scores(g.results, qids) for g in done})
+    require_engine(course)
+    qids = [q for q, _ in stage.tests().questions()]
+    gradebook_rows(course, stage.id, qids)  # a usage error, before any grading, when the assignment is missing
+    settings = [f"--GradeWithEngine.results_directory={Path(args.out).resolve()}"]
+    if args.timeout != Limits.total_timeout:
+        settings.append(f"--GradeWithEngine.timeout={args.timeout}")
+    status = run_autograde(course, stage.id, args.student, tuple(settings), quiet=args.quiet)
+    if status != 0:
+        print(f"gptcourse: error: nbgrader autograde failed in {course} (exit {status}; see its log above)", file=sys.stderr)
+        return 1
+    questions, rows = gradebook_rows(course, stage.id, qids)
     if not args.quiet:
-        print(score_table(done, tests))
-        for item in submitted:
-            if item.note:
-                print(f"{item.student}: {item.note}")
-        for kept in report.kept_manual:
-            print(f"kept the manual score already given for {kept}")
-        print(f"nbgrader gradebook of {course}: {len(report.written)} submissions of {tests.stage_id} written; results and feedback in {out}/")
+        print(table([r for r in rows if not args.student or r.student == args.student], questions))
+        for row in rows:
+            if row.manual:
+                print(f"{row.student}: the manual scores of {', '.join(row.manual)} are kept (nbgrader marks them for review)")
+        print(f"nbgrader gradebook of {course}: {stage.id} autograded by the gptcourse engine; results.json per student in {args.out}/")
     return 0
 
 
@@ -278,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--fixtures", help="folder of fixture files (default: release/fixtures, rebuilt when stale)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table")
     grade.add_argument("--show-hidden", action="store_true", help="include hidden-test results in each feedback.md (after the deadline)")
-    grade.add_argument("--nbgrader", metavar="COURSE_DIR", help="grade COURSE_DIR/submitted/<student>/<stage>/ and write the scores into its nbgrader gradebook")
+    grade.add_argument("--nbgrader", metavar="COURSE_DIR", help="run nbgrader autograde in this course (it grades through the engine) and show its gradebook")
+    grade.add_argument("--student", metavar="ID", help="with --nbgrader: only this student")
     grade.add_argument("--names", choices=("auto", "folder", "file"), default="auto",
                        help="name each student after the submission's folder or file name (default auto: LMS download names, "
                             "else a folder per student when the files lie one per folder, else the file name)")

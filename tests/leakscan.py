@@ -72,12 +72,12 @@ def fixture_fragments(stage: Stage, directory: Path = DEFAULT_DIR) -> list[str]:
 def reference_lines(stage: Stage, own_notebook: str) -> list[str]:
     """Lines of the reference solution absent from a submission's own notebook and from what
     every student sees (the released notebook, whose stubs keep the docstrings and their
-    examples, and the public tests)."""
+    examples, and whose text may show a line wrapped; and the public tests)."""
     source = (stage.reference).read_text(encoding="utf-8")
     lines = secret_lines([source], shortest=24)
-    released = _visible_source(stage)
+    released = " ".join(_visible_source(stage).split())  # the lesson's text may wrap a line it shows
     starts = ('"""', "'" * 3, "Args", "Returns", "Raises")
-    return [line for line in lines if line not in own_notebook and line not in released and not line.startswith(starts)]
+    return [line for line in lines if line not in own_notebook and " ".join(line.split()) not in released and not line.startswith(starts)]
 
 
 def canary(value: Any) -> Any:

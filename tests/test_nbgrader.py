@@ -1,130 +1,331 @@
-"""The nbgrader course, run through the real nbgrader (generate_assignment, autograde, export):
-the same scores as the grading engine for the reference, the empty release and one mistake
-per question; a cheat that fools nbgrader's in-kernel tests; and the stronger path,
-``gptcourse grade --nbgrader COURSE``, writing the engine's scores into nbgrader's gradebook."""
+"""nbgrader, run as a course runs it, grading through the engine.
 
-import csv
+The course directory (``build_nbgrader_course``) and its configuration; then real
+nbgrader commands in temporary courses: the whole workflow through an exchange for an
+early stage and 07 (release, fetch, submit, collect, autograde, a manual grade, a late
+penalty, feedback, export, the formgrader's API, Validate), the in-kernel cheat and the
+hostile catalogue under ``nbgrader autograde``, and every stage's reference and empty
+release in one course.
+"""
+
 import json
 import os
-import subprocess
-import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from autograder.build.nbgrader_course import CONFIG, build_nbgrader_course
-from autograder.build.stubs import reference_source
+import attacks
+import leakscan
+from nbcourse import COURSE_ID, Course, as_nbgrader, cell_sources, engine_scores, filled, gptcourse, html_text, nbgrader
+from autograder.authoring.catalogue import catalogue
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
-from autograder.course import get_stage, questions
+from autograder.build.nbgrader_course import GPTCOURSE_CONFIG, NBGRADER_CONFIG, build_nbgrader_course
+from autograder.channels.nbgrader import TEST_FILES, TESTS_FOLDER, grade_cell_id
+from autograder.channels.nbgrader.autograde import PREPROCESSOR, course_config, require_engine
+from autograder.course import all_stages, get_stage, questions
+from autograder.engine.runner import Limits
+from autograder.errors import UsageError
+from autograder.reports.folder import grade_into_folder
 
 STAGE = "01_tokenisation"
-BIN = Path(sys.executable).parent
-# A student cell that turns every later cell calling check(...) into `pass`: nbgrader gives
-# full credit to a grade cell with no output. (Measured to work against in-kernel tests.)
-CHEAT = 'get_ipython().input_transformers_cleanup.append(lambda lines: ["pass\\n"] if any("check(" in l for l in lines) else lines)'
+WORKFLOW_STAGES = ["01_tokenisation", "07_gpt"]
+# The cell that got 32/32 from nbgrader's in-kernel tests: it replaces what the grade cells
+# called and leaves every stub empty.
+CHEAT = "import types\ncheck = lambda *args, **kwargs: None\n_gptcourse = types.SimpleNamespace(run_hidden=lambda *args, **kwargs: 32)"
 
 
-def run(*args, cwd):
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    done = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done
+def same(got: dict[str, dict[str, float]], want: dict[str, dict[str, float]]) -> bool:
+    """Equal scores, per submission and question (sums of test points: compared to 1e-9)."""
+    return got.keys() == want.keys() and all(got[k] == pytest.approx(want[k], abs=1e-9) for k in got)
 
 
-def filled(released: dict, module: str, replace: dict[str, str]) -> dict:
-    """The released notebook as a student hands it in: every stub answered, some answers replaced."""
-    notebook = json.loads(json.dumps(released))
-    for cell in notebook["cells"]:
-        name = cell.get("metadata", {}).get("gptcourse", {}).get("name")
-        if name:
-            cell["source"] = replace.get(name, reference_source(module, name).rstrip("\n"))
-    return notebook
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
 
 
-def exported(course: Path) -> dict[str, float]:
-    run(BIN / "nbgrader", "export", cwd=course)
-    return {r["student_id"]: float(r["score"]) for r in csv.DictReader((course / "grades.csv").open())}
-
-
-def submit(course: Path, student: str, notebook: dict, when: str = "2025-01-15 10:00:00.000000 UTC") -> None:
-    folder = course / "submitted" / student / STAGE
-    folder.mkdir(parents=True)
-    (folder / f"{STAGE}.ipynb").write_text(json.dumps(notebook))
-    (folder / "timestamp.txt").write_text(when)
-
-
-def test_course_directory_layout(tmp_path):
+def test_the_course_directory(tmp_path):
     stage = get_stage(STAGE)
     stage_tests(stage)
     path = build_nbgrader_course(stage, tmp_path, DEFAULT_DIR)
-    config = (tmp_path / "nbgrader_config.py").read_text()
-    assert config == CONFIG and "c.Execute.timeout = 300" in config and 'kernel_name = "python3"' in config
-    cells = json.loads(path.read_text())["cells"]
+    assert (tmp_path / "nbgrader_config.py").read_text() == NBGRADER_CONFIG
+    assert (tmp_path / "gptcourse_config.py").read_text() == GPTCOURSE_CONFIG
+    tests = tmp_path / TESTS_FOLDER / STAGE
+    assert sorted(p.name for p in tests.iterdir()) == sorted(TEST_FILES)
+    assert (tests / "hidden.py").read_bytes() == stage.hidden.read_bytes()
+    cells = _cells(path)
     meta = [c["metadata"].get("nbgrader", {}) for c in cells]
-    grade = {m["grade_id"]: m for m in meta if m.get("grade")}
-    assert {g: m["points"] for g, m in grade.items()} == {f"{q}-tests": p for q, p in questions(STAGE)}
-    assert all(m["locked"] for m in grade.values())
-    solutions = [c for c, m in zip(cells, meta) if m.get("solution")]
-    assert solutions and all("### BEGIN SOLUTION" in c["source"] and "### END SOLUTION" in c["source"] for c in solutions)
-    grade_sources = [c["source"] for c, m in zip(cells, meta) if m.get("grade")]
-    assert all("### BEGIN HIDDEN TESTS" in s and "### END HIDDEN TESTS" in s for s in grade_sources)
+    grade = {m["grade_id"]: (c["source"], m) for c, m in zip(cells, meta) if m.get("grade")}
+    assert {g: m["points"] for g, (_, m) in grade.items()} == {grade_cell_id(q): p for q, p in questions(STAGE)}
+    assert {g: s for g, (s, _) in grade.items()} == {grade_cell_id(q): f'check("{q}", strict=True)' for q, _ in questions(STAGE)}
+    assert all(m["locked"] for _, m in grade.values())
+    solutions = [c["source"] for c, m in zip(cells, meta) if m.get("solution")]
+    assert solutions and all("### BEGIN SOLUTION" in s and "### END SOLUTION" in s for s in solutions)
     assert any(m.get("locked") and not m.get("grade") for m in meta)  # the harness and given code
+    text = path.read_text()
+    assert "HIDDEN TESTS" not in text and not leakscan.find(cell_sources(json.loads(text)), leakscan.hidden_lines(stage) + leakscan.fixture_fragments(stage))
 
 
-@pytest.mark.slow
-def test_nbgrader_agrees_with_the_engine_and_the_gradebook_bridge(tmp_path, graded_catalogue):
+def test_a_rebuild_keeps_the_instructors_config(tmp_path):
     stage = get_stage(STAGE)
-    graded = graded_catalogue(STAGE)
-    course = tmp_path / "course"
-    build_nbgrader_course(stage, course, DEFAULT_DIR)
-    run(BIN / "nbgrader", "generate_assignment", STAGE, "--force", cwd=course)
-    released_path = course / "release" / STAGE / f"{STAGE}.ipynb"
-    text = released_path.read_text()
-    assert "BEGIN SOLUTION" not in text and "YOUR CODE HERE" in text and "_gptcourse.run_hidden(" not in text
-    released = json.loads(text)
+    stage_tests(stage)
+    build_nbgrader_course(stage, tmp_path, DEFAULT_DIR)
+    edited = NBGRADER_CONFIG + 'c.LateSubmissionPlugin.penalty_method = "zero"\n'
+    (tmp_path / "nbgrader_config.py").write_text(edited)
+    (tmp_path / "gptcourse_config.py").write_text("stale")
+    build_nbgrader_course(stage, tmp_path, DEFAULT_DIR)
+    assert (tmp_path / "nbgrader_config.py").read_text() == edited
+    assert (tmp_path / "gptcourse_config.py").read_text() == GPTCOURSE_CONFIG
+    assert course_config(tmp_path).LateSubmissionPlugin.penalty_method == "zero"
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    said = []
+    build_nbgrader_course(stage, tmp_path, DEFAULT_DIR, log=said.append)
+    assert any("does not load gptcourse_config.py" in s for s in said)
+    with pytest.raises(UsageError, match="gptcourse_config.py"):
+        require_engine(tmp_path)
 
-    sample = {}
-    for mistake in graded.mistakes:
-        sample.setdefault(mistake.qid, mistake)
-    honest = {"reference": filled(released, stage.module, {}), "empty": released}
-    honest.update({m.slug: filled(released, stage.module, m.cells) for m in sample.values()})
-    # correct code that writes to stderr (as a torch warning does): nbgrader zeroes a grade cell with stderr output
-    noisy = "import sys\n" + reference_source(stage.module, "build_vocab").replace('"""\n', '"""\n    print("a harmless note", file=sys.stderr)\n', 1)
-    honest["warns"] = filled(released, stage.module, {"build_vocab": noisy})
-    cheat = json.loads(text)
-    cheat["cells"].insert(2, {"cell_type": "code", "execution_count": None, "id": "cheat", "metadata": {}, "outputs": [], "source": CHEAT})
-    for student, notebook in [*honest.items(), ("cheat", cheat)]:
-        submit(course, student, notebook)
 
-    run(BIN / "nbgrader", "autograde", STAGE, "--force", cwd=course)
-    by_nbgrader = exported(course)
-    expected = {name: graded.by_name[name].total for name in honest if name != "warns"}
-    expected["warns"] = expected["reference"]
-    assert expected["reference"] == sum(p for _, p in questions(STAGE)) and expected["empty"] == 0
-    assert {s: by_nbgrader[s] for s in honest} == pytest.approx(expected)
-    assert by_nbgrader["cheat"] == expected["reference"]  # nbgrader's weakness: tests run in the student's kernel
+def test_the_config_puts_the_engine_in_place_of_the_kernel(tmp_path):
+    """nbgrader's own autograde pipeline, with ``Execute`` (a kernel) replaced by the engine and nothing else changed."""
+    from nbgrader.converters.autograde import Autograde
 
-    submit(course, "latecomer", filled(released, stage.module, {}), when="2025-01-16 09:00:00.000000 UTC")
-    out = tmp_path / "out"
-    done = run(sys.executable, "-m", "autograder.cli", "grade", "--stage", STAGE, "--nbgrader", course, "--out", out, "--workers", "2", cwd=tmp_path)
-    assert "submissions of 01_tokenisation written" in done.stdout
-    engine = {r["submission"]: float(r["total"]) for r in csv.DictReader((out / "grades.csv").open()) if r["submission"] != "(max)"}
-    assert engine == pytest.approx({**expected, "cheat": 0.0, "latecomer": expected["reference"]})
-    assert exported(course) == pytest.approx(engine)  # the gradebook now holds the engine's scores
-    assert (out / "cheat" / "feedback.md").exists()
+    stage = get_stage(STAGE)
+    stage_tests(stage)
+    build_nbgrader_course(stage, tmp_path, DEFAULT_DIR)
+    from nbgrader.preprocessors import Execute
+    from traitlets.utils.importstring import import_item
+
+    config = course_config(tmp_path)
+    chosen = [import_item(name) for name in config.Autograde.autograde_preprocessors]
+    default = Autograde.class_traits()["autograde_preprocessors"].default()
+    assert chosen[0] is import_item(PREPROCESSOR) and default[0] is Execute
+    assert chosen[1:] == default[1:]
+    assert Path(config.GradeWithEngine.tests_directory) == (tmp_path / TESTS_FOLDER).resolve()
+    require_engine(tmp_path)
 
 
 def test_bridge_usage_errors(tmp_path):
+    from nbcourse import environment
+    import subprocess
+    import sys
+
     def grade(*args):
-        return subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--stage", STAGE, *map(str, args)], capture_output=True, text=True)
+        return subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--stage", STAGE, *map(str, args)], capture_output=True, text=True, env=environment())
 
     done = grade("--nbgrader", tmp_path / "nowhere")
     assert done.returncode == 2 and "no such nbgrader course directory" in done.stderr
     course = tmp_path / "course"
-    (course / "submitted" / "ada" / STAGE).mkdir(parents=True)
-    (course / "submitted" / "ada" / STAGE / f"{STAGE}.ipynb").write_text("{}")
+    stage_tests(get_stage(STAGE))
+    build_nbgrader_course(get_stage(STAGE), course, DEFAULT_DIR)
     done = grade("--nbgrader", course)
     assert done.returncode == 2 and "generate_assignment" in done.stderr
     assert not (course / "gradebook.db").exists()
     done = grade("--nbgrader", course, tmp_path / "x.ipynb")
     assert done.returncode == 2 and "not both" in done.stderr
+    done = grade("--student", "ada", tmp_path / "x.ipynb")
+    assert done.returncode == 2 and "--student goes with --nbgrader" in done.stderr
+
+
+def _public_mistake(stage_id: str):
+    """A catalogued mistake that a public test catches (Validate must name its question)."""
+    return next(m for m in catalogue(stage_id)[0] if not m.hidden_only)
+
+
+def own_cache(home: Path) -> tuple[str]:
+    """A student's own exchange cache: the students here share one user, whose cache would
+    otherwise hold every student's submissions (and ``fetch_feedback`` fetch them all)."""
+    return (f"--Exchange.cache={home / '.nbgrader-cache'}",)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage_id", WORKFLOW_STAGES)
+def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_path):
+    stage = get_stage(stage_id)
+    worth = dict(questions(stage_id))
+    exchange = tmp_path / "exchange"
+    exchange.mkdir()
+    os.chmod(exchange, 0o777)
+    course = Course(tmp_path, [stage_id], f'c.Exchange.root = {str(exchange)!r}\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
+    course.run("generate_assignment", stage_id)
+    course.run("release_assignment", stage_id)
+    for student in ("ada", "bob", "cy"):
+        course.run("db", "student", "add", student, f"--last-name={student.title()}")
+
+    # bob (one mistake) and cy (nothing done) submit on time, ada (all correct) after the due date
+    mistake = _public_mistake(stage_id)
+    answers = {"bob": mistake.cells, "cy": None, "ada": {}}
+    exchange_args = (f"--course={COURSE_ID}", f"--Exchange.root={exchange}")
+    homes = {}
+    for student, replace in answers.items():
+        homes[student] = home = tmp_path / "home" / student
+        home.mkdir(parents=True)
+        nbgrader("fetch_assignment", stage_id, *exchange_args, *own_cache(home), cwd=home)
+        notebook = home / stage_id / f"{stage_id}.ipynb"
+        if replace is not None:
+            notebook.write_text(json.dumps(filled(json.loads(notebook.read_text()), stage_id, replace)))
+        nbgrader("submit", stage_id, *exchange_args, *own_cache(home), f"--student={student}", cwd=home)
+    course.run("collect", stage_id)
+    from nbgrader.utils import parse_utc
+
+    stamps = {s: parse_utc((course.submitted(s, stage_id).parent / "timestamp.txt").read_text().strip()) for s in answers}
+    assert stamps["ada"] > max(stamps["bob"], stamps["cy"])
+    due = max(stamps["bob"], stamps["cy"]) + (stamps["ada"] - max(stamps["bob"], stamps["cy"])) / 2
+    course.run("db", "assignment", "add", stage_id, f"--duedate={due.isoformat()}")
+
+    first = course.run("autograde", stage_id)
+    assert "Warning" not in first.stdout + first.stderr
+    out = tmp_path / "engine"
+    gptcourse("grade", "--stage", stage_id, "--out", out, "--workers", "2", *(course.submitted(s, stage_id) for s in answers), cwd=tmp_path)
+    # gptcourse grade names results by file; every submission is <stage>.ipynb, numbered in order
+    engine = dict(zip(answers, (engine_scores(out)[n] for n in (stage_id, f"{stage_id}-2", f"{stage_id}-3"))))
+    book = course.gradebook(stage_id)
+    assert same(book, engine), (book, engine)
+    assert engine["ada"] == worth and all(v == 0 for v in engine["cy"].values())
+    assert engine["bob"][mistake.qid] < worth[mistake.qid]
+
+    # a manual grade, as the formgrader's API gives it, then autograde again through gptcourse grade
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+        grade = gb.find_grade(grade_cell_id(mistake.qid), stage_id, stage_id, "bob")
+        grade.manual_score = worth[mistake.qid]
+        gb.db.commit()
+    again = gptcourse("grade", "--stage", stage_id, "--nbgrader", course.root, "--out", tmp_path / "again", cwd=tmp_path)
+    assert f"bob: the manual scores of {mistake.qid} are kept" in again.stdout
+    assert same(course.gradebook(stage_id), {**engine, "bob": {**engine["bob"], mistake.qid: worth[mistake.qid]}})
+    assert {p.name for p in (tmp_path / "again").iterdir()} == set(answers)
+
+    rows = course.export()
+    total = sum(worth.values())
+    ada, bob, cy = (rows[(stage_id, s)] for s in ("ada", "bob", "cy"))
+    assert float(ada["raw_score"]) == total and float(ada["late_submission_penalty"]) == total and float(ada["score"]) == 0
+    assert float(bob["score"]) == pytest.approx(sum(engine["bob"].values()) - engine["bob"][mistake.qid] + worth[mistake.qid])
+    assert float(bob["late_submission_penalty"]) == 0 and float(cy["score"]) == 0
+
+    # the formgrader: its API lists every submission autograded, and each one renders
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.server_extensions.formgrader import handlers
+    from traitlets.config import Config
+
+    config = course_config(course.root)
+    coursedir = CourseDirectory(config=config, root=str(course.root))
+    api = NbGraderAPI(coursedir, config=config)
+    listed = {s["student"]: s for s in api.get_submissions(stage_id)}
+    assert set(listed) == set(answers) and all(s["autograded"] and s["submitted"] for s in listed.values())
+    assert {s: listed[s]["score"] for s in answers} == pytest.approx({s: float(rows[(stage_id, s)]["raw_score"]) for s in answers})
+    look = Config()
+    look.HTMLExporter.template_name = "formgrade"
+    look.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    for item in api.get_notebook_submissions(stage_id, stage_id):
+        autograded = Path(coursedir.format_path(coursedir.autograded_directory, item["student"], stage_id)) / f"{stage_id}.ipynb"
+        resources = {"assignment_id": stage_id, "notebook_id": stage_id, "submission_id": item["id"], "index": item["index"], "total": len(answers),
+                     "base_url": "/", "student": item["student"], "last_name": item["last_name"], "first_name": item["first_name"], "notebook_path": str(autograded)}
+        page, _ = HTMLExporter(config=look).from_filename(str(autograded), resources=resources)
+        assert f"{mistake.qid}: " in page and "graded by gptcourse" in page
+
+    # feedback, released through the exchange: the engine's reports, no hidden material
+    course.run("generate_feedback", stage_id)
+    course.run("release_feedback", stage_id)
+    hidden, fixtures = leakscan.hidden_lines(stage), leakscan.fixture_fragments(stage)
+    assert hidden and fixtures
+    for student in answers:
+        nbgrader("fetch_feedback", stage_id, *exchange_args, *own_cache(homes[student]), f"--student={student}", cwd=homes[student])
+        (page,) = (homes[student] / stage_id / "feedback").glob(f"*/{stage_id}.html")
+        text = html_text(page)
+        own = cell_sources(json.loads(course.submitted(student, stage_id).read_text()))
+        assert all(f"{q}: {engine[student][q]:g} of {p:g} points (graded by gptcourse)" in text for q, p in worth.items()), student
+        assert not leakscan.find(text, [line for line in hidden if line not in own]), student  # not the student's own code
+        assert not leakscan.find(text, fixtures), student
+        assert not leakscan.find(text, leakscan.reference_lines(stage, own)), student
+    assert leakscan.find(html_text(page), leakscan.reference_lines(stage, "")), "the scan sees code in the page (ada's own, the reference)"
+
+    # Validate: the correct notebook passes; the empty one and the mistake fail, naming their questions
+    said = {s: nbgrader("validate", homes[s] / stage_id / f"{stage_id}.ipynb", cwd=homes[s], check=False).stdout for s in answers}
+    assert "Success! Your notebook passes all the tests." in said["ada"], said["ada"][-3000:]
+    assert "VALIDATION FAILED" in said["cy"] and all(f'check("{q}", strict=True)' in said["cy"] for q in worth)
+    assert f"AssertionError: {next(iter(worth))}: " in said["cy"], said["cy"][-3000:]
+    assert "VALIDATION FAILED" in said["bob"] and f"AssertionError: {mistake.qid}: " in said["bob"], said["bob"][-3000:]
+    assert not leakscan.find("\n".join(said.values()), hidden + fixtures)
+
+
+FAST = Limits(case_timeout=1.5, cell_timeout=3.0, total_timeout=120.0)
+FAST_SETTINGS = "c.GradeWithEngine.timeout = 120\nc.GradeWithEngine.cell_timeout = 3\nc.GradeWithEngine.test_timeout = 1.5\n"
+GRADEBOOK_WRITER = '''
+import subprocess, sys
+attack = """
+import sqlite3, time
+for _ in range(100):
+    try:
+        db = sqlite3.connect(@DB@, timeout=0.1)
+        db.execute("UPDATE grade SET auto_score = 999, manual_score = 999")
+        db.commit()
+        db.close()
+    except Exception:
+        pass
+    time.sleep(0.1)
+"""
+subprocess.Popen([sys.executable, "-c", attack], start_new_session=True)
+'''
+
+
+@pytest.mark.slow
+def test_the_cheat_and_the_hostile_catalogue_get_no_more_under_nbgrader(tmp_path):
+    stage = get_stage(STAGE)
+    course = Course(tmp_path, [STAGE], FAST_SETTINGS)
+    course.run("generate_assignment", STAGE)
+    released = course.released(STAGE)
+    root = course.root
+    extra = (str(root / "gradebook.db"), str(root / TESTS_FOLDER / STAGE / "hidden.py"), str(root / "source" / STAGE / f"{STAGE}.ipynb"), str(root))
+    paths = attacks.write_catalogue(STAGE, tmp_path / "written", root, extra=extra)
+    paths["cheat"] = attacks.submission(STAGE, tmp_path / "written", "cheat", None, [CHEAT], base="student")
+    paths["gradebook_writer"] = attacks.submission(STAGE, tmp_path / "written", "gradebook_writer", None, [GRADEBOOK_WRITER.replace("@DB@", repr(str(root / "gradebook.db")))])
+    files = {name: course.hand_in(name, STAGE, as_nbgrader(json.loads(path.read_text()), released)) for name, path in paths.items()}
+    before = sorted(p.name for p in root.iterdir())
+
+    course.run("autograde", STAGE)
+    time.sleep(1.0)  # give anything left behind the chance to strike
+    book = course.gradebook(STAGE)
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    for name, path in files.items():
+        (copies / f"{name}.ipynb").write_bytes(path.read_bytes())
+    graded = grade_into_folder(sorted(copies.iterdir()), stage_tests(stage), tmp_path / "engine", FAST, workers=2, progress=False)
+    engine = {g.name: {q: sum(r.score for r in g.results if r.qid == q) for q, _ in questions(STAGE)} for g in graded}
+
+    assert book["reference"] == dict(questions(STAGE)) == engine["reference"]
+    assert sum(book["cheat"].values()) == 0 == sum(engine["cheat"].values())
+    for name in files:
+        assert all(book[name][q] <= engine[name][q] for q in engine[name]), (name, book[name], engine[name])
+    assert max(v for scores in book.values() for v in scores.values()) <= max(dict(questions(STAGE)).values())
+    assert sorted(p.name for p in root.iterdir()) == sorted([*before, "autograded"])  # nothing the attacks wrote landed here
+
+    course.run("autograde", STAGE, "--force", "--student=cheat")
+    course.run("autograde", STAGE, "--force", "--student=reference")
+    assert course.gradebook(STAGE) == book
+
+
+@pytest.mark.slow
+def test_every_stage_through_nbgrader(tmp_path):
+    """The reference and the empty release of every stage, autograded in one course: the
+    scores of ``gptcourse grade`` on the same files, full marks and none."""
+    stages = [s.id for s in all_stages()]
+    course = Course(tmp_path, stages)
+    files = {}
+    for stage_id in stages:
+        course.run("generate_assignment", stage_id)
+        released = course.released(stage_id)
+        files[stage_id] = [course.hand_in("reference", stage_id, filled(released, stage_id)), course.hand_in("empty", stage_id, released)]
+    course.run("autograde", "--assignment=*")
+    book, engine = {}, {}
+    for stage_id in stages:
+        copies = tmp_path / "copies" / stage_id
+        copies.mkdir(parents=True)
+        for path in files[stage_id]:
+            (copies / f"{path.parent.parent.name}.ipynb").write_bytes(path.read_bytes())
+        graded = grade_into_folder(sorted(copies.iterdir()), stage_tests(get_stage(stage_id)), tmp_path / "engine" / stage_id, Limits(), workers=2, progress=False)
+        engine[stage_id] = {g.name: {q: sum(r.score for r in g.results if r.qid == q) for q, _ in questions(stage_id)} for g in graded}
+        book[stage_id] = course.gradebook(stage_id)
+    assert [s for s in stages if not same(book[s], engine[s])] == []
+    assert [s for s in stages if engine[s] != {"empty": {q: 0.0 for q, _ in questions(s)}, "reference": dict(questions(s))}] == []

@@ -1,36 +1,79 @@
-"""An nbgrader course directory: ``nbgrader_config.py`` and ``source/<stage>/<stage>.ipynb``.
+"""An nbgrader course directory whose ``nbgrader autograde`` grades through the engine.
 
-The source notebook has nbgrader's cell metadata: the harness and given code locked,
-each stub a solution cell (the reference between ``### BEGIN SOLUTION`` and
-``### END SOLUTION``), and each question's check cell an autograded test cell worth
-the whole question. That cell runs the public tests and, inside nbgrader's hidden-test
-region, the same hidden tests as the grading engine with the same expected values; it
-ends with the points earned, which nbgrader reads as partial credit. Demonstration and
-training cells do nothing while nbgrader grades (``NBGRADER_EXECUTION`` is set).
-See the README for what nbgrader itself cannot guarantee.
+For each stage the build writes:
+
+- ``source/<stage>/<stage>.ipynb``, the instructor's source notebook with nbgrader's
+  cell metadata: the harness and given code locked, each stub a solution cell (the
+  reference between ``### BEGIN SOLUTION`` and ``### END SOLUTION``), and each
+  question's check cell a locked grade cell worth the whole question. A grade cell holds
+  ``check("question", strict=True)``: the public tests, raising when one fails, so that
+  ``nbgrader validate`` (the student's Validate button) passes a notebook whose public
+  tests pass and names the question of one that does not. No cell holds a hidden test.
+  Demonstration and training cells do nothing under nbgrader (``NBGRADER_EXECUTION``).
+- ``gptcourse_tests/<stage>/`` (``public.py``, ``hidden.py``, ``fixtures.json``): what
+  the engine grades with, outside nbgrader's ``source/`` tree, so never released.
+- ``gptcourse_config.py``, gptcourse's nbgrader settings, rewritten by every build:
+  autograde runs the engine (``channels.nbgrader.preprocessor``) in place of a kernel.
+- ``nbgrader_config.py``, written only when absent: it loads ``gptcourse_config.py``,
+  then holds the instructor's own settings, which no later build touches.
 """
 
 import copy
-import json
+import shutil
 import textwrap
 from pathlib import Path
 
-from autograder.channels.nbgrader import grade_cell_id
+from autograder.channels.nbgrader import TEST_FILES, TESTS_FOLDER, grade_cell_id
 from autograder.course import Stage
 from autograder.engine import submission as nbtags
 
 from .fixtures import DEFAULT_DIR
-from .notebooks import harness_source, make_notebook, write_notebook
+from .notebooks import make_notebook, write_notebook
 from .stubs import make_stub, reference_source
 
-CONFIG = """\
-# nbgrader configuration for the gptcourse stages (made by `gptcourse build`).
+GPTCOURSE_CONFIG = """\
+# gptcourse's nbgrader settings, rewritten by every `gptcourse build`. Put your own
+# settings in nbgrader_config.py: it loads this file first, so yours win.
+import os
+import warnings
+
 c = get_config()
-c.CourseDirectory.course_id = "gptcourse"
-c.Execute.timeout = 300          # seconds per cell: the hidden tests of a question run in one cell
-c.Execute.interrupt_on_timeout = True
-c.Execute.kernel_name = "python3"
+# nbgrader 0.9.6's Gradebook.add_submission builds a student's first submission before
+# adding it to the session, and SQLAlchemy 2 warns when a query flushes in between; the
+# submission is added right after, so nothing is lost: silence that warning only.
+warnings.filterwarnings("ignore", message=r"Object of type <(SubmittedAssignment|SubmittedNotebook)> not in session", category=RuntimeWarning)
+# `nbgrader autograde` grades through the gptcourse engine: no kernel runs a submission;
+# the engine runs it in confined child processes, judges it outside them and fills each
+# question's grade cell with its report and points. nbgrader's own steps follow.
+c.Autograde.autograde_preprocessors = [
+    "autograder.channels.nbgrader.preprocessor.GradeWithEngine",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+c.GradeWithEngine.tests_directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gptcourse_tests")
+c.GradeWithEngine.timeout = 600         # seconds per submission
+c.GradeWithEngine.cell_timeout = 30     # seconds per notebook cell
+c.GradeWithEngine.hidden_details = True # grade cells (and so the feedback) name each hidden test and why it failed
+c.OverwriteCells.add_missing_cells = True  # a deleted grade cell comes back, and the engine scores it
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
+# nbgrader validate (the Validate button) runs the notebook's check cells in a kernel
+c.Execute.timeout = 120
+c.Execute.kernel_name = "python3"
+"""
+
+NBGRADER_CONFIG = """\
+# The nbgrader configuration of this course. `gptcourse build` wrote this file once and
+# never changes it again: edit it freely (course id, exchange, late penalties, ...).
+# gptcourse's own settings are in gptcourse_config.py, loaded here first; a setting
+# below overrides it.
+c = get_config()
+load_subconfig("gptcourse_config.py")
+
+c.CourseDirectory.course_id = "gptcourse"
 """
 
 SKIP_WHILE_GRADING = """\
@@ -47,37 +90,24 @@ def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked:
     return meta
 
 
-def grade_cell_source(stage: Stage, qid: str, fixture_values: dict) -> str:
-    """Public tests, then the hidden tests in nbgrader's hidden region; the points last."""
-    hidden = stage.hidden.read_text(encoding="utf-8")
-    keys = [c.key for c in stage.tests().cases if c.qid == qid and not c.public]
-    expected = json.dumps({k: fixture_values[k] for k in keys if k in fixture_values}, sort_keys=True)
-    if "'''" in hidden:
-        raise ValueError(f"{stage.hidden} must not contain three single quotes in a row")
-    # nbgrader gives no points to a grade cell that writes to stderr, so a warning that
-    # the student's code (or torch) prints would cost the whole question: show it on stdout.
-    return (
-        "import contextlib as _contextlib, sys as _sys\n"
-        "with _contextlib.redirect_stderr(_sys.stdout):\n"
-        f'    _points = check("{qid}", points=True)\n'
-        "    ### BEGIN HIDDEN TESTS\n"
-        f'    _points += _gptcourse.run_hidden("{qid}", r\'\'\'{hidden}\'\'\', r\'\'\'{expected}\'\'\', globals())\n'
-        "    ### END HIDDEN TESTS\n"
-        "_points"
-    )
+def grade_cell_source(qid: str) -> str:
+    """A question's grade cell: its public tests, raising when one fails (which Validate reports).
+
+    >>> grade_cell_source("ngram")
+    'check("ngram", strict=True)'
+    """
+    return f'check("{qid}", strict=True)'
 
 
-def nbgrader_notebook(stage: Stage, fixture_file: Path) -> dict:
+def nbgrader_notebook(stage: Stage) -> dict:
     """The instructor's nbgrader source notebook of a stage."""
     nb = copy.deepcopy(make_notebook(stage, "reference"))
-    fixture_values = json.loads(Path(fixture_file).read_text(encoding="utf-8"))["values"]
     worth = dict(stage.tests().questions())
     for index, cell in enumerate(nb["cells"]):
         tags = cell.get("metadata", {}).get("tags", [])
         if cell["cell_type"] != "code":
             continue
-        if nbtags.TAG_HARNESS in tags:
-            cell["source"] = harness_source(stage, with_codec=True)
+        if nbtags.TAG_HARNESS in tags or nbtags.TAG_GIVEN in tags:
             cell["metadata"]["nbgrader"] = _meta(f"cell-{index:03d}", locked=True)
         elif nbtags.TAG_STUB in tags:
             name = cell["metadata"]["gptcourse"]["name"]
@@ -85,21 +115,35 @@ def nbgrader_notebook(stage: Stage, fixture_file: Path) -> dict:
             cell["metadata"]["nbgrader"] = _meta(f"{name}-solution", solution=True)
         elif nbtags.TAG_CHECK in tags:
             qid = cell["source"].split('"')[1]
-            cell["source"] = grade_cell_source(stage, qid, fixture_values)
+            cell["source"] = grade_cell_source(qid)
             cell["metadata"]["nbgrader"] = _meta(grade_cell_id(qid), grade=True, locked=True, points=worth[qid])
-        elif nbtags.TAG_GIVEN in tags:
-            cell["metadata"]["nbgrader"] = _meta(f"cell-{index:03d}", locked=True)
         elif nbtags.TAG_DEMO in tags or nbtags.TAG_TRAIN in tags:
             cell["source"] = SKIP_WHILE_GRADING + textwrap.indent(cell["source"], "    ")
     return nb
 
 
-def build_nbgrader_course(stage: Stage, course_dir: Path, fixture_file: Path = DEFAULT_DIR) -> Path:
-    """Write the config and the stage's source notebook; return the notebook's path."""
+def write_configs(course_dir: Path, log=print) -> None:
+    """Rewrite ``gptcourse_config.py``; write ``nbgrader_config.py`` only when there is none."""
     course_dir.mkdir(parents=True, exist_ok=True)
-    (course_dir / "nbgrader_config.py").write_text(CONFIG, encoding="utf-8")
-    path = course_dir / "source" / stage.id / f"{stage.id}.ipynb"
+    (course_dir / "gptcourse_config.py").write_text(GPTCOURSE_CONFIG, encoding="utf-8")
+    config = course_dir / "nbgrader_config.py"
+    if not config.exists():
+        config.write_text(NBGRADER_CONFIG, encoding="utf-8")
+    elif "gptcourse_config.py" not in config.read_text(encoding="utf-8"):
+        log(f"warning: {config} does not load gptcourse_config.py, so nbgrader autograde will not grade through the engine: "
+            'add `load_subconfig("gptcourse_config.py")` after `c = get_config()`')
+
+
+def build_nbgrader_course(stage: Stage, course_dir: Path, fixture_file: Path = DEFAULT_DIR, log=print) -> Path:
+    """Write the configs, the stage's source notebook and its test files; return the notebook's path."""
+    course_dir = Path(course_dir)
+    write_configs(course_dir, log)
     if Path(fixture_file).is_dir():
         fixture_file = Path(fixture_file) / f"{stage.id}.json"
-    write_notebook(nbgrader_notebook(stage, fixture_file), path)
+    tests = course_dir / TESTS_FOLDER / stage.id
+    tests.mkdir(parents=True, exist_ok=True)
+    for name, source in zip(TEST_FILES, (stage.public, stage.hidden, Path(fixture_file))):
+        shutil.copyfile(source, tests / name)
+    path = course_dir / "source" / stage.id / f"{stage.id}.ipynb"
+    write_notebook(nbgrader_notebook(stage), path)
     return path

@@ -58,24 +58,20 @@ def _pasteable(text: str) -> str:
     return "\n".join(kept)
 
 
-def harness_module(stage: Stage, with_codec: bool = False) -> str:
-    """The module the harness cell runs: the kit and the stage's public tests, pasted together.
-
-    ``with_codec`` adds the engine's codec, which nbgrader's hidden tests need to read fixtures.
-    """
-    codec = [(KIT.parent / "engine" / "codec.py").read_text(encoding="utf-8")] if with_codec else []
-    parts = [*codec, *((KIT / f"{name}.py").read_text(encoding="utf-8") for name in PASTED), stage.public.read_text(encoding="utf-8")]
+def harness_module(stage: Stage) -> str:
+    """The module the harness cell runs: the kit and the stage's public tests, pasted together."""
+    parts = [*((KIT / f"{name}.py").read_text(encoding="utf-8") for name in PASTED), stage.public.read_text(encoding="utf-8")]
     return "\n\n".join(_pasteable(p) for p in parts) + "\n"
 
 
-def harness_source(stage: Stage, with_codec: bool = False) -> str:
+def harness_source(stage: Stage) -> str:
     """The check harness cell: a short header, and ``harness_module`` packed into one line.
 
     The packing is plain base64 (no compression, whose output differs between zlib
     builds), so the same sources give the same cell everywhere; ``unpack_harness``
     gives the module back.
     """
-    packed = base64.b64encode(harness_module(stage, with_codec).encode("utf-8")).decode("ascii")
+    packed = base64.b64encode(harness_module(stage).encode("utf-8")).decode("ascii")
     return HARNESS_HEADER + HARNESS_BODY.format(packed=packed)
 
 

@@ -16,15 +16,15 @@ from typing import Any
 import numpy
 import torch
 
-from .cases import REFERENCE, Case, Namespace, failure_roots
+from .cases import Case, Namespace, failure_roots
 from .runtime import CheckFault, calibrate, fault_message, judge_output, run_probe
 
 
-def run_cases(cases: list[Case], names: dict[str, Any], expected: dict[str, Any]) -> list[tuple[Case, bool, str]]:
-    """Run and judge ``cases`` in this process: ``(case, passed, message)`` each.
+def run_cases(cases: list[Case], names: dict[str, Any]) -> list[tuple[Case, bool, str]]:
+    """Run and judge public ``cases`` in this process: ``(case, passed, message)`` each.
 
-    ``expected`` maps case keys to fixture values for ``REFERENCE`` cases. The caller's
-    random states are restored afterwards, so a check cell does not disturb the notebook.
+    The caller's random states are restored afterwards, so a check cell does not disturb
+    the notebook.
     """
     saved = (random.getstate(), numpy.random.get_state(), torch.get_rng_state())
     space = Namespace(names)
@@ -37,9 +37,8 @@ def run_cases(cases: list[Case], names: dict[str, Any], expected: dict[str, Any]
                 continue
             if case.timed:
                 got = {"output": got, "seconds": seconds, "calibration": calibrate()}
-            want = expected.get(case.key) if case.expected is REFERENCE else case.expected
             try:
-                verdict = judge_output(case, got, want)
+                verdict = judge_output(case, got, case.expected)
             except CheckFault as fault:
                 out.append((case, False, fault_message(fault)))
                 continue
@@ -77,7 +76,7 @@ def run_public(cases: list[Case], qid: str, names: dict[str, Any]) -> tuple[bool
     if not mine:
         known = ", ".join(dict.fromkeys(c.qid for c in cases))
         return False, f"No public tests are registered for {qid!r}; the questions are: {known}.", 0.0
-    outcomes = run_cases(mine, names, {})
+    outcomes = run_cases(mine, names)
     passed = sum(ok for _, ok, _ in outcomes)
     if passed == len(mine):
         head = f"{qid}: public tests passed ({passed}/{len(mine)}). Hidden tests are run when your work is graded."
@@ -87,41 +86,18 @@ def run_public(cases: list[Case], qid: str, names: dict[str, Any]) -> tuple[bool
     return passed == len(mine), "\n".join([head, *_report(outcomes)]), points
 
 
-def run_hidden(qid: str, hidden_source: str, expected_json: str, names: dict[str, Any] | None = None) -> float:
-    """Run the hidden tests of ``qid`` in this kernel (nbgrader's grade cells); return the points.
-
-    ``hidden_source`` is the stage's hidden test file and ``expected_json`` the reference
-    outputs of its fixture cases, both placed by the build inside nbgrader's hidden-test
-    region. This runs in the student's kernel, as everything does under nbgrader.
-    """
-    import json
-
-    if names is None:
-        names = sys._getframe(1).f_globals
-    space = dict(globals())
-    code = "\n".join(line for line in hidden_source.splitlines() if not line.startswith(("from autograder", "import autograder")))
-    exec(compile(code, "hidden tests", "exec"), space)
-    decoder = globals()["decode"]  # the codec, pasted into nbgrader's harness cell
-    expected = {key: decoder(value) for key, value in json.loads(expected_json).items()}
-    mine = [c for c in space["suite"].cases if c.qid == qid]
-    outcomes = run_cases(mine, names, expected)
-    print(f"{qid}: {sum(ok for _, ok, _ in outcomes)} of {len(mine)} hidden tests passed.")
-    print("\n".join(_report(outcomes)))
-    return sum(c.points for c, ok, _ in outcomes if ok)
-
-
-def check(qid: str, names: dict[str, Any] | None = None, strict: bool = False, points: bool = False) -> float | None:
+def check(qid: str, names: dict[str, Any] | None = None, strict: bool = False) -> None:
     """Notebook entry point: print the public-test report of question ``qid``.
 
     It looks the student's functions up in the calling notebook's globals, so it works
     whatever the notebook file is called and needs no package beyond torch. With
-    ``strict`` a failed test raises ``AssertionError``; with ``points`` the points earned
-    are returned (nbgrader's grade cells add the hidden tests' points to them).
+    ``strict`` a failed test raises ``AssertionError`` with the report as its message
+    (nbgrader's grade cells use it: its Validate button shows the error, naming the
+    question and its failed public tests).
     """
     if names is None:
         names = sys._getframe(1).f_globals
-    ok, report, earned = run_public(globals()["suite"].cases, qid, names)
-    print(report)
+    ok, report, _ = run_public(globals()["suite"].cases, qid, names)
     if strict and not ok:
-        raise AssertionError(f"{qid}: some public tests failed")
-    return earned if points else None
+        raise AssertionError(report)
+    print(report)

@@ -1,0 +1,125 @@
+"""``gptcourse grade --stage S --nbgrader COURSE``: nbgrader's own autograde, then its gradebook.
+
+It checks that the course's configuration grades through the engine (its
+``nbgrader_config.py`` loads ``gptcourse_config.py``), runs ``nbgrader autograde S
+--force`` in the course directory (``--student`` for one student) and reads each
+student's scores back from the gradebook as the formgrader and ``nbgrader export`` see
+them: per question (an instructor's manual score where there is one), the late
+penalty, the total. There is no other way in: the scores are always nbgrader's.
+"""
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.errors import UsageError
+
+from . import question_of
+
+PREPROCESSOR = "autograder.channels.nbgrader.preprocessor.GradeWithEngine"
+
+
+@dataclass
+class Row:
+    """One student's submission as the gradebook holds it."""
+
+    student: str
+    scores: dict[str, float] = field(default_factory=dict)  # question -> score (manual where given)
+    penalty: float = 0.0  # late submission penalty
+    total: float = 0.0  # after the penalty
+    manual: list[str] = field(default_factory=list)  # questions whose score an instructor set
+
+
+def course_config(course: Path):
+    """The traitlets config of ``course/nbgrader_config.py`` (and what it loads)."""
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    if not (course / "nbgrader_config.py").exists():
+        return Config()
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+
+
+def _db_url(course: Path) -> str:
+    """The gradebook's address; a usage error when it is an SQLite file not made yet."""
+    from nbgrader.coursedir import CourseDirectory
+
+    url = CourseDirectory(config=course_config(course), root=str(course.resolve())).db_url
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
+        raise UsageError(f"{course} has no gradebook yet: run `nbgrader generate_assignment <stage>` there first")
+    return url
+
+
+def require_engine(course: Path) -> None:
+    """Refuse a course whose ``nbgrader autograde`` would run submissions in a kernel."""
+    if not course.is_dir():
+        raise UsageError(f"no such nbgrader course directory: {course}")
+    chosen = course_config(course).Autograde.get("autograde_preprocessors", [])
+    names = [p if isinstance(p, str) else f"{p.__module__}.{p.__qualname__}" for p in chosen]
+    if PREPROCESSOR not in names:
+        raise UsageError(
+            f"{course}/nbgrader_config.py does not make nbgrader autograde grade through the gptcourse engine: "
+            'it must load gptcourse_config.py (`load_subconfig("gptcourse_config.py")`; `gptcourse build` writes both)'
+        )
+
+
+def nbgrader_env() -> dict[str, str]:
+    """The environment for nbgrader: this Python's bin first on PATH (nbgrader runs ``alembic``)."""
+    return dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def run_autograde(course: Path, assignment: str, student: str | None = None, settings: tuple[str, ...] = (), quiet: bool = False) -> int:
+    """``nbgrader autograde ASSIGNMENT --force`` in ``course``; its exit status."""
+    command = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force", *settings]
+    if student:
+        command.append(f"--student={student}")
+    done = subprocess.run(command, cwd=course, env=nbgrader_env(), capture_output=quiet, text=True)
+    if done.returncode != 0 and quiet:
+        print(done.stdout[-5000:] + done.stderr[-5000:], file=sys.stderr)
+    return done.returncode
+
+
+def gradebook_rows(course: Path, assignment: str, qids: list[str]) -> tuple[list[tuple[str, float]], list[Row]]:
+    """The questions' maxima in the gradebook, and every submission of ``assignment``, by student."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    rows = []
+    with Gradebook(_db_url(course)) as gb:
+        try:
+            record = gb.find_assignment(assignment)
+        except MissingEntry:
+            raise UsageError(f"the gradebook has no assignment {assignment}: run `nbgrader generate_assignment {assignment}` first") from None
+        maxima = {question_of(c.name, qids): float(c.max_score) for n in record.notebooks for c in n.grade_cells}
+        questions = [(q, maxima[q]) for q in qids if q in maxima]
+        for submission in sorted(record.submissions, key=lambda s: s.student.id):
+            row = Row(submission.student.id, total=float(submission.score))
+            for notebook in submission.notebooks:
+                row.penalty += float(notebook.late_submission_penalty or 0.0)
+                for grade in notebook.grades:
+                    qid = question_of(grade.name, qids)
+                    if qid is not None:
+                        row.scores[qid] = float(grade.score)
+                        if grade.manual_score is not None:
+                            row.manual.append(qid)
+            rows.append(row)
+    return questions, rows
+
+
+def table(rows: list[Row], questions: list[tuple[str, float]]) -> str:
+    """The gradebook as plain text: a row per student, a column per question, the late penalty, the total.
+
+    >>> print(table([Row("ada", {"q": 2.0}, 2.0, 0.0)], [("q", 3.0)]))
+    student      q  late  total
+    (max)        3            3
+    ada          2    -2      0
+    """
+    width = max([len("student"), *(len(r.student) for r in rows)])
+    cols = [max(len(q), 5) for q, _ in questions]
+    lines = ["student".ljust(width) + "".join(f"  {q:>{w}}" for (q, _), w in zip(questions, cols)) + "  late  total"]
+    lines.append("(max)".ljust(width) + "".join(f"  {p:>{w}g}" for (_, p), w in zip(questions, cols)) + f"        {sum(p for _, p in questions):5g}")
+    for r in rows:
+        late = f"{-r.penalty:4g}" if r.penalty else "    "
+        lines.append(r.student.ljust(width) + "".join(f"  {r.scores.get(q, 0.0):>{w}g}" for (q, _), w in zip(questions, cols)) + f"  {late}  {r.total:5g}")
+    return "\n".join(lines)
