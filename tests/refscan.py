@@ -14,7 +14,10 @@ Two detectors, because a copy and a re-implementation look different:
   neutral values for them). One that returns what the reference returned on most
   calls, for at least two different answers, is an implementation, however written
   (a loop of ``math.sin`` for a vectorised table, say). A table of literal answers to
-  a few inputs is not: it has no answer for the others.
+  a few inputs is not: it has no answer for the others. Classes and functions defined
+  inside a suite's functions (a probe's helper that builds "known-good" parts, say) are
+  candidates too: they are made here from the source, as their enclosing function would
+  make them, the reference's names standing for its ``ns``.
 """
 
 import ast
@@ -283,14 +286,71 @@ def _candidates(module: types.ModuleType) -> list[tuple[str, Callable]]:
         if inspect.isfunction(value):
             out.append((name, value))
         elif inspect.isclass(value):
-            out.append((name, value))
+            out += _class_candidates(name, value)
+    return out
+
+
+def _enclosed_definitions(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]]]:
+    """Each function of the module (top-level, or a method of a top-level class) that holds
+    definitions, with the classes and functions defined inside it (at any depth, in order)."""
+    outers = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            outers.append(node)
+        elif isinstance(node, ast.ClassDef):
+            outers += [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    found = []
+    for outer in outers:
+        inner = [n for top in outer.body for n in ast.walk(top) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        inner = [n for n in inner if not any(n in parent.body for parent in inner if isinstance(parent, ast.ClassDef))]  # methods come with their class
+        if inner:
+            found.append((outer, sorted(inner, key=lambda n: n.lineno)))
+    return found
+
+
+def _nested_candidates(module: types.ModuleType, source: str, context: dict | None) -> list[tuple[str, Callable]]:
+    """The classes and functions defined inside the module's functions, made here as the
+    enclosing function would make them: in the module's globals, the enclosing function's
+    parameter ``ns`` standing for ``context`` (the reference's names) and its other local
+    names for ``None``, decorators left out. Each enclosing function's definitions are made together, in order,
+    so that one may use another."""
+    out = []
+    for outer, inner in _enclosed_definitions(ast.parse(source)):
+        scope = dict(vars(module))
+        local = {a.arg for a in ast.walk(outer.args) if isinstance(a, ast.arg)}
+        local |= {n.id for n in ast.walk(outer) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for name in local - set(scope):
+            scope[name] = Namespace(context) if name == "ns" and context is not None else None
+        made = []
+        for node in inner:
             try:
                 with _time_limit(2.0):
-                    instance = value()
-            except BaseException:  # needs arguments, or fails: only the class itself is tried
+                    bare = copy.copy(node)
+                    bare.decorator_list = []  # a decorator (a suite's case registration, say) is not run here
+                    exec(compile(ast.Module([bare], []), f"<{module.__name__}: {outer.name}>", "exec"), scope)
+            except BaseException:  # a definition that needs what only the enclosing call has: not tried
                 continue
-            if callable(instance):
-                out.append((f"{name}()", instance))
+            made.append(node.name)
+        for name in made:
+            value = scope[name]
+            label = f"{outer.name}.<locals>.{name}"
+            if inspect.isfunction(value):
+                out.append((label, value))
+            elif inspect.isclass(value):
+                out += _class_candidates(label, value)
+    return out
+
+
+def _class_candidates(name: str, value: type) -> list[tuple[str, Callable]]:
+    """A class, and an instance of it when one can be made without arguments."""
+    out = [(name, value)]
+    try:
+        with _time_limit(2.0):
+            instance = value()
+    except BaseException:  # needs arguments, or fails: only the class itself is tried
+        return out
+    if callable(instance):
+        out.append((f"{name}()", instance))
     return out
 
 
@@ -348,11 +408,14 @@ def _module_hits(candidate: type, recorded: list[ModuleCall]) -> int:
     return hits
 
 
-def behavioural_matches(module: types.ModuleType, graded: dict[str, Callable], calls: dict[str, list], label: str) -> list[str]:
+def behavioural_matches(module: types.ModuleType, graded: dict[str, Callable], calls: dict[str, list], label: str,
+                        source: str | None = None, context: dict | None = None) -> list[str]:
     """The module's functions and classes that reproduce a graded function (or the forward of
-    a graded nn.Module class) on its recorded calls."""
+    a graded nn.Module class) on its recorded calls; with the module's ``source``, also the
+    classes and functions defined inside its functions (see ``_nested_candidates``)."""
     found = []
-    candidates = _candidates(module)
+    calls = {name: list(recorded) for name, recorded in calls.items()}  # fixed: trying a candidate may record more
+    candidates = _candidates(module) + (_nested_candidates(module, source, context) if source is not None else [])
     for name, recorded in calls.items():
         if isinstance(graded[name], type):
             if len({repr(c.result)[:2000] for c in recorded}) < 2:
@@ -400,9 +463,10 @@ def scan_stage(stage: Stage) -> dict:
     for path in (stage.public, stage.hidden):
         found += structural_matches(path.read_text(encoding="utf-8"), f"{stage.id}/{path.name}", units)
     names, calls = record_reference_calls(stage)
-    for label in ("public", "hidden"):
+    for label, path in (("public", stage.public), ("hidden", stage.hidden)):
         module = sys.modules[f"gptcourse_suite_{stage.id}_{label}"]
-        found += behavioural_matches(module, {k: names[k] for k in calls}, calls, f"{stage.id}/{label}.py")
+        found += behavioural_matches(module, {k: names[k] for k in calls}, calls, f"{stage.id}/{label}.py",
+                                     source=path.read_text(encoding="utf-8"), context=names)
     return {"found": found, "recorded": {name: len(c) for name, c in calls.items()}}
 
 

@@ -128,6 +128,49 @@ def test_a_copy_of_a_graded_module_class_is_found_by_behaviour():
     assert len(found) == 1 and found[0].startswith("scratch.py: _Known reproduces the reference FeedForward on 3 of 3"), found
 
 
+NESTED = '''
+import torch.nn as nn
+
+def _known_parts(ns, log=None):  # the graded FeedForward defined inside a function, from the notebook's names
+    class _Inner(nn.Module):
+        def __init__(self, embed_dim, ff_dim, activation="gelu", dropout=0.0):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(embed_dim, ff_dim), nn.Linear(ff_dim, embed_dim)
+            self.act = ns.nn.GELU() if activation == "gelu" else nn.ReLU()
+            self.drop = nn.Dropout(dropout)
+
+        def forward(self, x):
+            return self.drop(self.fc2(self.act(self.fc1(x))))
+
+    class _Outer(nn.Module):  # uses its sibling
+        def __init__(self, *args, **kwargs):
+            super().__init__()
+            self.inner = _Inner(*args, **kwargs)
+
+        def forward(self, x):
+            return self.inner(x)
+
+    return {"FeedForward": _Inner}
+'''
+
+
+def test_a_copy_of_a_graded_module_class_defined_inside_a_function_is_found():
+    from solutions.blocks import FeedForward
+
+    calls = []
+    for seed, activation in ((1, "gelu"), (2, "relu"), (3, "gelu")):
+        torch.manual_seed(seed)
+        module = FeedForward(6, 10, activation=activation).eval()
+        x = randn(2, 3, 6, seed=seed)
+        state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        calls.append(refscan.ModuleCall(((6, 10), {"activation": activation}), state, False, (x,), {}, module(x).detach()))
+    module = _module(NESTED)
+    assert refscan.behavioural_matches(module, {"FeedForward": FeedForward}, {"FeedForward": calls}, "scratch.py") == []  # unseen without the source
+    found = refscan.behavioural_matches(module, {"FeedForward": FeedForward}, {"FeedForward": calls}, "scratch.py",
+                                        source=textwrap.dedent(NESTED), context={"nn": torch.nn})
+    assert len(found) == 1 and found[0].startswith("scratch.py: _known_parts.<locals>._Inner reproduces the reference FeedForward on 3 of 3"), found
+
+
 def _scan(stage) -> dict:
     done = subprocess.run([sys.executable, str(Path(__file__).with_name("refscan.py")), stage.id], capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]

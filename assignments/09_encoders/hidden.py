@@ -7,14 +7,17 @@ whatever the order in which the student created them).
 
 Keeping the questions apart
     encoder and mlm_mask call only Encoder and mlm_mask_tokens (the blocks and masks they
-    use are given code). classifier runs the student's SequenceClassifier on the grader's
-    encoders (``_known_classes(ns)["Encoder"]``, built from the given TransformerBlock and
-    LayerNorm, or a plain table). decoder_block builds the student's DecoderBlock while
-    the notebook's name ``CrossAttention`` stands for the grader's own. seq2seq builds the
-    student's Seq2Seq while ``Encoder`` and ``DecoderBlock`` stand for the grader's own
-    (put back afterwards), and runs greedy_decode on scripted stand-in models.
+    use are given code). classifier runs the student's SequenceClassifier on stand-in
+    encoders (``_TorchEncoder``: embeddings, PyTorch's nn.TransformerEncoderLayer and
+    nn.LayerNorm, or a plain table). decoder_block builds the student's DecoderBlock while
+    the notebook's name ``CrossAttention`` stands for ``_TorchCrossAttention`` (PyTorch's
+    nn.MultiheadAttention). seq2seq builds the student's Seq2Seq while ``Encoder`` and
+    ``DecoderBlock`` stand for ``_TorchEncoder`` and ``_TorchDecoderBlock`` (PyTorch's
+    nn.TransformerDecoderLayer; put back afterwards), and runs greedy_decode on scripted
+    stand-in models. The stand-ins are PyTorch's computations, with parameter names of
+    their own: nothing the child can reach implements a graded class (tests/refscan.py).
     seq2seq_works runs train_seq2seq on a recording stand-in model, and trains the
-    student's Seq2Seq (with the grader's encoder and decoder blocks, every layer
+    student's Seq2Seq (with the stand-in encoder and decoder blocks, every layer
     re-initialised as PyTorch does by default) with the student's train_seq2seq: that one
     dependency is by design (Seq2Seq's wiring and the loop must
     work together). Comparisons with nn.MultiheadAttention and nn.TransformerDecoderLayer
@@ -60,7 +63,7 @@ Tolerances (relative + absolute, per test)
 """
 
 import contextlib
-import math
+import functools
 import random
 
 import torch
@@ -95,73 +98,82 @@ def _standing_in(ns, **replacements):
         names.update(saved)
 
 
-def _known_classes(ns, log=None):
-    """The grader's Encoder, CrossAttention and DecoderBlock, from the notebook's given parts.
+def _heads_mask(mask, batch, queries, keys, heads):
+    """A course mask (True = blocked; (T_q, T_k), (B, 1, T_k) or (B, T_q, T_k)) as PyTorch's (B*H, T_q, T_k)."""
+    if mask is None:
+        return None
+    return mask.expand(batch, queries, keys).repeat_interleave(heads, dim=0)
 
-    ``log`` (a list) receives the arguments each Encoder and DecoderBlock was built with.
+
+class _TorchEncoder(nn.Module):
+    """Stand-in Encoder: embeddings, then PyTorch's pre-norm nn.TransformerEncoderLayer and nn.LayerNorm.
+
+    ``log`` (a list) receives the arguments it was built with.
     """
 
-    class KnownCrossAttention(nn.Module):
-        def __init__(self, embed_dim, num_heads, dropout=0.0):
-            super().__init__()
-            self.num_heads = num_heads
-            self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(embed_dim, embed_dim) for _ in range(4))
-            self.drop = nn.Dropout(dropout)
+    def __init__(self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0, *, log=None):
+        super().__init__()
+        if log is not None:
+            log.append({"part": "Encoder", "vocab_size": vocab_size, "max_len": max_len, "n_layer": n_layer,
+                        "n_head": n_head, "n_embd": n_embd, "pad_id": pad_id})
+        self.pad_id, self.n_head = pad_id, n_head
+        self.register_buffer("is_pad", torch.zeros(vocab_size, dtype=torch.bool).index_fill_(0, torch.tensor([pad_id]), True), persistent=False)
+        self.tok_emb, self.pos_emb = nn.Embedding(vocab_size, n_embd), nn.Embedding(max_len, n_embd)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(n_embd, n_head, ff_dim or 4 * n_embd, dropout=dropout, activation="gelu", batch_first=True, norm_first=True)
+            for _ in range(n_layer)
+        )
+        self.norm = nn.LayerNorm(n_embd)
 
-        def forward(self, x, memory, memory_mask=None):
-            n, t, c = x.shape
-            h, d = self.num_heads, c // self.num_heads
-            q = self.q_proj(x).view(n, t, h, d).transpose(1, 2)
-            k = self.k_proj(memory).view(n, -1, h, d).transpose(1, 2)
-            v = self.v_proj(memory).view(n, -1, h, d).transpose(1, 2)
-            scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(d)
-            if memory_mask is not None:
-                scores = scores.masked_fill(memory_mask.unsqueeze(1), float("-inf"))
-            mixed = torch.matmul(self.drop(torch.softmax(scores, dim=-1)), v)
-            return self.drop(self.out_proj(mixed.transpose(1, 2).reshape(n, t, c)))
+    def forward(self, idx):
+        n, t = idx.shape
+        h = self.tok_emb(idx) + self.pos_emb(torch.arange(t, device=idx.device))
+        blocked = _heads_mask(self.is_pad[idx][:, None, :], n, t, t, self.n_head)
+        for layer in self.layers:
+            h = layer(h, src_mask=blocked)
+        return self.norm(h)
 
-    class KnownDecoderBlock(nn.Module):
-        def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
-            super().__init__()
-            if log is not None:
-                log.append({"part": "DecoderBlock", "embed_dim": embed_dim, "num_heads": num_heads, "ff_dim": ff_dim,
-                            "dropout": float(dropout), "activation": activation, "norm": "pre" if norm_first else "post"})
-            self.norm_first = norm_first
-            self.self_attn = ns.MultiHeadAttention(embed_dim, num_heads, dropout=dropout)
-            self.cross_attn = KnownCrossAttention(embed_dim, num_heads, dropout=dropout)
-            self.ff = ns.FeedForward(embed_dim, ff_dim, activation=activation, dropout=dropout)
-            self.ln1, self.ln2, self.ln3 = ns.LayerNorm(embed_dim), ns.LayerNorm(embed_dim), ns.LayerNorm(embed_dim)
 
-        def forward(self, x, memory, self_mask=None, memory_mask=None):
-            if self.norm_first:
-                x = x + self.self_attn(self.ln1(x), mask=self_mask)
-                x = x + self.cross_attn(self.ln2(x), memory, memory_mask)
-                return x + self.ff(self.ln3(x))
-            x = self.ln1(x + self.self_attn(x, mask=self_mask))
-            x = self.ln2(x + self.cross_attn(x, memory, memory_mask))
-            return self.ln3(x + self.ff(x))
+class _TorchCrossAttention(nn.Module):
+    """Stand-in CrossAttention: PyTorch's nn.MultiheadAttention called with (x, memory, memory)."""
 
-    class KnownEncoder(nn.Module):
-        def __init__(self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0):
-            super().__init__()
-            if log is not None:
-                log.append({"part": "Encoder", "vocab_size": vocab_size, "max_len": max_len, "n_layer": n_layer,
-                            "n_head": n_head, "n_embd": n_embd, "pad_id": pad_id})
-            self.pad_id = pad_id
-            self.register_buffer("is_pad", torch.zeros(vocab_size, dtype=torch.bool).index_fill_(0, torch.tensor([pad_id]), True), persistent=False)
-            self.tok_emb = nn.Embedding(vocab_size, n_embd)
-            self.pos_emb = nn.Embedding(max_len, n_embd)
-            self.blocks = nn.ModuleList(ns.TransformerBlock(n_embd, n_head, ff_dim or 4 * n_embd, dropout=dropout) for _ in range(n_layer))
-            self.ln_f = ns.LayerNorm(n_embd)
+    def __init__(self, embed_dim, num_heads, dropout=0.0):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(embed_dim, num_heads, dropout=dropout, batch_first=True)
 
-        def forward(self, idx):
-            h = self.tok_emb(idx) + self.pos_emb(torch.arange(idx.size(1), device=idx.device))
-            keys = self.is_pad[idx].unsqueeze(1)
-            for block in self.blocks:
-                h = block(h, mask=keys)
-            return self.ln_f(h)
+    def forward(self, x, memory, memory_mask=None):
+        blocked = _heads_mask(memory_mask, x.size(0), x.size(1), memory.size(1), self.mha.num_heads)
+        return self.mha(x, memory, memory, attn_mask=blocked, need_weights=False)[0]
 
-    return {"Encoder": KnownEncoder, "CrossAttention": KnownCrossAttention, "DecoderBlock": KnownDecoderBlock}
+
+class _TorchDecoderBlock(nn.Module):
+    """Stand-in DecoderBlock: PyTorch's nn.TransformerDecoderLayer (same arguments and masks).
+
+    ``log`` (a list) receives the arguments it was built with.
+    """
+
+    def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True, *, log=None):
+        super().__init__()
+        if log is not None:
+            log.append({"part": "DecoderBlock", "embed_dim": embed_dim, "num_heads": num_heads, "ff_dim": ff_dim,
+                        "dropout": float(dropout), "activation": activation, "norm": "pre" if norm_first else "post"})
+        self.heads = num_heads
+        self.layer = nn.TransformerDecoderLayer(embed_dim, num_heads, ff_dim, dropout=dropout, activation=activation,
+                                                batch_first=True, norm_first=norm_first)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        n, t, s = x.size(0), x.size(1), memory.size(1)
+        return self.layer(x, memory, tgt_mask=_heads_mask(self_mask, n, t, t, self.heads),
+                          memory_mask=_heads_mask(memory_mask, n, t, s, self.heads))
+
+
+def _torch_parts(log=None):
+    """The stand-ins for the notebook's Encoder, CrossAttention and DecoderBlock, every computation
+    PyTorch's own (nn.TransformerEncoderLayer, nn.MultiheadAttention, nn.TransformerDecoderLayer):
+    nothing here implements a graded class. ``log`` (a list) receives the arguments each Encoder
+    and DecoderBlock was built with."""
+    return {"Encoder": functools.partial(_TorchEncoder, log=log), "CrossAttention": _TorchCrossAttention,
+            "DecoderBlock": functools.partial(_TorchDecoderBlock, log=log)}
 
 
 # ======================================================================== encoder
@@ -322,8 +334,8 @@ def _(ns):
 # ======================================================================== classifier
 
 
-def _known_encoder(ns, seed, pad_id=0):
-    encoder = _known_classes(ns)["Encoder"](15, 8, n_layer=1, n_head=H, n_embd=C, pad_id=pad_id)
+def _torch_encoder(ns, seed, pad_id=0):
+    encoder = _TorchEncoder(15, 8, n_layer=1, n_head=H, n_embd=C, pad_id=pad_id)
     set_parameters(encoder, seed)
     return encoder.eval()
 
@@ -338,27 +350,27 @@ def _classifier(ns, encoder, seed, **kwargs):
             check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
 def _(ns):
     with torch.no_grad():
-        return _classifier(ns, _known_encoder(ns, 10), 11, pooling="mean")(_PADDED.clone())
+        return _classifier(ns, _torch_encoder(ns, 10), 11, pooling="mean")(_PADDED.clone())
 
 
 @suite.case("classifier", "first pooling takes position 0", points=2, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
 def _(ns):
     with torch.no_grad():
-        return _classifier(ns, _known_encoder(ns, 12), 13, pooling="first")(_PADDED.clone())
+        return _classifier(ns, _torch_encoder(ns, 12), 13, pooling="first")(_PADDED.clone())
 
 
 @suite.case("classifier", "default pooling (no pooling argument) is the mean", points=1, check=close(rtol=1e-4, atol=1e-4),
             expected=REFERENCE)
 def _(ns):
     with torch.no_grad():
-        return _classifier(ns, _known_encoder(ns, 14), 15)(_PADDED.clone())
+        return _classifier(ns, _torch_encoder(ns, 14), 15)(_PADDED.clone())
 
 
 @suite.case("classifier", "mean pooling with an encoder whose pad_id is 4", points=1, check=close(rtol=1e-4, atol=1e-4),
             expected=REFERENCE)
 def _(ns):
     with torch.no_grad():
-        return _classifier(ns, _known_encoder(ns, 16, pad_id=4), 17)(_PAD4.clone())
+        return _classifier(ns, _torch_encoder(ns, 16, pad_id=4), 17)(_PAD4.clone())
 
 
 class _Table(nn.Module):
@@ -429,7 +441,7 @@ def _same_logits(got):
 
 @suite.case("classifier", "more padding at the end never changes mean-pooled logits", points=1, check=satisfies(_same_logits))
 def _(ns):
-    clf = _classifier(ns, _known_encoder(ns, 18), 19)
+    clf = _classifier(ns, _torch_encoder(ns, 18), 19)
     with torch.no_grad():
         a = clf(torch.tensor([[3, 7, 9, 0], [5, 6, 0, 0]]))
         b = clf(torch.tensor([[3, 7, 9, 0, 0, 0, 0], [5, 6, 0, 0, 0, 0, 0]]))
@@ -439,7 +451,7 @@ def _(ns):
 @suite.case("classifier", "head is nn.Linear(C, num_classes) with C the encoder's width", points=1, check=equal(),
             expected=[["Linear", [5, 24], [5]], ["Linear", [2, 3], [2]]])
 def _(ns):
-    wide = ns.SequenceClassifier(_known_encoder(ns, 20), 5).head
+    wide = ns.SequenceClassifier(_torch_encoder(ns, 20), 5).head
     narrow = ns.SequenceClassifier(_Table(4), 2, pooling="first").head
     return [[type(h).__name__, list(h.weight.shape), list(h.bias.shape)] for h in (wide, narrow)]
 
@@ -813,14 +825,14 @@ _CAUSAL = torch.ones(TQ, TQ, dtype=torch.bool).triu(1)
 
 
 def _block(ns, seed, **kwargs):
-    with _standing_in(ns, CrossAttention=_known_classes(ns)["CrossAttention"]):
+    with _standing_in(ns, CrossAttention=_TorchCrossAttention):
         block = ns.DecoderBlock(C, H, FF, **kwargs)
     set_parameters(block, seed, scale=0.2)  # as for the cross-attention: moderate scores
     return block.eval()
 
 
 @suite.case("decoder_block", "parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default", points=1, check=equal(),
-            expected={"self_attn": "MultiHeadAttention", "cross_attn": "KnownCrossAttention", "ff": "FeedForward",
+            expected={"self_attn": "MultiHeadAttention", "cross_attn": "_TorchCrossAttention", "ff": "FeedForward",
                       "ln1": "LayerNorm", "ln2": "LayerNorm", "ln3": "LayerNorm", "ff_dim": FF, "training_repeat": 0.0})
 def _(ns):
     block = _block(ns, 1).train()
@@ -860,10 +872,10 @@ def _layer_state(block):
         "self_attn.in_proj_bias": torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias]),
         "self_attn.out_proj.weight": a.out_proj.weight,
         "self_attn.out_proj.bias": a.out_proj.bias,
-        "multihead_attn.in_proj_weight": torch.cat([x.q_proj.weight, x.k_proj.weight, x.v_proj.weight]),
-        "multihead_attn.in_proj_bias": torch.cat([x.q_proj.bias, x.k_proj.bias, x.v_proj.bias]),
-        "multihead_attn.out_proj.weight": x.out_proj.weight,
-        "multihead_attn.out_proj.bias": x.out_proj.bias,
+        "multihead_attn.in_proj_weight": x.mha.in_proj_weight,  # the stand-in: PyTorch's own nn.MultiheadAttention
+        "multihead_attn.in_proj_bias": x.mha.in_proj_bias,
+        "multihead_attn.out_proj.weight": x.mha.out_proj.weight,
+        "multihead_attn.out_proj.bias": x.mha.out_proj.bias,
         "linear1.weight": block.ff.fc1.weight,
         "linear1.bias": block.ff.fc1.bias,
         "linear2.weight": block.ff.fc2.weight,
@@ -967,7 +979,7 @@ def _silenced_problem(got):
 def _(ns):
     block = _block(ns, 9, norm_first=True)
     with torch.no_grad():
-        for layer in (block.self_attn.out_proj, block.cross_attn.out_proj, block.ff.fc2):
+        for layer in (block.self_attn.out_proj, block.cross_attn.mha.out_proj, block.ff.fc2):
             layer.weight.zero_()
             layer.bias.zero_()
         return _XD.clone(), block(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(), memory_mask=_KEY_PAD.clone())
@@ -992,7 +1004,7 @@ def _(ns):
 def _seq2seq(ns, seed, log=None, **kwargs):
     settings = dict(n_layer=2, n_head=H, n_embd=C)
     settings.update(kwargs)
-    known = _known_classes(ns, log)
+    known = _torch_parts(log)
     with _standing_in(ns, Encoder=known["Encoder"], DecoderBlock=known["DecoderBlock"]):
         model = ns.Seq2Seq(15, 11, 8, **settings)
     set_parameters(model, seed)
@@ -1032,7 +1044,7 @@ def _(ns):
             expected={"encoder": {"n_layer": 2, "n_head": 4, "n_embd": 64, "pad_id": 0}, "blocks": 2, "width": 64, "pad_id": 0})
 def _(ns):
     log = []
-    known = _known_classes(ns, log)
+    known = _torch_parts(log)
     with _standing_in(ns, Encoder=known["Encoder"], DecoderBlock=known["DecoderBlock"]):
         model = ns.Seq2Seq(15, 11, 8)
     encoder = next(entry for entry in log if entry["part"] == "Encoder")
@@ -1555,6 +1567,7 @@ _RESETS = {
     nn.modules.linear.NonDynamicallyQuantizableLinear: nn.Linear.reset_parameters,
     nn.Embedding: nn.Embedding.reset_parameters,
     nn.LayerNorm: nn.LayerNorm.reset_parameters,
+    nn.MultiheadAttention: nn.MultiheadAttention._reset_parameters,
 }
 
 
@@ -1576,7 +1589,7 @@ def _reinitialised(ns, model, seed):
 def _(ns):
     src, tgt, seen = _reversals(2000, 2)
     test_src, test_tgt, _ = _reversals(200, 3, seen)
-    known = _known_classes(ns)
+    known = _torch_parts()
     with _standing_in(ns, Encoder=known["Encoder"], DecoderBlock=known["DecoderBlock"]):
         model = ns.Seq2Seq(13, 13, 8, n_layer=1, n_head=2, n_embd=32)
     _reinitialised(ns, model, 2)

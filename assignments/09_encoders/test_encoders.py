@@ -10,7 +10,6 @@ import torch.nn.functional as F
 
 from autograder.build.notebooks import make_notebook
 from autograder.engine.suites import exec_suite
-from autograder.kit.cases import Namespace
 from autograder.kit.check_cell import run_public
 from autograder.engine.submission import code_cells
 from autograder.course import get_stage
@@ -433,32 +432,40 @@ def test_public_stand_ins_compute_what_the_reference_parts_compute():
         torch.testing.assert_close(cross.eval()(x, memory, memory_mask=pad), block.cross_attn(x, memory, memory_mask=pad), rtol=1e-4, atol=1e-5)
 
 
-def test_hidden_known_parts_compute_what_the_reference_parts_compute():
-    """The hidden suite's own Encoder, CrossAttention and DecoderBlock (built from the given
-    code) agree with the reference's, weights loaded by name."""
-    known = _suite_module("hidden")._known_classes(Namespace(_reference_names()))
+def test_hidden_stand_ins_compute_what_the_reference_parts_compute():
+    """The hidden suite's PyTorch stand-ins (Encoder, CrossAttention, DecoderBlock) are correct
+    versions of the parts they replace: with the same weights they agree (pad_id 3, post-norm relu)."""
+    hidden = _suite_module("hidden")
     torch.manual_seed(9)
-    pairs = [
-        (Encoder(15, 8, n_layer=2, n_head=H, n_embd=C, pad_id=3), known["Encoder"](15, 8, n_layer=2, n_head=H, n_embd=C, pad_id=3)),
-        (CrossAttention(C, H), known["CrossAttention"](C, H)),
-        (DecoderBlock(C, H, FF, norm_first=False, activation="relu"), known["DecoderBlock"](C, H, FF, norm_first=False, activation="relu")),
-    ]
+    encoder = randomise(Encoder(15, 8, n_layer=2, n_head=H, n_embd=C, pad_id=3), 50)
+    stand_in = hidden._TorchEncoder(15, 8, n_layer=2, n_head=H, n_embd=C, pad_id=3)
+    state = {"tok_emb.weight": encoder.tok_emb.weight, "pos_emb.weight": encoder.pos_emb.weight,
+             "norm.weight": encoder.ln_f.weight, "norm.bias": encoder.ln_f.bias}
+    for i, block in enumerate(encoder.blocks):
+        state.update({f"layers.{i}.{k}": v for k, v in encoder_layer_twin(block, 4 * C).state_dict().items()})
+    stand_in.load_state_dict({k: v.detach().clone() for k, v in state.items()})
     idx = ids_with_padding(3)
     x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
     pad = torch.zeros(B, 1, S, dtype=torch.bool)
     pad[2, 0, 1:] = True
-    for mine, theirs in pairs:
-        randomise(mine, 50)
-        theirs.load_state_dict(mine.state_dict())
-        theirs.eval()
-        with torch.no_grad():
-            if isinstance(mine, Encoder):
-                a, b = mine(idx)[idx != 3], theirs(idx)[idx != 3]
-            elif isinstance(mine, CrossAttention):
-                a, b = mine(x, memory, pad), theirs(x, memory, pad)
-            else:
-                a, b = mine(x, memory, causal_mask(T), pad), theirs(x, memory, causal_mask(T), pad)
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    block = randomise(DecoderBlock(C, H, FF, norm_first=False, activation="relu"), 51)
+    twin_block = hidden._TorchDecoderBlock(C, H, FF, norm_first=False, activation="relu")
+    twin_block.layer.load_state_dict(decoder_layer_twin(block, False, "relu").state_dict())
+    cross = hidden._TorchCrossAttention(C, H)
+    cross.mha.load_state_dict({k: v.detach().clone() for k, v in mha_state(block.cross_attn).items()})
+    with torch.no_grad():
+        torch.testing.assert_close(stand_in.eval()(idx)[idx != 3], encoder(idx)[idx != 3], rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(twin_block.eval()(x, memory, causal_mask(T), pad), block(x, memory, causal_mask(T), pad), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(cross.eval()(x, memory, pad), block.cross_attn(x, memory, pad), rtol=1e-4, atol=1e-5)
+
+
+def test_hidden_stand_ins_log_how_they_were_built():
+    log = []
+    parts = _suite_module("hidden")._torch_parts(log)
+    parts["Encoder"](15, 8, n_layer=1, n_head=2, n_embd=12, pad_id=6)
+    parts["DecoderBlock"](12, 2, 48, activation="relu", norm_first=False)
+    assert log == [{"part": "Encoder", "vocab_size": 15, "max_len": 8, "n_layer": 1, "n_head": 2, "n_embd": 12, "pad_id": 6},
+                   {"part": "DecoderBlock", "embed_dim": 12, "num_heads": 2, "ff_dim": 48, "dropout": 0.0, "activation": "relu", "norm": "post"}]
 
 
 @pytest.mark.slow
