@@ -114,9 +114,8 @@ class _Other(nn.Module):  # other parameter names: not the graded module
 '''
 
 
-def test_a_copy_of_a_graded_module_class_is_found_by_behaviour():
-    from solutions.blocks import FeedForward
-
+def _feedforward_calls(FeedForward) -> list:
+    """Three recorded calls of the reference FeedForward, as the scan records them."""
     calls = []
     for seed, activation in ((1, "gelu"), (2, "relu"), (3, "gelu")):
         torch.manual_seed(seed)
@@ -124,6 +123,13 @@ def test_a_copy_of_a_graded_module_class_is_found_by_behaviour():
         x = randn(2, 3, 6, seed=seed)
         state = {k: v.detach().clone() for k, v in module.state_dict().items()}
         calls.append(refscan.ModuleCall(((6, 10), {"activation": activation}), state, False, (x,), {}, module(x).detach()))
+    return calls
+
+
+def test_a_copy_of_a_graded_module_class_is_found_by_behaviour():
+    from solutions.blocks import FeedForward
+
+    calls = _feedforward_calls(FeedForward)
     found = refscan.behavioural_matches(_module(FEEDFORWARDS), {"FeedForward": FeedForward}, {"FeedForward": calls}, "scratch.py")
     assert len(found) == 1 and found[0].startswith("scratch.py: _Known reproduces the reference FeedForward on 3 of 3"), found
 
@@ -157,13 +163,7 @@ def _known_parts(ns, log=None):  # the graded FeedForward defined inside a funct
 def test_a_copy_of_a_graded_module_class_defined_inside_a_function_is_found():
     from solutions.blocks import FeedForward
 
-    calls = []
-    for seed, activation in ((1, "gelu"), (2, "relu"), (3, "gelu")):
-        torch.manual_seed(seed)
-        module = FeedForward(6, 10, activation=activation).eval()
-        x = randn(2, 3, 6, seed=seed)
-        state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-        calls.append(refscan.ModuleCall(((6, 10), {"activation": activation}), state, False, (x,), {}, module(x).detach()))
+    calls = _feedforward_calls(FeedForward)
     module = _module(NESTED)
     assert refscan.behavioural_matches(module, {"FeedForward": FeedForward}, {"FeedForward": calls}, "scratch.py") == []  # unseen without the source
     found = refscan.behavioural_matches(module, {"FeedForward": FeedForward}, {"FeedForward": calls}, "scratch.py",
