@@ -122,5 +122,7 @@ def html_text(path: Path) -> str:
 def engine_scores(out: Path) -> dict[str, dict[str, float]]:
     """``{submission: {question: score}}`` from the ``grades.csv`` of ``gptcourse grade``."""
     with (out / "grades.csv").open(encoding="utf-8") as handle:
-        rows = [r for r in csv.DictReader(handle) if r["submission"] != "(max)"]
-    return {r["submission"]: {q: float(v) for q, v in r.items() if q not in ("submission", "total")} for r in rows}
+        rows = list(csv.DictReader(handle))
+    [maxima] = [r for r in rows if r["submission"] == "(max)"]
+    questions = [q for q, v in maxima.items() if v and q not in ("submission", "total")]  # not id, name, email
+    return {r["submission"]: {q: float(r[q]) for q in questions} for r in rows if r is not maxima}

@@ -233,7 +233,9 @@ def test_no_visible_output_carries_hidden_tests_fixtures_or_reference_code(batch
     assert not leakscan.find(shared, hidden + fixtures + attacks.fake_markers())
     for name, path in batch.paths.items():
         visible = _visible(batch, name)
-        reference = leakscan.reference_lines(batch.stage, path.read_text())
+        cells = json.loads(path.read_text())["cells"]
+        own = "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in cells)
+        reference = leakscan.reference_lines(batch.stage, own)  # the submission's own code, as it wrote it (not JSON-escaped)
         assert not leakscan.find(visible, hidden), name
         assert not leakscan.find(visible, fixtures), name
         assert not leakscan.find(visible, reference), name

@@ -176,8 +176,8 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
     assert "Warning" not in first.stdout + first.stderr
     out = tmp_path / "engine"
     gptcourse("grade", "--stage", stage_id, "--out", out, "--workers", "2", *(course.submitted(s, stage_id) for s in answers), cwd=tmp_path)
-    # gptcourse grade names results by file; every submission is <stage>.ipynb, numbered in order
-    engine = dict(zip(answers, (engine_scores(out)[n] for n in (stage_id, f"{stage_id}-2", f"{stage_id}-3"))))
+    # gptcourse grade names each student from nbgrader's layout: submitted/<student>/<stage>/<stage>.ipynb
+    engine = {student: engine_scores(out)[student] for student in answers}
     book = course.gradebook(stage_id)
     assert same(book, engine), (book, engine)
     assert engine["ada"] == worth and all(v == 0 for v in engine["cy"].values())

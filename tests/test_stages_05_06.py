@@ -247,7 +247,7 @@ def test_notebook_06_runs_and_shows_what_it_says(tmp_path):
     cells = _execute("06_blocks", _CHECK_06, tmp_path)
     checks = [_text(c) for c in cells if TAG_CHECK in c.metadata.get("tags", [])]
     assert len(checks) == 3 and all("public tests passed" in t for t in checks), checks
-    mapping = _text(_demo_showing(cells, "def copy_into_torch"))
+    mapping = _text(_demo_showing(cells, "def twin_pair"))
     assert mapping.count("match") == 4 and "DIFFERENT" not in mapping, mapping
     assert _images(_demo_showing(cells, "def block_gradient_norms")) == 1
     assert _images(_demo_showing(cells, "def toy_training")) == 1

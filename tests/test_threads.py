@@ -271,12 +271,13 @@ def test_sample_threads_option_reaches_torch(corpus_file, tmp_path, capsys, monk
 
 
 def test_grade_default_workers_follow_the_rule(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
     from autograder import cli
     from autograder.build import fixtures
-    from autograder.reports import folder
 
     seen = []
-    monkeypatch.setattr(folder, "grade_into_folder", lambda *a, workers, **k: seen.append(workers) or [])
+    monkeypatch.setattr(cli, "grade_folder", lambda paths, tests, limits, out, args, roster=None: seen.append(args.workers) or SimpleNamespace(graded=[]))
     monkeypatch.setattr(fixtures, "stage_tests", lambda *a, **k: None)
     monkeypatch.setattr(threads, "affinity_cpus", lambda: 6)
     monkeypatch.setattr(threads, "cgroup_cpu_quota", lambda root="/": 2.5)
@@ -292,13 +293,14 @@ def test_grade_default_workers_follow_the_rule(tmp_path, monkeypatch):
     assert cli.main(args) == 0 and seen[-1] == 4
 
 
-def test_the_harness_cell_carries_the_rule_and_applies_it():
+def test_the_harness_cell_carries_the_rule_and_applies_it(tmp_path):
     source = harness_source(get_stage("07_gpt"))
     assert "def configure_threads(" in harness_module(get_stage("07_gpt")) and "\n_gptcourse.configure_threads()\n" in source
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["GPTCOURSE_THREADS"] = "7"  # torch's own default here is the number of cores
-    code = source + "\nimport torch\nprint('THREADS', torch.get_num_threads())\n"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    script = tmp_path / "harness.py"  # the packed harness is longer than a command line may be
+    script.write_text(source + "\nimport torch\nprint('THREADS', torch.get_num_threads())\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["THREADS", "7"]
 
