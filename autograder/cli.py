@@ -74,6 +74,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     out = Path(args.out)
     roster = load_roster(args.roster, out)
     configure_threads(1)  # this process only compares outputs: the workers get the CPUs
+    args.workers = args.workers or _cores()  # read when grading, not when every command starts
     tests = stage_tests(stage, Path(args.fixtures) if args.fixtures else DEFAULT_DIR)
     limits = Limits(total_timeout=args.timeout, cell_timeout=min(Limits.cell_timeout, args.timeout))
     run = grade_folder(paths, tests, limits, out, args, roster)
@@ -216,7 +217,7 @@ def cmd_check_stage(args: argparse.Namespace) -> int:
     stages = [get_stage(s) for s in args.stages] if args.stages else all_stages()
     failed = 0
     for stage in stages:
-        report = lint_stage(stage, grade=not args.quick, workers=args.workers)
+        report = lint_stage(stage, grade=not args.quick, workers=args.workers or _cores())
         print(report.render())
         failed += not report.ok
     return 1 if failed else 0
@@ -273,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     grade = sub.add_parser("grade", help="grade submissions of one stage")
     grade.add_argument("--stage", required=True, help="e.g. 01_tokenisation (or 01)")
     grade.add_argument("--out", default="grades", help="output folder (default: grades/)")
-    grade.add_argument("--workers", type=_positive(int), default=_cores(), help="submissions graded at once, one thread each (default: $GPTCOURSE_THREADS, "
+    grade.add_argument("--workers", type=_positive(int), help="submissions graded at once, one thread each (default: $GPTCOURSE_THREADS, "
                        "else the CPUs this process may use: its affinity mask within its cgroup's CPU quota)")
     grade.add_argument("--timeout", type=_positive(float), default=Limits.total_timeout, help="seconds allowed per submission (default: 600)")
     grade.add_argument("--fixtures", help="folder of fixture files (default: release/fixtures, rebuilt when stale)")
@@ -311,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     check = sub.add_parser("check-stage", help="check a stage's folder: notebook, tests, catalogue, reference (for course authors)")
     check.add_argument("stages", nargs="*", metavar="STAGE", help="stages to check (default: all)")
     check.add_argument("--quick", action="store_true", help="only the checks that need no grading (seconds)")
-    check.add_argument("--workers", type=_positive(int), default=_cores(), help="submissions graded at once")
+    check.add_argument("--workers", type=_positive(int), help="submissions graded at once (default: as for grade)")
     check.set_defaults(run=cmd_check_stage)
 
     # listed here for --help; their arguments belong to the training package (see main's first lines)
