@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test release bench-train bench-threads bench clean
+.PHONY: install demo test lint format release bench-train bench-threads bench clean
 
 install: $(STAMP)
 
@@ -20,8 +20,17 @@ demo: install
 	@printf "\n== 3. Training the reference GPT for about a minute on the offline default corpus\n"
 	$(BIN)/gptcourse train --preset tiny --corpus default --out runs/demo
 
-test: install
+test: install lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
+
+# the formatter and the linter (configured in pyproject.toml); `make format` applies both
+lint: install
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
 
 # never part of `make test`: the CPU preset against nanoGPT's CPU recipe (minutes)
 bench-train: install

@@ -12,7 +12,11 @@ from .course import ROOT, all_stages, get_stage
 from .engine.runner import Limits
 from .errors import UsageError
 
-DEMO_MISTAKES = ["build_vocab-ids-start-at-1", "get_batch-last-valid-start-never-drawn", "ngram-uses-the-first-n-1-ids-of-a-long-context"]
+DEMO_MISTAKES = [
+    "build_vocab-ids-start-at-1",
+    "get_batch-last-valid-start-never-drawn",
+    "ngram-uses-the-first-n-1-ids-of-a-long-context",
+]
 
 
 def _cores() -> int:
@@ -46,7 +50,11 @@ def submission_files(items: list[str]) -> list[Path]:
     paths = []
     for item in map(Path, items):
         if item.is_dir():
-            found = sorted(p for p in item.rglob("*") if p.suffix.lower() in (".ipynb", ".zip") and p.is_file() and ".ipynb_checkpoints" not in p.parts)
+            found = sorted(
+                p
+                for p in item.rglob("*")
+                if p.suffix.lower() in (".ipynb", ".zip") and p.is_file() and ".ipynb_checkpoints" not in p.parts
+            )
             if not found:
                 raise UsageError(f"no .ipynb or .zip file under {item}")
             paths += found
@@ -86,7 +94,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 def load_roster(path: str | None, out: Path):
     """The roster given (kept as ``out/roster.csv`` for later runs), else the one kept, else None."""
-    from .reports.roster import read_roster
+    from .channels.local.roster import read_roster
 
     if path:
         roster = read_roster(Path(path))
@@ -100,19 +108,31 @@ def load_roster(path: str | None, out: Path):
 
 def grade_folder(paths: list[Path], tests, limits: Limits, out: Path, args: argparse.Namespace, roster=None):
     """Grade ``paths`` into ``out`` (merging with what it holds) and rebuild its gradebook; warn of test faults."""
-    from .reports.folder import run_folder
+    from .channels.local.folder import run_folder
 
     run = run_folder(
-        paths, tests, out, limits, names=getattr(args, "names", "auto"), workers=args.workers, progress=not args.quiet,
-        show_hidden=args.show_hidden, changed=getattr(args, "changed", False), only_failed=getattr(args, "only_failed", False),
-        roster=roster, canvas_assignment=getattr(args, "canvas_assignment", None),
+        paths,
+        tests,
+        out,
+        limits,
+        names=getattr(args, "names", "auto"),
+        workers=args.workers,
+        progress=not args.quiet,
+        show_hidden=args.show_hidden,
+        changed=getattr(args, "changed", False),
+        only_failed=getattr(args, "only_failed", False),
+        roster=roster,
+        canvas_assignment=getattr(args, "canvas_assignment", None),
     )
     for graded in run.graded:
         for fault in graded.faults:
             print(f"gptcourse: warning: a test could not judge {graded.name}'s output: {fault}", file=sys.stderr)
     fallbacks = sorted({g.outcome.isolation["fallback"] for g in run.graded if g.outcome.isolation.get("fallback")})
     for reason in fallbacks:
-        print(f"gptcourse: warning: the student code ran less confined than this machine should allow ({reason})", file=sys.stderr)
+        print(
+            f"gptcourse: warning: the student code ran less confined than this machine should allow ({reason})",
+            file=sys.stderr,
+        )
     return run
 
 
@@ -149,15 +169,24 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
         settings.append(f"--GradeWithEngine.timeout={args.timeout}")
     status = run_autograde(course, stage.id, args.student, tuple(settings), quiet=args.quiet)
     if status != 0:
-        print(f"gptcourse: error: nbgrader autograde failed in {course} (exit {status}; see its log above)", file=sys.stderr)
+        print(
+            f"gptcourse: error: nbgrader autograde failed in {course} (exit {status}; see its log above)",
+            file=sys.stderr,
+        )
         return 1
     questions, rows = gradebook_rows(course, stage.id, qids)
     if not args.quiet:
         print(table([r for r in rows if not args.student or r.student == args.student], questions))
         for row in rows:
             if row.manual:
-                print(f"{row.student}: the manual scores of {', '.join(row.manual)} are kept (nbgrader marks them for review)")
-        print(f"nbgrader gradebook of {course}: {stage.id} autograded by the gptcourse engine; results.json per student in {args.out}/")
+                print(
+                    f"{row.student}: the manual scores of {', '.join(row.manual)} "
+                    "are kept (nbgrader marks them for review)"
+                )
+        print(
+            f"nbgrader gradebook of {course}: {stage.id} autograded by the gptcourse "
+            f"engine; results.json per student in {args.out}/"
+        )
     return 0
 
 
@@ -166,7 +195,10 @@ def score_table(graded, tests) -> str:
     qs = tests.questions()
     width = max([len("submission"), *(len(g.name) for g in graded)])
     head = "submission".ljust(width) + "".join(f"  {q:>{max(len(q), 5)}}" for q, _ in qs) + "   total"
-    lines = [head, "(max)".ljust(width) + "".join(f"  {p:>{max(len(q), 5)}g}" for q, p in qs) + f"  {sum(p for _, p in qs):6g}"]
+    lines = [
+        head,
+        "(max)".ljust(width) + "".join(f"  {p:>{max(len(q), 5)}g}" for q, p in qs) + f"  {sum(p for _, p in qs):6g}",
+    ]
     for g in graded:
         per = {q: 0.0 for q, _ in qs}
         for r in g.results:
@@ -176,7 +208,8 @@ def score_table(graded, tests) -> str:
 
 
 def demo_mistakes(mistakes: list) -> list:
-    """The demo's mistakes: 01's chosen three, else the first catalogued mistake of each of the first three questions."""
+    """The demo's mistakes: 01's chosen three, else the first catalogued mistake of each of the first
+    three questions."""
     chosen = [m for m in mistakes if m.slug in DEMO_MISTAKES]
     if chosen:
         return chosen
@@ -202,9 +235,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     write_notebook(make_notebook(stage, "student"), folder / "empty-release.ipynb")
     samples = [folder / "reference.ipynb", folder / "empty-release.ipynb"]
     samples += [write_variant(stage, m, folder) for m in demo_mistakes(catalogue(stage)[0])]
-    print(f"\n== 2. Grading {len(samples)} sample submissions of stage {stage.id} (the reference, the empty release, realistic mistakes) from {folder}/")
+    print(
+        f"\n== 2. Grading {len(samples)} sample submissions of stage {stage.id} "
+        f"(the reference, the empty release, realistic mistakes) from {folder}/"
+    )
     tests = stage_tests(stage, DEFAULT_DIR)
-    done = grade_folder(samples, tests, Limits(), out, argparse.Namespace(show_hidden=False, workers=2, quiet=False)).graded
+    done = grade_folder(
+        samples, tests, Limits(), out, argparse.Namespace(show_hidden=False, workers=2, quiet=False)
+    ).graded
     print()
     print(score_table(done, tests))
     print(f"\nresults.json per submission and grades.csv are in {out}/")
@@ -244,7 +282,9 @@ def cmd_gradescope_run(args: argparse.Namespace) -> int:
         print(tried.stderr.rstrip(), file=sys.stderr)
     doc = tried.results
     if not doc.get("tests"):
-        print(f"gptcourse: no valid results.json was written (run_autograder exited {tried.returncode})", file=sys.stderr)
+        print(
+            f"gptcourse: no valid results.json was written (run_autograder exited {tried.returncode})", file=sys.stderr
+        )
         return 1
     worth = sum(t["max_score"] for t in doc["tests"])
     peak = f", peak memory {tried.peak_memory / 2**20:.0f} MB" if tried.peak_memory else ""
@@ -274,33 +314,81 @@ def main(argv: list[str] | None = None) -> int:
     grade = sub.add_parser("grade", help="grade submissions of one stage")
     grade.add_argument("--stage", required=True, help="e.g. 01_tokenisation (or 01)")
     grade.add_argument("--out", default="grades", help="output folder (default: grades/)")
-    grade.add_argument("--workers", type=_positive(int), help="submissions graded at once, one thread each (default: $GPTCOURSE_THREADS, "
-                       "else the CPUs this process may use: its affinity mask within its cgroup's CPU quota)")
-    grade.add_argument("--timeout", type=_positive(float), default=Limits.total_timeout, help="seconds allowed per submission (default: 600)")
+    grade.add_argument(
+        "--workers",
+        type=_positive(int),
+        help="submissions graded at once, one thread each (default: $GPTCOURSE_THREADS, "
+        "else the CPUs this process may use: its affinity mask within its cgroup's CPU quota)",
+    )
+    grade.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=Limits.total_timeout,
+        help="seconds allowed per submission (default: 600)",
+    )
     grade.add_argument("--fixtures", help="folder of fixture files (default: release/fixtures, rebuilt when stale)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table")
-    grade.add_argument("--show-hidden", action="store_true", help="include hidden-test results in each feedback.md (after the deadline)")
-    grade.add_argument("--nbgrader", metavar="COURSE_DIR", help="run nbgrader autograde in this course (it grades through the engine) and show its gradebook")
+    grade.add_argument(
+        "--show-hidden",
+        action="store_true",
+        help="include hidden-test results in each feedback.md (after the deadline)",
+    )
+    grade.add_argument(
+        "--nbgrader",
+        metavar="COURSE_DIR",
+        help="run nbgrader autograde in this course (it grades through the engine) and show its gradebook",
+    )
     grade.add_argument("--student", metavar="ID", help="with --nbgrader: only this student")
-    grade.add_argument("--names", choices=("auto", "folder", "file"), default="auto",
-                       help="name each student after the submission's folder or file name (default auto: LMS download names, "
-                            "else a folder per student when the files lie one per folder, else the file name)")
-    grade.add_argument("--roster", metavar="CSV", help="the class list (columns id, name, email; or Canvas's gradebook export), kept in OUT/roster.csv")
-    grade.add_argument("--canvas-assignment", metavar="COLUMN", help="the assignment column of canvas.csv, as Canvas's export heads it, e.g. 'Tokenisation (123456)' (default: the stage id)")
+    grade.add_argument(
+        "--names",
+        choices=("auto", "folder", "file"),
+        default="auto",
+        help="name each student after the submission's folder or file name (default auto: LMS download names, "
+        "else a folder per student when the files lie one per folder, else the file name)",
+    )
+    grade.add_argument(
+        "--roster",
+        metavar="CSV",
+        help="the class list (columns id, name, email; or Canvas's gradebook export), kept in OUT/roster.csv",
+    )
+    grade.add_argument(
+        "--canvas-assignment",
+        metavar="COLUMN",
+        help="the assignment column of canvas.csv, as Canvas's export heads it, "
+        "e.g. 'Tokenisation (123456)' (default: the stage id)",
+    )
     which = grade.add_mutually_exclusive_group()
-    which.add_argument("--changed", action="store_true", help="grade only the files never graded into OUT, changed since (SHA-256), or graded with other tests")
-    which.add_argument("--only-failed", action="store_true", help="grade only the files never graded into OUT or short of full marks there")
-    grade.add_argument("files", nargs="*", help=".ipynb files (any name), zips holding one notebook, or folders of them")
+    which.add_argument(
+        "--changed",
+        action="store_true",
+        help="grade only the files never graded into OUT, changed since (SHA-256), or graded with other tests",
+    )
+    which.add_argument(
+        "--only-failed",
+        action="store_true",
+        help="grade only the files never graded into OUT or short of full marks there",
+    )
+    grade.add_argument(
+        "files", nargs="*", help=".ipynb files (any name), zips holding one notebook, or folders of them"
+    )
     grade.set_defaults(run=cmd_grade)
 
-    report = sub.add_parser("report", help="a graded class: totals, pass rates, the mistakes seen per question, a line per student")
+    report = sub.add_parser(
+        "report", help="a graded class: totals, pass rates, the mistakes seen per question, a line per student"
+    )
     report.add_argument("folder", help="the --out folder of gptcourse grade")
     report.set_defaults(run=cmd_report)
 
-    tryout = sub.add_parser("gradescope-run", help="grade a notebook with a Gradescope zip on this machine, as Gradescope would")
+    tryout = sub.add_parser(
+        "gradescope-run", help="grade a notebook with a Gradescope zip on this machine, as Gradescope would"
+    )
     tryout.add_argument("zip", help="release/gradescope/<stage>.zip")
     tryout.add_argument("notebook", help="the submission (.ipynb, or a zip holding one)")
-    tryout.add_argument("--gradescope-limits", action="store_true", help="run under Gradescope's default limits: 768 MB, half a CPU (needs root for a cgroup)")
+    tryout.add_argument(
+        "--gradescope-limits",
+        action="store_true",
+        help="run under Gradescope's default limits: 768 MB, half a CPU (needs root for a cgroup)",
+    )
     tryout.add_argument("--out", help="also write the results.json here")
     tryout.set_defaults(run=cmd_gradescope_run)
 
@@ -309,7 +397,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--out", default="grades/demo", help="output folder (default: grades/demo)")
     demo.set_defaults(run=cmd_demo)
 
-    check = sub.add_parser("check-stage", help="check a stage's folder: notebook, tests, catalogue, reference (for course authors)")
+    check = sub.add_parser(
+        "check-stage", help="check a stage's folder: notebook, tests, catalogue, reference (for course authors)"
+    )
     check.add_argument("stages", nargs="*", metavar="STAGE", help="stages to check (default: all)")
     check.add_argument("--quick", action="store_true", help="only the checks that need no grading (seconds)")
     check.add_argument("--workers", type=_positive(int), help="submissions graded at once (default: as for grade)")

@@ -42,11 +42,14 @@ def corpus() -> tuple[str, str]:
     from solutions.data import load_corpus
 
     text = load_corpus("shakespeare")
-    name = "Tiny Shakespeare" if len(text) == 1115394 else f"load_corpus('shakespeare') fallback ({len(text)} characters)"
+    name = (
+        "Tiny Shakespeare" if len(text) == 1115394 else f"load_corpus('shakespeare') fallback ({len(text)} characters)"
+    )
     return text, name
 
 
 # --- Hugging Face ---------------------------------------------------------------------------
+
 
 def _hf_train(lines: list[str], vocab_size: int, pre: str, eow: str):
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -79,10 +82,17 @@ def hugging_face(text: str, merges: int, pre: str, parallel: bool, repeats: int,
             os.environ["TOKENIZERS_PARALLELISM"] = before
     seconds = median([s for s, _ in runs])
     learned = runs[-1][1]
-    return {"seconds": seconds, "merges": learned, "merges_per_s": learned / seconds, "runs": [s for s, _ in runs], "initial_vocab": v0}
+    return {
+        "seconds": seconds,
+        "merges": learned,
+        "merges_per_s": learned / seconds,
+        "runs": [s for s, _ in runs],
+        "initial_vocab": v0,
+    }
 
 
 # --- ours and the naive loop -------------------------------------------------------------------
+
 
 def ours(text: str, merges: int, repeats: int) -> dict:
     from solutions.bpe import train_bpe
@@ -93,7 +103,13 @@ def ours(text: str, merges: int, repeats: int) -> dict:
         learned = train_bpe(text, merges)
         runs.append(time.perf_counter() - start)
     seconds = median(runs)
-    return {"seconds": seconds, "merges": len(learned), "merges_per_s": len(learned) / seconds, "runs": runs, "learned": learned}
+    return {
+        "seconds": seconds,
+        "merges": len(learned),
+        "merges_per_s": len(learned) / seconds,
+        "runs": runs,
+        "learned": learned,
+    }
 
 
 def naive_steps(word_freqs: dict, k: int) -> tuple[list, dict]:
@@ -178,13 +194,21 @@ def naive(text: str, reference: list, totals: list[int], window: int = 10, prefi
 
     estimates = {n: count_s + integral(n) for n in totals}
     return {
-        "window": window, "per_merge_s": per_merge, "count_words_s": count_s,
-        "prefix": prefix, "prefix_measured_s": count_s + prefix_s, "prefix_estimated_s": count_s + integral(prefix),
-        "estimated_s": estimates, "merges_per_s": {n: n / s for n, s in estimates.items()}, "same_merges_as_reference": agree,
+        "window": window,
+        "per_merge_s": per_merge,
+        "count_words_s": count_s,
+        "prefix": prefix,
+        "prefix_measured_s": count_s + prefix_s,
+        "prefix_estimated_s": count_s + integral(prefix),
+        "estimated_s": estimates,
+        "merges_per_s": {n: n / s for n, s in estimates.items()},
+        "same_merges_as_reference": agree,
     }
 
 
-def run(totals=(500, 2000), repeats: int = 3, window: int = 10, prefix: int = 100, text: str | None = None, say=print) -> dict:
+def run(
+    totals=(500, 2000), repeats: int = 3, window: int = 10, prefix: int = 100, text: str | None = None, say=print
+) -> dict:
     name = "given text"
     if text is None:
         text, name = corpus()

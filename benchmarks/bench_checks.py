@@ -38,7 +38,9 @@ def time_checks(stage, variant: str = "reference", rerun_below: float = 5.0) -> 
     nb = nbformat.from_dict(raw)
     checks: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="gptcourse-bench-check-") as folder:
-        client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": folder}})
+        client = NotebookClient(
+            nb, timeout=600, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": folder}}
+        )
         t0 = time.perf_counter()
         with client.setup_kernel():
             kernel_s = time.perf_counter() - t0
@@ -61,10 +63,15 @@ def time_checks(stage, variant: str = "reference", rerun_below: float = 5.0) -> 
                     client.execute_cell(cell, index)
                     second = time.perf_counter() - t
                 errors = [o for o in cell.outputs if o.get("output_type") == "error"]
-                checks.append({
-                    "cell": cell.source.strip(), "first_s": first, "second_s": second,
-                    "report": report[0] if report else "", "passed": bool(report) and "public tests passed" in report[0] and not errors,
-                })
+                checks.append(
+                    {
+                        "cell": cell.source.strip(),
+                        "first_s": first,
+                        "second_s": second,
+                        "report": report[0] if report else "",
+                        "passed": bool(report) and "public tests passed" in report[0] and not errors,
+                    }
+                )
     return {"kernel_start_s": kernel_s, "loading_s": loading_s, "checks": checks}
 
 
@@ -73,5 +80,7 @@ def all_stages(stages, say=print) -> dict:
     for stage in stages:
         out[stage.id] = r = time_checks(stage)
         slow = max(r["checks"], key=lambda c: c["first_s"]) if r["checks"] else None
-        say(f"  {stage.id}: {len(r['checks'])} checks, slowest {slow['cell'] if slow else '-'} {slow['first_s'] if slow else 0:.2f} s")
+        say(
+            f"  {stage.id}: {len(r['checks'])} checks, slowest {slow['cell'] if slow else '-'} {slow['first_s'] if slow else 0:.2f} s"
+        )
     return out

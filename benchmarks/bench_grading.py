@@ -51,7 +51,6 @@ if str(ROOT) not in sys.path:
 from benchmarks import plain_otter  # noqa: E402
 from benchmarks.measure import BIN, Measured, median, run_measured  # noqa: E402
 
-
 TOOLS = ("gptcourse", "gradescope", "otter", "nbgrader")  # the columns, in the order they run
 OTTER_DOCTESTS_STAGE = "01_tokenisation"  # the stage of plain_otter.CASES
 
@@ -171,7 +170,15 @@ def _check(m: Measured, what: str, say) -> Measured:
 
 def _gradescope_run(paths: dict, out: Path) -> tuple[Measured, float | None]:
     """The stage's zip through gradescope_run.py; its time is ``run_autograder``'s alone."""
-    m = run_measured([str(BIN / "python"), str(Path(__file__).with_name("gradescope_run.py")), str(paths["zip"]), str(paths["notebook"]), str(out)])
+    m = run_measured(
+        [
+            str(BIN / "python"),
+            str(Path(__file__).with_name("gradescope_run.py")),
+            str(paths["zip"]),
+            str(paths["notebook"]),
+            str(out),
+        ]
+    )
     try:
         m.wall_s = float(json.loads((out / "tryout.json").read_text())["seconds"])
     except (OSError, KeyError, ValueError):
@@ -183,14 +190,18 @@ def _run_tool(tool: str, stage, paths: dict, course: Path, out: Path, say) -> tu
     """One timed run of ``tool`` on the stage's reference answers, and the score it gave."""
     out.mkdir(parents=True, exist_ok=True)
     if tool == "gptcourse":
-        m = run_measured([str(BIN / "gptcourse"), "grade", "--stage", stage.id, "--out", str(out), str(paths["notebook"])])
+        m = run_measured(
+            [str(BIN / "gptcourse"), "grade", "--stage", stage.id, "--out", str(out), str(paths["notebook"])]
+        )
         return _check(m, "gptcourse grade", say), _gptcourse_score(out)
     if tool == "gradescope":
         m, score = _gradescope_run(paths, out)
         return _check(m, "the Gradescope zip's run_autograder", say), score
     if tool in ("otter", "otter_doctests"):
         archive = paths["otter_zip" if tool == "otter" else "otter_doctest_zip"]
-        m = run_measured([str(BIN / "otter"), "run", "-a", str(archive), "-o", str(out), "--no-logo", str(paths["otter_notebook"])])
+        m = run_measured(
+            [str(BIN / "otter"), "run", "-a", str(archive), "-o", str(out), "--no-logo", str(paths["otter_notebook"])]
+        )
         return _check(m, f"otter run ({tool})", say), _results_json_score(out)
     if tool == "nbgrader":
         m = run_measured([str(BIN / "nbgrader"), "autograde", stage.id, "--force"], cwd=course)
@@ -198,8 +209,15 @@ def _run_tool(tool: str, stage, paths: dict, course: Path, out: Path, say) -> tu
     raise ValueError(f"unknown tool {tool!r}")
 
 
-def one_submission(stages, work: Path, repeats: int = 3, say=print, agree: float = 0.10, slow_single_s: float = 20.0,
-                   tools: tuple[str, ...] = TOOLS) -> dict:
+def one_submission(
+    stages,
+    work: Path,
+    repeats: int = 3,
+    say=print,
+    agree: float = 0.10,
+    slow_single_s: float = 20.0,
+    tools: tuple[str, ...] = TOOLS,
+) -> dict:
     """Part 1: each stage's reference notebook graded by every tool, up to ``repeats`` times each.
 
     Every tool runs at least twice, a third time only when its first two runs differ by
@@ -207,12 +225,22 @@ def one_submission(stages, work: Path, repeats: int = 3, say=print, agree: float
     """
     course = work / "course"
     inputs = {s.id: _stage_inputs(s, work, course) for s in stages}
-    results: dict = {"repeats": repeats, "agree": agree, "slow_single_s": slow_single_s, "tools": list(tools), "stages": {}}
+    results: dict = {
+        "repeats": repeats,
+        "agree": agree,
+        "slow_single_s": slow_single_s,
+        "tools": list(tools),
+        "stages": {},
+    }
 
     if "nbgrader" in tools:
         t = time.perf_counter()
         for stage in stages:
-            m = _check(run_measured([str(BIN / "nbgrader"), "generate_assignment", stage.id, "--force"], cwd=course), "nbgrader generate_assignment", say)
+            m = _check(
+                run_measured([str(BIN / "nbgrader"), "generate_assignment", stage.id, "--force"], cwd=course),
+                "nbgrader generate_assignment",
+                say,
+            )
             results["stages"].setdefault(stage.id, {})["nbgrader_generate_s"] = m.wall_s
             _nbgrader_submit(stage, course)
         results["nbgrader_generate_total_s"] = time.perf_counter() - t
@@ -224,7 +252,7 @@ def one_submission(stages, work: Path, repeats: int = 3, say=print, agree: float
         scores: dict[str, list[float | None]] = {tool: [] for tool in mine}
 
         def wanted(tool: str, r: int) -> bool:
-            done = [m.wall_s for m in runs[tool]]
+            done = [m.wall_s for m in runs[tool]]  # noqa: B023 (called in this iteration only)
             if r == 0:
                 return True
             if done[0] > slow_single_s:  # a slow tool runs once
@@ -246,23 +274,37 @@ def one_submission(stages, work: Path, repeats: int = 3, say=print, agree: float
         entry["scores"] = {tool: scores[tool][-1] for tool in mine}
         entry["max"] = {tool: paths["max"][tool] for tool in mine}
         g = entry["gptcourse"]["wall_s"] if "gptcourse" in mine else None
-        say(f"  {stage.id}: " + ", ".join(f"{tool} {entry[tool]['wall_s']:.2f} s" + (f" ({g / entry[tool]['wall_s']:.2f}x)" if g and tool != "gptcourse" else "")
-                                         for tool in mine) + f"; scores {entry['scores']} of {entry['max']}")
+        say(
+            f"  {stage.id}: "
+            + ", ".join(
+                f"{tool} {entry[tool]['wall_s']:.2f} s"
+                + (f" ({g / entry[tool]['wall_s']:.2f}x)" if g and tool != "gptcourse" else "")
+                for tool in mine
+            )
+            + f"; scores {entry['scores']} of {entry['max']}"
+        )
     if any("otter_doctests" in e for e in results["stages"].values()):
-        results["otter_doctests"] = {"stage": OTTER_DOCTESTS_STAGE, "cases": plain_otter.number_of_cases(), "questions": len(plain_otter.CASES)}
+        results["otter_doctests"] = {
+            "stage": OTTER_DOCTESTS_STAGE,
+            "cases": plain_otter.number_of_cases(),
+            "questions": len(plain_otter.CASES),
+        }
     return results
 
 
 # --- part 2: a class ------------------------------------------------------------------------
 
+
 def class_notebooks(stage, folder: Path, n: int = 100) -> tuple[list[Path], dict[str, int]]:
     """``n`` submissions: in every 4, a mistake, the reference or an alternative, a mistake, an empty stub."""
-    from autograder.build.notebooks import make_notebook, write_notebook
     from autograder.authoring.catalogue import catalogue
     from autograder.authoring.variants import variant_notebook
+    from autograder.build.notebooks import make_notebook, write_notebook
 
     mistakes, alternatives = catalogue(stage.id)
-    correct = [("reference", make_notebook(stage, "reference"))] + [(a.slug, variant_notebook(stage, a.cells)) for a in alternatives]
+    correct = [("reference", make_notebook(stage, "reference"))] + [
+        (a.slug, variant_notebook(stage, a.cells)) for a in alternatives
+    ]
     wrong = [(m.slug, variant_notebook(stage, m.cells)) for m in mistakes] or correct
     empty = make_notebook(stage, "student")
     folder.mkdir(parents=True, exist_ok=True)
@@ -307,7 +349,7 @@ class CompletionWatcher:
                 self.seen[name] = now
                 self.pending.discard(name)
 
-    def __enter__(self) -> "CompletionWatcher":
+    def __enter__(self) -> CompletionWatcher:
         self.started = time.perf_counter()
         self._thread.start()
         return self
@@ -328,7 +370,20 @@ def a_class(stage, work: Path, sizes=(25, 100), workers=(1, 2), say=print) -> di
         for n in sizes:
             out = work / "class-out" / f"w{w}-n{n}"
             with CompletionWatcher(out, [p.stem for p in paths[:n]]) as watcher:
-                m = run_measured([str(BIN / "gptcourse"), "grade", "--stage", stage.id, "--out", str(out), "--workers", str(w), "--quiet", *map(str, paths[:n])])
+                m = run_measured(
+                    [
+                        str(BIN / "gptcourse"),
+                        "grade",
+                        "--stage",
+                        stage.id,
+                        "--out",
+                        str(out),
+                        "--workers",
+                        str(w),
+                        "--quiet",
+                        *map(str, paths[:n]),
+                    ]
+                )
             _check(m, f"gptcourse grade (class of {n}, {w} workers)", say)
             done = watcher.times()
             graded = 0
@@ -337,16 +392,26 @@ def a_class(stage, work: Path, sizes=(25, 100), workers=(1, 2), say=print) -> di
             except OSError:
                 pass
             row = {
-                "workers": w, "n": n, "wall_s": m.wall_s, "tree_peak_mib": m.tree_peak_mib, "graded": graded,
-                "per_submission_s": m.wall_s / n, "per_minute": 60 * n / m.wall_s,
+                "workers": w,
+                "n": n,
+                "wall_s": m.wall_s,
+                "tree_peak_mib": m.tree_peak_mib,
+                "graded": graded,
+                "per_submission_s": m.wall_s / n,
+                "per_minute": 60 * n / m.wall_s,
                 "first_result_s": done[0] if done else None,
             }
             if len(done) >= 8:
                 q = len(done) // 4
                 # seconds per submission within each quarter of the completions (after the first result)
-                row["quarters_s_per_sub"] = [(done[min(len(done) - 1, (k + 1) * q - 1)] - done[max(0, k * q - 1)]) / (q if k else max(1, q - 1)) for k in range(4)]
+                row["quarters_s_per_sub"] = [
+                    (done[min(len(done) - 1, (k + 1) * q - 1)] - done[max(0, k * q - 1)]) / (q if k else max(1, q - 1))
+                    for k in range(4)
+                ]
             results["runs"].append(row)
-            say(f"  class of {n}, --workers {w}: {m.wall_s:.1f} s, {row['per_minute']:.0f} submissions/min ({graded} graded)")
+            say(
+                f"  class of {n}, --workers {w}: {m.wall_s:.1f} s, {row['per_minute']:.0f} submissions/min ({graded} graded)"
+            )
     return results
 
 

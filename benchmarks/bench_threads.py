@@ -184,9 +184,17 @@ def cpu_quota(cpus: float):
                 made = None
         if made is not None:
             yield ["sh", "-c", f'echo $$ > "{made}/cgroup.procs" && exec "$@"', "sh"], how
-        elif shutil.which("systemd-run") and subprocess.run(
-                ["systemd-run", "--scope", "--quiet", "-p", f"CPUQuota={int(cpus * 100)}%", "true"], capture_output=True).returncode == 0:
-            yield ["systemd-run", "--scope", "--quiet", "-p", f"CPUQuota={int(cpus * 100)}%", "--"], f"systemd-run --scope -p CPUQuota={int(cpus * 100)}%"
+        elif (
+            shutil.which("systemd-run")
+            and subprocess.run(
+                ["systemd-run", "--scope", "--quiet", "-p", f"CPUQuota={int(cpus * 100)}%", "true"], capture_output=True
+            ).returncode
+            == 0
+        ):
+            yield (
+                ["systemd-run", "--scope", "--quiet", "-p", f"CPUQuota={int(cpus * 100)}%", "--"],
+                f"systemd-run --scope -p CPUQuota={int(cpus * 100)}%",
+            )
         else:
             yield None, "no quota could be set (neither a cgroup nor systemd-run)"
     finally:
@@ -226,8 +234,21 @@ def measure(workload: str, mode: str, prefix: list[str] | None, args: argparse.N
     before = {"load": loadavg(), "busy": round(threads.busy_cpus(), 2)}
     if prefix is None:
         return {**before, "error": "not measured (no quota)"}
-    cmd = [*prefix, sys.executable, str(Path(__file__).resolve()), "--worker", workload, "--mode", mode,
-           "--steps", str(args.steps), "--tokens", str(args.tokens), "--corpus", args.corpus]
+    cmd = [
+        *prefix,
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        workload,
+        "--mode",
+        mode,
+        "--steps",
+        str(args.steps),
+        "--tokens",
+        str(args.tokens),
+        "--corpus",
+        args.corpus,
+    ]
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", threads.ENV_VAR, "MKL_NUM_THREADS")}
     start = time.perf_counter()
     try:
@@ -237,7 +258,7 @@ def measure(workload: str, mode: str, prefix: list[str] | None, args: argparse.N
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         return {**before, "error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
-    return {**before, **json.loads(lines[-1][len("RESULT "):]), "wall": time.perf_counter() - start}
+    return {**before, **json.loads(lines[-1][len("RESULT ") :]), "wall": time.perf_counter() - start}
 
 
 def best(runs: list[dict]) -> dict:
@@ -301,8 +322,10 @@ def machine() -> str:
                 break
     import torch
 
-    return (f"{cpu}, {os.cpu_count()} cores (affinity {threads.affinity_cpus()}, quota {threads.cgroup_cpu_quota()}), "
-            f"torch {torch.__version__}, Python {platform.python_version()}")
+    return (
+        f"{cpu}, {os.cpu_count()} cores (affinity {threads.affinity_cpus()}, quota {threads.cgroup_cpu_quota()}), "
+        f"torch {torch.__version__}, Python {platform.python_version()}"
+    )
 
 
 def _cell(r: dict, key: str, unit: str = "s") -> str:
@@ -335,7 +358,9 @@ def render(data: dict) -> str:
         for mode in MODES:
             r = data["results"]["train"][s][mode]
             ratio = f"{r['seconds'] / one['seconds']:.2f}x the time" if "error" not in r and "error" not in one else "-"
-            lines.append(f"| {s} | {mode} | {r.get('threads', '-')} | {_cell(r, 'tokens_per_s', 'tok/s')} | {_cell(r, 'seconds')} | {ratio} | {r['load']:.2f} | {r['busy']:.2f} |")
+            lines.append(
+                f"| {s} | {mode} | {r.get('threads', '-')} | {_cell(r, 'tokens_per_s', 'tok/s')} | {_cell(r, 'seconds')} | {ratio} | {r['load']:.2f} | {r['busy']:.2f} |"
+            )
     lines += [
         "",
         f"## 07 demo cell: `generate` and `generate_cached`, {a['tokens']} new tokens, block 256 (seconds, lower is better)",
@@ -348,7 +373,9 @@ def render(data: dict) -> str:
         for mode in MODES:
             r = data["results"]["kv"][s][mode]
             ratio = f"{r['seconds'] / one['seconds']:.2f}x" if "error" not in r and "error" not in one else "-"
-            lines.append(f"| {s} | {mode} | {r.get('threads', '-')} | {_cell(r, 'generate')} | {_cell(r, 'generate_cached')} | {_cell(r, 'seconds')} | {ratio} | {r['load']:.2f} | {r['busy']:.2f} |")
+            lines.append(
+                f"| {s} | {mode} | {r.get('threads', '-')} | {_cell(r, 'generate')} | {_cell(r, 'generate_cached')} | {_cell(r, 'seconds')} | {ratio} | {r['load']:.2f} | {r['busy']:.2f} |"
+            )
     if data.get("grading"):
         g = data["grading"]
         lines += [
@@ -364,12 +391,18 @@ def render(data: dict) -> str:
         ]
         for row in g["rows"]:
             w, wo = row["with"], row["without"]
-            lines.append(f"| {row['copies']} x reference | {_grade_cell(w)} | {_grade_cell(wo)} | {_scores(w)} | {_scores(wo)} | {w['load']:.2f} / {wo['load']:.2f} |")
+            lines.append(
+                f"| {row['copies']} x reference | {_grade_cell(w)} | {_grade_cell(wo)} | {_scores(w)} | {_scores(wo)} | {w['load']:.2f} / {wo['load']:.2f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
 def _grade_cell(r: dict) -> str:
-    return r["error"] if "error" in r and "wall" not in r else f"{r['wall']:.1f} s" + (f" ({r['error']})" if "error" in r else "")
+    return (
+        r["error"]
+        if "error" in r and "wall" not in r
+        else f"{r['wall']:.1f} s" + (f" ({r['error']})" if "error" in r else "")
+    )
 
 
 def _scores(r: dict) -> str:
@@ -398,9 +431,16 @@ def main(argv: list[str] | None = None) -> int:
         return worker(args)
 
     started = time.perf_counter()
-    data = {"command": "python benchmarks/bench_threads.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M"), "args": vars(args), "load_before": loadavg(),
-            "situations": args.situations, "results": {w: {s: {} for s in args.situations} for w in WORKLOADS}, "quota_how": "not used"}
+    data = {
+        "command": "python benchmarks/bench_threads.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "args": vars(args),
+        "load_before": loadavg(),
+        "situations": args.situations,
+        "results": {w: {s: {} for s in args.situations} for w in WORKLOADS},
+        "quota_how": "not used",
+    }
     for s in args.situations:
         for workload in args.workloads:
             runs: dict[str, list] = {m: [] for m in MODES}
@@ -424,7 +464,9 @@ def main(argv: list[str] | None = None) -> int:
                 row = {"copies": copies}
                 for rule in (True, False):
                     with cpu_quota(args.grade_quota) as (prefix, how):
-                        row["with" if rule else "without"] = r = grade(paths, rule, prefix, Path(tmp) / f"out-{copies}-{rule}", args.limit * 2)
+                        row["with" if rule else "without"] = r = grade(
+                            paths, rule, prefix, Path(tmp) / f"out-{copies}-{rule}", args.limit * 2
+                        )
                     print(f"grade {copies} {'with' if rule else 'without'} {json.dumps(r)}", flush=True)
                 rows.append(row)
         data["grading"] = {"quota_cpus": args.grade_quota, "quota_how": how, "rows": rows}

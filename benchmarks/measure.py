@@ -37,6 +37,7 @@ def tool_env(**extra: str) -> dict[str, str]:
 
 # --- the process tree -------------------------------------------------------------------
 
+
 def _children(pid: int) -> list[int]:
     out: list[int] = []
     try:
@@ -102,13 +103,20 @@ class Measured:
     output: str = ""
 
 
-def run_measured(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None, timeout: float = 900, interval: float = 0.05) -> Measured:
+def run_measured(
+    cmd: list[str], *, cwd: Path | None = None, env: dict | None = None, timeout: float = 900, interval: float = 0.05
+) -> Measured:
     """Run ``cmd`` to completion; its wall time, peak tree memory and largest process."""
     read_fd, write_fd = os.pipe()
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-I", "-S", "-c", _SHIM, str(write_fd), *cmd], cwd=cwd, env=env or tool_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,),
+        [sys.executable, "-I", "-S", "-c", _SHIM, str(write_fd), *cmd],
+        cwd=cwd,
+        env=env or tool_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        pass_fds=(write_fd,),
     )
     os.close(write_fd)
     peak = [0.0]
@@ -148,6 +156,7 @@ def median(values: list[float]) -> float:
 
 
 # --- the machine and the load -------------------------------------------------------------
+
 
 def cpu_model() -> str:
     try:
@@ -228,7 +237,7 @@ class LoadMonitor:
             self.samples.append((time.perf_counter() - self._t0, loadavg()[0]))
             self._stop.wait(self.every)
 
-    def start(self) -> "LoadMonitor":
+    def start(self) -> LoadMonitor:
         self._thread.start()
         return self
 
@@ -237,7 +246,11 @@ class LoadMonitor:
 
     def window(self, start: float, end: float) -> dict:
         """Mean and max of the samples taken between ``start`` and ``end`` (seconds from the start)."""
-        values = [v for t, v in self.samples if start <= t <= end] or [v for t, v in self.samples if t <= end][-1:] or [float("nan")]
+        values = (
+            [v for t, v in self.samples if start <= t <= end]
+            or [v for t, v in self.samples if t <= end][-1:]
+            or [float("nan")]
+        )
         return {"mean": sum(values) / len(values), "max": max(values)}
 
     def stop(self) -> dict:

@@ -33,8 +33,8 @@ import math
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -161,7 +161,7 @@ def run(
     train_ids: torch.Tensor,
     val_ids: torch.Tensor,
     vocab_size: int,
-    recipe: Recipe = Recipe(),
+    recipe: Recipe | None = None,
     probe: Callable[[int, nn.Module], None] | None = None,
     probe_every: int = 0,
     verbose: bool = False,
@@ -172,7 +172,7 @@ def run(
     multiple of ``probe_every`` and after the last one; the time it takes is not
     counted. ``evals`` lists nanoGPT's own ``(iter, train loss, val loss)`` estimates.
     """
-    r = recipe
+    r = recipe or Recipe()
     torch.manual_seed(r.seed)
     train = np.asarray(train_ids, dtype=np.uint16)
     val = np.asarray(val_ids, dtype=np.uint16)
@@ -242,7 +242,13 @@ def run(
             if losses["val"] < best_val:
                 best_val = losses["val"]
                 if iter_num > 0:
-                    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iter_num": iter_num, "best_val_loss": best_val, "config": vars(r)}
+                    checkpoint = {
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "iter_num": iter_num,
+                        "best_val_loss": best_val,
+                        "config": vars(r),
+                    }
                     torch.save(checkpoint, os.path.join(out_dir, "ckpt.pt"))
         _, loss = model(X, Y)
         X, Y = get_batch("train")

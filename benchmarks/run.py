@@ -22,7 +22,7 @@ import shlex
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,6 +36,7 @@ CHECK_GOAL_S = 2.0
 
 
 # --- rendering ----------------------------------------------------------------------------
+
 
 def _s(x: float | None, digits: int = 2) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
@@ -74,7 +75,10 @@ def render_machine(m: dict, load: dict, command: str, started: str, took_s: floa
         f"| tokenizers | {m['tokenizers']} |",
         f"| nbclient | {m['nbclient']} |",
         f"| load average (1 min) | {load['before']:.2f} before the run; during it min {load['min']:.2f}, mean {load['mean']:.2f}, max {load['max']:.2f} ({load['samples']} samples, every 5 s); {load['after']:.2f} after |",
-        *(f"| load during section {name} | mean {v['mean']:.2f}, max {v['max']:.2f} ({v['minutes']:.1f} min) |" for name, v in load.get("sections", {}).items()),
+        *(
+            f"| load during section {name} | mean {v['mean']:.2f}, max {v['max']:.2f} ({v['minutes']:.1f} min) |"
+            for name, v in load.get("sections", {}).items()
+        ),
         "",
         "The load average counts the benchmark itself (one to two busy processes while a tool",
         "runs): on 2 cores, a load near 2 means the machine was otherwise idle.",
@@ -84,8 +88,12 @@ def render_machine(m: dict, load: dict, command: str, started: str, took_s: floa
 
 
 # (key in RESULTS.json, the column's name in the text, its short name in the table)
-COLUMNS = (("gptcourse", "gptcourse", "gptcourse"), ("gradescope", "Gradescope zip", "zip"),
-           ("otter", "otter (public, in kernel)", "otter"), ("nbgrader", "nbgrader", "nbgrader"))
+COLUMNS = (
+    ("gptcourse", "gptcourse", "gptcourse"),
+    ("gradescope", "Gradescope zip", "zip"),
+    ("otter", "otter (public, in kernel)", "otter"),
+    ("nbgrader", "nbgrader", "nbgrader"),
+)
 
 
 def _of(score, most) -> str:
@@ -107,7 +115,7 @@ def render_grading(r: dict) -> str:
     lines = [
         "## 1. Grading one submission of each stage",
         "",
-        f"Wall time on the stage's reference answers, the median of each tool's runs: two, a third",
+        "Wall time on the stage's reference answers, the median of each tool's runs: two, a third",
         f"only when the first two differ by more than {r.get('agree', 0.1):.0%}, one only for a tool whose first run took over {r.get('slow_single_s', 20):g} s",
         "(runs interleaved: gptcourse, Gradescope zip, otter, nbgrader, then again). Memory: the peak of the summed PSS of the",
         "command's whole process tree (sampled every 50 ms; shared pages counted once); in",
@@ -127,7 +135,7 @@ def render_grading(r: dict) -> str:
         "  grading natively, as an instructor who wraps the course in otter would (`benchmarks/plain_otter.py`):",
         "  an otter autograder zip (`otter_config.json`, OK-format `tests/<question>.py`) whose test for each",
         "  question runs that question's **public tests only**, in the student's kernel, through the notebook's",
-        "  own harness (`run_public`, what `check(\"question\")` runs), and expects the question's public points; the check,",
+        '  own harness (`run_public`, what `check("question")` runs), and expects the question\'s public points; the check,',
         "  demonstration and training cells are tagged `otter_ignore`. No hidden tests, no confinement: otter",
         "  does less work here than the other columns, and its score is out of the public points only.",
         "- **nbgrader**: `nbgrader autograde S --force` in a temporary course made from `release/nbgrader`",
@@ -137,37 +145,68 @@ def render_grading(r: dict) -> str:
         "",
         "In the table, *zip* is the Gradescope zip and *otter* otter running the public tests in the kernel.",
         "",
-        "| stage | " + " | ".join(f"{short} s" + ("" if key == "gptcourse" else f" | gptcourse / {short}") for key, _, short in COLUMNS)
-        + " | " + " | ".join(f"peak MiB {short}" for _, _, short in COLUMNS) + " | score (" + " / ".join(short for _, _, short in COLUMNS) + ") |",
+        "| stage | "
+        + " | ".join(
+            f"{short} s" + ("" if key == "gptcourse" else f" | gptcourse / {short}") for key, _, short in COLUMNS
+        )
+        + " | "
+        + " | ".join(f"peak MiB {short}" for _, _, short in COLUMNS)
+        + " | score ("
+        + " / ".join(short for _, _, short in COLUMNS)
+        + ") |",
         "|---|" + "---:|" * (2 * len(COLUMNS) - 1) + "---:|" * len(COLUMNS) + "---|",
     ]
     keys = [key for key, _, _ in COLUMNS]
     for sid, e in r["stages"].items():
         g = e["gptcourse"]["wall_s"]
-        cells = [f"{_s(e[k]['wall_s'])}" + ("" if k == "gptcourse" else f" | **{_ratio(g, e[k]['wall_s'])}**") for k in keys]
+        cells = [
+            f"{_s(e[k]['wall_s'])}" + ("" if k == "gptcourse" else f" | **{_ratio(g, e[k]['wall_s'])}**") for k in keys
+        ]
         mem = [f"{e[k]['tree_peak_mib']:.0f} ({e[k]['max_rss_mib']:.0f})" for k in keys]
         score = " / ".join(_of(e["scores"].get(k), e.get("max", {}).get(k)) for k in keys)
         lines.append(f"| {sid} | " + " | ".join(cells) + " | " + " | ".join(mem) + f" | {score} |")
     total = {k: sum(e[k]["wall_s"] for e in r["stages"].values()) for k in keys}
-    lines.append("| all stages | " + " | ".join(f"{total[k]:.2f}" + ("" if k == "gptcourse" else f" | **{_ratio(total['gptcourse'], total[k])}**") for k in keys)
-                 + " |" + " |" * (len(COLUMNS) + 1))
+    lines.append(
+        "| all stages | "
+        + " | ".join(
+            f"{total[k]:.2f}" + ("" if k == "gptcourse" else f" | **{_ratio(total['gptcourse'], total[k])}**")
+            for k in keys
+        )
+        + " |"
+        + " |" * (len(COLUMNS) + 1)
+    )
     lines += ["", "\"gptcourse / X\": gptcourse's time over X's (below 1: gptcourse is faster).", ""]
     short = not_full_marks(r)
     if short:
-        lines += ["**Not full marks on the reference** (a problem to look into):", ""] + [f"- {x}" for x in short] + [""]
+        lines += (
+            ["**Not full marks on the reference** (a problem to look into):", ""] + [f"- {x}" for x in short] + [""]
+        )
     else:
         lines += ["The reference earned full marks from every tool in every run (otter: full public points).", ""]
     lines += ["Every run, in seconds (" + "; ".join(name for _, name, _ in COLUMNS) + "):", ""]
     for sid, e in r["stages"].items():
-        lines.append(f"- {sid}: " + "; ".join(str(e[k]["runs"]) for k in keys) + ("" if all(e[k]["ok"] for k in keys) else " (a run failed: see RESULTS.json)"))
+        lines.append(
+            f"- {sid}: "
+            + "; ".join(str(e[k]["runs"]) for k in keys)
+            + ("" if all(e[k]["ok"] for k in keys) else " (a run failed: see RESULTS.json)")
+        )
     for sid, e in r["stages"].items():
         sc = e["scores"]
         if sc.get("nbgrader") is not None and sc.get("gptcourse") is not None and sc["nbgrader"] != sc["gptcourse"]:
-            lines += ["", f"**nbgrader's score differs on {sid}** ({_score(sc['nbgrader'])} against {_score(sc['gptcourse'])}, on the reference answers). nbgrader gives 0 to a grade cell with an error or any output on stderr; the autograded notebook shows:", ""]
-            lines += [f"- `{z}`" for z in e.get("nbgrader_zeroed", [])] or ["- no such cell: see the autograded notebook"]
+            lines += [
+                "",
+                f"**nbgrader's score differs on {sid}** ({_score(sc['nbgrader'])} against {_score(sc['gptcourse'])}, on the reference answers). nbgrader gives 0 to a grade cell with an error or any output on stderr; the autograded notebook shows:",
+                "",
+            ]
+            lines += [f"- `{z}`" for z in e.get("nbgrader_zeroed", [])] or [
+                "- no such cell: see the autograded notebook"
+            ]
     gens = [e.get("nbgrader_generate_s") for e in r["stages"].values() if e.get("nbgrader_generate_s")]
     if gens:
-        lines += ["", f"`nbgrader generate_assignment`, which nbgrader needs once per stage before any autograde: {min(gens):.1f}-{max(gens):.1f} s a stage."]
+        lines += [
+            "",
+            f"`nbgrader generate_assignment`, which nbgrader needs once per stage before any autograde: {min(gens):.1f}-{max(gens):.1f} s a stage.",
+        ]
     if "otter_doctests" in r:
         p = r["otter_doctests"]
         e = r["stages"][p["stage"]]
@@ -234,7 +273,9 @@ def render_class(r: dict, heavy: bool = False) -> str:
                 f"{big['n']} cost {big['per_submission_s']:.2f} s each; the {big['n'] - small['n']} extra ones cost {marginal:.2f} s each."
             )
     if (1, 100) in by and (2, 100) in by:
-        notes.append(f"- Two workers against one, 100 submissions: {by[(1, 100)]['wall_s'] / by[(2, 100)]['wall_s']:.2f}x the throughput (2 cores).")
+        notes.append(
+            f"- Two workers against one, 100 submissions: {by[(1, 100)]['wall_s'] / by[(2, 100)]['wall_s']:.2f}x the throughput (2 cores)."
+        )
     lines += ["", *notes, ""]
     return "\n".join(lines)
 
@@ -245,7 +286,7 @@ def render_checks(r: dict) -> str:
         "",
         "Each stage's reference notebook in a fresh `python3` kernel through nbclient (demonstration",
         "and training cells left out). *Loading*: every cell before the first check (harness,",
-        "imports, given code, answers), after the kernel started. Each `check(\"question\")` cell is",
+        'imports, given code, answers), after the kernel started. Each `check("question")` cell is',
         f"timed from the execute request to its reply: the first run, and a second one when the first took under 5 s. Goal: under {CHECK_GOAL_S:g} s.",
         "",
         "| stage | kernel start s | loading s | checks | median first run s | slowest check | its first run s | under 2 s |",
@@ -265,10 +306,14 @@ def render_checks(r: dict) -> str:
     lines += [""]
     if over:
         lines += ["Checks over the goal:", ""]
-        lines += [f"- {sid} `{c['cell']}`: {c['first_s']:.2f} s first run" + (f", {c['second_s']:.2f} s again" if c["second_s"] is not None else "") for sid, c in over]
+        lines += [
+            f"- {sid} `{c['cell']}`: {c['first_s']:.2f} s first run"
+            + (f", {c['second_s']:.2f} s again" if c["second_s"] is not None else "")
+            for sid, c in over
+        ]
         lines.append("")
     if failed:
-        lines += ["Checks that did not report \"public tests passed\" on the reference (a problem):", ""]
+        lines += ['Checks that did not report "public tests passed" on the reference (a problem):', ""]
         lines += [f"- {sid} `{c['cell']}`: {c['report']}" for sid, c in failed]
         lines.append("")
     lines += [
@@ -277,10 +322,17 @@ def render_checks(r: dict) -> str:
         "project's 2-core machine (2026-11-23, same sources), while other test suites ran (load average",
         "3-5), `training_works` took 2.7, 4.2 and 13.5 s, and nbgrader's autograde of 07 29-36 s.",
         "",
-        "<details><summary>Every check cell (first run; second run)</summary>", "",
+        "<details><summary>Every check cell (first run; second run)</summary>",
+        "",
     ]
     for sid, e in r.items():
-        lines.append(f"- {sid}: " + ", ".join(f"`{c['cell']}` {c['first_s']:.3f}" + (f"; {c['second_s']:.3f}" if c["second_s"] is not None else "") for c in e["checks"]))
+        lines.append(
+            f"- {sid}: "
+            + ", ".join(
+                f"`{c['cell']}` {c['first_s']:.3f}" + (f"; {c['second_s']:.3f}" if c["second_s"] is not None else "")
+                for c in e["checks"]
+            )
+        )
     lines += ["", "</details>", ""]
     return "\n".join(lines)
 
@@ -296,14 +348,14 @@ def render_bpe(r: dict) -> str:
         "",
         "- **ours**: `solutions.bpe.train_bpe(text, N)`, single-threaded Python, incremental (recounts only",
         "  the words a merge changes; a heap of counts).",
-        "- **Hugging Face tokenizers**: `BpeTrainer(vocab_size=V0 + N, end_of_word_suffix=\"</w>\")` on",
-        "  `models.BPE(end_of_word_suffix=\"</w>\")`, fed the text's lines; V0 is its initial alphabet, so it",
+        '- **Hugging Face tokenizers**: `BpeTrainer(vocab_size=V0 + N, end_of_word_suffix="</w>")` on',
+        '  `models.BPE(end_of_word_suffix="</w>")`, fed the text\'s lines; V0 is its initial alphabet, so it',
         "  learns N merges (counted). `Whitespace` is the pre-tokeniser the issue names (it also splits",
         "  punctuation off words); `WhitespaceSplit` gives exactly our words. Its segmentation differs",
         "  from ours (it glues the suffix onto each word's last character, and breaks ties its own",
-        "  way), so this compares speed only. Rust; \"all cores\" is its default thread pool,",
-        "  \"1 thread\" is `TOKENIZERS_PARALLELISM=false`.",
-        f"- **naive**: recount every pair of every word, then merge, once per merge (`count_pairs` +",
+        '  way), so this compares speed only. Rust; "all cores" is its default thread pool,',
+        '  "1 thread" is `TOKENIZERS_PARALLELISM=false`.',
+        "- **naive**: recount every pair of every word, then merge, once per merge (`count_pairs` +",
         f"  `merge_pair` of the reference). Not run to the end: timed on windows of {nv['window']} merges",
         f"  starting after {', '.join(str(k) for k in nv['per_merge_s'])} merges (per merge: "
         + ", ".join(f"{v * 1000:.0f}" for v in nv["per_merge_s"].values())
@@ -330,7 +382,7 @@ def render_bpe(r: dict) -> str:
     lines.append(row("naive loop (estimated)", naive))
     lines += [
         "",
-        "\"time ÷ ours\": the learner's time over ours (below 1: faster than ours; above 1: slower).",
+        '"time ÷ ours": the learner\'s time over ours (below 1: faster than ours; above 1: slower).',
         "",
     ]
     return "\n".join(lines)
@@ -343,36 +395,62 @@ def render_summary(data: dict) -> str:
         st = g["stages"]
         for key, name, _ in COLUMNS[1:]:
             ratios = {sid: e["gptcourse"]["wall_s"] / e[key]["wall_s"] for sid, e in st.items()}
-            lines.append(f"- **gptcourse grade / {name}** (one submission, median of 1-3 runs): " + ", ".join(f"{sid[:2]} {x:.2f}" for sid, x in ratios.items()) + ".")
+            lines.append(
+                f"- **gptcourse grade / {name}** (one submission, median of 1-3 runs): "
+                + ", ".join(f"{sid[:2]} {x:.2f}" for sid, x in ratios.items())
+                + "."
+            )
         short = not_full_marks(g)
-        lines.append("- The reference earned full marks from every tool on every stage (otter: the public points)." if not short
-                     else "- **Not full marks on the reference**: " + "; ".join(short) + ".")
+        lines.append(
+            "- The reference earned full marks from every tool on every stage (otter: the public points)."
+            if not short
+            else "- **Not full marks on the reference**: " + "; ".join(short) + "."
+        )
         if "otter_doctests" in g:
             p = g["otter_doctests"]["stage"]
             e = st[p]
-            lines.append(f"- otter with hand-written doctests, stage {p[:2]}: {e['otter_doctests']['wall_s']:.1f} s; gptcourse grade {e['gptcourse']['wall_s']:.1f} s ({e['gptcourse']['wall_s'] / e['otter_doctests']['wall_s']:.2f}x).")
+            lines.append(
+                f"- otter with hand-written doctests, stage {p[:2]}: {e['otter_doctests']['wall_s']:.1f} s; gptcourse grade {e['gptcourse']['wall_s']:.1f} s ({e['gptcourse']['wall_s'] / e['otter_doctests']['wall_s']:.2f}x)."
+            )
     c = data.get("class")
     if c:
         by = {(r["workers"], r["n"]): r for r in c["runs"]}
         big = max(r["n"] for r in c["runs"])
-        parts = [f"--workers {w}: {by[(w, big)]['wall_s']:.1f} s, {by[(w, big)]['per_minute']:.0f} per minute" for w in sorted({r['workers'] for r in c['runs']}) if (w, big) in by]
+        parts = [
+            f"--workers {w}: {by[(w, big)]['wall_s']:.1f} s, {by[(w, big)]['per_minute']:.0f} per minute"
+            for w in sorted({r["workers"] for r in c["runs"]})
+            if (w, big) in by
+        ]
         verdict = ""
         quarters = [r.get("quarters_s_per_sub") for r in c["runs"] if r["n"] == big and r.get("quarters_s_per_sub")]
         if quarters:
             growth = max(q[3] / q[0] for q in quarters if q[0] > 0) if any(q[0] > 0 for q in quarters) else float("nan")
-            verdict = (f" The last quarter of the class cost at most {growth:.2f}x the first per submission: "
-                       + ("the cost per submission does not grow with the class." if growth <= 1.25 else "the cost per submission GROWS with the class."))
+            verdict = f" The last quarter of the class cost at most {growth:.2f}x the first per submission: " + (
+                "the cost per submission does not grow with the class."
+                if growth <= 1.25
+                else "the cost per submission GROWS with the class."
+            )
         lines.append(f"- **A class of {big}** ({c['stage'][:2]}): " + "; ".join(parts) + "." + verdict)
     h = data.get("class_heavy")
     if h:
-        lines.append(f"- {h['stage']}, {h['runs'][0]['n']} submissions: " + "; ".join(f"--workers {r['workers']}: {r['wall_s']:.1f} s ({r['per_minute']:.1f} per minute)" for r in h["runs"]) + ".")
+        lines.append(
+            f"- {h['stage']}, {h['runs'][0]['n']} submissions: "
+            + "; ".join(
+                f"--workers {r['workers']}: {r['wall_s']:.1f} s ({r['per_minute']:.1f} per minute)" for r in h["runs"]
+            )
+            + "."
+        )
     k = data.get("checks")
     if k:
         allc = [(sid, ch) for sid, e in k.items() for ch in e["checks"]]
         over = [(sid, ch) for sid, ch in allc if ch["first_s"] >= CHECK_GOAL_S]
         lines.append(
             f"- **Check cells**: {len(allc) - len(over)} of {len(allc)} report in under {CHECK_GOAL_S:g} s"
-            + ("" if not over else " (over: " + ", ".join(f"{sid[:2]} `{ch['cell']}` {ch['first_s']:.1f} s" for sid, ch in over) + ")")
+            + (
+                ""
+                if not over
+                else " (over: " + ", ".join(f"{sid[:2]} `{ch['cell']}` {ch['first_s']:.1f} s" for sid, ch in over) + ")"
+            )
             + f"; median {measure.median([ch['first_s'] for _, ch in allc]):.3f} s."
         )
     b = data.get("bpe")
@@ -383,7 +461,9 @@ def render_summary(data: dict) -> str:
             hf = b["hf"].get("WhitespaceSplit, 1 thread", next(iter(b["hf"].values())))[n]["seconds"]
             hf_ws = b["hf"].get("Whitespace, all cores", next(iter(b["hf"].values())))[n]["seconds"]
             naive = b["naive"]["estimated_s"][n]
-            parts.append(f"{n} merges: ours {ours:.2f} s ({b['ours'][n]['merges_per_s']:.0f}/s), {naive / ours:.0f}x faster than the naive loop (estimated {naive:.0f} s); Hugging Face {ours / hf:.1f}x faster than ours (WhitespaceSplit, 1 thread; {ours / hf_ws:.1f}x with Whitespace, all cores)")
+            parts.append(
+                f"{n} merges: ours {ours:.2f} s ({b['ours'][n]['merges_per_s']:.0f}/s), {naive / ours:.0f}x faster than the naive loop (estimated {naive:.0f} s); Hugging Face {ours / hf:.1f}x faster than ours (WhitespaceSplit, 1 thread; {ours / hf_ws:.1f}x with Whitespace, all cores)"
+            )
         lines.append("- **BPE**: " + "; ".join(parts) + ".")
     lines.append("")
     return "\n".join(lines)
@@ -391,36 +471,55 @@ def render_summary(data: dict) -> str:
 
 # --- running ------------------------------------------------------------------------------------
 
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="sections to run (default: all)")
+    parser.add_argument(
+        "--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="sections to run (default: all)"
+    )
     parser.add_argument("--stages", nargs="+", metavar="S", help="stages for sections 1 and 3 (default: all)")
-    parser.add_argument("--repeats", type=int, default=3, help="at most this many runs per tool and stage in section 1 (median)")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="at most this many runs per tool and stage in section 1 (median)"
+    )
     parser.add_argument("--class-stage", default="01_tokenisation", help="the stage of section 2")
     parser.add_argument("--class-sizes", type=int, nargs="+", default=[25, 100])
-    parser.add_argument("--heavy-stage", default="07_gpt", help="a heavier stage graded as a small class too ('' for none)")
+    parser.add_argument(
+        "--heavy-stage", default="07_gpt", help="a heavier stage graded as a small class too ('' for none)"
+    )
     parser.add_argument("--heavy-size", type=int, default=8)
     parser.add_argument("--bpe-merges", type=int, nargs="+", default=[500, 2000])
-    parser.add_argument("--wait-quiet", type=float, default=0, metavar="SECONDS", help="first wait up to this long for a 1-minute load average below 2.5")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="first wait up to this long for a 1-minute load average below 2.5",
+    )
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "RESULTS.md"))
-    parser.add_argument("--render", metavar="RESULTS.json", help="only rewrite --out from figures recorded by an earlier run")
+    parser.add_argument(
+        "--render", metavar="RESULTS.json", help="only rewrite --out from figures recorded by an earlier run"
+    )
     args = parser.parse_args(argv)
     if args.render:
         Path(args.out).write_text(render_all(json.loads(Path(args.render).read_text())))
         print(f"written {args.out} from {args.render}")
         return 0
 
-    from autograder.engine import processes
     from autograder.course import all_stages, get_stage
+    from autograder.engine import processes
 
     processes.become_subreaper()  # anything a graded notebook leaves behind is ours to reap
     given = list(argv if argv is not None else sys.argv[1:])
-    command = "make bench        # = .venv/bin/python benchmarks/run.py" if not given else "python benchmarks/run.py " + " ".join(shlex.quote(a) for a in given)
+    command = (
+        "make bench        # = .venv/bin/python benchmarks/run.py"
+        if not given
+        else "python benchmarks/run.py " + " ".join(shlex.quote(a) for a in given)
+    )
     if args.wait_quiet:
         quiet, waited = measure.wait_for_quiet(max_wait=args.wait_quiet)
         print(f"waited {waited:.0f} s for the load to fall: {'quiet' if quiet else 'still busy, going on'}")
     stages = [get_stage(s) for s in args.stages] if args.stages else all_stages()
-    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
     t0 = time.perf_counter()
     before = measure.loadavg()[0]
     monitor = measure.LoadMonitor().start()
@@ -440,9 +539,13 @@ def main(argv: list[str] | None = None) -> int:
 
             print("== 2. a class")
             t = monitor.now()
-            data["class"] = bench_grading.a_class(get_stage(args.class_stage), work / "class", sizes=tuple(sorted(args.class_sizes)))
+            data["class"] = bench_grading.a_class(
+                get_stage(args.class_stage), work / "class", sizes=tuple(sorted(args.class_sizes))
+            )
             if args.heavy_stage:
-                data["class_heavy"] = bench_grading.a_class(get_stage(args.heavy_stage), work / "class-heavy", sizes=(args.heavy_size,))
+                data["class_heavy"] = bench_grading.a_class(
+                    get_stage(args.heavy_stage), work / "class-heavy", sizes=(args.heavy_size,)
+                )
             sections["2. a class"] = (t, monitor.now())
         if "checks" in args.only:
             from benchmarks import bench_checks
@@ -475,7 +578,10 @@ def main(argv: list[str] | None = None) -> int:
 def render_all(data: dict) -> str:
     """The whole RESULTS.md from the recorded figures (``data`` as RESULTS.json holds them)."""
     data = _int_keys(data)
-    parts = [render_machine(data["machine"], data["load"], data["command"], data["started"], data["seconds"]), render_summary(data)]
+    parts = [
+        render_machine(data["machine"], data["load"], data["command"], data["started"], data["seconds"]),
+        render_summary(data),
+    ]
     if "grading" in data:
         parts.append(render_grading(data["grading"]))
     if "class" in data:

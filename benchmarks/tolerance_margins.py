@@ -34,9 +34,10 @@ import os
 import sys
 import time
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -44,13 +45,13 @@ from torch.overrides import TorchFunctionMode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from autograder.build.notebooks import make_notebook  # noqa: E402
+from autograder.course import all_stages, get_stage, load_cases  # noqa: E402
 from autograder.engine import codec  # noqa: E402
+from autograder.engine.submission import code_cells  # noqa: E402
 from autograder.kit import checks  # noqa: E402
 from autograder.kit.cases import REFERENCE, Namespace  # noqa: E402
 from autograder.kit.runtime import CASE_SEED, reseed  # noqa: E402
-from autograder.build.notebooks import make_notebook  # noqa: E402
-from autograder.engine.submission import code_cells  # noqa: E402
-from autograder.course import all_stages, get_stage, load_cases  # noqa: E402
 
 FIXTURES = ROOT / "release" / "fixtures"
 
@@ -75,7 +76,15 @@ def _map(value: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
 
 def _in_place(func: Any) -> bool:
     name = getattr(func, "__name__", "")
-    return name.endswith("_") and not name.endswith("__") or name in ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__")
+    return (
+        name.endswith("_")
+        and not name.endswith("__")
+        or name in ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__")
+    )
+
+
+def _to_double(t: torch.Tensor) -> torch.Tensor:
+    return t.double() if t.dtype == torch.float32 else t
 
 
 class Float64(TorchFunctionMode):
@@ -84,9 +93,8 @@ class Float64(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if not _in_place(func):
-            up = (lambda t: t.double() if t.dtype == torch.float32 else t)
-            args, kwargs = _map(args, up), _map(kwargs, up)
-        return _map(func(*args, **kwargs), lambda t: t.double() if t.dtype == torch.float32 else t)
+            args, kwargs = _map(args, _to_double), _map(kwargs, _to_double)
+        return _map(func(*args, **kwargs), _to_double)
 
 
 class OnDevice(TorchFunctionMode):
@@ -102,16 +110,17 @@ class OnDevice(TorchFunctionMode):
         if isinstance(generator, torch.Generator) and generator.device.type == "cpu":
             if "device" in kwargs:
                 kwargs["device"] = "cpu"
-            to_cpu = (lambda t: t.cpu())
-            out = func(*_map(args, to_cpu), **_map(kwargs, to_cpu))
+            out = func(*_map(args, torch.Tensor.cpu), **_map(kwargs, torch.Tensor.cpu))
         elif _in_place(func) and args and isinstance(args[0], torch.Tensor):
             here = args[0].device
             out = func(args[0], *_map(args[1:], lambda t: t.to(here)), **_map(kwargs, lambda t: t.to(here)))
             return out
         else:
-            move = (lambda t: t.to(self.device))
-            out = func(*_map(args, move), **_map(kwargs, move))
-        return _map(out, lambda t: t.to(self.device))
+            out = func(*_map(args, self._move), **_map(kwargs, self._move))
+        return _map(out, self._move)
+
+    def _move(self, t: torch.Tensor) -> torch.Tensor:
+        return t.to(self.device)
 
 
 @dataclass
@@ -122,7 +131,10 @@ class Perturbation:
 
 
 def perturbations(device: str) -> list[Perturbation]:
-    out = [Perturbation("baseline", lambda: None), Perturbation("threads", lambda: None, threads=max(2, os.cpu_count() or 2))]
+    out = [
+        Perturbation("baseline", lambda: None),
+        Perturbation("threads", lambda: None, threads=max(2, os.cpu_count() or 2)),
+    ]
     out.append(Perturbation("float64", Float64))
     if device == "cuda":
         if not torch.cuda.is_available():
@@ -176,9 +188,13 @@ def load_expected(stage, cases, names) -> tuple[dict, str]:
     path = FIXTURES / f"{stage.id}.json"
     if path.exists():
         doc = json.loads(path.read_text(encoding="utf-8"))
-        return {key: codec.decode(value) for key, value in doc["values"].items()}, f"fixtures from {path.relative_to(ROOT)}"
+        return {
+            key: codec.decode(value) for key, value in doc["values"].items()
+        }, f"fixtures from {path.relative_to(ROOT)}"
     base = Perturbation("baseline", lambda: None)
-    return {c.key: run_probe(c, names, base) for c in cases if c.expected is REFERENCE}, "fixtures computed here (baseline)"
+    return {
+        c.key: run_probe(c, names, base) for c in cases if c.expected is REFERENCE
+    }, "fixtures computed here (baseline)"
 
 
 @dataclass
@@ -210,7 +226,18 @@ def measure_stage(stage, perts: list[Perturbation]) -> tuple[list[Row], list[str
                 note = "" if pert.name != "baseline" or case.check(got, want, False).passed else "FAILS its check"
                 rows.append(Row(stage.id, case.key, tolerance, pert.name, biggest, allowed, ratio, note))
             except Exception as exc:  # a perturbation this probe cannot run under
-                rows.append(Row(stage.id, case.key, tolerance, pert.name, None, None, None, f"not run: {type(exc).__name__}: {str(exc)[:80]}"))
+                rows.append(
+                    Row(
+                        stage.id,
+                        case.key,
+                        tolerance,
+                        pert.name,
+                        None,
+                        None,
+                        None,
+                        f"not run: {type(exc).__name__}: {str(exc)[:80]}",
+                    )
+                )
     for case in exact:
         want = expected.get(case.key) if case.expected is REFERENCE else case.expected
         for pert in perts[1:]:
@@ -241,7 +268,19 @@ def _fmt_margin(x: float | None) -> str:
 
 def render(rows: list[Row], flips: list[str], markdown: bool) -> str:
     head = ["stage", "test", "tolerance", "perturbation", "max error", "allowed", "margin", "note"]
-    body = [[r.stage, r.test, r.tolerance, r.perturbation, _fmt(r.max_error), _fmt(r.allowed), _fmt_margin(r.margin), r.note] for r in rows]
+    body = [
+        [
+            r.stage,
+            r.test,
+            r.tolerance,
+            r.perturbation,
+            _fmt(r.max_error),
+            _fmt(r.allowed),
+            _fmt_margin(r.margin),
+            r.note,
+        ]
+        for r in rows
+    ]
     lines = []
     if markdown:
         lines.append("| " + " | ".join(head) + " |")
@@ -264,7 +303,9 @@ def render(rows: list[Row], flips: list[str], markdown: bool) -> str:
     lines.append("The ten tightest margins:")
     tight = sorted((r for r in rows if r.margin is not None and not math.isinf(r.margin)), key=lambda r: r.margin)[:10]
     for r in tight:
-        lines.append(f"  {_fmt_margin(r.margin):>8s}  {r.perturbation:9s} {r.stage} | {r.test} ({r.tolerance}; error {_fmt(r.max_error)})")
+        lines.append(
+            f"  {_fmt_margin(r.margin):>8s}  {r.perturbation:9s} {r.stage} | {r.test} ({r.tolerance}; error {_fmt(r.max_error)})"
+        )
     lines.append("")
     lines.append("Exact-match tests whose result changes under a perturbation: " + ("none" if not flips else ""))
     lines += [f"  {f}" for f in flips]
@@ -273,7 +314,9 @@ def render(rows: list[Row], flips: list[str], markdown: bool) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="add the cuda perturbation (default: cpu only)")
+    parser.add_argument(
+        "--device", choices=["cpu", "cuda"], default="cpu", help="add the cuda perturbation (default: cpu only)"
+    )
     parser.add_argument("--stages", nargs="+", help="only these stages (default: every written stage)")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args(argv)
@@ -281,13 +324,18 @@ def main(argv: list[str] | None = None) -> int:
     perts = perturbations(args.device)
     stages = [get_stage(s) for s in args.stages] if args.stages else all_stages()
     all_rows, all_flips = [], []
-    print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, CUDA {torch.version.cuda} "
-          f"({torch.cuda.get_device_name() if args.device == 'cuda' else 'not used'}), "
-          f"TF32 matmul {torch.backends.cuda.matmul.allow_tf32}, perturbations: {', '.join(p.name for p in perts)}")
+    print(
+        f"torch {torch.__version__}, Python {sys.version.split()[0]}, CUDA {torch.version.cuda} "
+        f"({torch.cuda.get_device_name() if args.device == 'cuda' else 'not used'}), "
+        f"TF32 matmul {torch.backends.cuda.matmul.allow_tf32}, perturbations: {', '.join(p.name for p in perts)}"
+    )
     for stage in stages:
         start = time.monotonic()
         rows, flips, source = measure_stage(stage, perts)
-        print(f"{stage.id}: {len({r.test for r in rows})} tolerance tests, {source}, {time.monotonic() - start:.1f} s", file=sys.stderr)
+        print(
+            f"{stage.id}: {len({r.test for r in rows})} tolerance tests, {source}, {time.monotonic() - start:.1f} s",
+            file=sys.stderr,
+        )
         all_rows += rows
         all_flips += flips
     print(render(all_rows, all_flips, args.markdown))

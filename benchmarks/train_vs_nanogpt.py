@@ -81,7 +81,9 @@ def run_baseline(corpus, probe_every: int, threads: int) -> dict:
     recipe = nanogpt_baseline.Recipe()
 
     def train_fn(probe) -> int:
-        out = nanogpt_baseline.run(corpus.train, corpus.val, corpus.vocab_size, recipe, probe=probe, probe_every=probe_every)
+        out = nanogpt_baseline.run(
+            corpus.train, corpus.val, corpus.vocab_size, recipe, probe=probe, probe_every=probe_every
+        )
         return out["steps"] * recipe.batch_size * recipe.block_size
 
     return judged_run("nanoGPT", train_fn, corpus.val, recipe.block_size)
@@ -91,14 +93,30 @@ def run_preset(corpus, probe_every: int, threads: int) -> dict:
     preset = CPU.replace(threads=threads)  # as many as the baseline's (the loop would otherwise follow the thread rule)
 
     def train_fn(probe) -> int:
-        r = loop.run(preset, corpus, torch.device("cpu"), None, progress=False, probe=probe, probe_every=probe_every, log=lambda line: None)
+        r = loop.run(
+            preset,
+            corpus,
+            torch.device("cpu"),
+            None,
+            progress=False,
+            probe=probe,
+            probe_every=probe_every,
+            log=lambda line: None,
+        )
         return r.tokens
 
     return judged_run("preset", train_fn, corpus.val, CPU.block_size)
 
 
-def kv_cache_speedup(block_size: int, new_tokens: int = 500, repeats: int = 3, device: str = "cpu",
-                     n_layer: int = CPU.n_layer, n_head: int = CPU.n_head, n_embd: int = CPU.n_embd) -> dict:
+def kv_cache_speedup(
+    block_size: int,
+    new_tokens: int = 500,
+    repeats: int = 3,
+    device: str = "cpu",
+    n_layer: int = CPU.n_layer,
+    n_head: int = CPU.n_head,
+    n_embd: int = CPU.n_embd,
+) -> dict:
     """Seconds for ``new_tokens`` greedy tokens from a one-token prompt, with and without the cache.
 
     The model has fresh weights (a forward pass takes as long whatever the weights'
@@ -149,7 +167,9 @@ def fmt_time(t: float | None) -> str:
     return f"{t:.1f} s" if t is not None else "not reached"
 
 
-def report(order: list[dict], kv: list[dict], command: str, loads: tuple[str, str], threads: int, probe_every: int) -> str:
+def report(
+    order: list[dict], kv: list[dict], command: str, loads: tuple[str, str], threads: int, probe_every: int
+) -> str:
     """The markdown section: a row per run in the order run, the best runs compared."""
     label = {"nanoGPT": "nanoGPT CPU recipe", "preset": "`--preset cpu`"}
     rows = [
@@ -163,7 +183,9 @@ def report(order: list[dict], kv: list[dict], command: str, loads: tuple[str, st
         verdict = f"The preset did NOT reach val <= {TARGET}."
     else:
         b_time = base["time_to_target"] or base["seconds"]
-        what = f"its time to val <= {TARGET}" if base["time_to_target"] else f"its whole run, which never reached {TARGET}"
+        what = (
+            f"its time to val <= {TARGET}" if base["time_to_target"] else f"its whole run, which never reached {TARGET}"
+        )
         verdict = (
             f"Fastest run of each: the preset reached val <= {TARGET} in {ours['time_to_target']:.1f} s, "
             f"**{b_time / ours['time_to_target']:.2f}x** faster than the nanoGPT recipe ({what}: {b_time:.1f} s); "
@@ -171,7 +193,9 @@ def report(order: list[dict], kv: list[dict], command: str, loads: tuple[str, st
             f"training tokens/s {ours['tokens_per_second']:,.0f} against {base['tokens_per_second']:,.0f} "
             f"({ours['tokens_per_second'] / base['tokens_per_second']:.2f}x)."
         )
-    curves = [f"  - {r['name']}: " + ", ".join(f"{s}: {v:.3f} ({t:.0f} s)" for s, t, v in r["points"]) for r in (base, ours)]
+    curves = [
+        f"  - {r['name']}: " + ", ".join(f"{s}: {v:.3f} ({t:.0f} s)" for s, t, v in r["points"]) for r in (base, ours)
+    ]
     p = CPU
     kv_rows = [
         f"| {k['block_size']} | {k['plain']:.2f} s | {k['cached']:.2f} s | **{k['speedup']:.1f}x** | {'yes' if k['same_tokens'] else 'NO'} |"
@@ -200,7 +224,7 @@ interference only ever slows a run down, so the fastest run of each is compared.
   no dropout, float32, no compile).
 - Preset `cpu`: {p.n_layer}x{p.n_head}x{p.n_embd}, block {p.block_size}, batch {p.batch_size},
   {p.steps} steps, lr {p.lr:g} -> {p.min_lr:g} after {p.warmup} warm-up steps, beta2 {p.beta2},
-  {threads} threads, autocast {p.autocast or 'none'}{' (this CPU has bf16 instructions)' if loop.cpu_has_bf16() else ''} (see `training/presets.py`).
+  {threads} threads, autocast {p.autocast or "none"}{" (this CPU has bf16 instructions)" if loop.cpu_has_bf16() else ""} (see `training/presets.py`).
 - Judged curves of the runs compared (step: val (seconds)):
 {chr(10).join(curves)}
 
@@ -232,7 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=1, help="runs of each (ABBA order from 2)")
     parser.add_argument("--probe-every", type=int, default=100, help="steps between the judge's evaluations")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="threads of both runs (default: torch's)")
+    parser.add_argument(
+        "--threads", type=int, default=torch.get_num_threads(), help="threads of both runs (default: torch's)"
+    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS_training.md"))
     parser.add_argument("--no-write", action="store_true", help="print the report only")
     args = parser.parse_args(argv)
@@ -240,17 +266,28 @@ def main(argv: list[str] | None = None) -> int:
     corpus = prepare("shakespeare")
     if corpus.vocab_size != 65:
         raise SystemExit("this benchmark needs Tiny Shakespeare (set $GPTCOURSE_SHAKESPEARE or go online)")
-    order = ["nanoGPT", "preset"] if args.repeats == 1 else (["nanoGPT", "preset", "preset", "nanoGPT"] * args.repeats)[: 2 * args.repeats]
+    order = (
+        ["nanoGPT", "preset"]
+        if args.repeats == 1
+        else (["nanoGPT", "preset", "preset", "nanoGPT"] * args.repeats)[: 2 * args.repeats]
+    )
     loads = [load()]
     done: list[dict] = []
     for name in order:
         print(f"== {name} (load {load()})", flush=True)
         at_start = load().split(" / ")[0]
-        r = run_baseline(corpus, args.probe_every, args.threads) if name == "nanoGPT" else run_preset(corpus, args.probe_every, args.threads)
+        r = (
+            run_baseline(corpus, args.probe_every, args.threads)
+            if name == "nanoGPT"
+            else run_preset(corpus, args.probe_every, args.threads)
+        )
         r["load"] = at_start
         done.append(r)
-        print(f"   -> to val <= {TARGET}: {fmt_time(r['time_to_target'])}; whole run {r['seconds']:.1f} s; "
-              f"final {r['final_val']:.4f}; {r['tokens_per_second']:,.0f} tokens/s", flush=True)
+        print(
+            f"   -> to val <= {TARGET}: {fmt_time(r['time_to_target'])}; whole run {r['seconds']:.1f} s; "
+            f"final {r['final_val']:.4f}; {r['tokens_per_second']:,.0f} tokens/s",
+            flush=True,
+        )
     torch.set_num_threads(args.threads)
     kv = [kv_cache_speedup(CPU.block_size), kv_cache_speedup(512)]
     for k in kv:

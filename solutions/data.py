@@ -9,6 +9,7 @@ import os
 import urllib.request
 from pathlib import Path
 
+
 def load_corpus(name: str = "shakespeare", cache_dir: str | None = None, offline_ok: bool = True) -> str:
     """Return the text of a corpus: ``"shakespeare"``, ``"default"`` or a file path.
 
@@ -35,14 +36,70 @@ def load_corpus(name: str = "shakespeare", cache_dir: str | None = None, offline
         import warnings
 
         modules = [
-            "abc", "argparse", "asyncio", "base64", "bisect", "calendar", "collections", "csv",
-            "dataclasses", "datetime", "decimal", "difflib", "email", "enum", "fractions", "functools",
-            "glob", "gzip", "hashlib", "heapq", "html", "http", "inspect", "io", "ipaddress", "itertools",
-            "json", "logging", "mailbox", "math", "mimetypes", "operator", "optparse", "os", "pathlib",
-            "pickle", "pprint", "queue", "random", "re", "shlex", "shutil", "socket", "sqlite3",
-            "statistics", "string", "subprocess", "tarfile", "tempfile", "textwrap", "threading",
-            "time", "timeit", "tokenize", "turtle", "typing", "unittest", "urllib", "uuid", "warnings",
-            "wave", "weakref", "xml", "zipfile",
+            "abc",
+            "argparse",
+            "asyncio",
+            "base64",
+            "bisect",
+            "calendar",
+            "collections",
+            "csv",
+            "dataclasses",
+            "datetime",
+            "decimal",
+            "difflib",
+            "email",
+            "enum",
+            "fractions",
+            "functools",
+            "glob",
+            "gzip",
+            "hashlib",
+            "heapq",
+            "html",
+            "http",
+            "inspect",
+            "io",
+            "ipaddress",
+            "itertools",
+            "json",
+            "logging",
+            "mailbox",
+            "math",
+            "mimetypes",
+            "operator",
+            "optparse",
+            "os",
+            "pathlib",
+            "pickle",
+            "pprint",
+            "queue",
+            "random",
+            "re",
+            "shlex",
+            "shutil",
+            "socket",
+            "sqlite3",
+            "statistics",
+            "string",
+            "subprocess",
+            "tarfile",
+            "tempfile",
+            "textwrap",
+            "threading",
+            "time",
+            "timeit",
+            "tokenize",
+            "turtle",
+            "typing",
+            "unittest",
+            "urllib",
+            "uuid",
+            "warnings",
+            "wave",
+            "weakref",
+            "xml",
+            "zipfile",
         ]
         parts: list[str] = []
         with warnings.catch_warnings():  # reading a few deprecated aliases (typing.io) warns
@@ -85,8 +142,11 @@ def load_corpus(name: str = "shakespeare", cache_dir: str | None = None, offline
         if not offline_ok:
             raise
         reason = getattr(exc, "reason", None) or exc
-        print(f"Could not download Tiny Shakespeare ({reason}). Using the default corpus instead: the documentation "
-              f"of Python's standard library, which needs no network. (Set GPTCOURSE_SHAKESPEARE to a local copy to use Shakespeare.)")
+        print(
+            f"Could not download Tiny Shakespeare ({reason}). Using the default corpus instead: the documentation "
+            "of Python's standard library, which needs no network. (Set GPTCOURSE_SHAKESPEARE "
+            "to a local copy to use Shakespeare.)"
+        )
         return load_corpus("default")
     text = verified(data, url)
     cache.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,11 @@ from autograder.course import ROOT, get_stage
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support import submission  # noqa: E402
 
-FAKE_RESULTS = {"score": 999.0, "output": "FORGED", "tests": [{"name": "build_vocab: forged", "score": 999.0, "max_score": 1.0}]}
+FAKE_RESULTS = {
+    "score": 999.0,
+    "output": "FORGED",
+    "tests": [{"name": "build_vocab: forged", "score": 999.0, "max_score": 1.0}],
+}
 
 
 @dataclass(frozen=True)
@@ -93,8 +97,10 @@ TARGETS = {
         "    a, b = x[..., : D // 2], x[..., D // 2 :]  # rotates halves, not interleaved pairs\n"
         "    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)\n"
         "    return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)\n",
-        ("(torch.tensor([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0]]), 10000.0)",
-         "torch.tensor([[1.0, 2.0, 3.0, 4.0], [math.cos(1) - 2 * math.sin(1), math.sin(1) + 2 * math.cos(1), 3 * math.cos(0.01) - 4 * math.sin(0.01), 3 * math.sin(0.01) + 4 * math.cos(0.01)]])"),
+        (
+            "(torch.tensor([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0]]), 10000.0)",
+            "torch.tensor([[1.0, 2.0, 3.0, 4.0], [math.cos(1) - 2 * math.sin(1), math.sin(1) + 2 * math.cos(1), 3 * math.cos(0.01) - 4 * math.sin(0.01), 3 * math.sin(0.01) + 4 * math.cos(0.01)]])",
+        ),
     ),
     "04_masking": Target(
         "shift",
@@ -148,7 +154,8 @@ TARGETS = {
         "        raise ValueError('logits must be (B, V); temperature >= 0, top_k >= 1, top_p in (0, 1]')\n"
         "    return logits.argmax(dim=-1, keepdim=True)  # always greedy\n",
         ("(torch.tensor([[0.5, 3.0, 1.0], [2.0, -1.0, 0.0]]), 0, None, None, None)", "torch.tensor([[1], [0]])"),
-    ),    "08_rnn": Target(
+    ),
+    "08_rnn": Target(
         "tbptt",
         "stream_batches",
         "def stream_batches(data, batch_size):",
@@ -176,8 +183,18 @@ TARGETS = {
 }
 FULL = ("01_tokenisation", "05_multihead")  # the stages that get the whole catalogue
 VERDICT_ATTACKS = (
-    "patch_torch", "patch_tensor_methods", "tensor_subclass", "lookalike", "unpickled", "thief", "settrace",
-    "fake_modules", "patch_engine", "forged_events", "modules_cell", "modules_function",
+    "patch_torch",
+    "patch_tensor_methods",
+    "tensor_subclass",
+    "lookalike",
+    "unpickled",
+    "thief",
+    "settrace",
+    "fake_modules",
+    "patch_engine",
+    "forged_events",
+    "modules_cell",
+    "modules_function",
 )
 
 
@@ -283,17 +300,26 @@ class AlwaysRight(torch.Tensor):
 _before = lambda: None
 """
 
-SUBCLASS = ALWAYS_RIGHT + """
+SUBCLASS = (
+    ALWAYS_RIGHT
+    + """
 _disguise = lambda t: t.as_subclass(AlwaysRight)
-""" + WRAP
+"""
+    + WRAP
+)
 
-UNPICKLED = ALWAYS_RIGHT + """
+UNPICKLED = (
+    ALWAYS_RIGHT
+    + """
 import pickle
 
 _disguise = lambda t: pickle.loads(pickle.dumps(t.as_subclass(AlwaysRight)))  # what an unpickled fake would be
-""" + WRAP
+"""
+    + WRAP
+)
 
-LOOKALIKE = """
+LOOKALIKE = (
+    """
 import torch
 
 
@@ -309,7 +335,9 @@ class LooksRight:
 
 _before = lambda: None
 _disguise = LooksRight
-""" + WRAP
+"""
+    + WRAP
+)
 
 PROJECT_MODULES = """
 import json as _json, sys as _sys
@@ -328,11 +356,16 @@ def _project_modules():
     return found
 """
 
-MODULES_CELL = PROJECT_MODULES + """
+MODULES_CELL = (
+    PROJECT_MODULES
+    + """
 print("MODULES cells " + _json.dumps(_project_modules()))
 """
+)
 
-MODULES_FUNCTION = PROJECT_MODULES + """
+MODULES_FUNCTION = (
+    PROJECT_MODULES
+    + """
 _reported = []
 
 
@@ -343,7 +376,9 @@ def _before():
 
 
 _disguise = lambda t: t
-""" + WRAP
+"""
+    + WRAP
+)
 
 THIEF = """
 import math, sys as _sys, types as _types, torch
@@ -553,11 +588,14 @@ print("\\n".join(_report))
 print("\\n".join(_found))
 """
 
-READ_IN_FUNCTION = READ_FILES + """
+READ_IN_FUNCTION = (
+    READ_FILES
+    + """
 
 @HEAD@
     raise ValueError("\\n".join(_found)[:100000])
 """
+)
 
 FAKE_FILES = """
 import json, os
@@ -599,15 +637,22 @@ for _obj in gc.get_objects():
 _loot += [f"{name}: {sorted(vars(module))}" for name, module in list(sys.modules.items()) if "hidden" in str(getattr(module, "__file__", ""))]
 """
 
-INTROSPECT_CELL = INTROSPECT + """
+INTROSPECT_CELL = (
+    INTROSPECT
+    + """
 raise RuntimeError(f"FOUND_HIDDEN {len(_loot)} " + "\\n".join(_loot)[:100000])
 """
+)
 
-INTROSPECT_IN_FUNCTION = """
+INTROSPECT_IN_FUNCTION = (
+    """
 @HEAD@
-""" + "\n".join("    " + line for line in INTROSPECT.strip().splitlines()) + """
+"""
+    + "\n".join("    " + line for line in INTROSPECT.strip().splitlines())
+    + """
     raise ValueError(f"FOUND_HIDDEN {len(_loot)} " + "\\n".join(_loot)[:100000])
 """
+)
 
 NETWORK = """
 import socket
@@ -639,7 +684,9 @@ def catalogue(stage_id: str) -> list[Attack]:
         Attack("input_transformer", "same", cells=(INPUT_TRANSFORMER,)),
         Attack("settrace", "at_most", cells=(SETTRACE,)),
         Attack("atexit", "same", cells=(ATEXIT,)),
-        Attack("fake_modules", "at_most", cells=(FAKE_MODULES,)),  # may break the student's own code: torch.optim reads modules it replaces
+        Attack(
+            "fake_modules", "at_most", cells=(FAKE_MODULES,)
+        ),  # may break the student's own code: torch.optim reads modules it replaces
         Attack("patch_engine", "at_most", cells=(PATCH_ENGINE,)),
         Attack("forged_events", "at_most", cells=("# FORGED_EVENTS\n" + FORGED_EVENTS,)),
         Attack("exit_cell", "same", cells=(EXIT_CELL,)),
@@ -703,7 +750,9 @@ def _fill(source: str, stage_id: str, name: str, folder: Path, out: Path, extra:
     return source
 
 
-def write_catalogue(stage_id: str, folder: Path, out: Path, attacks: list[Attack] | None = None, extra: tuple[str, ...] = ()) -> dict[str, Path]:
+def write_catalogue(
+    stage_id: str, folder: Path, out: Path, attacks: list[Attack] | None = None, extra: tuple[str, ...] = ()
+) -> dict[str, Path]:
     """Write the reference, the wrong and broken bases and the attacks as notebooks; return them by name.
 
     ``extra`` adds paths for the reading attacks to try (a Gradescope root, say).

@@ -14,10 +14,10 @@ from typing import Any
 
 import torch
 
-from autograder.build.notebooks import make_notebook
 from autograder.build.fixtures import DEFAULT_DIR
+from autograder.build.notebooks import make_notebook
+from autograder.course import Stage
 from autograder.engine.suites import secret_lines
-from autograder.course import ROOT, Stage
 
 CANARY_FLOAT = 0.123456789
 CANARY_INT = 987654321
@@ -31,7 +31,10 @@ def _notebook_text(stage: Stage) -> str:
 
 def _visible_source(stage: Stage) -> str:
     """What students may see of the tests and the code: the released notebook and the public tests."""
-    notebook = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in make_notebook(stage, "student")["cells"])
+    notebook = "\n".join(
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in make_notebook(stage, "student")["cells"]
+    )
     return notebook + "\n" + stage.public.read_text(encoding="utf-8")
 
 
@@ -77,7 +80,11 @@ def reference_lines(stage: Stage, own_notebook: str) -> list[str]:
     lines = secret_lines([source], shortest=24)
     released = " ".join(_visible_source(stage).split())  # the lesson's text may wrap a line it shows
     starts = ('"""', "'" * 3, "Args", "Returns", "Raises")
-    return [line for line in lines if line not in own_notebook and " ".join(line.split()) not in released and not line.startswith(starts)]
+    return [
+        line
+        for line in lines
+        if line not in own_notebook and " ".join(line.split()) not in released and not line.startswith(starts)
+    ]
 
 
 def canary(value: Any) -> Any:
@@ -99,7 +106,10 @@ def canary(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(canary(v) for v in value)
     if isinstance(value, dict):
-        return {(f"{CANARY_TEXT}-{i}" if isinstance(k, str) else canary(k)): canary(v) for i, (k, v) in enumerate(value.items())}
+        return {
+            (f"{CANARY_TEXT}-{i}" if isinstance(k, str) else canary(k)): canary(v)
+            for i, (k, v) in enumerate(value.items())
+        }
     return value
 
 

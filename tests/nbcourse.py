@@ -32,15 +32,31 @@ def environment() -> dict[str, str]:
 
 def nbgrader(*args, cwd: Path, check: bool = True, timeout: float = 1200) -> subprocess.CompletedProcess:
     """Run ``nbgrader ARGS`` in ``cwd``; fail the test with its log when it fails (unless ``check`` is off)."""
-    done = subprocess.run([str(BIN / "nbgrader"), *map(str, args)], cwd=cwd, env=environment(), capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [str(BIN / "nbgrader"), *map(str, args)],
+        cwd=cwd,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if check and done.returncode != 0:
-        raise AssertionError(f"nbgrader {' '.join(map(str, args))} failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
+        raise AssertionError(
+            f"nbgrader {' '.join(map(str, args))} failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+        )
     return done
 
 
 def gptcourse(*args, cwd: Path, timeout: float = 1200) -> subprocess.CompletedProcess:
     """Run ``gptcourse ARGS`` (the CLI of this checkout); it must exit 0."""
-    done = subprocess.run([sys.executable, "-m", "autograder.cli", *map(str, args)], cwd=cwd, env=environment(), capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder.cli", *map(str, args)],
+        cwd=cwd,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     return done
 
@@ -66,7 +82,9 @@ class Course:
     def submitted(self, student: str, stage_id: str) -> Path:
         return self.root / "submitted" / student / stage_id / f"{stage_id}.ipynb"
 
-    def hand_in(self, student: str, stage_id: str, notebook: dict, when: str = "2025-01-15 10:00:00.000000 UTC") -> Path:
+    def hand_in(
+        self, student: str, stage_id: str, notebook: dict, when: str = "2025-01-15 10:00:00.000000 UTC"
+    ) -> Path:
         """Put a notebook straight into ``submitted/`` (as ``nbgrader collect`` would)."""
         path = self.submitted(student, stage_id)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ runs as, what it can read and write, its limits, and what happens when it pushes
 import json
 import re
 
-SOURCE = r'''
+SOURCE = r"""
 import json, os, resource, socket, sys
 
 def _probe(paths_to_read, paths_to_write, disk_bytes):
@@ -101,7 +101,7 @@ def _probe(paths_to_read, paths_to_write, disk_bytes):
     print("FACTS " + json.dumps(facts), flush=True)
 
 _probe(@READ@, @WRITE@, @DISK@)
-'''
+"""
 
 
 def cell(read: list[str], write: list[str], disk_bytes: int) -> str:

@@ -28,9 +28,10 @@ import itertools
 import math
 import signal
 import types
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -44,7 +45,15 @@ from autograder.kit.runtime import run_probe
 _KEEP = frozenset(dir(builtins)) | {"torch", "nn", "F", "math", "np", "numpy", "self"}
 MIN_STATEMENTS = 3  # a reference unit with fewer significant statements is too small to recognise by structure
 SHARE = 0.6  # the share of a reference unit's statements that makes a function a copy of it
-NEUTRAL = (1, 1.0, -1.0, 0, True, False, None)  # values tried for the parameters a candidate wants beyond the graded function's
+NEUTRAL = (
+    1,
+    1.0,
+    -1.0,
+    0,
+    True,
+    False,
+    None,
+)  # values tried for the parameters a candidate wants beyond the graded function's
 
 
 # ------------------------------------------------------------------ structure
@@ -66,17 +75,28 @@ class _Normalise(ast.NodeTransformer):
         return ast.arg(self._rename(node.arg))
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
-        return self.visit(ast.Assign([node.target], node.value or ast.Constant(None))) if node.value is not None else ast.Pass()
+        return (
+            self.visit(ast.Assign([node.target], node.value or ast.Constant(None)))
+            if node.value is not None
+            else ast.Pass()
+        )
 
 
 def _statements(function: ast.AST) -> list[str]:
     """A function's significant statements, normalised (each on its own, names in order of appearance)."""
     body = list(function.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     out = []
     for stmt in (s for top in body for s in ast.walk(top) if isinstance(s, ast.stmt)):
-        if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef, ast.Pass, ast.Raise)):
+        if isinstance(
+            stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef, ast.Pass, ast.Raise)
+        ):
             continue  # compound statements are compared through the statements they hold; error messages differ by nature
         if sum(1 for _ in ast.walk(stmt)) < 8:
             continue
@@ -99,7 +119,11 @@ def reference_units(stage: Stage) -> list[Unit]:
     units = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in graded:
-            functions = [node] if isinstance(node, ast.FunctionDef) else [n for n in node.body if isinstance(n, ast.FunctionDef)]
+            functions = (
+                [node]
+                if isinstance(node, ast.FunctionDef)
+                else [n for n in node.body if isinstance(n, ast.FunctionDef)]
+            )
             for function in functions:
                 name = node.name if function is node else f"{node.name}.{function.name}"
                 statements = tuple(_statements(function))
@@ -118,7 +142,9 @@ def structural_matches(source: str, filename: str, units: list[Unit]) -> list[st
         for unit in units:
             shared = sum(s in mine for s in unit.statements)
             if shared >= MIN_STATEMENTS and shared >= SHARE * len(unit.statements):
-                found.append(f"{filename}:{node.lineno}: {node.name} holds {shared} of the {len(unit.statements)} statements of the reference {unit.name}")
+                found.append(
+                    f"{filename}:{node.lineno}: {node.name} holds {shared} of the {len(unit.statements)} statements of the reference {unit.name}"
+                )
     return found
 
 
@@ -301,8 +327,15 @@ def _enclosed_definitions(tree: ast.Module) -> list[tuple[ast.AST, list[ast.AST]
             outers += [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     found = []
     for outer in outers:
-        inner = [n for top in outer.body for n in ast.walk(top) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-        inner = [n for n in inner if not any(n in parent.body for parent in inner if isinstance(parent, ast.ClassDef))]  # methods come with their class
+        inner = [
+            n
+            for top in outer.body
+            for n in ast.walk(top)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        ]
+        inner = [
+            n for n in inner if not any(n in parent.body for parent in inner if isinstance(parent, ast.ClassDef))
+        ]  # methods come with their class
         if inner:
             found.append((outer, sorted(inner, key=lambda n: n.lineno)))
     return found
@@ -408,8 +441,14 @@ def _module_hits(candidate: type, recorded: list[ModuleCall]) -> int:
     return hits
 
 
-def behavioural_matches(module: types.ModuleType, graded: dict[str, Callable], calls: dict[str, list], label: str,
-                        source: str | None = None, context: dict | None = None) -> list[str]:
+def behavioural_matches(
+    module: types.ModuleType,
+    graded: dict[str, Callable],
+    calls: dict[str, list],
+    label: str,
+    source: str | None = None,
+    context: dict | None = None,
+) -> list[str]:
     """The module's functions and classes that reproduce a graded function (or the forward of
     a graded nn.Module class) on its recorded calls; with the module's ``source``, also the
     classes and functions defined inside its functions (see ``_nested_candidates``)."""
@@ -424,7 +463,9 @@ def behavioural_matches(module: types.ModuleType, graded: dict[str, Callable], c
                 if inspect.isclass(candidate) and issubclass(candidate, torch.nn.Module):
                     hits = _module_hits(candidate, recorded)
                     if hits >= 2 and hits >= 2 * len(recorded) / 3:
-                        found.append(f"{label}: {candidate_name} reproduces the reference {name} on {hits} of {len(recorded)} recorded forward calls")
+                        found.append(
+                            f"{label}: {candidate_name} reproduces the reference {name} on {hits} of {len(recorded)} recorded forward calls"
+                        )
             continue
         answered = [c for c in recorded if c.raised is None]
         if len({repr(c.result)[:2000] for c in answered}) < 2:
@@ -446,8 +487,10 @@ def behavioural_matches(module: types.ModuleType, graded: dict[str, Callable], c
                     ok, got = _try(candidate, args + fill)
                     hits += ok and same(got, result)
                 if hits >= 2 and hits >= 2 * len(usable) / 3:
-                    found.append(f"{label}: {candidate_name} reproduces the reference {name} on {hits} of {len(usable)} recorded calls"
-                                 + (f" (given {fill} for its extra parameters)" if fill else ""))
+                    found.append(
+                        f"{label}: {candidate_name} reproduces the reference {name} on {hits} of {len(usable)} recorded calls"
+                        + (f" (given {fill} for its extra parameters)" if fill else "")
+                    )
                     break
     return found
 
@@ -465,8 +508,14 @@ def scan_stage(stage: Stage) -> dict:
     names, calls = record_reference_calls(stage)
     for label, path in (("public", stage.public), ("hidden", stage.hidden)):
         module = sys.modules[f"gptcourse_suite_{stage.id}_{label}"]
-        found += behavioural_matches(module, {k: names[k] for k in calls}, calls, f"{stage.id}/{label}.py",
-                                     source=path.read_text(encoding="utf-8"), context=names)
+        found += behavioural_matches(
+            module,
+            {k: names[k] for k in calls},
+            calls,
+            f"{stage.id}/{label}.py",
+            source=path.read_text(encoding="utf-8"),
+            context=names,
+        )
     return {"found": found, "recorded": {name: len(c) for name, c in calls.items()}}
 
 

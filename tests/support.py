@@ -18,12 +18,15 @@ from autograder.course import get_stage
 from autograder.engine import processes
 
 
-
 def _local_shakespeare() -> Path:
     """The test copy of Tiny Shakespeare: ``$GPTCOURSE_SHAKESPEARE``, else the workspace's
     ``shared/data`` beside the checkout, else ``/work/shared/data`` (a clone made elsewhere)."""
     name = "shared/data/tinyshakespeare.txt"
-    candidates = [os.environ.get("GPTCOURSE_SHAKESPEARE", ""), Path(__file__).resolve().parents[2] / name, Path("/work") / name]
+    candidates = [
+        os.environ.get("GPTCOURSE_SHAKESPEARE", ""),
+        Path(__file__).resolve().parents[2] / name,
+        Path("/work") / name,
+    ]
     return next((Path(c) for c in candidates if c and Path(c).is_file()), Path("/work") / name)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring.lint import CatalogueGrades, doctest_problems, lint_stage, static_problems
+from autograder.build.notebooks import harness_module
 from autograder.course import ROOT, all_stages, get_stage
 
 STAGES = [s.id for s in all_stages()]
@@ -29,7 +30,13 @@ def test_every_stage_passes_the_whole_check(stage_id, graded_catalogue):
 
 
 def test_the_command_reports_ok_and_its_exit_status(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "autograder.cli", "check-stage", "01", "--quick"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder.cli", "check-stage", "01", "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("01_tokenisation: OK (static checks; 6 questions")
 
@@ -68,28 +75,39 @@ def test_a_missing_or_misspelt_catalogue_is_an_error_not_an_empty_one(scratch):
 
 def test_too_few_mistakes_for_a_question_are_caught(scratch):
     text = scratch.mistakes.read_text(encoding="utf-8")
-    start = text.index('    Variant("build_vocab", "ids start at 1"')
-    end = text.index('    Variant("build_vocab", "maps returned in the wrong order"')
+    start = text.index('    Variant(\n        "build_vocab",\n        "ids start at 1"')
+    end = text.index('    Variant(\n        "build_vocab",\n        "maps returned in the wrong order"')
     scratch.mistakes.write_text(text[:start] + text[end:], encoding="utf-8")
     assert any("question build_vocab has 3 catalogued mistakes; at least 4" in p for p in static_problems(scratch)[0])
 
 
-@pytest.mark.parametrize("change,expected", [
-    ("suite = Suite(public=True)", "suite = Suite(public=True)\nNOTE = '''pasted'''"),
-    ("from autograder.kit import ", "from autograder.kit import (\n    "),
-    ("suite = Suite(public=True)", "suite = Suite(public=True)\n\n\ndef run_public(*args):\n    return None"),
-])
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        ("suite = Suite(public=True)", "suite = Suite(public=True)\nNOTE = '''pasted'''"),
+        (
+            "from autograder.kit import ",
+            "def _later():\n    from autograder.kit import equal\n\n\nfrom autograder.kit import ",
+        ),
+        ("suite = Suite(public=True)", "suite = Suite(public=True)\n\n\ndef run_public(*args):\n    return None"),
+    ],
+)
 def test_a_public_suite_that_cannot_be_pasted_is_caught(scratch, change, expected):
     text = scratch.public.read_text(encoding="utf-8")
-    if change.startswith("from"):  # a kit import over several lines
-        line = next(l for l in text.splitlines() if l.startswith(change))
-        names = line[len(change):].split(", ")
-        text = text.replace(line, change + "(\n    " + ",\n    ".join(names) + ",\n)")
-    else:
-        text = text.replace(change, expected, 1)
-    scratch.public.write_text(text, encoding="utf-8")
+    scratch.public.write_text(text.replace(change, expected, 1), encoding="utf-8")
     problems = static_problems(scratch)[0]
-    assert any(word in p for p in problems for word in ("three single quotes", "on one line", "defines run_public")), problems
+    assert any(word in p for p in problems for word in ("three single quotes", "at the top", "defines run_public")), (
+        problems
+    )
+
+
+def test_a_kit_import_over_several_lines_is_pasted(scratch):
+    text = scratch.public.read_text(encoding="utf-8")
+    line = next(line for line in text.splitlines() if line.startswith("from autograder.kit import "))
+    names = line[len("from autograder.kit import ") :].split(", ")
+    scratch.public.write_text(text.replace(line, "from autograder.kit import (\n    " + ",\n    ".join(names) + ",\n)"))
+    assert static_problems(scratch)[0] == []
+    assert "from autograder" not in harness_module(scratch)
 
 
 def test_a_docstring_example_that_is_wrong_is_caught():
@@ -100,17 +118,25 @@ def test_a_docstring_example_that_is_wrong_is_caught():
 
 
 def test_the_graded_check_catches_a_mistake_that_earns_full_marks_or_costs_elsewhere(scratch, tmp_path):
-    _replace(scratch.mistakes, "MISTAKES = [", '''MISTAKES = [
+    _replace(
+        scratch.mistakes,
+        "MISTAKES = [",
+        """MISTAKES = [
     Variant("build_vocab", "a correct answer filed as a mistake", {"build_vocab": \'\'\'
         def build_vocab(text):
             chars = sorted(set(text))
             return {c: i for i, c in enumerate(chars)}, dict(enumerate(chars))
     \'\'\'}),
     Variant("encode_decode", "breaks build_vocab too", {"encode": "def encode(text, stoi):\\n    raise ValueError('no')", "build_vocab": "def build_vocab(text):\\n    return {}, {}"}),
-''')
-    _replace(scratch.mistakes, "ALTERNATIVES = [", '''ALTERNATIVES = [
+""",
+    )
+    _replace(
+        scratch.mistakes,
+        "ALTERNATIVES = [",
+        """ALTERNATIVES = [
     Variant("ngram", "not an alternative at all", {"NGramLM": "class NGramLM:\\n    pass"}),
-''')
+""",
+    )
     grades = CatalogueGrades(scratch, tmp_path / "graded")
     report = lint_stage(scratch, grades=grades)
     assert not report.ok and report.graded
@@ -125,7 +151,9 @@ def test_docstring_examples_outside_the_stages_run():
     import autograder
     import solutions.data
 
-    modules = [solutions.data] + [importlib.import_module(i.name) for i in pkgutil.walk_packages(autograder.__path__, "autograder.")]
+    modules = [solutions.data] + [
+        importlib.import_module(i.name) for i in pkgutil.walk_packages(autograder.__path__, "autograder.")
+    ]
     examples = 0
     for module in modules:
         assert doctest_problems(module) == [], module.__name__

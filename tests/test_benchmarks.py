@@ -19,11 +19,15 @@ sys.path.insert(0, str(ROOT))
 from autograder.course import all_stages, get_stage  # noqa: E402
 from benchmarks import bench_bpe, bench_grading, measure, plain_otter, run  # noqa: E402
 
-TEXT = ("low " * 5 + "lowest " * 2 + "newer " * 6 + "wider " * 3 + "new " * 2 + "\n") * 20 + "the quick brown fox jumps over the lazy dog\n" * 7
+TEXT = (
+    "low " * 5 + "lowest " * 2 + "newer " * 6 + "wider " * 3 + "new " * 2 + "\n"
+) * 20 + "the quick brown fox jumps over the lazy dog\n" * 7
 
 
 def test_run_measured_reports_wall_time_memory_and_exit_status():
-    done = measure.run_measured([sys.executable, "-c", "import sys; x = bytearray(60 * 2**20); print('hi'); sys.exit(3)"])
+    done = measure.run_measured(
+        [sys.executable, "-c", "import sys; x = bytearray(60 * 2**20); print('hi'); sys.exit(3)"]
+    )
     assert done.returncode == 3 and done.output.strip() == "hi"
     assert done.wall_s > 0 and done.max_rss_mib >= 60 and done.tree_peak_mib >= 0
     m = measure.machine()
@@ -90,10 +94,12 @@ def test_otter_zip_of_every_stage_runs_the_public_tests_of_each_question(tmp_pat
             asked = []
 
             def run_public(cases, question, names):  # the harness's, as check(question) calls it
-                asked.append((cases, question, names["student_code"]))
-                return earned == public[qid], "a report", earned
+                asked.append((cases, question, names["student_code"]))  # noqa: B023 (called in this iteration only)
+                return earned == public[qid], "a report", earned  # noqa: B023
 
-            harness = types.SimpleNamespace(suite=types.SimpleNamespace(cases="the public cases"), run_public=run_public)
+            harness = types.SimpleNamespace(
+                suite=types.SimpleNamespace(cases="the public cases"), run_public=run_public
+            )
             monkeypatch.setitem(sys.modules, "gptcourse_checks", harness)
             earned = public[qid]
             test.run({"student_code": "here"})
@@ -128,15 +134,30 @@ def test_grading_benchmark_at_tiny_size(tmp_path):
 
 def test_report_renders_from_recorded_figures():
     def one(wall: float, scores: list[float]) -> dict:
-        return {"wall_s": wall, "tree_peak_mib": 300.0, "max_rss_mib": 250.0, "runs": [wall], "scores": scores, "ok": True}
+        return {
+            "wall_s": wall,
+            "tree_peak_mib": 300.0,
+            "max_rss_mib": 250.0,
+            "runs": [wall],
+            "scores": scores,
+            "ok": True,
+        }
 
     stage = {
-        "gptcourse": one(4.0, [32.0]), "gradescope": one(5.0, [32.0]), "otter": one(8.0, [19.0]), "nbgrader": one(6.0, [32.0]),
-        "otter_doctests": one(10.0, [19.0]), "nbgrader_generate_s": 5.0,
+        "gptcourse": one(4.0, [32.0]),
+        "gradescope": one(5.0, [32.0]),
+        "otter": one(8.0, [19.0]),
+        "nbgrader": one(6.0, [32.0]),
+        "otter_doctests": one(10.0, [19.0]),
+        "nbgrader_generate_s": 5.0,
         "scores": {"gptcourse": 32.0, "gradescope": 32.0, "otter": 19.0, "nbgrader": 32.0, "otter_doctests": 19.0},
         "max": {"gptcourse": 32.0, "gradescope": 32.0, "otter": 19.0, "nbgrader": 32.0, "otter_doctests": 19.0},
     }
-    grading = {"repeats": 1, "stages": {"01_tokenisation": stage}, "otter_doctests": {"stage": "01_tokenisation", "cases": 20, "questions": 6}}
+    grading = {
+        "repeats": 1,
+        "stages": {"01_tokenisation": stage},
+        "otter_doctests": {"stage": "01_tokenisation", "cases": 20, "questions": 6},
+    }
     text = run.render_grading(grading)
     assert "| 01_tokenisation | 4.00 | 5.00 | **0.80** | 8.00 | **0.50** | 6.00 | **0.67** |" in text
     assert "| 32/32 / 32/32 / 19/19 / 32/32 |" in text and "full marks from every tool" in text
@@ -147,8 +168,38 @@ def test_report_renders_from_recorded_figures():
     grading["stages"]["01_tokenisation"] = short
     assert run.not_full_marks(grading) == ["01_tokenisation gradescope: 32, 30 of 32"]
     assert "**Not full marks on the reference**" in run.render_grading(grading)
-    row = {"workers": 1, "n": 8, "wall_s": 4.0, "tree_peak_mib": 300.0, "graded": 8, "per_submission_s": 0.5, "per_minute": 120.0, "first_result_s": 3.0, "quarters_s_per_sub": [0.1] * 4}
-    text = run.render_class({"stage": "01_tokenisation", "mix": {"mistake": 4, "empty stub": 2, "reference or alternative": 2}, "runs": [row, {**row, "n": 16, "wall_s": 6.0}]})
+    row = {
+        "workers": 1,
+        "n": 8,
+        "wall_s": 4.0,
+        "tree_peak_mib": 300.0,
+        "graded": 8,
+        "per_submission_s": 0.5,
+        "per_minute": 120.0,
+        "first_result_s": 3.0,
+        "quarters_s_per_sub": [0.1] * 4,
+    }
+    text = run.render_class(
+        {
+            "stage": "01_tokenisation",
+            "mix": {"mistake": 4, "empty stub": 2, "reference or alternative": 2},
+            "runs": [row, {**row, "n": 16, "wall_s": 6.0}],
+        }
+    )
     assert "the 8 extra ones cost 0.25 s each" in text
-    checks = {"01_tokenisation": {"kernel_start_s": 0.5, "loading_s": 2.0, "checks": [{"cell": 'check("a")', "first_s": 2.5, "second_s": 2.0, "report": "a: public tests passed", "passed": True}]}}
+    checks = {
+        "01_tokenisation": {
+            "kernel_start_s": 0.5,
+            "loading_s": 2.0,
+            "checks": [
+                {
+                    "cell": 'check("a")',
+                    "first_s": 2.5,
+                    "second_s": 2.0,
+                    "report": "a: public tests passed",
+                    "passed": True,
+                }
+            ],
+        }
+    }
     assert "Checks over the goal" in run.render_checks(checks)

@@ -6,17 +6,16 @@ import re
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
+from autograder.build.fixtures import fixture_file
 from autograder.build.notebooks import HARNESS_BODY, HARNESS_HEADER, KIT, dumps_notebook, make_notebook, unpack_harness
 from autograder.build.source import SourceError, parse_source
 from autograder.build.stubs import make_stub
-from autograder.build.fixtures import fixture_file
+from autograder.course import ROOT, all_stages
 from autograder.engine.submission import TAG_GIVEN, TAG_HARNESS
 from autograder.kit import PASTED
-from autograder.course import ROOT, all_stages
 
 STAGES = all_stages()
 
@@ -46,7 +45,11 @@ def _body_lines(source: str) -> set[str]:
     """Specific lines of a reference's code: whole statements, docstrings and short lines left out."""
     stub = make_stub(source, "x")
     stub_lines = {line.strip() for line in stub.splitlines()}
-    return {line.strip() for line in source.splitlines() if len(line.strip()) >= 16 and line.strip() not in stub_lines and _statement(line.strip())}
+    return {
+        line.strip()
+        for line in source.splitlines()
+        if len(line.strip()) >= 16 and line.strip() not in stub_lines and _statement(line.strip())
+    }
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
@@ -58,12 +61,21 @@ def test_release_holds_no_solution_hidden_test_or_expected_value(stage):
     """
     from autograder.build.stubs import reference_source
 
-    released = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in (ROOT / "release" / "student" / stage.id).rglob("*") if p.is_file())
+    released = "\n".join(
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in (ROOT / "release" / "student" / stage.id).rglob("*")
+        if p.is_file()
+    )
     notebook = json.loads((ROOT / "release" / "student" / stage.id / f"{stage.id}.ipynb").read_text(encoding="utf-8"))
     code = "\n".join(_readable(cell) for cell in notebook["cells"])
     released += "\n" + code
-    given = {line.strip() for cell in notebook["cells"] if TAG_GIVEN in cell["metadata"].get("tags", []) for line in cell["source"].splitlines()}
-    public = {line.strip() for line in stage.public.read_text(encoding="utf-8").splitlines()}
+    given = {
+        line.strip()
+        for cell in notebook["cells"]
+        if TAG_GIVEN in cell["metadata"].get("tags", [])
+        for line in cell["source"].splitlines()
+    }
+    public = stage.public.read_text(encoding="utf-8")  # released anyway: a hidden line found in it is no leak
     stubs = [b.arg for b in parse_source(stage.source) if b.kind == "stub"]
     assert stubs
     for name in stubs:
@@ -72,7 +84,13 @@ def test_release_holds_no_solution_hidden_test_or_expected_value(stage):
     hidden = stage.hidden.read_text(encoding="utf-8")
     for line in hidden.splitlines():
         line = line.strip()
-        if len(line) >= 24 and not line.startswith(("#", "from ", "import ", '"""')) and _statement(line) and line not in public | given:
+        if (
+            len(line) >= 24
+            and not line.startswith(("#", "from ", "import ", '"""'))
+            and _statement(line)
+            and line not in public
+            and line not in given
+        ):
             assert line not in code, f"hidden test line released: {line!r}"
     values = json.loads(fixture_file(stage).read_text())["values"]  # built first in a clean clone
     assert values
@@ -121,14 +139,22 @@ def test_unclosed_block_is_a_clear_error(tmp_path):
 
 def test_gradescope_zip_layout_and_no_reference_code(tmp_path):
     out = tmp_path / "rel"
-    subprocess.run([sys.executable, "-m", "autograder.cli", "build", "--out", str(out), "--stages", "01_tokenisation"], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "autograder.cli", "build", "--out", str(out), "--stages", "01_tokenisation"],
+        check=True,
+        capture_output=True,
+    )
     with zipfile.ZipFile(out / "gradescope" / "01_tokenisation.zip") as archive:
         names = archive.namelist()
         assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(names)
         assert not any(n.startswith("solutions") for n in names)
         setup = archive.read("setup.sh").decode()
-        assert "set -e" in setup and "import" in setup.splitlines()[-1]
+        assert "set -e" in setup and "--self-check" in setup.splitlines()[-1]
         assert "torch==2.13.0+cpu" in archive.read("requirements.txt").decode()
     assert (out / "nbgrader" / "source" / "01_tokenisation" / "01_tokenisation.ipynb").exists()
-    assert (out / "student" / "01_tokenisation" / "01_tokenisation.ipynb").read_bytes() == (ROOT / "release" / "student" / "01_tokenisation" / "01_tokenisation.ipynb").read_bytes()
-    assert re.search("BEGIN SOLUTION", (out / "nbgrader" / "source" / "01_tokenisation" / "01_tokenisation.ipynb").read_text())
+    assert (out / "student" / "01_tokenisation" / "01_tokenisation.ipynb").read_bytes() == (
+        ROOT / "release" / "student" / "01_tokenisation" / "01_tokenisation.ipynb"
+    ).read_bytes()
+    assert re.search(
+        "BEGIN SOLUTION", (out / "nbgrader" / "source" / "01_tokenisation" / "01_tokenisation.ipynb").read_text()
+    )

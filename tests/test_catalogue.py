@@ -8,7 +8,7 @@ each correct alternative earns full marks.
 import pytest
 
 from autograder.authoring.catalogue import catalogue
-from autograder.course import all_stages, get_stage, questions
+from autograder.course import all_stages, questions
 
 STAGES = [s.id for s in all_stages()]
 
@@ -25,7 +25,9 @@ def _params(kind: int):
 def test_reference_full_marks_and_empty_zero(stage, graded_catalogue):
     graded = graded_catalogue(stage)
     maxima = dict(questions(stage))
-    assert graded.scores("reference") == maxima, [r.message for r in graded.by_name["reference"].results if not r.passed]
+    assert graded.scores("reference") == maxima, [
+        r.message for r in graded.by_name["reference"].results if not r.passed
+    ]
     assert sum(graded.scores("empty").values()) == 0
     assert all(r.message for r in graded.by_name["empty"].results)
 

@@ -35,22 +35,35 @@ TESTS = {
 
 def test_a_table_parses_into_clauses_and_their_tests(tmp_path):
     table = parse_clauses(TABLE)
-    assert table["ngram"][1] == ("n = 1 ignores the context", ["ngram: a unigram model ignores the context", "ngram: the default alpha is add-one"])
+    assert table["ngram"][1] == (
+        "n = 1 ignores the context",
+        ["ngram: a unigram model ignores the context", "ngram: the default alpha is add-one"],
+    )
     path = tmp_path / "clauses.md"
     path.write_text(TABLE)
     assert clause_problems(path, TESTS) == []
     assert clause_counts(path) == {"ngram": (2, 2), "encode": (1, 1)}
 
 
-@pytest.mark.parametrize("change,problem", [
-    ("| an unknown character raises ValueError | `encode: unknown characters` |", "encode: no test covers 'an unknown character raises ValueError'"),
-    ("`encode: unknown characters` |", "'encode: unknown letters' names no test of encode"),
-    ("## encode", "question encode has no clause table"),
-])
+@pytest.mark.parametrize(
+    "change,problem",
+    [
+        (
+            "| an unknown character raises ValueError | `encode: unknown characters` |",
+            "encode: no test covers 'an unknown character raises ValueError'",
+        ),
+        ("`encode: unknown characters` |", "'encode: unknown letters' names no test of encode"),
+        ("## encode", "question encode has no clause table"),
+    ],
+)
 def test_the_checker_refuses_an_uncovered_clause_an_unknown_test_and_a_missing_question(tmp_path, change, problem):
     broken = {
-        "| an unknown character raises ValueError | `encode: unknown characters` |": TABLE.replace("`encode: unknown characters` |", "|"),
-        "`encode: unknown characters` |": TABLE.replace("`encode: unknown characters` |", "`encode: unknown letters` |"),
+        "| an unknown character raises ValueError | `encode: unknown characters` |": TABLE.replace(
+            "`encode: unknown characters` |", "|"
+        ),
+        "`encode: unknown characters` |": TABLE.replace(
+            "`encode: unknown characters` |", "`encode: unknown letters` |"
+        ),
         "## encode": TABLE[: TABLE.index("## encode")],
     }[change]
     path = tmp_path / "clauses.md"
@@ -79,7 +92,10 @@ def clause_table(stage) -> str:
     """A Markdown table of the stage's questions: clauses, tests citing them, and the question's tests."""
     counts = clause_counts(stage.folder / "clauses.md")
     by_question = _tests_by_question(stage)
-    rows = [f"| {stage.id} | {q} | {counts.get(q, (0, 0))[0]} | {counts.get(q, (0, 0))[1]} | {len(by_question[q])} |" for q in by_question]
+    rows = [
+        f"| {stage.id} | {q} | {counts.get(q, (0, 0))[0]} | {counts.get(q, (0, 0))[1]} | {len(by_question[q])} |"
+        for q in by_question
+    ]
     return "\n".join(["| stage | question | clauses | tests cited | tests |", "|---|---|---|---|---|", *rows])
 
 

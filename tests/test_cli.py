@@ -6,10 +6,10 @@ import subprocess
 import sys
 import zipfile
 
-from autograder.engine.suites import secret_lines
-from autograder.course import get_stage
-
 from support import submission
+
+from autograder.course import get_stage
+from autograder.engine.suites import secret_lines
 
 STAGE = "01_tokenisation"
 
@@ -37,7 +37,9 @@ def test_grade_writes_results_and_gradebook_for_any_file_name_and_zip(tmp_path):
     garbage = tmp_path / "not-a-notebook.ipynb"
     garbage.write_text("{this is not json")
     out = tmp_path / "out"
-    done = gptcourse("grade", "--stage", "01", "--out", str(out), "--workers", "2", str(ref), str(empty), str(exported), str(garbage))
+    done = gptcourse(
+        "grade", "--stage", "01", "--out", str(out), "--workers", "2", str(ref), str(empty), str(exported), str(garbage)
+    )
     assert done.returncode == 0, done.stderr
     rows = {r["submission"]: r for r in csv.DictReader((out / "grades.csv").open())}
     maximum = float(rows["(max)"]["total"])
@@ -64,7 +66,9 @@ def test_feedback_and_class_report(tmp_path):
     feedback = (out / "empty" / "feedback.md").read_text()
     assert "Public tests: 0 of" in feedback and "not implemented yet" in feedback
     assert "(hidden," not in feedback
-    assert gptcourse("grade", "--stage", STAGE, "--out", str(out), "--quiet", "--show-hidden", str(empty)).returncode == 0
+    assert (
+        gptcourse("grade", "--stage", STAGE, "--out", str(out), "--quiet", "--show-hidden", str(empty)).returncode == 0
+    )
     shown = (out / "empty" / "feedback.md").read_text()
     assert "(hidden," in shown and "**Hidden tests: 0 of" in shown
     hidden_source = secret_lines([get_stage(STAGE).hidden.read_text()])

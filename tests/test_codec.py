@@ -36,10 +36,19 @@ def test_subclasses_and_foreign_objects_are_marked():
     class Number(int):
         pass
 
-    values = [torch.zeros(2).as_subclass(Sneaky), torch.zeros(2).as_subclass(Tensor), object(), Number(3), torch.nn.Parameter(torch.zeros(2)), Spoof()]
+    values = [
+        torch.zeros(2).as_subclass(Sneaky),
+        torch.zeros(2).as_subclass(Tensor),
+        object(),
+        Number(3),
+        torch.nn.Parameter(torch.zeros(2)),
+        Spoof(),
+    ]
     back = codec.loads(codec.dumps(values))
     assert all(isinstance(b, codec.TensorLike) for b in (back[0], back[1], back[4]))
-    assert all(isinstance(b, codec.Foreign) and not isinstance(b, codec.TensorLike) for b in (back[2], back[3], back[5]))
+    assert all(
+        isinstance(b, codec.Foreign) and not isinstance(b, codec.TensorLike) for b in (back[2], back[3], back[5])
+    )
     assert "a subclass" in tensor_problem(back[0]) and "Sneaky" in tensor_problem(back[0])
     assert "a subclass" in tensor_problem(back[1]) and "Parameter" in tensor_problem(back[4])
     assert tensor_problem(back[5]) == "expected a torch.Tensor, got Foreign"
@@ -90,7 +99,16 @@ def test_a_tensor_without_the_exact_flag_is_refused():
             assert isinstance(back, codec.TensorLike)
 
 
-@pytest.mark.parametrize("bad", ['{"$tensor": {"dtype": "float32", "shape": [5], "data": "AAAA"}}', '{"$pickle": "x"}', '{"a": 1, "b": 2}', "[", '{"$dict": [[[1], 2]]}'])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '{"$tensor": {"dtype": "float32", "shape": [5], "data": "AAAA"}}',
+        '{"$pickle": "x"}',
+        '{"a": 1, "b": 2}',
+        "[",
+        '{"$dict": [[[1], 2]]}',
+    ],
+)
 def test_malformed_data_is_rejected(bad):
     with pytest.raises(codec.DecodeError):
         codec.loads(bad)

@@ -4,10 +4,9 @@ import hashlib
 import socket
 
 import pytest
+from support import SHAKESPEARE
 
 from solutions.data import load_corpus
-
-from support import SHAKESPEARE
 
 
 @pytest.mark.skipif(not SHAKESPEARE.exists(), reason="no local copy of Tiny Shakespeare")

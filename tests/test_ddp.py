@@ -27,10 +27,32 @@ WEIGHT_TOLERANCE = 2e-5
 
 
 def train(out: Path, corpus: Path, launcher: list[str]) -> dict:
-    args = ["train", "--corpus", str(corpus), "--preset", "tiny", "--steps", "24", "--eval-interval", "12",
-            "--batch-size", "16", "--lr", "1e-3", "--autocast", "none", "--out", str(out), "--quiet", "--sample-tokens", "0"]
+    args = [
+        "train",
+        "--corpus",
+        str(corpus),
+        "--preset",
+        "tiny",
+        "--steps",
+        "24",
+        "--eval-interval",
+        "12",
+        "--batch-size",
+        "16",
+        "--lr",
+        "1e-3",
+        "--autocast",
+        "none",
+        "--out",
+        str(out),
+        "--quiet",
+        "--sample-tokens",
+        "0",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([*launcher, "-m", "training", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [*launcher, "-m", "training", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return checkpoint.load(out / "ckpt.pt")
 

@@ -1,15 +1,14 @@
 """The same submission graded ten times gets the same scores and messages, with one worker or two."""
 
 import pytest
-
-from autograder.build.fixtures import stage_tests
-from autograder.reports.folder import grade_into_folder
-from autograder.authoring.catalogue import catalogue
-from autograder.engine.runner import Limits
-from autograder.course import get_stage
-from autograder.authoring.variants import write_variant
-
 from support import submission
+
+from autograder.authoring.catalogue import catalogue
+from autograder.authoring.variants import write_variant
+from autograder.build.fixtures import stage_tests
+from autograder.channels.local.folder import grade_into_folder
+from autograder.course import get_stage
+from autograder.engine.runner import Limits
 
 RUNS = 10
 
@@ -29,7 +28,9 @@ def test_ten_gradings_agree_whatever_the_number_of_workers(stage_id, tmp_path):
     path = _submission(stage_id, tmp_path)
     runs = []
     for workers in (1, 2):
-        graded = grade_into_folder([path] * RUNS, tests, tmp_path / f"out{workers}", Limits(), workers=workers, progress=False)
+        graded = grade_into_folder(
+            [path] * RUNS, tests, tmp_path / f"out{workers}", Limits(), workers=workers, progress=False
+        )
         runs += [[(r.key, r.score, r.message) for r in g.results] for g in graded]
     assert len(runs) == 2 * RUNS
     assert all(run == runs[0] for run in runs)
@@ -48,9 +49,28 @@ def test_set_order_does_not_change_from_one_grading_to_the_next(tmp_path):
     outputs = []
     for run in range(2):
         out = tmp_path / f"run{run}"
-        done = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--stage", "01", "--quiet", "--workers", "1", "--out", str(out), str(path)],
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "autograder.cli",
+                "grade",
+                "--stage",
+                "01",
+                "--quiet",
+                "--workers",
+                "1",
+                "--out",
+                str(out),
+                str(path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         doc = json.loads((out / "set-order" / "results.json").read_text())
-        outputs.append([(t["name"], t["score"], t["output"]) for t in doc["tests"] if t["name"].startswith("build_vocab")])
+        outputs.append(
+            [(t["name"], t["score"], t["output"]) for t in doc["tests"] if t["name"].startswith("build_vocab")]
+        )
     assert outputs[0] == outputs[1]

@@ -10,20 +10,26 @@ show that grading never runs it.
 
 import pytest
 
-from autograder.build.notebooks import make_notebook, write_notebook
-from autograder.build.fixtures import DEFAULT_DIR, stage_tests
-from autograder.reports.folder import grade_into_folder
-from autograder.engine.submission import TAG_TRAIN
-from autograder.engine.runner import Limits
-from autograder.course import get_stage, questions
 from autograder.authoring.variants import variant_notebook
+from autograder.build.fixtures import stage_tests
+from autograder.build.notebooks import make_notebook, write_notebook
+from autograder.channels.local.folder import grade_into_folder
+from autograder.course import get_stage, questions
+from autograder.engine.runner import Limits
+from autograder.engine.submission import TAG_TRAIN
 
 STAGE = get_stage("07_gpt")
 
 # the stub cells left empty in each submission, and the questions that must then score 0
 CASES = {
-    "model-params-sampling-kv": (["GPT", "num_parameters", "sample_next", "generate_cached"], {"model", "params", "sampling", "kv_cache", "training_works"}),
-    "device-train-generate": (["get_device", "train_step", "estimate_loss", "train", "generate"], {"device", "train", "generate", "training_works"}),
+    "model-params-sampling-kv": (
+        ["GPT", "num_parameters", "sample_next", "generate_cached"],
+        {"model", "params", "sampling", "kv_cache", "training_works"},
+    ),
+    "device-train-generate": (
+        ["get_device", "train_step", "estimate_loss", "train", "generate"],
+        {"device", "train", "generate", "training_works"},
+    ),
 }
 
 # if grading ran the long training cell, these names would be gone and every test using them would fail

@@ -12,17 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import submission
 
 from autograder.authoring.catalogue import catalogue
+from autograder.channels.local.folder import write_submission
+from autograder.channels.local.gradebook import CANVAS_COLUMNS
+from autograder.channels.local.identity import identify
+from autograder.channels.local.records import read_folder
+from autograder.channels.local.roster import Student, match, read_roster
 from autograder.reports.class_report import histogram, summarise, write_report
 from autograder.reports.failures import KNOWN_LABELS, UNRECOGNISED, classify
-from autograder.reports.folder import write_submission
-from autograder.reports.gradebook import CANVAS_COLUMNS
-from autograder.reports.identity import identify
-from autograder.reports.records import read_folder
-from autograder.reports.roster import Student, match, read_roster
-
-from support import submission
 
 STAGE = "01_tokenisation"
 
@@ -45,13 +44,26 @@ def test_students_are_named_by_the_layouts_of_lms_and_grader_exports(tmp_path):
     # one of them regraded alone: the file keeps the release's name, so its folder names it
     assert keys(["subs/bob/01_tokenisation.ipynb"]) == ["bob"]
     # nbgrader: submitted/<student>/<assignment>/<notebook>
-    assert keys(["c/submitted/alice/01_tokenisation/01_tokenisation.ipynb", "c/submitted/bob/01_tokenisation/01_tokenisation.ipynb"]) == ["alice", "bob"]
+    assert keys(
+        [
+            "c/submitted/alice/01_tokenisation/01_tokenisation.ipynb",
+            "c/submitted/bob/01_tokenisation/01_tokenisation.ipynb",
+        ]
+    ) == ["alice", "bob"]
     # Canvas's "Download Submissions": name_[LATE_]userid_submissionid_file, resubmissions suffixed -1
-    canvas = identify([Path("dl/smithalice_1234_99_01_tokenisation.ipynb"), Path("dl/jonesbob_LATE_77_100_01_tokenisation-1.ipynb")], STAGE)
-    assert [(i.key, i.lms_id, i.source) for i in canvas] == [("smithalice", "1234", "canvas"), ("jonesbob", "77", "canvas")]
+    canvas = identify(
+        [Path("dl/smithalice_1234_99_01_tokenisation.ipynb"), Path("dl/jonesbob_LATE_77_100_01_tokenisation-1.ipynb")],
+        STAGE,
+    )
+    assert [(i.key, i.lms_id, i.source) for i in canvas] == [
+        ("smithalice", "1234", "canvas"),
+        ("jonesbob", "77", "canvas"),
+    ]
     # Moodle's "Download all submissions", flat or in folders
     assert keys(["dl/Alice Smith_501_assignsubmission_file_01_tokenisation.ipynb"]) == ["Alice Smith"]
-    assert keys(["dl/Bob Jones_502_assignsubmission_file_/lab.ipynb", "dl/Carol Li_503_assignsubmission_file/lab.ipynb"]) == ["Bob Jones", "Carol Li"]
+    assert keys(
+        ["dl/Bob Jones_502_assignsubmission_file_/lab.ipynb", "dl/Carol Li_503_assignsubmission_file/lab.ipynb"]
+    ) == ["Bob Jones", "Carol Li"]
     # files named by their students, side by side
     assert keys(["subs/alice.ipynb", "subs/bob.ipynb"]) == ["alice", "bob"]
     # one file named by a student, in a folder of its own: the file names it
@@ -69,7 +81,7 @@ def test_students_are_named_by_the_layouts_of_lms_and_grader_exports(tmp_path):
 
 def test_a_roster_is_read_plain_or_as_canvas_exports_it(tmp_path):
     plain = tmp_path / "roster.csv"
-    plain.write_text("id,name,email\ns1,Alice Smith,alice@uni.edu\ns2,\"Jones, Bob\",bob@uni.edu\n", encoding="utf-8")
+    plain.write_text('id,name,email\ns1,Alice Smith,alice@uni.edu\ns2,"Jones, Bob",bob@uni.edu\n', encoding="utf-8")
     students = read_roster(plain)
     assert students == [Student("s1", "Alice Smith", "alice@uni.edu"), Student("s2", "Jones, Bob", "bob@uni.edu")]
     assert match("alice", "", students).id == "s1"  # the email's local part
@@ -81,12 +93,16 @@ def test_a_roster_is_read_plain_or_as_canvas_exports_it(tmp_path):
     exported.write_text(
         "\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Tokenisation (555)\n"
         "    Points Possible,,,,,32\n"
-        "\"Smith, Alice\",1234,A001,asmith,Sec 1,\n",
+        '"Smith, Alice",1234,A001,asmith,Sec 1,\n',
         encoding="utf-8",
     )
     assert read_roster(exported) == [Student("1234", "Smith, Alice", "", "A001", "asmith", "Sec 1")]
     assert match("nobody", "1234", read_roster(exported)).id == "1234"  # a Canvas download's user id
-    for text, words in [("name,email\nA,a@x\n", "no id column"), ("id,name\n1,A\n1,B\n", "twice"), ("id,name\n", "no students")]:
+    for text, words in [
+        ("name,email\nA,a@x\n", "no id column"),
+        ("id,name\n1,A\n1,B\n", "twice"),
+        ("id,name\n", "no students"),
+    ]:
         bad = tmp_path / "bad.csv"
         bad.write_text(text, encoding="utf-8")
         with pytest.raises(Exception, match=words):
@@ -118,7 +134,10 @@ def test_regrading_merges_into_the_gradebook_and_the_report_agrees(class_folder,
     done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--only-failed", str(subs))
     assert done.returncode == 0, done.stderr
     assert "not graded again (already at full marks): alice" in done.stdout
-    assert json.loads((out / "bob" / "graded.json").read_text())["graded_at"] >= json.loads((out / "alice" / "graded.json").read_text())["graded_at"]
+    assert (
+        json.loads((out / "bob" / "graded.json").read_text())["graded_at"]
+        >= json.loads((out / "alice" / "graded.json").read_text())["graded_at"]
+    )
 
     shutil.copy(subs / "alice" / f"{STAGE}.ipynb", subs / "bob" / f"{STAGE}.ipynb")  # bob hands in a corrected notebook
     done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--changed", str(subs))
@@ -148,25 +167,42 @@ def test_canvas_download_names_with_a_roster_make_a_canvas_import(class_folder, 
     roster = tmp_path / "export.csv"
     roster.write_text(
         "Student,ID,SIS User ID,SIS Login ID,Section\n    Points Possible,,,,\n"
-        "\"Smith, Alice\",1234,A1,asmith,S1\n\"Jones, Bob\",77,B2,bjones,S1\n\"Li, Carol\",88,C3,cli,S2\n",
+        '"Smith, Alice",1234,A1,asmith,S1\n"Jones, Bob",77,B2,bjones,S1\n"Li, Carol",88,C3,cli,S2\n',
         encoding="utf-8",
     )
     out = tmp_path / "out"
-    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--roster", str(roster), "--canvas-assignment", "Tokenisation (555)", str(download))
+    done = gptcourse(
+        "grade",
+        "--stage",
+        STAGE,
+        "--out",
+        str(out),
+        "--roster",
+        str(roster),
+        "--canvas-assignment",
+        "Tokenisation (555)",
+        str(download),
+    )
     assert done.returncode == 0, done.stderr
     assert "not in the roster (no id in grades.csv, left out of canvas.csv): stray" in done.stdout
     assert "in the roster but not graded: Li, Carol" in done.stdout
     book = rows(out / "grades.csv")
-    assert (book["smithalice"]["id"], book["smithalice"]["name"]) == ("1234", "Smith, Alice") and book["stray"]["id"] == ""
+    assert (book["smithalice"]["id"], book["smithalice"]["name"]) == ("1234", "Smith, Alice") and book["stray"][
+        "id"
+    ] == ""
     with (out / "canvas.csv").open(encoding="utf-8") as handle:
         lines = list(csv.reader(handle))
     assert lines[0] == [*CANVAS_COLUMNS, "Tokenisation (555)"]  # no "Points Possible" or (max) row
-    assert sorted(lines[1:]) == sorted([
-        ["Jones, Bob", "77", "B2", "bjones", "S1", "0"],
-        ["Smith, Alice", "1234", "A1", "asmith", "S1", book["(max)"]["total"]],
-    ])
+    assert sorted(lines[1:]) == sorted(
+        [
+            ["Jones, Bob", "77", "B2", "bjones", "S1", "0"],
+            ["Smith, Alice", "1234", "A1", "asmith", "S1", book["(max)"]["total"]],
+        ]
+    )
     assert (out / "roster.csv").read_bytes() == roster.read_bytes()  # kept for later runs
-    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--quiet", str(download / f"smithalice_1234_901_{STAGE}.ipynb"))
+    done = gptcourse(
+        "grade", "--stage", STAGE, "--out", str(out), "--quiet", str(download / f"smithalice_1234_901_{STAGE}.ipynb")
+    )
     assert done.returncode == 0, done.stderr
     assert rows(out / "grades.csv")["jonesbob"]["id"] == "77"  # the kept roster still names everyone
 
@@ -193,7 +229,9 @@ def test_the_class_report_groups_the_catalogue_by_mistake(graded_catalogue, tmp_
         assert set().union(*(row.students for row in q.mistakes)) == failing if q.mistakes else not failing
         assert q.submissions - q.full_marks == len(failing)
         for row in q.mistakes:  # every row names a mistake or what stopped the code, never a student's values
-            assert row.label in hints or row.label in KNOWN_LABELS or row.label.startswith(("raised ", UNRECOGNISED)), row.label
+            assert row.label in hints or row.label in KNOWN_LABELS or row.label.startswith(("raised ", UNRECOGNISED)), (
+                row.label
+            )
             seen_mistake |= row.kind == "mistake"
     assert seen_mistake
     by_label = {(row.qid, row.label): row for q in report.questions for row in q.mistakes}
@@ -216,6 +254,11 @@ def test_failures_are_named_without_their_values():
     assert len({f.label for f in named}) == 1 and named[0].kind == "mistake"
     assert classify({"output": "did not finish within 2 s (an endless loop, or far too slow)"}).kind == "time"
     assert classify({"output": "not run: the submission used up its 525 s in all"}).kind == "not run"
-    assert classify({"output": "this test ended the process running it (sys.exit, os._exit, a crash or running out of memory)"}).kind == "process"
+    assert (
+        classify(
+            {"output": "this test ended the process running it (sys.exit, os._exit, a crash or running out of memory)"}
+        ).kind
+        == "process"
+    )
     assert classify({"output": "raised ValueError: bad input 7 (in cell 3, line 2: x)"}).label == "raised ValueError"
     assert classify({"output": "values differ at index 4: 0.25 vs 0.5"}).label == UNRECOGNISED

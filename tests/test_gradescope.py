@@ -16,27 +16,26 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from support import make_root, submission
 
-from autograder.build.gradescope_zip import build_gradescope_zip, settings_note
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
+from autograder.build.gradescope_zip import build_gradescope_zip, settings_note
 from autograder.channels.gradescope.settings import GradescopeSettings
 from autograder.course import all_stages, get_stage
 
-from support import make_root, submission
-
 STAGE = "01_tokenisation"
-CHEATS = '''
+CHEATS = """
 import torch, numpy
 torch.allclose = lambda *a, **k: True
 torch.equal = lambda *a, **k: True
 numpy.allclose = lambda *a, **k: True
-'''
-DETACHED_WRITER = '''
+"""
+DETACHED_WRITER = """
 import subprocess, sys
 fake = '{{"score": 999, "tests": [{{"name": "build_vocab: fake", "score": 999, "max_score": 1}}]}}'
 code = "import time\\nfor _ in range(100):\\n    try:\\n        open({target!r}, 'w').write(%r)\\n    except OSError:\\n        pass\\n    time.sleep(0.1)" % fake
 subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
-'''
+"""
 EXIT = "import os\nos._exit(0)"
 
 
@@ -50,7 +49,9 @@ def autograder_zip(tmp_path_factory) -> Path:
 def run_autograder(root: Path) -> tuple[dict, subprocess.CompletedProcess]:
     """Run the zip's run_autograder as Gradescope does, with the root moved by GRADESCOPE_ROOT."""
     env = dict(os.environ, GRADESCOPE_ROOT=str(root), GPTCOURSE_PYTHON=sys.executable)
-    done = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=600
+    )
     return json.loads((root / "results" / "results.json").read_text()), done
 
 
@@ -67,14 +68,33 @@ def test_zip_has_gradescopes_layout_and_no_reference_code(autograder_zip):
         names = set(archive.namelist())
         modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in archive.infolist()}
         text = {n: archive.read(n).decode() for n in names}
-    assert {"setup.sh", "run_autograder", "requirements.txt", "environment.yml", "gptcourse.json",
-            "stage/public.py", "stage/hidden.py", "stage/fixtures.json", "autograder/engine/pipeline.py"} <= names
+    assert {
+        "setup.sh",
+        "run_autograder",
+        "requirements.txt",
+        "environment.yml",
+        "gptcourse.json",
+        "stage/public.py",
+        "stage/hidden.py",
+        "stage/fixtures.json",
+        "autograder/engine/pipeline.py",
+    } <= names
     assert not any("otter" in n for n in names)  # not an otter autograder, and not presented as one
     assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111
     assert not any(n.startswith("solutions") or "/solutions/" in n for n in names)
     assert not any("def build_vocab" in body for body in text.values())  # the reference's code is not shipped
-    assert not any(n.startswith(("autograder/build/", "autograder/authoring/", "autograder/reports/", "autograder/channels/nbgrader/")) for n in names)
-    assert json.loads(text["gptcourse.json"]) == {"stage": STAGE, "hidden_visibility": "after_published", "timeout_minutes": 10, "torch": "2.13.0+cpu"}
+    assert not any(
+        n.startswith(
+            ("autograder/build/", "autograder/authoring/", "autograder/reports/", "autograder/channels/nbgrader/")
+        )
+        for n in names
+    )
+    assert json.loads(text["gptcourse.json"]) == {
+        "stage": STAGE,
+        "hidden_visibility": "after_published",
+        "timeout_minutes": 10,
+        "torch": "2.13.0+cpu",
+    }
 
 
 def test_environment_is_lean_and_pinned_and_setup_fails_early(autograder_zip):
@@ -90,8 +110,9 @@ def test_environment_is_lean_and_pinned_and_setup_fails_early(autograder_zip):
     assert "python=3.11" in environment["dependencies"]
     assert {"pip": ["-r requirements.txt"]} in environment["dependencies"]
     assert "set -euo pipefail" in setup.splitlines()[:6]
-    assert "import torch, numpy, matplotlib, tqdm, autograder.channels.gradescope.entry" in setup.rstrip().splitlines()[-1]
-    assert "entry.main(['--self-check'])" in setup.rstrip().splitlines()[-1]
+    *_, imports, check = setup.rstrip().splitlines()
+    assert '-c "import torch, numpy, matplotlib, tqdm"' in imports
+    assert "-m autograder.channels.gradescope.entry --self-check" in check
     everything = (setup + json.dumps(environment)).lower()
     for unwanted in ("playwright", "chromium", "texlive", "pandoc", "otter-grader", "nvidia", "cu12", "cuda"):
         assert unwanted not in everything
@@ -104,12 +125,19 @@ def test_zip_bytes_are_deterministic(autograder_zip, tmp_path):
 
 
 def test_settings_reach_the_zip(tmp_path):
-    settings = GradescopeSettings(STAGE, hidden_visibility="hidden", max_submissions=3, window_hours=12, timeout_minutes=20)
+    settings = GradescopeSettings(
+        STAGE, hidden_visibility="hidden", max_submissions=3, window_hours=12, timeout_minutes=20
+    )
     target = build_gradescope_zip(get_stage(STAGE), tmp_path, DEFAULT_DIR / f"{STAGE}.json", settings=settings)
     with zipfile.ZipFile(target) as archive:
         shipped = json.loads(archive.read("gptcourse.json"))
-    assert shipped == {"stage": STAGE, "hidden_visibility": "hidden", "rate_limit": {"max_submissions": 3, "window_hours": 12},
-                       "timeout_minutes": 20, "torch": "2.13.0+cpu"}
+    assert shipped == {
+        "stage": STAGE,
+        "hidden_visibility": "hidden",
+        "rate_limit": {"max_submissions": 3, "window_hours": 12},
+        "timeout_minutes": 20,
+        "torch": "2.13.0+cpu",
+    }
     assert "set the timeout to 10 min (the default)" in settings_note(get_stage(STAGE))
     (tmp_path / "gradescope.json").write_text('{"timeout_minutes": 20}')
     assert "set the timeout to 20 min;" in settings_note(dataclasses.replace(get_stage(STAGE), folder=tmp_path))
@@ -167,7 +195,13 @@ def test_run_autograder_agrees_with_gptcourse_grade_on_the_catalogue(autograder_
 def test_a_hostile_submission_cannot_rewrite_results_json(autograder_zip, tmp_path):
     root_dir = tmp_path / "hostile"
     target = root_dir / "autograder" / "results" / "results.json"
-    notebook = submission(STAGE, tmp_path, "hostile", base="student", extra_cells=[CHEATS, DETACHED_WRITER.format(target=str(target)), EXIT])
+    notebook = submission(
+        STAGE,
+        tmp_path,
+        "hostile",
+        base="student",
+        extra_cells=[CHEATS, DETACHED_WRITER.format(target=str(target)), EXIT],
+    )
     root = make_root(autograder_zip, root_dir, notebook)
     doc, done = run_autograder(root)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -209,20 +243,38 @@ def test_every_stages_zip_gives_the_reference_full_marks_and_the_release_none(st
         doc, done = run_autograder(make_root(built, tmp_path / base, notebook))
         assert done.returncode == 0, done.stderr[-2000:]
         worth = sum(t["max_score"] for t in doc["tests"])
-        assert worth > 0 and doc["score"] == (worth if full else 0), [t["name"] for t in doc["tests"] if t["score"] < t["max_score"]][:5]
+        assert worth > 0 and doc["score"] == (worth if full else 0), [
+            t["name"] for t in doc["tests"] if t["score"] < t["max_score"]
+        ][:5]
 
 
 def test_gradescope_run_tries_a_zip_locally(autograder_zip, tmp_path):
     notebook = submission(STAGE, tmp_path, "Alice's lab", base="reference")
     out = tmp_path / "results.json"
-    done = subprocess.run([sys.executable, "-m", "autograder.cli", "gradescope-run", str(autograder_zip), str(notebook), "--out", str(out)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder.cli",
+            "gradescope-run",
+            str(autograder_zip),
+            str(notebook),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     doc = json.loads(out.read_text())
     worth = sum(t["max_score"] for t in doc["tests"])
     assert doc["score"] == worth > 0
     assert f"score {worth:g} of {worth:g} in " in done.stdout and "unconfined" in done.stdout
     assert "limits: " in done.stdout  # the entry point's first line: the limits it found and its budget
-    missing = subprocess.run([sys.executable, "-m", "autograder.cli", "gradescope-run", str(autograder_zip), str(tmp_path / "none.ipynb")],
-                             capture_output=True, text=True)
+    missing = subprocess.run(
+        [sys.executable, "-m", "autograder.cli", "gradescope-run", str(autograder_zip), str(tmp_path / "none.ipynb")],
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 2 and "no such file" in missing.stderr

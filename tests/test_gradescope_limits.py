@@ -17,6 +17,7 @@ written its results by then fails the test, as Gradescope would fail the submiss
 """
 
 import pytest
+from support import submission
 
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.build.gradescope_tryout import MEMORY_BYTES, make_root, run_root
@@ -25,18 +26,29 @@ from autograder.channels.gradescope.entry import LATE
 from autograder.course import get_stage
 from autograder.reports.failures import classify
 
-from support import submission
-
 STAGE = "07_gpt"
 GRADESCOPE_TIMEOUT = 600.0
 HANG = "\n    while True:\n        pass\n"
 HANGING = {
-    "GPT": "class GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()" + HANG.replace("\n", "\n    ")
-    + "\n    def forward(self, idx, targets=None):" + HANG.replace("\n", "\n    "),
-    **{name: f"def {name}(*args, **kwargs):" + HANG for name in (
-        "num_parameters", "get_device", "train_step", "estimate_loss", "train", "sample_next", "generate", "generate_cached")},
+    "GPT": "class GPT(nn.Module):\n    def __init__(self, config):\n        super().__init__()"
+    + HANG.replace("\n", "\n    ")
+    + "\n    def forward(self, idx, targets=None):"
+    + HANG.replace("\n", "\n    "),
+    **{
+        name: f"def {name}(*args, **kwargs):" + HANG
+        for name in (
+            "num_parameters",
+            "get_device",
+            "train_step",
+            "estimate_loss",
+            "train",
+            "sample_next",
+            "generate",
+            "generate_cached",
+        )
+    },
 }
-FORK_BOMB = '''
+FORK_BOMB = """
 def get_device():
     import os
     while True:
@@ -44,14 +56,14 @@ def get_device():
             os.fork()
         except OSError:
             pass
-'''
+"""
 DISTURBED = ("time", "not run", "process", "unreadable", "output")  # failure kinds a memory grab elsewhere could cause
-GRAB = '''
+GRAB = """
 def num_parameters(config):
     hoard = []
     while True:
         hoard.append(torch.ones(16 * 2**20 // 4))  # 16 MB at a time, every page written
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +98,9 @@ def test_every_function_hanging_is_graded_inside_gradescopes_limits(zip_07, tmp_
     doc = tried.results
     assert [t["name"] for t in doc["tests"]] == [c.key for c in tests.cases]
     assert doc["score"] == 0
-    assert not any(LATE in t["output"] for t in doc["tests"]), "the watchdog wrote the results: grading did not finish in time"
+    assert not any(LATE in t["output"] for t in doc["tests"]), (
+        "the watchdog wrote the results: grading did not finish in time"
+    )
     stopped = ("did not finish", "not run", "ran out of time")
     unexplained = [t["name"] for t in doc["tests"] if not any(s in t["output"] for s in stopped)]
     assert not unexplained, [(t["name"], t["output"]) for t in doc["tests"] if t["name"] in unexplained][:3]
@@ -102,11 +116,17 @@ def test_a_memory_grab_and_a_fork_bomb_cost_their_questions_only_inside_gradesco
     scores = per_question(tried.results)
     assert set(scores) == {q for q, _ in tests.questions()}
     assert scores["params"][0] < scores["params"][1] and scores["device"][0] == 0
-    stopped = {t["name"] for t in tried.results["tests"] if t["score"] < t["max_score"] and classify(t).kind == "process"}
-    assert stopped and all(name.startswith("params: ") for name in stopped), stopped  # the grab ended its own tests' process
+    stopped = {
+        t["name"] for t in tried.results["tests"] if t["score"] < t["max_score"] and classify(t).kind == "process"
+    }
+    assert stopped and all(name.startswith("params: ") for name in stopped), (
+        stopped
+    )  # the grab ended its own tests' process
     # every other question is scored as if nothing had happened: nothing of it ran out of time, memory or turns
     others = [t for t in tried.results["tests"] if t["name"].split(":", 1)[0] not in ("params", "device")]
-    disturbed = [(t["name"], t["output"][:200]) for t in others if t["score"] < t["max_score"] and classify(t).kind in DISTURBED]
+    disturbed = [
+        (t["name"], t["output"][:200]) for t in others if t["score"] < t["max_score"] and classify(t).kind in DISTURBED
+    ]
     assert not disturbed, disturbed
     passed = {t["name"].split(":", 1)[0] for t in others if t["score"] >= t["max_score"]}
     assert passed == set(scores) - {"params", "device"}

@@ -18,24 +18,23 @@ import time
 import zipfile
 from pathlib import Path
 
-import pytest
-
-from autograder.engine import processes
-from autograder.cli import score_table
-from autograder.build.fixtures import DEFAULT_DIR, stage_tests
-from autograder.reports.feedback import feedback_markdown
-from autograder.engine.judge import judge
-from autograder.engine.results import cell_notes, gradescope_json
-from autograder.reports.folder import grade_into_folder
-from autograder.reports.records import RECORD
-from autograder.engine.runner import Limits
-from autograder.engine.sandbox import UID_BASE, best_level
-from autograder.course import ROOT, all_stages, get_stage, questions
-
 import attacks
 import leakscan
+import pytest
 import refscan
 from support import submission
+
+from autograder.build.fixtures import DEFAULT_DIR, stage_tests
+from autograder.channels.local.folder import grade_into_folder
+from autograder.channels.local.records import RECORD
+from autograder.cli import score_table
+from autograder.course import ROOT, all_stages, get_stage, questions
+from autograder.engine import processes
+from autograder.engine.judge import judge
+from autograder.engine.results import cell_notes, gradescope_json
+from autograder.engine.runner import Limits
+from autograder.engine.sandbox import UID_BASE, best_level
+from autograder.reports.feedback import feedback_markdown
 
 STAGES = [s.id for s in all_stages()]
 FAST = Limits(case_timeout=1.5, cell_timeout=3.0, grace=1.0, total_timeout=120.0)
@@ -60,9 +59,13 @@ class Batch:
         self.attacks = {a.name: a for a in attacks.catalogue(stage_id)}
         self.paths = attacks.write_catalogue(stage_id, folder / "submissions", self.out)
         tests = stage_tests(self.stage)
-        self.tests = dataclasses.replace(tests, cases=tuple(c for c in tests.cases if c.qid not in LEFT_OUT.get(stage_id, ())))
+        self.tests = dataclasses.replace(
+            tests, cases=tuple(c for c in tests.cases if c.qid not in LEFT_OUT.get(stage_id, ()))
+        )
         self.limits = LIMITS.get(stage_id, FAST)
-        graded = grade_into_folder(list(self.paths.values()), self.tests, self.out, self.limits, workers=2, progress=False)
+        graded = grade_into_folder(
+            list(self.paths.values()), self.tests, self.out, self.limits, workers=2, progress=False
+        )
         time.sleep(1.0)  # give anything left behind the chance to strike
         self.graded = {g.name: g for g in graded}
         self.maxima = dict(self.tests.questions())
@@ -95,14 +98,20 @@ def full_batch(request, tmp_path_factory):
     return _batch(request.param, tmp_path_factory)
 
 
-PAIRS = [pytest.param(stage, attack.name, id=f"{stage}:{attack.name}") for stage in STAGES for attack in attacks.catalogue(stage)]
+PAIRS = [
+    pytest.param(stage, attack.name, id=f"{stage}:{attack.name}")
+    for stage in STAGES
+    for attack in attacks.catalogue(stage)
+]
 
 
 def test_reference_and_wrong_base_are_untouched_by_their_neighbours(batch):
     assert batch.scores("reference") == batch.maxima
     wrong = batch.scores("wrong")
     assert wrong[batch.target] < batch.maxima[batch.target]
-    assert {q: s for q, s in wrong.items() if q != batch.target} == {q: m for q, m in batch.maxima.items() if q != batch.target}
+    assert {q: s for q, s in wrong.items() if q != batch.target} == {
+        q: m for q, m in batch.maxima.items() if q != batch.target
+    }
 
 
 @pytest.mark.parametrize("stage_id,name", PAIRS)
@@ -114,13 +123,18 @@ def test_each_attack_gets_what_it_deserves_and_no_more(stage_id, name, tmp_path_
     if attack.expect == "same":
         assert got == wrong, messages
     elif attack.expect == "at_most":
-        gained = {r.key: r.message for r in batch.graded[name].results
-                  if r.passed and not next(w for w in batch.graded["wrong"].results if w.key == r.key).passed}
+        gained = {
+            r.key: r.message
+            for r in batch.graded[name].results
+            if r.passed and not next(w for w in batch.graded["wrong"].results if w.key == r.key).passed
+        }
         assert all(got[q] <= wrong[q] for q in maxima), (got, wrong, gained)
     elif attack.expect == "function":
         broken = batch.scores("broken")
         assert got[batch.target] <= wrong[batch.target], messages
-        assert {q: s for q, s in got.items() if q != batch.target} == {q: s for q, s in broken.items() if q != batch.target}, messages
+        assert {q: s for q, s in got.items() if q != batch.target} == {
+            q: s for q, s in broken.items() if q != batch.target
+        }, messages
     else:
         assert got == maxima, messages
 
@@ -135,15 +149,23 @@ def test_every_result_is_valid_and_agrees_with_the_gradebook(batch):
         assert doc["score"] == pytest.approx(sum(t["score"] for t in doc["tests"]))
         assert float(rows[name]["total"]) == pytest.approx(doc["score"])
         assert "FORGED" not in doc["output"] and "FORGED" not in json.dumps(doc["tests"])
-        assert doc["score"] <= sum(batch.maxima.values()) and all(t["max_score"] <= max(batch.maxima.values()) for t in doc["tests"])
-        assert {t["name"]: (t["score"], t["max_score"]) for t in doc["tests"]} == {r.key: (r.score, r.max_score) for r in batch.graded[name].results}
+        assert doc["score"] <= sum(batch.maxima.values()) and all(
+            t["max_score"] <= max(batch.maxima.values()) for t in doc["tests"]
+        )
+        assert {t["name"]: (t["score"], t["max_score"]) for t in doc["tests"]} == {
+            r.key: (r.score, r.max_score) for r in batch.graded[name].results
+        }
 
 
 def test_nothing_the_attacks_wrote_is_in_the_output_folder(batch):
     expected = {"grades.csv"} | set(batch.paths)
     assert {p.name for p in batch.out.iterdir()} == expected
     for name in batch.paths:
-        assert {p.name for p in (batch.out / name).iterdir()} == {"results.json", "feedback.md", RECORD}  # the record of what was graded
+        assert {p.name for p in (batch.out / name).iterdir()} == {
+            "results.json",
+            "feedback.md",
+            RECORD,
+        }  # the record of what was graded
     rows = list(csv.DictReader((batch.out / "grades.csv").open()))
     assert {r["submission"] for r in rows} == set(batch.paths) | {"(max)"}
     assert all(float(r["total"]) <= sum(batch.maxima.values()) for r in rows)
@@ -159,7 +181,9 @@ def test_no_process_of_any_attack_survives(batch):
             continue
         assert str(batch.out).encode() not in cmdline, "the detached attacker is still running"
         uids = [int(x) for x in next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1:]]
-        assert all(u < UID_BASE for u in uids) or "Z" in status.split("State:")[1][:4], f"process {pid} of a child's user survived"
+        assert all(u < UID_BASE for u in uids) or "Z" in status.split("State:")[1][:4], (
+            f"process {pid} of a child's user survived"
+        )
     for pid in filter(str.isdigit, os.listdir("/proc")):  # and none escaped elsewhere
         try:
             assert str(batch.out).encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -181,17 +205,30 @@ def test_the_child_is_confined(full_batch):
     assert secrets, report[:2000]
     if isolation.get("level") in ("namespaces", "userns"):
         stage, folder = full_batch.stage, full_batch.paths["reference"].parent
-        for secret in (stage.hidden, DEFAULT_DIR / f"{stage.id}.json", stage.reference,
-                       ROOT / "autograder" / "engine" / "judge.py", folder / "reference.ipynb", full_batch.out / "grades.csv", folder):
+        for secret in (
+            stage.hidden,
+            DEFAULT_DIR / f"{stage.id}.json",
+            stage.reference,
+            ROOT / "autograder" / "engine" / "judge.py",
+            folder / "reference.ipynb",
+            full_batch.out / "grades.csv",
+            folder,
+        ):
             assert f"DENIED {secret} " in report, secret
         listing = next(line for line in report.splitlines() if line.startswith(f"{ROOT}: "))
         venv = Path(sys.prefix).resolve()
-        assert listing.split(": ", 1)[1].split() == ([venv.relative_to(ROOT).parts[0]] if venv.is_relative_to(ROOT) else [])
-        assert not any(line.split()[1].startswith(("/proc/1", "/autograder")) for line in secrets if not line.startswith("DENIED"))
+        assert listing.split(": ", 1)[1].split() == (
+            [venv.relative_to(ROOT).parts[0]] if venv.is_relative_to(ROOT) else []
+        )
+        assert not any(
+            line.split()[1].startswith(("/proc/1", "/autograder")) for line in secrets if not line.startswith("DENIED")
+        )
 
 
 def test_the_fork_bomb_is_capped_and_the_network_is_off(full_batch):
-    forked = [int(line.split()[1]) for line in _output(full_batch, "fork_bomb").splitlines() if line.startswith("FORKED")]
+    forked = [
+        int(line.split()[1]) for line in _output(full_batch, "fork_bomb").splitlines() if line.startswith("FORKED")
+    ]
     assert forked and forked[0] < FAST.max_processes + 1
     if full_batch.graded["network"].outcome.isolation.get("offline"):
         lines = [line for line in _output(full_batch, "network").splitlines() if line.startswith("NETWORK")]
@@ -202,18 +239,23 @@ def test_a_flood_of_output_is_cut_off_and_explained(full_batch):
     graded = full_batch.graded["flood_cell"]
     assert any("printed more than" in m for m in graded.outcome.cell_errors.values())
     assert len(graded.outcome.output) < 30_000
-    flood = [r.message for r in full_batch.graded["flood_function"].results if r.qid == full_batch.target and not r.passed]
+    flood = [
+        r.message for r in full_batch.graded["flood_function"].results if r.qid == full_batch.target and not r.passed
+    ]
     assert any("printed more than" in m for m in flood)
 
 
 def test_timeouts_exits_and_syntax_errors_explain_themselves(full_batch):
-    loop = [r.message for r in full_batch.graded["loop_function"].results if r.qid == full_batch.target and not r.passed]
+    loop = [
+        r.message for r in full_batch.graded["loop_function"].results if r.qid == full_batch.target and not r.passed
+    ]
     assert loop and all("did not finish" in m or "raised ValueError" in m or "ValueError" in m for m in loop)
-    exits = [r.message for r in full_batch.graded["os_exit_function"].results if r.qid == full_batch.target and not r.passed]
+    exits = [
+        r.message for r in full_batch.graded["os_exit_function"].results if r.qid == full_batch.target and not r.passed
+    ]
     assert exits and all("ended the process" in m or "before this test began" in m or "ValueError" in m for m in exits)
     assert any("syntax error" in m for m in full_batch.graded["syntax_error"].outcome.cell_errors.values())
     assert any("stopped" in m for m in full_batch.graded["signals_ignored"].outcome.cell_errors.values())
-
 
 
 def _visible(batch, name: str) -> str:
@@ -235,7 +277,9 @@ def test_no_visible_output_carries_hidden_tests_fixtures_or_reference_code(batch
         visible = _visible(batch, name)
         cells = json.loads(path.read_text())["cells"]
         own = "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in cells)
-        reference = leakscan.reference_lines(batch.stage, own)  # the submission's own code, as it wrote it (not JSON-escaped)
+        reference = leakscan.reference_lines(
+            batch.stage, own
+        )  # the submission's own code, as it wrote it (not JSON-escaped)
         assert not leakscan.find(visible, hidden), name
         assert not leakscan.find(visible, fixtures), name
         assert not leakscan.find(visible, reference), name
@@ -246,8 +290,13 @@ def test_no_message_quotes_an_expected_value(batch):
     canaries = batch.tests.with_fixtures({key: leakscan.canary(value) for key, value in batch.tests.fixtures.items()})
     for name, graded in batch.graded.items():
         results = judge(canaries, graded.outcome)
-        text = json.dumps(gradescope_json(results), ensure_ascii=False) + feedback_markdown(name, batch.stage.id, results, "", True)
-        assert not leakscan.find(text, list(leakscan.CANARY_MARKERS)), (name, [r.message for r in results if "CANARY" in r.message or "0.12345" in r.message])
+        text = json.dumps(gradescope_json(results), ensure_ascii=False) + feedback_markdown(
+            name, batch.stage.id, results, "", True
+        )
+        assert not leakscan.find(text, list(leakscan.CANARY_MARKERS)), (
+            name,
+            [r.message for r in results if "CANARY" in r.message or "0.12345" in r.message],
+        )
 
 
 def test_hidden_tests_are_out_of_reach_until_the_public_ones_are_over(full_batch):
@@ -281,7 +330,9 @@ def test_unreadable_files_get_a_valid_zero_and_a_reason(tmp_path):
     stage = get_stage("01_tokenisation")
     paths = _unreadable(tmp_path)
     reference = submission(stage.id, tmp_path, "reference")
-    graded = grade_into_folder([*paths.values(), reference], stage_tests(stage), tmp_path / "out", FAST, workers=2, progress=False)
+    graded = grade_into_folder(
+        [*paths.values(), reference], stage_tests(stage), tmp_path / "out", FAST, workers=2, progress=False
+    )
     by_name = {g.name: g for g in graded}
     assert by_name["reference"].total == sum(dict(questions(stage.id)).values())
     for name in paths:
@@ -308,14 +359,21 @@ def test_the_child_holds_no_reference_code_while_cells_and_hidden_probes_run(bat
     for name, when in (("modules_cell", "cells"), ("modules_function", "hidden")):
         modules = _modules(batch, name, when)
         names = [n for n, _, _ in modules]
-        assert "submission" in names and sorted(n for n in names if n.startswith("gptcourse_suite")) == suites[when], names
+        assert "submission" in names and sorted(n for n in names if n.startswith("gptcourse_suite")) == suites[when], (
+            names
+        )
         found = []
         for module, path, sources in modules:
             if module == "submission" or module.startswith("gptcourse_suite"):
                 continue  # the student's cells; the suites (tests/test_reachable.py scans those)
-            if path is None or not Path(path).is_absolute():  # made at run time (by a compiled package, torch.classes): its functions come from no file of ours
+            if (
+                path is None or not Path(path).is_absolute()
+            ):  # made at run time (by a compiled package, torch.classes): its functions come from no file of ours
                 assert not [s for s in sources if s.startswith(str(ROOT)) or s.endswith(" tests>")], (module, sources)
                 continue
-            assert Path(path).resolve().is_relative_to(ROOT / "autograder"), (module, path)  # the kit, the engine, the child's script
+            assert Path(path).resolve().is_relative_to(ROOT / "autograder"), (
+                module,
+                path,
+            )  # the kit, the engine, the child's script
             found += refscan.structural_matches(Path(path).read_text(encoding="utf-8"), module, units)
         assert not found, found

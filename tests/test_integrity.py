@@ -20,19 +20,22 @@ import torch
 
 from autograder.authoring.verdicts import verdict_problems
 from autograder.course import all_stages
+from autograder.engine import codec
 from autograder.engine.judge import judge
 from autograder.engine.runner import Outcome
 from autograder.engine.suites import StageTests
 from autograder.kit.cases import Suite
 from autograder.kit.checks import equal
-from autograder.engine import codec
 from autograder.kit.runtime import CheckFault, boolean_in, judge_output, refused_in
 
 STAGES = all_stages()
 
 
 def _suite(body: str) -> str:
-    return "import torch\nfrom autograder.kit import Suite, equal, randn\n\nsuite = Suite(public=False)\n_X = torch.zeros(3)\n\n" + textwrap.dedent(body)
+    return (
+        "import torch\nfrom autograder.kit import Suite, equal, randn\n\nsuite = Suite(public=False)\n_X = torch.zeros(3)\n\n"
+        + textwrap.dedent(body)
+    )
 
 
 REFUSED = {
@@ -197,21 +200,30 @@ def test_the_rule_allows_raw_outputs_and_comparisons_of_the_tests_own_values(nam
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
 def test_no_probe_of_any_stage_computes_a_verdict(stage):
-    problems = [p for path in (stage.public, stage.hidden) for p in verdict_problems(path.read_text(encoding="utf-8"), f"{stage.id}/{path.name}")]
+    problems = [
+        p
+        for path in (stage.public, stage.hidden)
+        for p in verdict_problems(path.read_text(encoding="utf-8"), f"{stage.id}/{path.name}")
+    ]
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("value,where", [
-    (True, "output"),
-    ({"same": False}, "output['same']"),
-    ([1, (2, torch.tensor(True))], "output[1][1]"),
-    ({True: 1}, "output (a key)"),
-])
+@pytest.mark.parametrize(
+    "value,where",
+    [
+        (True, "output"),
+        ({"same": False}, "output['same']"),
+        ([1, (2, torch.tensor(True))], "output[1][1]"),
+        ({True: 1}, "output (a key)"),
+    ],
+)
 def test_a_boolean_anywhere_in_an_output_is_found(value, where):
     assert boolean_in(value) == where
 
 
-@pytest.mark.parametrize("value", [1, 0.5, "train", None, torch.tensor([True, False]), torch.zeros((), dtype=torch.long), {"mode": "eval"}])
+@pytest.mark.parametrize(
+    "value", [1, 0.5, "train", None, torch.tensor([True, False]), torch.zeros((), dtype=torch.long), {"mode": "eval"}]
+)
 def test_raw_outputs_hold_no_boolean(value):
     assert boolean_in(value) is None
 
@@ -245,11 +257,23 @@ def _never_asked(got, expected, reveal=True):
     raise AssertionError("the check was asked to judge a refused output")
 
 
-@pytest.mark.parametrize("got,words", [
-    (codec.loads(codec.dumps((torch.zeros(2), torch.zeros(2).as_subclass(_Sneaky)))), "output[1] is an instance of test_integrity._Sneaky, a subclass of torch.Tensor"),
-    ({"w": torch.nn.Parameter(torch.zeros(2))}, "output['w'] is an instance of Parameter, a subclass of torch.Tensor"),
-    (codec.loads(codec.dumps([torch.zeros(2).numpy()])), "output[0] is an object of type numpy.ndarray, which the grader does not accept"),
-])
+@pytest.mark.parametrize(
+    "got,words",
+    [
+        (
+            codec.loads(codec.dumps((torch.zeros(2), torch.zeros(2).as_subclass(_Sneaky)))),
+            "output[1] is an instance of test_integrity._Sneaky, a subclass of torch.Tensor",
+        ),
+        (
+            {"w": torch.nn.Parameter(torch.zeros(2))},
+            "output['w'] is an instance of Parameter, a subclass of torch.Tensor",
+        ),
+        (
+            codec.loads(codec.dumps([torch.zeros(2).numpy()])),
+            "output[0] is an object of type numpy.ndarray, which the grader does not accept",
+        ),
+    ],
+)
 def test_a_tensor_subclass_or_a_foreign_object_fails_before_the_check(got, words):
     suite = Suite(public=False)
     suite.case("q", "t", points=1, check=_never_asked)(lambda ns: None)
@@ -261,18 +285,22 @@ def test_a_tensor_subclass_or_a_foreign_object_fails_before_the_check(got, words
 def test_a_function_that_always_raises_earns_nothing_from_the_error_tests(tmp_path):
     """Error tests pass for a function that raises on every call; their points count only
     when another test of the question passed (here: none, so the question scores 0)."""
-    from autograder.build.fixtures import stage_tests
-    from autograder.course import get_stage
-    from autograder.reports.folder import grade_into_folder
-
     from support import submission
 
-    raising = {"kneser_ney_bigram": "def kneser_ney_bigram(ids, vocab_size, discount=0.75):\n    raise ValueError('no table')"}
+    from autograder.build.fixtures import stage_tests
+    from autograder.channels.local.folder import grade_into_folder
+    from autograder.course import get_stage
+
+    raising = {
+        "kneser_ney_bigram": "def kneser_ney_bigram(ids, vocab_size, discount=0.75):\n    raise ValueError('no table')"
+    }
     path = submission("01_tokenisation", tmp_path, "always-raises", replace=raising)
     graded = grade_into_folder([path], stage_tests(get_stage("01")), tmp_path / "out", progress=False)[0]
     per = {}
     for result in graded.results:
         per[result.qid] = per.get(result.qid, 0.0) + result.score
     assert per["kneser_ney"] == 0
-    taken = [r for r in graded.results if r.qid == "kneser_ney" and "count only once the function also works" in r.message]
+    taken = [
+        r for r in graded.results if r.qid == "kneser_ney" and "count only once the function also works" in r.message
+    ]
     assert taken and all(r.score == 0 for r in taken)

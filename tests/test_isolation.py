@@ -16,19 +16,20 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-
-from autograder.engine import processes, sandbox
-from autograder.build.fixtures import DEFAULT_DIR
-from autograder.engine.runner import Limits, run_submission
-from autograder.course import ROOT, get_stage
-
 import probe_cell
+import pytest
 from support import submission
+
+from autograder.build.fixtures import DEFAULT_DIR
+from autograder.course import ROOT, get_stage
+from autograder.engine import processes, sandbox
+from autograder.engine.runner import Limits, run_submission
 
 STAGE = "01_tokenisation"
 MB = 1 << 20
-LIMITS = Limits(case_timeout=5.0, cell_timeout=20.0, grace=1.0, max_processes=16, file_bytes=MB, disk_bytes=8 * MB, open_files=64)
+LIMITS = Limits(
+    case_timeout=5.0, cell_timeout=20.0, grace=1.0, max_processes=16, file_bytes=MB, disk_bytes=8 * MB, open_files=64
+)
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
 
@@ -39,9 +40,13 @@ def _two_cases() -> tuple:
 
 
 def _secrets(project: Path) -> list[str]:
-    return [str(project / "assignments" / STAGE / "hidden.py"), str(project / "autograder" / "engine" / "judge.py"),
-            str(project / "assignments" / STAGE / "reference.py"), str(project / "release" / "fixtures" / f"{STAGE}.json"),
-            str(project / "autograder")]
+    return [
+        str(project / "assignments" / STAGE / "hidden.py"),
+        str(project / "autograder" / "engine" / "judge.py"),
+        str(project / "assignments" / STAGE / "reference.py"),
+        str(project / "release" / "fixtures" / f"{STAGE}.json"),
+        str(project / "autograder"),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +57,12 @@ def confined(tmp_path_factory):
     out.mkdir()
     other = submission(STAGE, folder, "another-student")
     read = _secrets(ROOT) + [str(DEFAULT_DIR), str(other), str(folder), str(out)]
-    nb = submission(STAGE, folder, "probe", extra_cells=[probe_cell.cell(read, [str(out), str(folder), "/tmp", "."], LIMITS.disk_bytes)])
+    nb = submission(
+        STAGE,
+        folder,
+        "probe",
+        extra_cells=[probe_cell.cell(read, [str(out), str(folder), "/tmp", "."], LIMITS.disk_bytes)],
+    )
     tests, keys = _two_cases()
     outcome = run_submission(nb, tests, LIMITS, keys)
     return outcome, probe_cell.facts(outcome.output), read, out
@@ -86,7 +96,9 @@ def test_the_limits_hold(confined):
     assert facts["rlimits"]["RLIMIT_NOFILE"] == LIMITS.open_files and facts["open_files"] < LIMITS.open_files
     assert facts["rlimits"]["RLIMIT_FSIZE"] == LIMITS.file_bytes and facts["big_file"] == "OSError"
     assert facts["rlimits"]["RLIMIT_AS"] == LIMITS.memory_bytes and facts["rlimits"]["RLIMIT_CPU"] == LIMITS.cpu_seconds
-    assert facts["oom_score_adj"] == 1000 or outcome.isolation["level"] == "userns"  # the first to go when memory runs out
+    assert (
+        facts["oom_score_adj"] == 1000 or outcome.isolation["level"] == "userns"
+    )  # the first to go when memory runs out
     if outcome.isolation["uid"]:
         assert facts["rlimits"]["RLIMIT_NPROC"] == LIMITS.max_processes and facts["forked"] < LIMITS.max_processes
     if outcome.isolation["level"] in ("namespaces", "userns"):
@@ -169,12 +181,16 @@ def engine_copy():
         project = base / "project"
         shutil.copytree(ROOT / "autograder", project / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(ROOT / "solutions", project / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copytree(ROOT / "assignments" / STAGE, project / "assignments" / STAGE, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            ROOT / "assignments" / STAGE, project / "assignments" / STAGE, ignore=shutil.ignore_patterns("__pycache__")
+        )
         (project / "release" / "fixtures").mkdir(parents=True)
         shutil.copy(DEFAULT_DIR / f"{STAGE}.json", project / "release" / "fixtures")
         notebooks = base / "notebooks"
         notebooks.mkdir()
-        nb = submission(STAGE, notebooks, "probe", extra_cells=[probe_cell.cell(_secrets(project), [str(project), "."], 8 * MB)])
+        nb = submission(
+            STAGE, notebooks, "probe", extra_cells=[probe_cell.cell(_secrets(project), [str(project), "."], 8 * MB)]
+        )
         for path in [base, *base.rglob("*")]:
             path.chmod(stat.S_IMODE(path.stat().st_mode) | 0o755 if path.is_dir() else 0o644)
         return project, nb
@@ -188,10 +204,19 @@ def engine_copy():
 
 def _run_copy(project: Path, nb: Path, levels: list[str], user: int | None = None) -> list[tuple[dict, dict]]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(project.parent), "LANG": "C.UTF-8"}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(project), STAGE, str(nb), *levels], capture_output=True, text=True,
-                          env=env, cwd=str(project.parent), user=user, group=user, extra_groups=[] if user else None, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(project), STAGE, str(nb), *levels],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(project.parent),
+        user=user,
+        group=user,
+        extra_groups=[] if user else None,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    reports = [json.loads(line) for line in done.stdout.strip().splitlines()[-len(levels):]]
+    reports = [json.loads(line) for line in done.stdout.strip().splitlines()[-len(levels) :]]
     return [(report, probe_cell.facts(report["output"])) for report in reports]
 
 
@@ -205,13 +230,21 @@ def _user_namespaces_allowed() -> bool:
 @ROOT_ONLY
 def test_fallbacks_for_root_without_mount_namespaces(engine_copy):
     project, nb = engine_copy()
-    (userns, userns_facts), (uid, uid_facts) = _run_copy(project, nb, ["userns", "uid"])  # uid last: it changes the copy
+    (userns, userns_facts), (uid, uid_facts) = _run_copy(
+        project, nb, ["userns", "uid"]
+    )  # uid last: it changes the copy
     if _user_namespaces_allowed():
         assert userns["isolation"]["level"] == "userns" and userns["isolation"]["offline"]
-        assert userns_facts["readable"] == [] and userns_facts["network"] is False and userns_facts["can_chroot"] is False
+        assert (
+            userns_facts["readable"] == [] and userns_facts["network"] is False and userns_facts["can_chroot"] is False
+        )
     else:
         assert userns["isolation"]["level"] == "none"
-    assert uid["isolation"]["level"] == "uid" and uid_facts["uid"] >= sandbox.UID_BASE and int(uid_facts["cap_eff"], 16) == 0
+    assert (
+        uid["isolation"]["level"] == "uid"
+        and uid_facts["uid"] >= sandbox.UID_BASE
+        and int(uid_facts["cap_eff"], 16) == 0
+    )
     assert uid_facts["readable"] == [] and uid_facts["writable"] == ["."] and uid_facts["can_chroot"] is False
     assert uid_facts["rlimits"]["RLIMIT_NPROC"] == 16 and uid_facts["forked"] < 16
     assert not userns["errors"] and not uid["errors"], (userns["errors"], uid["errors"])
@@ -230,7 +263,9 @@ def test_an_ordinary_user_gets_the_best_the_platform_allows(engine_copy):
     finally:
         for folder in blocked:
             folder.chmod(stat.S_IMODE(folder.stat().st_mode) & ~0o001)
-    assert facts["uid"] == plain_facts["uid"] == sandbox.NOBODY and best["isolation"]["level"] in ("userns", "none"), best["isolation"]
+    assert facts["uid"] == plain_facts["uid"] == sandbox.NOBODY and best["isolation"]["level"] in ("userns", "none"), (
+        best["isolation"]
+    )
     if best["isolation"]["level"] == "userns":
         assert facts["readable"] == [] and facts["network"] is False
     assert not best["errors"] and not plain["errors"], (best["errors"], plain["errors"])
@@ -269,8 +304,14 @@ def test_a_python_environment_under_tmp_stays_importable(engine_copy):
         nb = submission(STAGE, project.parent / "notebooks", "late", extra_cells=[late])
         nb.chmod(0o644)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(project.parent), "LANG": "C.UTF-8"}
-        done = subprocess.run([str(venv / "bin" / "python"), "-c", SCRIPT, str(project), STAGE, str(nb), "namespaces"],
-                              capture_output=True, text=True, env=env, cwd=str(project.parent), timeout=300)
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", SCRIPT, str(project), STAGE, str(nb), "namespaces"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=str(project.parent),
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         report = json.loads(done.stdout.strip().splitlines()[-1])
         assert "LATE IMPORT 42" in report["output"], (report["cells"], report["output"][-2000:])

@@ -13,20 +13,20 @@ import os
 import time
 from pathlib import Path
 
-import pytest
-
 import attacks
 import leakscan
+import pytest
 from nbcourse import COURSE_ID, Course, as_nbgrader, cell_sources, engine_scores, filled, gptcourse, html_text, nbgrader
+
 from autograder.authoring.catalogue import catalogue
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.build.nbgrader_course import GPTCOURSE_CONFIG, NBGRADER_CONFIG, build_nbgrader_course
+from autograder.channels.local.folder import grade_into_folder
 from autograder.channels.nbgrader import TEST_FILES, TESTS_FOLDER, grade_cell_id
 from autograder.channels.nbgrader.autograde import PREPROCESSOR, course_config, require_engine
 from autograder.course import all_stages, get_stage, questions
 from autograder.engine.runner import Limits
 from autograder.errors import UsageError
-from autograder.reports.folder import grade_into_folder
 
 STAGE = "01_tokenisation"
 WORKFLOW_STAGES = ["01_tokenisation", "07_gpt"]
@@ -57,13 +57,17 @@ def test_the_course_directory(tmp_path):
     meta = [c["metadata"].get("nbgrader", {}) for c in cells]
     grade = {m["grade_id"]: (c["source"], m) for c, m in zip(cells, meta) if m.get("grade")}
     assert {g: m["points"] for g, (_, m) in grade.items()} == {grade_cell_id(q): p for q, p in questions(STAGE)}
-    assert {g: s for g, (s, _) in grade.items()} == {grade_cell_id(q): f'check("{q}", strict=True)' for q, _ in questions(STAGE)}
+    assert {g: s for g, (s, _) in grade.items()} == {
+        grade_cell_id(q): f'check("{q}", strict=True)' for q, _ in questions(STAGE)
+    }
     assert all(m["locked"] for _, m in grade.values())
     solutions = [c["source"] for c, m in zip(cells, meta) if m.get("solution")]
     assert solutions and all("### BEGIN SOLUTION" in s and "### END SOLUTION" in s for s in solutions)
     assert any(m.get("locked") and not m.get("grade") for m in meta)  # the harness and given code
     text = path.read_text()
-    assert "HIDDEN TESTS" not in text and not leakscan.find(cell_sources(json.loads(text)), leakscan.hidden_lines(stage) + leakscan.fixture_fragments(stage))
+    assert "HIDDEN TESTS" not in text and not leakscan.find(
+        cell_sources(json.loads(text)), leakscan.hidden_lines(stage) + leakscan.fixture_fragments(stage)
+    )
 
 
 def test_a_rebuild_keeps_the_instructors_config(tmp_path):
@@ -105,12 +109,18 @@ def test_the_config_puts_the_engine_in_place_of_the_kernel(tmp_path):
 
 
 def test_bridge_usage_errors(tmp_path):
-    from nbcourse import environment
     import subprocess
     import sys
 
+    from nbcourse import environment
+
     def grade(*args):
-        return subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--stage", STAGE, *map(str, args)], capture_output=True, text=True, env=environment())
+        return subprocess.run(
+            [sys.executable, "-m", "autograder.cli", "grade", "--stage", STAGE, *map(str, args)],
+            capture_output=True,
+            text=True,
+            env=environment(),
+        )
 
     done = grade("--nbgrader", tmp_path / "nowhere")
     assert done.returncode == 2 and "no such nbgrader course directory" in done.stderr
@@ -145,7 +155,9 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
     exchange = tmp_path / "exchange"
     exchange.mkdir()
     os.chmod(exchange, 0o777)
-    course = Course(tmp_path, [stage_id], f'c.Exchange.root = {str(exchange)!r}\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
+    course = Course(
+        tmp_path, [stage_id], f'c.Exchange.root = {str(exchange)!r}\nc.LateSubmissionPlugin.penalty_method = "zero"\n'
+    )
     course.run("generate_assignment", stage_id)
     course.run("release_assignment", stage_id)
     for student in ("ada", "bob", "cy"):
@@ -167,7 +179,9 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
     course.run("collect", stage_id)
     from nbgrader.utils import parse_utc
 
-    stamps = {s: parse_utc((course.submitted(s, stage_id).parent / "timestamp.txt").read_text().strip()) for s in answers}
+    stamps = {
+        s: parse_utc((course.submitted(s, stage_id).parent / "timestamp.txt").read_text().strip()) for s in answers
+    }
     assert stamps["ada"] > max(stamps["bob"], stamps["cy"])
     due = max(stamps["bob"], stamps["cy"]) + (stamps["ada"] - max(stamps["bob"], stamps["cy"])) / 2
     course.run("db", "assignment", "add", stage_id, f"--duedate={due.isoformat()}")
@@ -175,7 +189,17 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
     first = course.run("autograde", stage_id)
     assert "Warning" not in first.stdout + first.stderr
     out = tmp_path / "engine"
-    gptcourse("grade", "--stage", stage_id, "--out", out, "--workers", "2", *(course.submitted(s, stage_id) for s in answers), cwd=tmp_path)
+    gptcourse(
+        "grade",
+        "--stage",
+        stage_id,
+        "--out",
+        out,
+        "--workers",
+        "2",
+        *(course.submitted(s, stage_id) for s in answers),
+        cwd=tmp_path,
+    )
     # gptcourse grade names each student from nbgrader's layout: submitted/<student>/<stage>/<stage>.ipynb
     engine = {student: engine_scores(out)[student] for student in answers}
     book = course.gradebook(stage_id)
@@ -190,7 +214,9 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
         grade = gb.find_grade(grade_cell_id(mistake.qid), stage_id, stage_id, "bob")
         grade.manual_score = worth[mistake.qid]
         gb.db.commit()
-    again = gptcourse("grade", "--stage", stage_id, "--nbgrader", course.root, "--out", tmp_path / "again", cwd=tmp_path)
+    again = gptcourse(
+        "grade", "--stage", stage_id, "--nbgrader", course.root, "--out", tmp_path / "again", cwd=tmp_path
+    )
     assert f"bob: the manual scores of {mistake.qid} are kept" in again.stdout
     assert same(course.gradebook(stage_id), {**engine, "bob": {**engine["bob"], mistake.qid: worth[mistake.qid]}})
     assert {p.name for p in (tmp_path / "again").iterdir()} == set(answers)
@@ -198,8 +224,12 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
     rows = course.export()
     total = sum(worth.values())
     ada, bob, cy = (rows[(stage_id, s)] for s in ("ada", "bob", "cy"))
-    assert float(ada["raw_score"]) == total and float(ada["late_submission_penalty"]) == total and float(ada["score"]) == 0
-    assert float(bob["score"]) == pytest.approx(sum(engine["bob"].values()) - engine["bob"][mistake.qid] + worth[mistake.qid])
+    assert (
+        float(ada["raw_score"]) == total and float(ada["late_submission_penalty"]) == total and float(ada["score"]) == 0
+    )
+    assert float(bob["score"]) == pytest.approx(
+        sum(engine["bob"].values()) - engine["bob"][mistake.qid] + worth[mistake.qid]
+    )
     assert float(bob["late_submission_penalty"]) == 0 and float(cy["score"]) == 0
 
     # the formgrader: its API lists every submission autograded, and each one renders
@@ -214,14 +244,28 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
     api = NbGraderAPI(coursedir, config=config)
     listed = {s["student"]: s for s in api.get_submissions(stage_id)}
     assert set(listed) == set(answers) and all(s["autograded"] and s["submitted"] for s in listed.values())
-    assert {s: listed[s]["score"] for s in answers} == pytest.approx({s: float(rows[(stage_id, s)]["raw_score"]) for s in answers})
+    assert {s: listed[s]["score"] for s in answers} == pytest.approx(
+        {s: float(rows[(stage_id, s)]["raw_score"]) for s in answers}
+    )
     look = Config()
     look.HTMLExporter.template_name = "formgrade"
     look.HTMLExporter.extra_template_basedirs = [handlers.template_path]
     for item in api.get_notebook_submissions(stage_id, stage_id):
-        autograded = Path(coursedir.format_path(coursedir.autograded_directory, item["student"], stage_id)) / f"{stage_id}.ipynb"
-        resources = {"assignment_id": stage_id, "notebook_id": stage_id, "submission_id": item["id"], "index": item["index"], "total": len(answers),
-                     "base_url": "/", "student": item["student"], "last_name": item["last_name"], "first_name": item["first_name"], "notebook_path": str(autograded)}
+        autograded = (
+            Path(coursedir.format_path(coursedir.autograded_directory, item["student"], stage_id)) / f"{stage_id}.ipynb"
+        )
+        resources = {
+            "assignment_id": stage_id,
+            "notebook_id": stage_id,
+            "submission_id": item["id"],
+            "index": item["index"],
+            "total": len(answers),
+            "base_url": "/",
+            "student": item["student"],
+            "last_name": item["last_name"],
+            "first_name": item["first_name"],
+            "notebook_path": str(autograded),
+        }
         page, _ = HTMLExporter(config=look).from_filename(str(autograded), resources=resources)
         assert f"{mistake.qid}: " in page and "graded by gptcourse" in page
 
@@ -231,18 +275,34 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
     hidden, fixtures = leakscan.hidden_lines(stage), leakscan.fixture_fragments(stage)
     assert hidden and fixtures
     for student in answers:
-        nbgrader("fetch_feedback", stage_id, *exchange_args, *own_cache(homes[student]), f"--student={student}", cwd=homes[student])
+        nbgrader(
+            "fetch_feedback",
+            stage_id,
+            *exchange_args,
+            *own_cache(homes[student]),
+            f"--student={student}",
+            cwd=homes[student],
+        )
         (page,) = (homes[student] / stage_id / "feedback").glob(f"*/{stage_id}.html")
         text = html_text(page)
         own = cell_sources(json.loads(course.submitted(student, stage_id).read_text()))
-        assert all(f"{q}: {engine[student][q]:g} of {p:g} points (graded by gptcourse)" in text for q, p in worth.items()), student
-        assert not leakscan.find(text, [line for line in hidden if line not in own]), student  # not the student's own code
+        assert all(
+            f"{q}: {engine[student][q]:g} of {p:g} points (graded by gptcourse)" in text for q, p in worth.items()
+        ), student
+        assert not leakscan.find(text, [line for line in hidden if line not in own]), (
+            student
+        )  # not the student's own code
         assert not leakscan.find(text, fixtures), student
         assert not leakscan.find(text, leakscan.reference_lines(stage, own)), student
-    assert leakscan.find(html_text(page), leakscan.reference_lines(stage, "")), "the scan sees code in the page (ada's own, the reference)"
+    assert leakscan.find(html_text(page), leakscan.reference_lines(stage, "")), (
+        "the scan sees code in the page (ada's own, the reference)"
+    )
 
     # Validate: the correct notebook passes; the empty one and the mistake fail, naming their questions
-    said = {s: nbgrader("validate", homes[s] / stage_id / f"{stage_id}.ipynb", cwd=homes[s], check=False).stdout for s in answers}
+    said = {
+        s: nbgrader("validate", homes[s] / stage_id / f"{stage_id}.ipynb", cwd=homes[s], check=False).stdout
+        for s in answers
+    }
     assert "Success! Your notebook passes all the tests." in said["ada"], said["ada"][-3000:]
     assert "VALIDATION FAILED" in said["cy"] and all(f'check("{q}", strict=True)' in said["cy"] for q in worth)
     assert f"AssertionError: {next(iter(worth))}: " in said["cy"], said["cy"][-3000:]
@@ -251,7 +311,9 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
 
 
 FAST = Limits(case_timeout=1.5, cell_timeout=3.0, total_timeout=120.0)
-FAST_SETTINGS = "c.GradeWithEngine.timeout = 120\nc.GradeWithEngine.cell_timeout = 3\nc.GradeWithEngine.test_timeout = 1.5\n"
+FAST_SETTINGS = (
+    "c.GradeWithEngine.timeout = 120\nc.GradeWithEngine.cell_timeout = 3\nc.GradeWithEngine.test_timeout = 1.5\n"
+)
 GRADEBOOK_WRITER = '''
 import subprocess, sys
 attack = """
@@ -277,11 +339,25 @@ def test_the_cheat_and_the_hostile_catalogue_get_no_more_under_nbgrader(tmp_path
     course.run("generate_assignment", STAGE)
     released = course.released(STAGE)
     root = course.root
-    extra = (str(root / "gradebook.db"), str(root / TESTS_FOLDER / STAGE / "hidden.py"), str(root / "source" / STAGE / f"{STAGE}.ipynb"), str(root))
+    extra = (
+        str(root / "gradebook.db"),
+        str(root / TESTS_FOLDER / STAGE / "hidden.py"),
+        str(root / "source" / STAGE / f"{STAGE}.ipynb"),
+        str(root),
+    )
     paths = attacks.write_catalogue(STAGE, tmp_path / "written", root, extra=extra)
     paths["cheat"] = attacks.submission(STAGE, tmp_path / "written", "cheat", None, [CHEAT], base="student")
-    paths["gradebook_writer"] = attacks.submission(STAGE, tmp_path / "written", "gradebook_writer", None, [GRADEBOOK_WRITER.replace("@DB@", repr(str(root / "gradebook.db")))])
-    files = {name: course.hand_in(name, STAGE, as_nbgrader(json.loads(path.read_text()), released)) for name, path in paths.items()}
+    paths["gradebook_writer"] = attacks.submission(
+        STAGE,
+        tmp_path / "written",
+        "gradebook_writer",
+        None,
+        [GRADEBOOK_WRITER.replace("@DB@", repr(str(root / "gradebook.db")))],
+    )
+    files = {
+        name: course.hand_in(name, STAGE, as_nbgrader(json.loads(path.read_text()), released))
+        for name, path in paths.items()
+    }
     before = sorted(p.name for p in root.iterdir())
 
     course.run("autograde", STAGE)
@@ -291,7 +367,9 @@ def test_the_cheat_and_the_hostile_catalogue_get_no_more_under_nbgrader(tmp_path
     copies.mkdir()
     for name, path in files.items():
         (copies / f"{name}.ipynb").write_bytes(path.read_bytes())
-    graded = grade_into_folder(sorted(copies.iterdir()), stage_tests(stage), tmp_path / "engine", FAST, workers=2, progress=False)
+    graded = grade_into_folder(
+        sorted(copies.iterdir()), stage_tests(stage), tmp_path / "engine", FAST, workers=2, progress=False
+    )
     engine = {g.name: {q: sum(r.score for r in g.results if r.qid == q) for q, _ in questions(STAGE)} for g in graded}
 
     assert book["reference"] == dict(questions(STAGE)) == engine["reference"]
@@ -299,7 +377,9 @@ def test_the_cheat_and_the_hostile_catalogue_get_no_more_under_nbgrader(tmp_path
     for name in files:
         assert all(book[name][q] <= engine[name][q] for q in engine[name]), (name, book[name], engine[name])
     assert max(v for scores in book.values() for v in scores.values()) <= max(dict(questions(STAGE)).values())
-    assert sorted(p.name for p in root.iterdir()) == sorted([*before, "autograded"])  # nothing the attacks wrote landed here
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        [*before, "autograded"]
+    )  # nothing the attacks wrote landed here
 
     course.run("autograde", STAGE, "--force", "--student=cheat")
     course.run("autograde", STAGE, "--force", "--student=reference")
@@ -316,7 +396,10 @@ def test_every_stage_through_nbgrader(tmp_path):
     for stage_id in stages:
         course.run("generate_assignment", stage_id)
         released = course.released(stage_id)
-        files[stage_id] = [course.hand_in("reference", stage_id, filled(released, stage_id)), course.hand_in("empty", stage_id, released)]
+        files[stage_id] = [
+            course.hand_in("reference", stage_id, filled(released, stage_id)),
+            course.hand_in("empty", stage_id, released),
+        ]
     course.run("autograde", "--assignment=*")
     book, engine = {}, {}
     for stage_id in stages:
@@ -324,8 +407,19 @@ def test_every_stage_through_nbgrader(tmp_path):
         copies.mkdir(parents=True)
         for path in files[stage_id]:
             (copies / f"{path.parent.parent.name}.ipynb").write_bytes(path.read_bytes())
-        graded = grade_into_folder(sorted(copies.iterdir()), stage_tests(get_stage(stage_id)), tmp_path / "engine" / stage_id, Limits(), workers=2, progress=False)
-        engine[stage_id] = {g.name: {q: sum(r.score for r in g.results if r.qid == q) for q, _ in questions(stage_id)} for g in graded}
+        graded = grade_into_folder(
+            sorted(copies.iterdir()),
+            stage_tests(get_stage(stage_id)),
+            tmp_path / "engine" / stage_id,
+            Limits(),
+            workers=2,
+            progress=False,
+        )
+        engine[stage_id] = {
+            g.name: {q: sum(r.score for r in g.results if r.qid == q) for q, _ in questions(stage_id)} for g in graded
+        }
         book[stage_id] = course.gradebook(stage_id)
     assert [s for s in stages if not same(book[s], engine[s])] == []
-    assert [s for s in stages if engine[s] != {"empty": {q: 0.0 for q, _ in questions(s)}, "reference": dict(questions(s))}] == []
+    assert [
+        s for s in stages if engine[s] != {"empty": {q: 0.0 for q, _ in questions(s)}, "reference": dict(questions(s))}
+    ] == []

@@ -11,8 +11,8 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder.build.notebooks import make_notebook
-from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_TRAIN
 from autograder.course import all_stages, get_stage
+from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_TRAIN
 
 NAME = "Lab 1 - my copy (2).ipynb"
 # The first cell of the test notebooks: nothing from this project or the grading tools can be
@@ -37,7 +37,9 @@ def _notebook(stage, variant: str) -> dict:
 
 def _client(notebook, folder) -> NotebookClient:
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    return NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(folder)}})
+    return NotebookClient(
+        notebook, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(folder)}}
+    )
 
 
 def _text(cell) -> str:
@@ -106,14 +108,18 @@ def test_package_submission_refuses_unsaved_work_and_zips_saved_work(tmp_path):
         target.unlink()
 
         # The student edits build_vocab and runs it, but does not save.
-        edited = next(c for c in saved["cells"] if c.get("metadata", {}).get("gptcourse", {}).get("name") == "build_vocab")
+        edited = next(
+            c for c in saved["cells"] if c.get("metadata", {}).get("gptcourse", {}).get("name") == "build_vocab"
+        )
         new_source = edited["source"] + "\n    # a second thought"
         _run_new(client, notebook, new_source)
         out = _run_new(client, notebook, f"package_submission({str(path)!r})")
         assert out.startswith("NOT PACKAGED") and "build_vocab" in out and "Save the notebook" in out
         assert not target.exists()
         _run_new(client, notebook, f"__session__ = {str(path)!r}")  # what Jupyter's kernel is told
-        assert "NOT PACKAGED. Lab 1 - my copy (2).ipynb on disk is not what you last ran for: build_vocab" in _run_new(client, notebook, "package_submission()")
+        assert "NOT PACKAGED. Lab 1 - my copy (2).ipynb on disk is not what you last ran for: build_vocab" in _run_new(
+            client, notebook, "package_submission()"
+        )
         _run_new(client, notebook, "del __session__")
 
         # Saving makes the file match again; the older copy no longer does, so the right file is found.

@@ -35,13 +35,12 @@ import re
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from support import SHAKESPEARE
 
 from autograder.authoring.catalogue import catalogue
 from autograder.build.notebooks import make_notebook
 from autograder.course import all_stages, get_stage
 from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_STUB, TAG_TRAIN
-
-from support import SHAKESPEARE
 
 STAGES = all_stages()
 NAME = "my notebook.ipynb"
@@ -91,8 +90,13 @@ async def run_async(notebook: dict, folder, shakespeare: bool) -> nbformat.Noteb
     (folder / "site" / "sitecustomize.py").write_text(NO_NETWORK)
     (folder / "cache").mkdir()
     env = {key: value for key, value in os.environ.items() if key not in {"GPTCOURSE_SHAKESPEARE", "PYTHONPATH"}}
-    env |= {"PYTHONPATH": str(folder / "site"), "GPTCOURSE_CACHE": str(folder / "cache"), "GPTCOURSE_QUICK": "1",
-            "OMP_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    env |= {
+        "PYTHONPATH": str(folder / "site"),
+        "GPTCOURSE_CACHE": str(folder / "cache"),
+        "GPTCOURSE_QUICK": "1",
+        "OMP_NUM_THREADS": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
     if shakespeare:
         env["GPTCOURSE_SHAKESPEARE"] = str(SHAKESPEARE)
     work = folder / "work"
@@ -100,20 +104,28 @@ async def run_async(notebook: dict, folder, shakespeare: bool) -> nbformat.Noteb
     path = work / NAME
     path.write_text(json.dumps(notebook))  # package_submission() finds it here
     notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(work)}})
+    client = NotebookClient(
+        notebook, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(work)}}
+    )
     await client.async_execute(env=env)
     return notebook
 
 
-RUNS = {"test_reference_notebook_runs_clean_offline": "reference", "test_released_notebook_fails_only_where_a_stub_is_called": "student"}
+RUNS = {
+    "test_reference_notebook_runs_clean_offline": "reference",
+    "test_released_notebook_fails_only_where_a_stub_is_called": "student",
+}
 
 
 @pytest.fixture(scope="module")
 def executed(request, tmp_path_factory) -> dict:
     """The notebooks of the selected tests of this module, run two kernels at a time:
     ``{(stage id, variant): notebook, or the exception that stopped its run}``."""
-    wanted = [(item.callspec.params["stage"], RUNS[item.originalname]) for item in request.session.items
-              if item.module is request.module and item.originalname in RUNS]
+    wanted = [
+        (item.callspec.params["stage"], RUNS[item.originalname])
+        for item in request.session.items
+        if item.module is request.module and item.originalname in RUNS
+    ]
     wanted = [(stage, variant) for stage, variant in wanted if variant == "student" or SHAKESPEARE.exists()]
 
     async def run_all():
@@ -146,17 +158,25 @@ def stub_messages(notebook) -> set[str]:
     for cell in notebook.cells:
         if TAG_STUB in _tags(cell):
             for node in ast.walk(ast.parse(cell.source)):
-                if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and getattr(node.exc.func, "id", "") == "NotImplementedError":
+                if (
+                    isinstance(node, ast.Raise)
+                    and isinstance(node.exc, ast.Call)
+                    and getattr(node.exc.func, "id", "") == "NotImplementedError"
+                ):
                     messages.add(node.exc.args[0].value)
     return messages
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SHAKESPEARE.exists(), reason="no local copy of Tiny Shakespeare (tests/support.py says where it is looked for)")
+@pytest.mark.skipif(
+    not SHAKESPEARE.exists(), reason="no local copy of Tiny Shakespeare (tests/support.py says where it is looked for)"
+)
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
 def test_reference_notebook_runs_clean_offline(stage, executed):
     notebook = _ran(executed, stage, "reference")
-    failed = [f"{_where(i, c)}\n  {e['ename']}: {e['evalue']}" for i, c in enumerate(notebook.cells) for e in _errors(c)]
+    failed = [
+        f"{_where(i, c)}\n  {e['ename']}: {e['evalue']}" for i, c in enumerate(notebook.cells) for e in _errors(c)
+    ]
     assert not failed, "\n".join(failed)
     for index, cell in enumerate(notebook.cells):
         if TAG_CHECK in _tags(cell):
@@ -188,12 +208,22 @@ def test_released_notebook_fails_only_where_a_stub_is_called(stage, executed):
     wrong = []
     for index, cell in enumerate(notebook.cells):
         for error in _errors(cell):
-            if not ({TAG_DEMO, TAG_TRAIN} & _tags(cell) and error["ename"] == "NotImplementedError" and error["evalue"] in messages):
+            if not (
+                {TAG_DEMO, TAG_TRAIN} & _tags(cell)
+                and error["ename"] == "NotImplementedError"
+                and error["evalue"] in messages
+            ):
                 wrong.append(f"{_where(index, cell)}\n  {error['ename']}: {error['evalue']}")
         if TAG_CHECK in _tags(cell):
             assert "not implemented yet" in _text(cell), f"{_where(index, cell)}\n{_text(cell)}"
-        if "load_corpus(" in cell.source and {TAG_DEMO, TAG_TRAIN} & _tags(cell) and "Could not download Tiny Shakespeare" not in _text(cell):
-            wrong.append(f"{_where(index, cell)}\n  the offline fallback to the default corpus said nothing: {_text(cell)[:200]!r}")
+        if (
+            "load_corpus(" in cell.source
+            and {TAG_DEMO, TAG_TRAIN} & _tags(cell)
+            and "Could not download Tiny Shakespeare" not in _text(cell)
+        ):
+            wrong.append(
+                f"{_where(index, cell)}\n  the offline fallback to the default corpus said nothing: {_text(cell)[:200]!r}"
+            )
     assert not wrong, "\n".join(wrong)
     assert _text(notebook.cells[-1]).startswith(f"Packaged {NAME}"), _text(notebook.cells[-1])
 
@@ -213,8 +243,13 @@ def test_the_block_demo_compares_like_with_like(tmp_path):
     mistakes = [v for v in catalogue(stage)[0] if v.qid in {"layernorm", "feedforward"}]
     assert len(mistakes) >= 8
     for index, mistake in enumerate(mistakes):
-        kept += [nbformat.v4.new_code_cell(source, id=f"m{index}-cell{n}") for n, source in enumerate(mistake.cells.values())]
-        kept += [nbformat.v4.new_code_cell('check("block")', id=f"m{index}-check"), nbformat.v4.new_code_cell(demo["source"], id=f"m{index}-demo")]
+        kept += [
+            nbformat.v4.new_code_cell(source, id=f"m{index}-cell{n}") for n, source in enumerate(mistake.cells.values())
+        ]
+        kept += [
+            nbformat.v4.new_code_cell('check("block")', id=f"m{index}-check"),
+            nbformat.v4.new_code_cell(demo["source"], id=f"m{index}-demo"),
+        ]
     notebook = asyncio.run(run_async({**make_notebook(stage, "reference"), "cells": kept}, tmp_path, shakespeare=False))
     assert not [e for c in notebook.cells for e in _errors(c)]
     output = {cell.id: _text(cell) for cell in notebook.cells}

@@ -24,9 +24,9 @@ import types
 from pathlib import Path
 
 import pytest
+import refscan
 import torch
 
-import refscan
 from autograder.build.stubs import reference_source
 from autograder.course import ROOT, all_stages, get_stage
 from autograder.kit.cases import randn
@@ -46,14 +46,27 @@ def _calls(function, inputs) -> list[refscan.Call]:
 
 def test_a_renamed_copy_is_found_by_structure():
     source = reference_source("attention", "apply_rope")
-    for old, new in (("apply_rope", "_turn"), ("positions", "where"), ("inv_freq", "speeds"), ("angles", "theta"), ("rotated", "out"), ("even", "a"), ("odd", "b")):
+    for old, new in (
+        ("apply_rope", "_turn"),
+        ("positions", "where"),
+        ("inv_freq", "speeds"),
+        ("angles", "theta"),
+        ("rotated", "out"),
+        ("even", "a"),
+        ("odd", "b"),
+    ):
         source = source.replace(old, new)
     found = refscan.structural_matches(source, "scratch.py", refscan.reference_units(get_stage("03")))
     assert len(found) == 1 and "_turn" in found[0] and "reference apply_rope" in found[0], found
-    assert refscan.structural_matches("def _f(x):\n    return x.sum() * 2\n", "scratch.py", refscan.reference_units(get_stage("03"))) == []
+    assert (
+        refscan.structural_matches(
+            "def _f(x):\n    return x.sum() * 2\n", "scratch.py", refscan.reference_units(get_stage("03"))
+        )
+        == []
+    )
 
 
-SPLITS = '''
+SPLITS = """
 import torch
 
 def _loop_heads(x, h):  # another style: one slice of features per head
@@ -77,13 +90,18 @@ class _Heads:
     def __call__(self, x, h):
         B, T, C = x.shape
         return x.unflatten(-1, (h, C // h)).transpose(1, 2)
-'''
+"""
 
 
 def test_a_reimplementation_is_found_by_behaviour_and_a_table_is_not():
     from solutions.multihead import split_heads
 
-    inputs = [(torch.arange(12.0).view(1, 2, 6), 3), (randn(2, 5, 8, seed=1), 2), (randn(3, 4, 12, seed=2), 4), (randn(1, 3, 6, seed=3), 1)]
+    inputs = [
+        (torch.arange(12.0).view(1, 2, 6), 3),
+        (randn(2, 5, 8, seed=1), 2),
+        (randn(3, 4, 12, seed=2), 4),
+        (randn(1, 3, 6, seed=3), 1),
+    ]
     calls = {"split_heads": _calls(split_heads, inputs)}
     found = refscan.behavioural_matches(_module(SPLITS), {"split_heads": split_heads}, calls, "scratch.py")
     flagged = {line.split(": ")[1].split()[0] for line in found}
@@ -91,7 +109,7 @@ def test_a_reimplementation_is_found_by_behaviour_and_a_table_is_not():
     assert any("(1,)" in line for line in found if "_with_a_sign" in line)
 
 
-FEEDFORWARDS = '''
+FEEDFORWARDS = """
 import torch.nn as nn
 
 class _Known(nn.Module):  # the graded FeedForward under another name
@@ -111,7 +129,7 @@ class _Other(nn.Module):  # other parameter names: not the graded module
 
     def forward(self, x):
         return self.up(x)
-'''
+"""
 
 
 def _feedforward_calls(FeedForward) -> list:
@@ -122,7 +140,9 @@ def _feedforward_calls(FeedForward) -> list:
         module = FeedForward(6, 10, activation=activation).eval()
         x = randn(2, 3, 6, seed=seed)
         state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-        calls.append(refscan.ModuleCall(((6, 10), {"activation": activation}), state, False, (x,), {}, module(x).detach()))
+        calls.append(
+            refscan.ModuleCall(((6, 10), {"activation": activation}), state, False, (x,), {}, module(x).detach())
+        )
     return calls
 
 
@@ -130,11 +150,15 @@ def test_a_copy_of_a_graded_module_class_is_found_by_behaviour():
     from solutions.blocks import FeedForward
 
     calls = _feedforward_calls(FeedForward)
-    found = refscan.behavioural_matches(_module(FEEDFORWARDS), {"FeedForward": FeedForward}, {"FeedForward": calls}, "scratch.py")
-    assert len(found) == 1 and found[0].startswith("scratch.py: _Known reproduces the reference FeedForward on 3 of 3"), found
+    found = refscan.behavioural_matches(
+        _module(FEEDFORWARDS), {"FeedForward": FeedForward}, {"FeedForward": calls}, "scratch.py"
+    )
+    assert len(found) == 1 and found[0].startswith(
+        "scratch.py: _Known reproduces the reference FeedForward on 3 of 3"
+    ), found
 
 
-NESTED = '''
+NESTED = """
 import torch.nn as nn
 
 def _known_parts(ns, log=None):  # the graded FeedForward defined inside a function, from the notebook's names
@@ -157,7 +181,7 @@ def _known_parts(ns, log=None):  # the graded FeedForward defined inside a funct
             return self.inner(x)
 
     return {"FeedForward": _Inner}
-'''
+"""
 
 
 def test_a_copy_of_a_graded_module_class_defined_inside_a_function_is_found():
@@ -165,21 +189,39 @@ def test_a_copy_of_a_graded_module_class_defined_inside_a_function_is_found():
 
     calls = _feedforward_calls(FeedForward)
     module = _module(NESTED)
-    assert refscan.behavioural_matches(module, {"FeedForward": FeedForward}, {"FeedForward": calls}, "scratch.py") == []  # unseen without the source
-    found = refscan.behavioural_matches(module, {"FeedForward": FeedForward}, {"FeedForward": calls}, "scratch.py",
-                                        source=textwrap.dedent(NESTED), context={"nn": torch.nn})
-    assert len(found) == 1 and found[0].startswith("scratch.py: _known_parts.<locals>._Inner reproduces the reference FeedForward on 3 of 3"), found
+    assert (
+        refscan.behavioural_matches(module, {"FeedForward": FeedForward}, {"FeedForward": calls}, "scratch.py") == []
+    )  # unseen without the source
+    found = refscan.behavioural_matches(
+        module,
+        {"FeedForward": FeedForward},
+        {"FeedForward": calls},
+        "scratch.py",
+        source=textwrap.dedent(NESTED),
+        context={"nn": torch.nn},
+    )
+    assert len(found) == 1 and found[0].startswith(
+        "scratch.py: _known_parts.<locals>._Inner reproduces the reference FeedForward on 3 of 3"
+    ), found
 
 
 def _scan(stage) -> dict:
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("refscan.py")), stage.id], capture_output=True, text=True, timeout=900, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("refscan.py")), stage.id],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     line = next(line for line in done.stdout.splitlines() if line.startswith("REFSCAN "))
-    return json.loads(line[len("REFSCAN "):])
+    return json.loads(line[len("REFSCAN ") :])
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
 def test_no_suite_holds_an_implementation_of_a_graded_function(stage):
     scan = _scan(stage)
-    assert scan["recorded"] and all(count >= 2 for count in scan["recorded"].values()), scan["recorded"]  # the behavioural scan had calls to go on
+    assert scan["recorded"] and all(count >= 2 for count in scan["recorded"].values()), scan[
+        "recorded"
+    ]  # the behavioural scan had calls to go on
     assert not scan["found"], "\n".join(scan["found"])

@@ -41,7 +41,12 @@ def test_public_tests_catch_every_mistake_not_declared_hidden_only(stage, graded
 @pytest.mark.parametrize("stage", STAGES)
 def test_no_hidden_message_reveals_a_hidden_expected_value(stage, graded_catalogue):
     grades = graded_catalogue(stage)
-    scanned = sum(1 for g in grades.by_name.values() for r in g.results if not r.public and not r.passed and r.key in g.outcome.values)
+    scanned = sum(
+        1
+        for g in grades.by_name.values()
+        for r in g.results
+        if not r.public and not r.passed and r.key in g.outcome.values
+    )
     assert scanned, "no failed hidden test to scan"  # the scan saw something
     problems = hidden_value_problems(grades)
     assert not problems, "\n".join(problems)
@@ -67,8 +72,16 @@ def _graded(*results: Result, values: dict | None = None) -> SimpleNamespace:
 
 def _suite():
     public, hidden = Suite(public=True), Suite(public=False)
-    public.case("q", "small", points=1, check=equal([Hint(lambda g, e: g == 1, "ids start at 0", mistake="ids start at 1")]), expected=0)(lambda ns: 0)
-    hidden.case("q", "large", points=1, check=equal([Hint(lambda g, e: True, "no name")]), expected=[0] * 13)(lambda ns: 0)
+    public.case(
+        "q",
+        "small",
+        points=1,
+        check=equal([Hint(lambda g, e: g == 1, "ids start at 0", mistake="ids start at 1")]),
+        expected=0,
+    )(lambda ns: 0)
+    hidden.case("q", "large", points=1, check=equal([Hint(lambda g, e: True, "no name")]), expected=[0] * 13)(
+        lambda ns: 0
+    )
     return SimpleNamespace(cases=public.cases + hidden.cases)
 
 
@@ -77,16 +90,28 @@ def _r(key: str, public: bool, passed: bool, hint: str | None = None, message: s
 
 
 def test_the_hint_rule_fails_on_unnamed_undeclared_missing_and_ever_firing_hints():
-    mistakes = [Variant("q", "one based", {}, hints=("ids start at 1",)), Variant("q", "declares wrongly", {}, hints=("other",))]
-    grades = FakeGrades(_suite(), mistakes, [Variant("q", "alt", {})], {
-        "reference": _graded(_r("q: small", True, True)),
-        mistakes[0].slug: _graded(_r("q: small", True, False, "ids start at 1")),
-        mistakes[1].slug: _graded(_r("q: small", True, False, "ids start at 1")),
-        "q-alt": _graded(_r("q: small", True, False, "ids start at 1")),
-    })
+    mistakes = [
+        Variant("q", "one based", {}, hints=("ids start at 1",)),
+        Variant("q", "declares wrongly", {}, hints=("other",)),
+    ]
+    grades = FakeGrades(
+        _suite(),
+        mistakes,
+        [Variant("q", "alt", {})],
+        {
+            "reference": _graded(_r("q: small", True, True)),
+            mistakes[0].slug: _graded(_r("q: small", True, False, "ids start at 1")),
+            mistakes[1].slug: _graded(_r("q: small", True, False, "ids start at 1")),
+            "q-alt": _graded(_r("q: small", True, False, "ids start at 1")),
+        },
+    )
     problems = hint_problems(grades)
     assert any("'q: large' has no mistake name" in p for p in problems), problems
-    assert any("q-declares-wrongly' triggers hints it does not declare: ids start at 1; declares hints that do not fire: other" in p for p in problems), problems
+    assert any(
+        "q-declares-wrongly' triggers hints it does not declare: ids start at 1; declares hints that do not fire: other"
+        in p
+        for p in problems
+    ), problems
     assert any("'q-alt' (correct) triggers hints: ids start at 1" in p for p in problems), problems
     assert any("'ids start at 1' of q fires on every mistake of its question" in p for p in problems), problems
     grades.mistakes = grades.mistakes[1:]
@@ -96,10 +121,15 @@ def test_the_hint_rule_fails_on_unnamed_undeclared_missing_and_ever_firing_hints
 
 def test_the_public_rule_fails_on_an_uncaught_mistake_and_on_a_false_hidden_only():
     mistakes = [Variant("q", "uncaught", {}), Variant("q", "said hidden", {}, hidden_only="needs a large input")]
-    grades = FakeGrades(_suite(), mistakes, [], {
-        mistakes[0].slug: _graded(_r("q: small", True, True), _r("q: large", False, False)),
-        mistakes[1].slug: _graded(_r("q: small", True, False), _r("q: large", False, False)),
-    })
+    grades = FakeGrades(
+        _suite(),
+        mistakes,
+        [],
+        {
+            mistakes[0].slug: _graded(_r("q: small", True, True), _r("q: large", False, False)),
+            mistakes[1].slug: _graded(_r("q: small", True, False), _r("q: large", False, False)),
+        },
+    )
     assert public_catch_problems(grades) == [
         "mistake 'q-uncaught' passes every public test of q (catch it, or say why only hidden tests can: hidden_only=...)",
         "mistake 'q-said-hidden' is declared hidden_only, but the public test 'small' catches it",
@@ -108,9 +138,21 @@ def test_the_public_rule_fails_on_an_uncaught_mistake_and_on_a_false_hidden_only
 
 def test_the_hidden_value_rule_fails_on_a_message_with_an_expected_length():
     mistake = Variant("q", "one too many", {})
-    grades = FakeGrades(_suite(), [mistake], [], {
-        mistake.slug: _graded(_r("q: large", False, False, message="expected length 13, got 14"), values={"q: large": [0] * 14}),
-    })
-    assert hidden_value_problems(grades) == ["q-one-too-many: 'q: large' says an expected length, 13 ('length 13'): 'expected length 13, got 14'"]
-    grades.by_name[mistake.slug] = _graded(_r("q: large", False, False, message="your list has 14 items, which is not the expected number"), values={"q: large": [0] * 14})
+    grades = FakeGrades(
+        _suite(),
+        [mistake],
+        [],
+        {
+            mistake.slug: _graded(
+                _r("q: large", False, False, message="expected length 13, got 14"), values={"q: large": [0] * 14}
+            ),
+        },
+    )
+    assert hidden_value_problems(grades) == [
+        "q-one-too-many: 'q: large' says an expected length, 13 ('length 13'): 'expected length 13, got 14'"
+    ]
+    grades.by_name[mistake.slug] = _graded(
+        _r("q: large", False, False, message="your list has 14 items, which is not the expected number"),
+        values={"q: large": [0] * 14},
+    )
     assert hidden_value_problems(grades) == []

@@ -24,12 +24,12 @@ import torch.nn.functional as F
 from nbclient import NotebookClient
 
 import solutions.multihead
+from autograder.authoring.catalogue import catalogue
 from autograder.build.notebooks import make_notebook
+from autograder.course import get_stage, load_cases, questions
+from autograder.engine.submission import TAG_CHECK, TAG_DEMO, code_cells
 from autograder.kit.cases import Namespace, set_parameters
 from autograder.kit.runtime import CASE_SEED, reseed
-from autograder.authoring.catalogue import catalogue
-from autograder.engine.submission import TAG_CHECK, TAG_DEMO, code_cells
-from autograder.course import get_stage, load_cases, questions
 from solutions.blocks import FeedForward, LayerNorm, TransformerBlock
 from solutions.masking import causal_mask
 
@@ -87,8 +87,11 @@ def test_named_mistake_fails_with_its_hint(stage, qid, name, hint, graded_catalo
 
 def test_inline_merge_without_transpose_is_that_mistake(monkeypatch):
     variant = _variant("05_multihead", "heads merged inline without the transpose")
-    ns = _exec_cell(variant.cells["MultiHeadAttention"], split_heads=solutions.multihead.split_heads,
-                    merge_heads=solutions.multihead.merge_heads)
+    ns = _exec_cell(
+        variant.cells["MultiHeadAttention"],
+        split_heads=solutions.multihead.split_heads,
+        merge_heads=solutions.multihead.merge_heads,
+    )
     B, T, C, H = 3, 5, 24, 4
     wrong = ns["MultiHeadAttention"](C, H).eval()
     set_parameters(wrong, 1)
@@ -104,8 +107,12 @@ def test_inline_merge_without_transpose_is_that_mistake(monkeypatch):
 
 def test_residual_after_the_norm_is_that_mistake():
     variant = _variant("06_blocks", "pre-norm residual taken after the norm")
-    ns = _exec_cell(variant.cells["TransformerBlock"], MultiHeadAttention=solutions.multihead.MultiHeadAttention,
-                    LayerNorm=LayerNorm, FeedForward=FeedForward)
+    ns = _exec_cell(
+        variant.cells["TransformerBlock"],
+        MultiHeadAttention=solutions.multihead.MultiHeadAttention,
+        LayerNorm=LayerNorm,
+        FeedForward=FeedForward,
+    )
     B, T, C, H, FF = 3, 5, 24, 4, 40
     wrong = ns["TransformerBlock"](C, H, FF).eval()
     set_parameters(wrong, 2)
@@ -201,14 +208,29 @@ print("ok: pre-norm claims hold")
 
 def _execute(stage: str, extra: str, folder: Path) -> list:
     nb = make_notebook(get_stage(stage), "reference")
-    nb["cells"].append({"cell_type": "code", "execution_count": None, "id": "test-claims", "metadata": {}, "outputs": [], "source": extra})
+    nb["cells"].append(
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "test-claims",
+            "metadata": {},
+            "outputs": [],
+            "source": extra,
+        }
+    )
     path = folder / f"{stage}.ipynb"
     path.write_text(json.dumps(nb))
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(folder)}}).execute()
-    errors = [(i, o.get("ename"), o.get("evalue")) for i, c in enumerate(notebook.cells) if c.cell_type == "code"
-              for o in c.outputs if o.get("output_type") == "error"]
+    NotebookClient(
+        notebook, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(folder)}}
+    ).execute()
+    errors = [
+        (i, o.get("ename"), o.get("evalue"))
+        for i, c in enumerate(notebook.cells)
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.get("output_type") == "error"
+    ]
     assert not errors, errors
     return notebook.cells
 
@@ -235,7 +257,9 @@ def test_notebook_05_runs_and_shows_what_it_says(tmp_path):
     split = _text(_demo_showing(cells, "the bare reshape"))
     assert "head 1: [[2.0, 3.0], [8.0, 9.0]]" in split and "head 1: [[4.0, 5.0], [6.0, 7.0]]" in split
     merge = _text(_demo_showing(cells, "back.view(1, 2, 6)"))
-    assert "contiguous after the transpose? False" in merge and "view refuses" in merge and "gives x back: True" in merge
+    assert (
+        "contiguous after the transpose? False" in merge and "view refuses" in merge and "gives x back: True" in merge
+    )
     mapping = _text(_demo_showing(cells, "in_proj_weight"))
     assert mapping.count("match") == 3 and "DIFFERENT" not in mapping, mapping
     assert _images(_demo_showing(cells, "plt.subplots(2, 4")) == 1

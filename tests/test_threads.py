@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.kit import threads
 from autograder.build.notebooks import harness_module, harness_source
 from autograder.course import get_stage
+from autograder.kit import threads
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_QUOTA = "/no/such/place"  # a root with no /proc and no cgroup files
@@ -53,7 +53,9 @@ def test_doctests_are_true():
 
 
 def test_v2_quota_of_the_process_cgroup(tmp_path):
-    root = fake_tree(tmp_path, "0::/user.slice/job\n", MOUNTS_V2, {"sys/fs/cgroup/user.slice/job/cpu.max": "150000 100000\n"})
+    root = fake_tree(
+        tmp_path, "0::/user.slice/job\n", MOUNTS_V2, {"sys/fs/cgroup/user.slice/job/cpu.max": "150000 100000\n"}
+    )
     assert threads.cgroup_cpu_quota(root) == 1.5
     assert threads.usable_cpus(root, affinity=8) == 1.5
     assert threads.thread_count(environ={}, root=root, affinity=8, busy=0.0) == 1  # floor(1.5)
@@ -71,14 +73,20 @@ def test_v2_max_means_no_quota_and_a_parent_quota_still_counts(tmp_path):
 def test_v1_quota_with_a_container_mount_root(tmp_path):
     # docker without a cgroup namespace: the cgroup is /docker/abc, mounted as the hierarchy's root
     mounts = MOUNTS_V1.replace("0:29 / /sys/fs/cgroup/cpu,cpuacct", "0:29 /docker/abc /sys/fs/cgroup/cpu,cpuacct")
-    files = {"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "200000\n", "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000\n"}
+    files = {
+        "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "200000\n",
+        "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000\n",
+    }
     root = fake_tree(tmp_path, "5:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n", mounts, files)
     assert threads.cgroup_cpu_quota(root) == 2.0
     assert threads.thread_count(environ={}, root=root, affinity=64, busy=0.0) == 2
 
 
 def test_v1_unlimited_and_half_a_cpu(tmp_path):
-    files = {"sys/fs/cgroup/cpu,cpuacct/grader/cpu.cfs_quota_us": "-1\n", "sys/fs/cgroup/cpu,cpuacct/grader/cpu.cfs_period_us": "100000\n"}
+    files = {
+        "sys/fs/cgroup/cpu,cpuacct/grader/cpu.cfs_quota_us": "-1\n",
+        "sys/fs/cgroup/cpu,cpuacct/grader/cpu.cfs_period_us": "100000\n",
+    }
     root = fake_tree(tmp_path, "4:cpu,cpuacct:/grader\n", MOUNTS_V1, files)
     assert threads.cgroup_cpu_quota(root) is None
     (tmp_path / "sys/fs/cgroup/cpu,cpuacct/grader/cpu.cfs_quota_us").write_text("50000\n")
@@ -89,20 +97,34 @@ def test_v1_unlimited_and_half_a_cpu(tmp_path):
 
 def test_hybrid_layout_takes_the_v1_cpu_quota(tmp_path):
     mounts = MOUNTS_V1 + "41 25 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
-    files = {"sys/fs/cgroup/cpu,cpuacct/q/cpu.cfs_quota_us": "100000\n", "sys/fs/cgroup/cpu,cpuacct/q/cpu.cfs_period_us": "100000\n",
-             "sys/fs/cgroup/unified/cgroup.procs": ""}
+    files = {
+        "sys/fs/cgroup/cpu,cpuacct/q/cpu.cfs_quota_us": "100000\n",
+        "sys/fs/cgroup/cpu,cpuacct/q/cpu.cfs_period_us": "100000\n",
+        "sys/fs/cgroup/unified/cgroup.procs": "",
+    }
     root = fake_tree(tmp_path, "4:cpu,cpuacct:/q\n0::/\n", mounts, files)
     assert threads.cgroup_cpu_quota(root) == 1.0
 
 
-@pytest.mark.parametrize("cgroup, mountinfo, files", [
-    (None, None, {}),  # no /proc at all (not Linux)
-    ("0::/job\n", None, {}),  # no mountinfo
-    ("0::/job\n", MOUNTS_V2, {}),  # cgroup v2 without cpu.max (the cpu controller is off)
-    ("4:cpu,cpuacct:/q\n", MOUNTS_V1, {"sys/fs/cgroup/cpu,cpuacct/q/cpu.cfs_quota_us": "100000\n"}),  # no period file
-    ("0::/job\n", MOUNTS_V2, {"sys/fs/cgroup/job/cpu.max": "lots\n"}),  # unreadable content
-    ("4:memory:/q\n", MOUNTS_V1, {"sys/fs/cgroup/cpu,cpuacct/q/cpu.cfs_quota_us": "100000\n"}),  # not in a cpu hierarchy
-])
+@pytest.mark.parametrize(
+    "cgroup, mountinfo, files",
+    [
+        (None, None, {}),  # no /proc at all (not Linux)
+        ("0::/job\n", None, {}),  # no mountinfo
+        ("0::/job\n", MOUNTS_V2, {}),  # cgroup v2 without cpu.max (the cpu controller is off)
+        (
+            "4:cpu,cpuacct:/q\n",
+            MOUNTS_V1,
+            {"sys/fs/cgroup/cpu,cpuacct/q/cpu.cfs_quota_us": "100000\n"},
+        ),  # no period file
+        ("0::/job\n", MOUNTS_V2, {"sys/fs/cgroup/job/cpu.max": "lots\n"}),  # unreadable content
+        (
+            "4:memory:/q\n",
+            MOUNTS_V1,
+            {"sys/fs/cgroup/cpu,cpuacct/q/cpu.cfs_quota_us": "100000\n"},
+        ),  # not in a cpu hierarchy
+    ],
+)
 def test_missing_or_odd_files_mean_no_quota(tmp_path, cgroup, mountinfo, files):
     if cgroup is not None:
         files = {"proc/self/cgroup": cgroup, **({"proc/self/mountinfo": mountinfo} if mountinfo else {}), **files}
@@ -127,7 +149,9 @@ def test_overrides_win_in_order():
     assert threads.thread_count(environ=env, root=NO_QUOTA, affinity=2, busy=0.0) == 3
     assert threads.thread_count(environ={"OMP_NUM_THREADS": "5"}, root=NO_QUOTA, affinity=2, busy=0.0) == 5
     assert threads.thread_count(environ={"OMP_NUM_THREADS": "4,2"}, root=NO_QUOTA, affinity=8, busy=0.0) == 4
-    assert threads.thread_count(environ={"GPTCOURSE_THREADS": " "}, root=NO_QUOTA, affinity=6, busy=0.0) == 6  # blank: unset
+    assert (
+        threads.thread_count(environ={"GPTCOURSE_THREADS": " "}, root=NO_QUOTA, affinity=6, busy=0.0) == 6
+    )  # blank: unset
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
@@ -149,10 +173,19 @@ def test_an_invalid_omp_num_threads_is_ignored_with_a_warning(value):
     assert count == 3
 
 
-@pytest.mark.parametrize("mask, busy, expected", [
-    (2, 0.0, 2), (2, 0.3, 2), (2, 0.6, 1), (2, 1.0, 1), (2, 2.0, 1),
-    (8, 1.0, 7), (8, 2.4, 6), (1, 0.0, 1),
-])
+@pytest.mark.parametrize(
+    "mask, busy, expected",
+    [
+        (2, 0.0, 2),
+        (2, 0.3, 2),
+        (2, 0.6, 1),
+        (2, 1.0, 1),
+        (2, 2.0, 1),
+        (8, 1.0, 7),
+        (8, 2.4, 6),
+        (1, 0.0, 1),
+    ],
+)
 def test_busy_neighbours_take_their_cpus(mask, busy, expected):
     assert threads.thread_count(environ={}, root=NO_QUOTA, affinity=mask, busy=busy) == expected
 
@@ -167,7 +200,9 @@ def test_busy_cpus_from_two_readings_of_proc_stat(tmp_path, monkeypatch):
     stat = tmp_path / "proc" / "stat"
     stat.parent.mkdir(parents=True)
     # user nice system idle iowait irq softirq steal: cpu0 all busy, cpu1 a quarter busy, cpu2 outside the mask
-    stat.write_text("cpu  1 1 1 1 1 1 1 1\ncpu0 100 0 0 900 0 0 0 0\ncpu1 0 0 0 1000 0 0 0 0\ncpu2 0 0 0 0 0 0 0 0\nintr 5\n")
+    stat.write_text(
+        "cpu  1 1 1 1 1 1 1 1\ncpu0 100 0 0 900 0 0 0 0\ncpu1 0 0 0 1000 0 0 0 0\ncpu2 0 0 0 0 0 0 0 0\nintr 5\n"
+    )
     after = "cpu  1 1 1 1 1 1 1 1\ncpu0 150 0 50 900 0 0 0 0\ncpu1 20 0 5 1070 5 0 0 0\ncpu2 100 0 0 0 0 0 0 0\n"
     monkeypatch.setattr(threads.time, "sleep", lambda seconds: stat.write_text(after))
     monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
@@ -245,8 +280,25 @@ def _train(corpus_file: Path, out: Path, *extra: str):
     """The arguments of a 2-step run of the tiny preset, and gptcourse's entry point."""
     from autograder.cli import main
 
-    return ["train", "--corpus", str(corpus_file), "--preset", "tiny", "--steps", "2", "--eval-interval", "2", "--out", str(out),
-            "--quiet", "--sample-tokens", "0", "--device", "cpu", *extra], main
+    return [
+        "train",
+        "--corpus",
+        str(corpus_file),
+        "--preset",
+        "tiny",
+        "--steps",
+        "2",
+        "--eval-interval",
+        "2",
+        "--out",
+        str(out),
+        "--quiet",
+        "--sample-tokens",
+        "0",
+        "--device",
+        "cpu",
+        *extra,
+    ], main
 
 
 def test_train_threads_option_and_env_reach_torch(corpus_file, tmp_path, capsys, monkeypatch):
@@ -266,7 +318,22 @@ def test_sample_threads_option_reaches_torch(corpus_file, tmp_path, capsys, monk
     monkeypatch.setenv("GPTCOURSE_THREADS", "1")
     args, main = _train(corpus_file, tmp_path / "run")
     assert main(args) == 0
-    assert main(["sample", "--checkpoint", str(tmp_path / "run" / "ckpt.pt"), "--tokens", "3", "--device", "cpu", "--threads", "3"]) == 0
+    assert (
+        main(
+            [
+                "sample",
+                "--checkpoint",
+                str(tmp_path / "run" / "ckpt.pt"),
+                "--tokens",
+                "3",
+                "--device",
+                "cpu",
+                "--threads",
+                "3",
+            ]
+        )
+        == 0
+    )
     assert torch.get_num_threads() == 3
 
 
@@ -277,7 +344,11 @@ def test_grade_default_workers_follow_the_rule(tmp_path, monkeypatch):
     from autograder.build import fixtures
 
     seen = []
-    monkeypatch.setattr(cli, "grade_folder", lambda paths, tests, limits, out, args, roster=None: seen.append(args.workers) or SimpleNamespace(graded=[]))
+    monkeypatch.setattr(
+        cli,
+        "grade_folder",
+        lambda paths, tests, limits, out, args, roster=None: seen.append(args.workers) or SimpleNamespace(graded=[]),
+    )
     monkeypatch.setattr(fixtures, "stage_tests", lambda *a, **k: None)
     monkeypatch.setattr(threads, "affinity_cpus", lambda: 6)
     monkeypatch.setattr(threads, "cgroup_cpu_quota", lambda root="/": 2.5)
@@ -295,7 +366,10 @@ def test_grade_default_workers_follow_the_rule(tmp_path, monkeypatch):
 
 def test_the_harness_cell_carries_the_rule_and_applies_it(tmp_path):
     source = harness_source(get_stage("07_gpt"))
-    assert "def configure_threads(" in harness_module(get_stage("07_gpt")) and "\n_gptcourse.configure_threads()\n" in source
+    assert (
+        "def configure_threads(" in harness_module(get_stage("07_gpt"))
+        and "\n_gptcourse.configure_threads()\n" in source
+    )
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["GPTCOURSE_THREADS"] = "7"  # torch's own default here is the number of cores
     script = tmp_path / "harness.py"  # the packed harness is longer than a command line may be
@@ -309,7 +383,7 @@ def test_the_07_notebook_states_the_rule_where_training_starts():
     text = (ROOT / "assignments" / "07_gpt" / "notebook.md").read_text(encoding="utf-8")
     note = text.index("**CPU threads.**")
     assert text.index("## 11. The real run") < note < text.index("```python train")
-    assert "GPTCOURSE_THREADS" in text[note:note + 400]
+    assert "GPTCOURSE_THREADS" in text[note : note + 400]
 
 
 # ------------------------------------------------------------------ the benchmark, tiny
@@ -329,13 +403,40 @@ def test_thread_benchmark_at_tiny_size(tmp_path):
         loop_cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
     assert measured["threads"] == 1 and measured["seconds"] > 0 and "error" not in measured, measured
     assert loop_cpu_s > 0.2  # the competitor really competed (a process that does nothing uses about 0.02 s)
-    row = {"load": 1.0, "busy": 0.1, "threads": 1, "seconds": 2.0, "tokens_per_s": 1000.0, "generate": 1.5, "generate_cached": 0.5}
+    row = {
+        "load": 1.0,
+        "busy": 0.1,
+        "threads": 1,
+        "seconds": 2.0,
+        "tokens_per_s": 1000.0,
+        "generate": 1.5,
+        "generate_cached": 0.5,
+    }
     data = {
-        "command": "x", "machine": "m", "date": "d", "took_s": 60, "load_before": 1.0, "load_after": 1.5, "quota_how": "cgroup v1",
-        "args": {"repeats": 1, "steps": 2, "tokens": 3}, "situations": ["idle"],
-        "results": {w: {"idle": {m: {**row, "seconds": 2.0 * (i + 1)} for i, m in enumerate(bench_threads.MODES)}} for w in ("train", "kv")},
-        "grading": {"quota_cpus": 0.5, "quota_how": "cgroup v1", "rows": [
-            {"copies": 1, "with": {"load": 1.0, "wall": 10.0, "scores": [93.0], "max": 93.0}, "without": {"load": 1.0, "error": "stopped after 600 s"}}]},
+        "command": "x",
+        "machine": "m",
+        "date": "d",
+        "took_s": 60,
+        "load_before": 1.0,
+        "load_after": 1.5,
+        "quota_how": "cgroup v1",
+        "args": {"repeats": 1, "steps": 2, "tokens": 3},
+        "situations": ["idle"],
+        "results": {
+            w: {"idle": {m: {**row, "seconds": 2.0 * (i + 1)} for i, m in enumerate(bench_threads.MODES)}}
+            for w in ("train", "kv")
+        },
+        "grading": {
+            "quota_cpus": 0.5,
+            "quota_how": "cgroup v1",
+            "rows": [
+                {
+                    "copies": 1,
+                    "with": {"load": 1.0, "wall": 10.0, "scores": [93.0], "max": 93.0},
+                    "without": {"load": 1.0, "error": "stopped after 600 s"},
+                }
+            ],
+        },
     }
     text = bench_threads.render(json.loads(json.dumps(data)))
     assert "| idle | torch | 1 | 1,000 | 4.00 | 0.67x the time |" in text

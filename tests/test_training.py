@@ -18,8 +18,20 @@ from training.presets import CPU, GPU, PRESETS, TINY, get_preset
 
 # a one-layer model that learns visibly in a few dozen steps
 SMALL = TINY.replace(
-    name="test", n_layer=1, n_head=2, n_embd=32, block_size=32, batch_size=16, steps=60, lr=3e-3,
-    min_lr=3e-4, warmup=10, eval_interval=20, eval_iters=4, sample_tokens=0, threads=None,
+    name="test",
+    n_layer=1,
+    n_head=2,
+    n_embd=32,
+    block_size=32,
+    batch_size=16,
+    steps=60,
+    lr=3e-3,
+    min_lr=3e-4,
+    warmup=10,
+    eval_interval=20,
+    eval_iters=4,
+    sample_tokens=0,
+    threads=None,
 )
 CPU_DEVICE = torch.device("cpu")
 
@@ -110,8 +122,22 @@ def test_cli_trains_resumes_and_samples(corpus_file, tmp_path, capsys):
     from autograder.cli import main as gptcourse  # the console script's entry point
 
     out = tmp_path / "run"
-    args = ["train", "--corpus", str(corpus_file), "--preset", "tiny", "--lr", "1e-3", "--eval-interval", "5", "--out", str(out),
-            "--threads", "1", "--quiet"]
+    args = [
+        "train",
+        "--corpus",
+        str(corpus_file),
+        "--preset",
+        "tiny",
+        "--lr",
+        "1e-3",
+        "--eval-interval",
+        "5",
+        "--out",
+        str(out),
+        "--threads",
+        "1",
+        "--quiet",
+    ]
     assert gptcourse([*args, "--steps", "10", "--sample-tokens", "40"]) == 0
     printed = capsys.readouterr().out
     assert "validation loss (the whole held-out split)" in printed and "--- sample (40 tokens" in printed
@@ -120,16 +146,25 @@ def test_cli_trains_resumes_and_samples(corpus_file, tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 10 and 0 < summary["final_val_loss"] < math.log(100)
 
-    assert gptcourse(["train", "--resume", str(out / "ckpt.pt"), "--steps", "15", "--quiet", "--sample-tokens", "0"]) == 0
+    assert (
+        gptcourse(["train", "--resume", str(out / "ckpt.pt"), "--steps", "15", "--quiet", "--sample-tokens", "0"]) == 0
+    )
     state = checkpoint.load(out / "ckpt.pt")
-    assert state["step"] == 15 and len(state["history"]["batch_loss"]) == 15 and state["history"]["step"] == [0, 5, 10, 15]
+    assert (
+        state["step"] == 15 and len(state["history"]["batch_loss"]) == 15 and state["history"]["step"] == [0, 5, 10, 15]
+    )
     capsys.readouterr()
 
     ckpt = str(out / "ckpt.pt")
     assert gptcourse(["sample", "--checkpoint", ckpt, "--prompt", "The ", "--tokens", "30", "--temperature", "0"]) == 0
     cached = capsys.readouterr().out
     assert cached.startswith("The ") and len(cached) == len("The ") + 30 + 1
-    assert gptcourse(["sample", "--checkpoint", ckpt, "--prompt", "The ", "--tokens", "30", "--temperature", "0", "--no-cache"]) == 0
+    assert (
+        gptcourse(
+            ["sample", "--checkpoint", ckpt, "--prompt", "The ", "--tokens", "30", "--temperature", "0", "--no-cache"]
+        )
+        == 0
+    )
     assert capsys.readouterr().out == cached  # greedy: the KV cache changes nothing
 
 
@@ -137,8 +172,27 @@ def test_cli_errors_are_one_line_and_exit_2(corpus_file, tmp_path, capsys):
     assert main(["sample", "--checkpoint", str(tmp_path / "missing.pt")]) == 2
     assert "no checkpoint at" in capsys.readouterr().err
     out = tmp_path / "run"
-    assert main(["train", "--corpus", str(corpus_file), "--preset", "tiny", "--steps", "3", "--out", str(out), "--threads", "1",
-                 "--quiet", "--sample-tokens", "0"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--corpus",
+                str(corpus_file),
+                "--preset",
+                "tiny",
+                "--steps",
+                "3",
+                "--out",
+                str(out),
+                "--threads",
+                "1",
+                "--quiet",
+                "--sample-tokens",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert main(["sample", "--checkpoint", str(out / "ckpt.pt"), "--prompt", "\u2603"]) == 2
     assert "not in the vocabulary" in capsys.readouterr().err
     assert main(["train", "--resume", str(out / "ckpt.pt"), "--steps", "3", "--quiet"]) == 2
@@ -185,12 +239,66 @@ def test_cuda_run_with_bf16_autocast_and_compile(corpus, tmp_path):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_cli_train_and_sample(corpus_file, tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["train", "--device", "cuda", "--corpus", str(corpus_file), "--preset", "tiny", "--steps", "40",
-                 "--out", str(out), "--quiet", "--sample-tokens", "20"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--device",
+                "cuda",
+                "--corpus",
+                str(corpus_file),
+                "--preset",
+                "tiny",
+                "--steps",
+                "40",
+                "--out",
+                str(out),
+                "--quiet",
+                "--sample-tokens",
+                "20",
+            ]
+        )
+        == 0
+    )
     assert "cuda" in json.loads((out / "summary.json").read_text())["device"]
     capsys.readouterr()
     ckpt = str(out / "ckpt.pt")
-    assert main(["sample", "--device", "cuda", "--checkpoint", ckpt, "--prompt", "The ", "--tokens", "40", "--temperature", "0"]) == 0
+    assert (
+        main(
+            [
+                "sample",
+                "--device",
+                "cuda",
+                "--checkpoint",
+                ckpt,
+                "--prompt",
+                "The ",
+                "--tokens",
+                "40",
+                "--temperature",
+                "0",
+            ]
+        )
+        == 0
+    )
     on_gpu = capsys.readouterr().out
-    assert main(["sample", "--device", "cuda", "--checkpoint", ckpt, "--prompt", "The ", "--tokens", "40", "--temperature", "0", "--no-cache"]) == 0
+    assert (
+        main(
+            [
+                "sample",
+                "--device",
+                "cuda",
+                "--checkpoint",
+                ckpt,
+                "--prompt",
+                "The ",
+                "--tokens",
+                "40",
+                "--temperature",
+                "0",
+                "--no-cache",
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().out == on_gpu and on_gpu.startswith("The ")

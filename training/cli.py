@@ -37,8 +37,18 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def sample_text(model: GPT, tokenizer: CharTokenizer | BPE, prompt: str, tokens: int, *, temperature: float = 0.8,
-                top_k: int | None = None, top_p: float | None = None, seed: int = 1337, cache: bool = True) -> str:
+def sample_text(
+    model: GPT,
+    tokenizer: CharTokenizer | BPE,
+    prompt: str,
+    tokens: int,
+    *,
+    temperature: float = 0.8,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int = 1337,
+    cache: bool = True,
+) -> str:
     """``prompt`` followed by ``tokens`` generated tokens, decoded (KV cache unless ``cache=False``).
 
     Raises:
@@ -87,9 +97,17 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
         preset = get_preset(args.preset or ("gpu" if device.type == "cuda" else "cpu"))
         corpus_name = args.corpus or preset.corpus
         tok_kind, merges = args.tokenizer, args.bpe_merges
-    overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size), ("lr", args.lr),
-                                    ("eval_interval", args.eval_interval), ("seed", args.seed))
-                 if v is not None}
+    overrides = {
+        k: v
+        for k, v in (
+            ("steps", args.steps),
+            ("batch_size", args.batch_size),
+            ("lr", args.lr),
+            ("eval_interval", args.eval_interval),
+            ("seed", args.seed),
+        )
+        if v is not None
+    }
     if args.autocast is not None:
         overrides["autocast"] = None if args.autocast == "none" else args.autocast
     preset = preset.replace(**overrides, threads=args.threads)  # threads fit this machine, not the checkpoint's
@@ -107,25 +125,37 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
     where = f"{info.world_size} processes (DDP), {device.type}" if info.enabled else str(device)
     if device.type == "cpu":
         where += f", {threads} thread{'s' if threads > 1 else ''}" + (" each" if info.enabled else "")
-    say(f"corpus {corpus_name}: {len(corpus.train):,} training and {len(corpus.val):,} validation tokens, "
-        f"{corpus.tokenizer.kind} tokenizer, vocabulary {corpus.vocab_size}")
-    say(f"preset {preset.name}: {preset.n_layer} layers x {preset.n_head} heads x {preset.n_embd}, block {preset.block_size}, "
+    say(
+        f"corpus {corpus_name}: {len(corpus.train):,} training and {len(corpus.val):,} validation tokens, "
+        f"{corpus.tokenizer.kind} tokenizer, vocabulary {corpus.vocab_size}"
+    )
+    say(
+        f"preset {preset.name}: {preset.n_layer} layers x {preset.n_head} heads "
+        f"x {preset.n_embd}, block {preset.block_size}, "
         f"batch {preset.batch_size}, {preset.steps} steps, lr {preset.lr:g}; on {where}"
-        + (f"; resuming at step {state['step']}" if state is not None else ""))
+        + (f"; resuming at step {state['step']}" if state is not None else "")
+    )
 
     result = loop.run(preset, corpus, device, out, resume=state, info=info, progress=not args.quiet, log=say)
     if not info.is_main:
         return 0
     history = result.history
     summary = {
-        "preset": preset.name, "corpus": corpus_name, "device": where, "steps": result.step,
-        "final_val_loss": result.final_val, "seconds": round(result.seconds, 2),
-        "tokens_per_second": round(result.tokens_per_second, 1), "checkpoint": str(result.checkpoint),
+        "preset": preset.name,
+        "corpus": corpus_name,
+        "device": where,
+        "steps": result.step,
+        "final_val_loss": result.final_val,
+        "seconds": round(result.seconds, 2),
+        "tokens_per_second": round(result.tokens_per_second, 1),
+        "checkpoint": str(result.checkpoint),
     }
     plot = plot_losses(history, out / "losses.png", title=f"{preset.name} preset on {corpus_name}")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    say(f"validation loss (the whole held-out split): {result.final_val:.4f}; {result.seconds:.1f} s, "
-        f"{result.tokens_per_second:,.0f} tokens/s")
+    say(
+        f"validation loss (the whole held-out split): {result.final_val:.4f}; {result.seconds:.1f} s, "
+        f"{result.tokens_per_second:,.0f} tokens/s"
+    )
     say(f"checkpoint: {result.checkpoint}; loss curves: {plot}")
     tokens = args.sample_tokens if args.sample_tokens is not None else preset.sample_tokens
     if tokens > 0:
@@ -142,8 +172,17 @@ def cmd_sample(args: argparse.Namespace) -> int:
     model, tokenizer = checkpoint.model_from(state, device)
     prompt = args.prompt if args.prompt is not None else default_prompt(tokenizer)
     start = time.perf_counter()
-    text = sample_text(model, tokenizer, prompt, args.tokens, temperature=args.temperature, top_k=args.top_k,
-                       top_p=args.top_p, seed=args.seed, cache=not args.no_cache)
+    text = sample_text(
+        model,
+        tokenizer,
+        prompt,
+        args.tokens,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
+        cache=not args.no_cache,
+    )
     seconds = time.perf_counter() - start
     print(text)
     how = "plain generation" if args.no_cache else "KV cache"
@@ -167,21 +206,40 @@ def _guard(command):
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add the ``train`` and ``sample`` subcommands to a subparsers object."""
     train = sub.add_parser("train", help="train the reference GPT (character level by default), then sample from it")
-    train.add_argument("--corpus", help="shakespeare, default (offline) or a path to a UTF-8 text file (default: the preset's)")
+    train.add_argument(
+        "--corpus", help="shakespeare, default (offline) or a path to a UTF-8 text file (default: the preset's)"
+    )
     train.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda or mps")
     train.add_argument("--preset", choices=sorted(PRESETS), help="cpu, gpu or tiny (default: gpu on CUDA, else cpu)")
     train.add_argument("--steps", type=_positive_int, help="total number of optimisation steps (default: the preset's)")
-    train.add_argument("--out", help="folder for ckpt.pt, losses.png and summary.json (default: runs/<preset>, or the resumed checkpoint's)")
-    train.add_argument("--tokenizer", choices=["char", "bpe"], default="char", help="character level (default) or the course's BPE")
-    train.add_argument("--bpe-merges", type=_positive_int, default=DEFAULT_BPE_MERGES, help="merges learned for --tokenizer bpe")
-    train.add_argument("--batch-size", type=_positive_int, help="global batch (split over the processes under torchrun)")
+    train.add_argument(
+        "--out",
+        help="folder for ckpt.pt, losses.png and summary.json (default: runs/<preset>, or the resumed checkpoint's)",
+    )
+    train.add_argument(
+        "--tokenizer", choices=["char", "bpe"], default="char", help="character level (default) or the course's BPE"
+    )
+    train.add_argument(
+        "--bpe-merges", type=_positive_int, default=DEFAULT_BPE_MERGES, help="merges learned for --tokenizer bpe"
+    )
+    train.add_argument(
+        "--batch-size", type=_positive_int, help="global batch (split over the processes under torchrun)"
+    )
     train.add_argument("--lr", type=float, help="peak learning rate")
     train.add_argument("--eval-interval", type=_positive_int, help="steps between evaluations and checkpoints")
     train.add_argument("--seed", type=int, help="seed of the initial weights and the batches")
-    train.add_argument("--autocast", choices=["bf16", "none"], help="bf16: bfloat16 autocast on CUDA and on CPUs with bf16 "
-                       "instructions; none: float32 (default: the preset's)")
-    train.add_argument("--threads", type=_positive_int, help="CPU threads (default: $GPTCOURSE_THREADS, $OMP_NUM_THREADS, else "
-                       "the CPUs this process may use and others leave free; under torchrun, shared out)")
+    train.add_argument(
+        "--autocast",
+        choices=["bf16", "none"],
+        help="bf16: bfloat16 autocast on CUDA and on CPUs with bf16 "
+        "instructions; none: float32 (default: the preset's)",
+    )
+    train.add_argument(
+        "--threads",
+        type=_positive_int,
+        help="CPU threads (default: $GPTCOURSE_THREADS, $OMP_NUM_THREADS, else "
+        "the CPUs this process may use and others leave free; under torchrun, shared out)",
+    )
     train.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
     train.add_argument("--sample-tokens", type=int, help="tokens sampled at the end (0: none; default: the preset's)")
     train.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -50,7 +50,7 @@ class CharTokenizer:
         self.stoi = {c: i for i, c in enumerate(chars)}
 
     @classmethod
-    def fit(cls, text: str) -> "CharTokenizer":
+    def fit(cls, text: str) -> CharTokenizer:
         """The tokenizer of every distinct character of ``text``."""
         stoi, _ = build_vocab(text)
         return cls("".join(stoi))
@@ -92,7 +92,7 @@ class BPE:
         self.tokenizer = BPETokenizer(self.merges, eow=eow, alphabet=alphabet)
 
     @classmethod
-    def fit(cls, train_text: str, num_merges: int = DEFAULT_BPE_MERGES, alphabet_text: str | None = None) -> "BPE":
+    def fit(cls, train_text: str, num_merges: int = DEFAULT_BPE_MERGES, alphabet_text: str | None = None) -> BPE:
         """Learn ``num_merges`` merges on ``train_text``; the alphabet is every
         non-whitespace character of ``alphabet_text`` (default: ``train_text``)."""
         merges = train_bpe(train_text, num_merges)

@@ -107,7 +107,9 @@ def wrap(model: torch.nn.Module, info: DistInfo, device: torch.device) -> torch.
 def local_rows(batch_size: int, info: DistInfo) -> slice:
     """The rows of the global batch that this process trains on."""
     if batch_size % info.world_size != 0:
-        raise ValueError(f"the global batch size {batch_size} must be divisible by the number of processes {info.world_size}")
+        raise ValueError(
+            f"the global batch size {batch_size} must be divisible by the number of processes {info.world_size}"
+        )
     per = batch_size // info.world_size
     return slice(info.rank * per, (info.rank + 1) * per)
 

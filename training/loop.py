@@ -20,10 +20,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn as nn
@@ -145,8 +145,15 @@ class _Training:
     and :meth:`save` at each evaluation, and :meth:`flush` whenever it reads the losses.
     """
 
-    def __init__(self, preset: Preset, corpus: Corpus, device: torch.device, out_dir: Path | None, info: DistInfo,
-                 resume: dict | None) -> None:
+    def __init__(
+        self,
+        preset: Preset,
+        corpus: Corpus,
+        device: torch.device,
+        out_dir: Path | None,
+        info: DistInfo,
+        resume: dict | None,
+    ) -> None:
         T = preset.block_size
         for name, data in (("training", corpus.train), ("validation", corpus.val)):
             if len(data) <= T:
@@ -154,8 +161,14 @@ class _Training:
         self.preset, self.corpus, self.device, self.info = preset, corpus, device, info
         self.rows = ddp.local_rows(preset.batch_size, info)  # this process's rows of the global batch
         torch.manual_seed(preset.seed)
-        self.config = GPTConfig(vocab_size=corpus.vocab_size, block_size=T, n_layer=preset.n_layer,
-                                n_head=preset.n_head, n_embd=preset.n_embd, dropout=preset.dropout)
+        self.config = GPTConfig(
+            vocab_size=corpus.vocab_size,
+            block_size=T,
+            n_layer=preset.n_layer,
+            n_head=preset.n_head,
+            n_embd=preset.n_embd,
+            dropout=preset.dropout,
+        )
         self.model = GPT(self.config).to(device)
         self.optimizer = make_optimizer(self.model, preset, device)
         self.generator = torch.Generator().manual_seed(preset.seed)  # the batch draws, on CPU everywhere
@@ -213,7 +226,13 @@ class _Training:
     def evaluate(self) -> None:
         """Estimate the train and validation losses on the same windows as every evaluation."""
         p = self.preset
-        kwargs = dict(block_size=p.block_size, batch_size=p.batch_size, eval_iters=p.eval_iters, info=self.info, autocast=self.amp())
+        kwargs = dict(
+            block_size=p.block_size,
+            batch_size=p.batch_size,
+            eval_iters=p.eval_iters,
+            info=self.info,
+            autocast=self.amp(),
+        )
         self.history["step"].append(self.step_count)
         self.history["train_loss"].append(estimate_loss(self.fast, self.train, seed=p.seed + 1, **kwargs))
         self.history["val_loss"].append(estimate_loss(self.fast, self.val, seed=p.seed + 2, **kwargs))
@@ -223,9 +242,15 @@ class _Training:
         """Write the checkpoint (rank 0, when there is an output folder)."""
         if self.info.is_main and self.ckpt_path is not None:
             checkpoint.save(
-                self.ckpt_path, model=self.model, optimizer=self.optimizer, preset=self.preset,
-                tokenizer=self.corpus.tokenizer, corpus=self.corpus.name, step=self.step_count,
-                history=self.history, generator=self.generator,
+                self.ckpt_path,
+                model=self.model,
+                optimizer=self.optimizer,
+                preset=self.preset,
+                tokenizer=self.corpus.tokenizer,
+                corpus=self.corpus.name,
+                step=self.step_count,
+                history=self.history,
+                generator=self.generator,
             )
 
 
@@ -235,8 +260,13 @@ class _Progress:
     def __init__(self, training: _Training, show: bool, log: Callable[[str], None]) -> None:
         self.training, self.log = training, log
         self.main = training.info.is_main
-        self.bar = tqdm(total=training.preset.steps, initial=training.step_count, desc="training", unit="step",
-                        disable=not (show and self.main))
+        self.bar = tqdm(
+            total=training.preset.steps,
+            initial=training.step_count,
+            desc="training",
+            unit="step",
+            disable=not (show and self.main),
+        )
         self.restart()
 
     def restart(self) -> None:
@@ -257,7 +287,10 @@ class _Progress:
         """Write the evaluation's line."""
         h = self.training.history
         if self.main:
-            line = f"step {self.training.step_count}: train {h['train_loss'][-1]:.4f}, val {h['val_loss'][-1]:.4f} ({h['time'][-1]:.0f} s)"
+            line = (
+                f"step {self.training.step_count}: train {h['train_loss'][-1]:.4f}, "
+                f"val {h['val_loss'][-1]:.4f} ({h['time'][-1]:.0f} s)"
+            )
             (self.log if self.bar.disable else self.bar.write)(line)
         self.restart()
 
@@ -341,10 +374,17 @@ def run(
     if probe_every:
         call_probe()
     step = t.step_count
-    result = RunResult(model=t.model, history=t.history, step=step, seconds=t.clock.elapsed(),
-                       tokens=step * preset.batch_size * preset.block_size - tokens_at_start)
+    result = RunResult(
+        model=t.model,
+        history=t.history,
+        step=step,
+        seconds=t.clock.elapsed(),
+        tokens=step * preset.batch_size * preset.block_size - tokens_at_start,
+    )
     if step == preset.steps:
-        result.final_val = full_loss(t.model, t.val, preset.block_size, batch_size=max(preset.batch_size, 64), info=info)  # float32
+        result.final_val = full_loss(
+            t.model, t.val, preset.block_size, batch_size=max(preset.batch_size, 64), info=info
+        )  # float32
         t.history["final_val"] = [result.final_val]
     if step == preset.steps or not step % preset.eval_interval == 0:
         t.save()  # the finished run with its final loss, or the point an early stop reached

@@ -51,7 +51,7 @@ class Preset:
     compile: bool = False  # torch.compile the model (CUDA only: on a CPU compiling costs more than it saves)
     corpus: str = "shakespeare"  # the corpus used when --corpus is not given
 
-    def replace(self, **changes) -> "Preset":
+    def replace(self, **changes) -> Preset:
         """A copy with the fields named in ``changes`` replaced."""
         return dataclasses.replace(self, **changes)
 

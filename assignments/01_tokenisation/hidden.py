@@ -117,10 +117,17 @@ def _first_seen(got, expected):
     "build_vocab",
     "a passage with capitals, punctuation and newlines",
     points=2,
-    check=_judged(_vocab_problem, [
-        Hint(_one_based, "ids start at 0 in this course", mistake="ids start at 1"),
-        Hint(_first_seen, "ids follow sorted order, not the order in which characters first appear", mistake="ids in order of first appearance"),
-    ]),
+    check=_judged(
+        _vocab_problem,
+        [
+            Hint(_one_based, "ids start at 0 in this course", mistake="ids start at 1"),
+            Hint(
+                _first_seen,
+                "ids follow sorted order, not the order in which characters first appear",
+                mistake="ids in order of first appearance",
+            ),
+        ],
+    ),
     expected=REFERENCE,
     builds_on=("hello: sorted characters get ids 0..V-1",),
 )
@@ -157,7 +164,13 @@ def _ids_problem(got, expected):
     return None if wrong is None else f"the id at position {wrong} is {got[wrong]}, not the id stoi gives its character"
 
 
-@suite.case("encode_decode", "encode gives the ids of stoi, as a list", points=1, check=_judged(_ids_problem), expected=REFERENCE)
+@suite.case(
+    "encode_decode",
+    "encode gives the ids of stoi, as a list",
+    points=1,
+    check=_judged(_ids_problem),
+    expected=REFERENCE,
+)
 def _(ns):
     return ns.encode("thee summer's day", _SONNET_STOI)
 
@@ -172,7 +185,12 @@ def _round_trips(got):
     return None
 
 
-@suite.case("encode_decode", "decode(encode(s)) == s for the passage and for the empty string", points=1, check=satisfies(_round_trips))
+@suite.case(
+    "encode_decode",
+    "decode(encode(s)) == s for the passage and for the empty string",
+    points=1,
+    check=satisfies(_round_trips),
+)
 def _(ns):
     itos = {i: c for c, i in _SONNET_STOI.items()}
     return [ns.decode(ns.encode(text, _SONNET_STOI), itos) for text in (SONNET, "")]
@@ -186,15 +204,30 @@ def _decoded(got):
     return None
 
 
-@suite.case("encode_decode", "decode of a 1-D LongTensor of the passage's ids", points=1, check=satisfies(_decoded), builds_on=("decode accepts a 1-D LongTensor",))
+@suite.case(
+    "encode_decode",
+    "decode of a 1-D LongTensor of the passage's ids",
+    points=1,
+    check=satisfies(_decoded),
+    builds_on=("decode accepts a 1-D LongTensor",),
+)
 def _(ns):
     itos = {i: c for c, i in _SONNET_STOI.items()}
     return ns.decode(torch.tensor([_SONNET_STOI[c] for c in "more lovely"], dtype=torch.long), itos)
 
 
-@suite.case("encode_decode", "the ValueError names the unknown character", points=1, check=satisfies(
-    lambda got: None if got["raised"] == "ValueError" and "Z" in got["message"] else
-    f"expected a ValueError whose message names the unknown character 'Z', got {got['raised'] or 'no exception'}: {got['message']!r}"))
+@suite.case(
+    "encode_decode",
+    "the ValueError names the unknown character",
+    points=1,
+    check=satisfies(
+        lambda got: (
+            None
+            if got["raised"] == "ValueError" and "Z" in got["message"]
+            else f"expected a ValueError whose message names the unknown character 'Z', got {got['raised'] or 'no exception'}: {got['message']!r}"
+        )
+    ),
+)
 def _(ns):
     return catch(ns.encode, "abZc", {"a": 0, "b": 1, "c": 2})
 
@@ -218,7 +251,16 @@ def _split_lengths(got):
     "train_val_split",
     "lengths where rounding matters (15 items, 10%) and val_fraction=0",
     points=2,
-    check=satisfies(_split_lengths, [Hint(lambda got, exp: len(got[0][0]) == 14, "count the training items with int(len(data) * (1 - val_fraction)), which rounds down", mistake="training length not int(len * (1 - val_fraction))")]),
+    check=satisfies(
+        _split_lengths,
+        [
+            Hint(
+                lambda got, exp: len(got[0][0]) == 14,
+                "count the training items with int(len(data) * (1 - val_fraction)), which rounds down",
+                mistake="training length not int(len * (1 - val_fraction))",
+            )
+        ],
+    ),
     builds_on=("ten items, val_fraction=0.2",),
 )
 def _(ns):
@@ -272,7 +314,12 @@ def _(ns):
     return train.tolist(), val.tolist()
 
 
-@suite.case("train_val_split", "val_fraction outside [0, 1) raises ValueError", points=1, check=_errors("val_fraction outside [0, 1)"))
+@suite.case(
+    "train_val_split",
+    "val_fraction outside [0, 1) raises ValueError",
+    points=1,
+    check=_errors("val_fraction outside [0, 1)"),
+)
 def _(ns):
     return [(f"val_fraction={f}", catch(ns.train_val_split, torch.arange(12), f)["raised"]) for f in (1.0, 1.5, -0.1)]
 
@@ -287,7 +334,9 @@ def _shapes(got):
     if tuple(x.shape) != (3, 5) or tuple(y.shape) != (3, 5):
         return f"with batch_size 3 and block_size 5, x and y must have shape (3, 5) (batch_size, block_size); you returned {tuple(x.shape)} and {tuple(y.shape)}"
     if x.dtype != torch.long or y.dtype != torch.long:
-        return f"x and y must be long (torch.int64) whatever the dtype of the data; you returned {x.dtype} and {y.dtype}"
+        return (
+            f"x and y must be long (torch.int64) whatever the dtype of the data; you returned {x.dtype} and {y.dtype}"
+        )
     return None
 
 
@@ -295,7 +344,16 @@ def _shapes(got):
     "get_batch",
     "shapes (B, T) and dtype long for B=3, T=5 and int32 data",
     points=1,
-    check=satisfies(_shapes, [Hint(lambda got, exp: type(got[0]) is torch.Tensor and tuple(got[0].shape) == (5, 3), "the shape is (batch_size, block_size)", mistake="batch shaped (T, B)")]),
+    check=satisfies(
+        _shapes,
+        [
+            Hint(
+                lambda got, exp: type(got[0]) is torch.Tensor and tuple(got[0].shape) == (5, 3),
+                "the shape is (batch_size, block_size)",
+                mistake="batch shaped (T, B)",
+            )
+        ],
+    ),
     builds_on=("rows are windows and y is x shifted by one; both long",),
 )
 def _(ns):
@@ -339,7 +397,10 @@ def _coverage(got):
     "every valid start, and only those, is drawn uniformly",
     points=2,
     check=satisfies(_coverage),
-    builds_on=("rows are windows and y is x shifted by one; both long", "with 10 tokens and block_size 8, both valid starts 0 and 1 are drawn"),
+    builds_on=(
+        "rows are windows and y is x shifted by one; both long",
+        "with 10 tokens and block_size 8, both valid starts 0 and 1 are drawn",
+    ),
 )
 def _(ns):
     data = torch.arange(1000, 1012)
@@ -361,7 +422,12 @@ def _same_batch(got):
     return None
 
 
-@suite.case("get_batch", "a generator seeded alike gives the same 4 x 16 batch, whatever the global generator did", points=1, check=satisfies(_same_batch))
+@suite.case(
+    "get_batch",
+    "a generator seeded alike gives the same 4 x 16 batch, whatever the global generator did",
+    points=1,
+    check=satisfies(_same_batch),
+)
 def _(ns):
     data = torch.arange(500)
     x1, y1 = ns.get_batch(data, 16, 4, generator=generator(11))
@@ -382,7 +448,12 @@ def _(ns):
     return x, y
 
 
-@suite.case("get_batch", "data of block_size tokens or fewer raises ValueError", points=1, check=_errors("data too short for one window and its target"))
+@suite.case(
+    "get_batch",
+    "data of block_size tokens or fewer raises ValueError",
+    points=1,
+    check=_errors("data too short for one window and its target"),
+)
 def _(ns):
     return [(f"{n} tokens, block_size 6", catch(ns.get_batch, torch.arange(n), 6, 2)["raised"]) for n in (6, 3)]
 
@@ -423,7 +494,14 @@ def _(ns):
     return [[lm.prob(context, w) for w in range(6)] for context in ([], [3], [1, 2, 5])]
 
 
-@suite.case("ngram", "the default alpha is 1 (add-one)", points=1, check=_floats(1e-9), expected=REFERENCE, builds_on=(_WITH_CONTEXT,))
+@suite.case(
+    "ngram",
+    "the default alpha is 1 (add-one)",
+    points=1,
+    check=_floats(1e-9),
+    expected=REFERENCE,
+    builds_on=(_WITH_CONTEXT,),
+)
 def _(ns):
     lm = ns.NGramLM(2, vocab_size=6).fit(TRAIN_IDS)
     return [[lm.prob([a], w) for w in range(6)] for a in (0, 3)]
@@ -448,7 +526,9 @@ def _distributions(got):
 def _(ns):
     ids = TRAIN_IDS[:60] + [7, 6]  # ids 6 and 7 occur once, at the end: the context (7, 6) is never followed
     lm = ns.NGramLM(3, vocab_size=8, alpha=0.3).fit(ids)
-    return [(f"the context {c}", [lm.prob(c, w) for w in range(8)]) for c in ([TRAIN_IDS[0], TRAIN_IDS[1]], [6, 7], [7, 6])]
+    return [
+        (f"the context {c}", [lm.prob(c, w) for w in range(8)]) for c in ([TRAIN_IDS[0], TRAIN_IDS[1]], [6, 7], [7, 6])
+    ]
 
 
 @suite.case(
@@ -457,12 +537,17 @@ def _(ns):
     points=2,
     check=_floats(1e-9),
     expected=REFERENCE,
-    builds_on=(_WITH_CONTEXT, "bigram perplexity of [0, 1, 2]: exp of the mean NLL over its 2 positions with a context"),
+    builds_on=(
+        _WITH_CONTEXT,
+        "bigram perplexity of [0, 1, 2]: exp of the mean NLL over its 2 positions with a context",
+    ),
 )
 def _(ns):
     out = []
     for n in (1, 2, 3, 4):
-        out.append(ns.NGramLM(n, vocab_size=6, alpha=1.0).fit(torch.tensor(TRAIN_IDS)).perplexity(torch.tensor(TEST_IDS)))
+        out.append(
+            ns.NGramLM(n, vocab_size=6, alpha=1.0).fit(torch.tensor(TRAIN_IDS)).perplexity(torch.tensor(TEST_IDS))
+        )
     return out
 
 
@@ -489,13 +574,26 @@ def _(ns):
     return id(lm), id(lm.fit(TRAIN_IDS))
 
 
-@suite.case("ngram", "n < 1, vocab_size < 1 or alpha <= 0 raise ValueError", points=1, check=_errors("each bad argument"))
+@suite.case(
+    "ngram", "n < 1, vocab_size < 1 or alpha <= 0 raise ValueError", points=1, check=_errors("each bad argument")
+)
 def _(ns):
-    calls = {"n=0": (0, 5, 1.0), "n=-2": (-2, 5, 1.0), "vocab_size=0": (2, 0, 1.0), "alpha=0": (2, 5, 0.0), "alpha=-0.5": (2, 5, -0.5)}
+    calls = {
+        "n=0": (0, 5, 1.0),
+        "n=-2": (-2, 5, 1.0),
+        "vocab_size=0": (2, 0, 1.0),
+        "alpha=0": (2, 5, 0.0),
+        "alpha=-0.5": (2, 5, -0.5),
+    }
     return [(label, catch(ns.NGramLM, *args)["raised"]) for label, args in calls.items()]
 
 
-@suite.case("ngram", "prob with fewer than n-1 context ids, and perplexity of fewer than n ids, raise ValueError", points=1, check=_errors("too short an input"))
+@suite.case(
+    "ngram",
+    "prob with fewer than n-1 context ids, and perplexity of fewer than n ids, raise ValueError",
+    points=1,
+    check=_errors("too short an input"),
+)
 def _(ns):
     lm = ns.NGramLM(4, vocab_size=6).fit(TRAIN_IDS)
     return [
@@ -516,9 +614,22 @@ _HAND_TABLE = "ids [0, 1, 0, 2, 0, 1], V=4, d=0.5, worked by hand (token 3 never
     "kneser_ney",
     "the float32 table for 300 tokens, V=7, d=0.75 (one history unseen)",
     points=1,
-    check=close(rtol=1e-5, atol=1e-7, dtype=torch.float32, hints=[
-        Hint(lambda got, exp: type(got) is torch.Tensor and got.shape == exp.shape and torch.allclose(got.double().T, exp.double(), atol=1e-5), "row a must be P(next | previous a): the table looks transposed", mistake="table transposed"),
-    ]),
+    check=close(
+        rtol=1e-5,
+        atol=1e-7,
+        dtype=torch.float32,
+        hints=[
+            Hint(
+                lambda got, exp: (
+                    type(got) is torch.Tensor
+                    and got.shape == exp.shape
+                    and torch.allclose(got.double().T, exp.double(), atol=1e-5)
+                ),
+                "row a must be P(next | previous a): the table looks transposed",
+                mistake="table transposed",
+            ),
+        ],
+    ),
     expected=REFERENCE,
     builds_on=("every row is a distribution", _HAND_TABLE),
 )
@@ -574,7 +685,12 @@ def _(ns):
     return ns.kneser_ney_bigram(KN_IDS[:120], vocab_size=7)
 
 
-@suite.case("kneser_ney", "a discount below 0 or above 1 raises ValueError", points=1, check=_errors("a discount outside [0, 1]"))
+@suite.case(
+    "kneser_ney",
+    "a discount below 0 or above 1 raises ValueError",
+    points=1,
+    check=_errors("a discount outside [0, 1]"),
+)
 def _(ns):
     return [(f"discount={d}", catch(ns.kneser_ney_bigram, [0, 1, 0], 2, discount=d)["raised"]) for d in (-0.1, 1.01)]
 

@@ -2,7 +2,6 @@
 
 from autograder.authoring.catalogue import Variant
 
-
 # A correct n-gram class; each ngram mistake replaces one of its {PLACEHOLDERS}.
 _NGRAM = """
     class NGramLM:
@@ -57,7 +56,9 @@ _NGRAM_MISTAKES = {
     "uses the first n-1 ids of a long context": {"CONTEXT": "tuple(context[: self.n - 1])"},
     "perplexity averages over every position": {"PERPLEXITY": "math.exp(sum(nll) / len(ids))"},
     "perplexity returns the mean NLL without the exp": {"PERPLEXITY": "sum(nll) / len(nll)"},
-    "a unigram model keeps the whole context (context[-(n-1):] with n = 1)": {"CONTEXT": "tuple(context[-(self.n - 1):])"},
+    "a unigram model keeps the whole context (context[-(n-1):] with n = 1)": {
+        "CONTEXT": "tuple(context[-(self.n - 1):])"
+    },
     "alpha ignored (always add-one)": {"ADD": "1", "ADD_TOTAL": "self.V"},
     "c(h) counts every occurrence of the context, even at the end": {
         "COUNT_CONTEXT": "pass",
@@ -110,143 +111,286 @@ def _kn(**changes: str) -> str:
 
 
 _KN_MISTAKES = {
-    "unseen history gets a uniform row": ({"UNSEEN": "torch.where(ca > 0, table, torch.full_like(table, 1.0 / vocab_size))"}, ()),
+    "unseen history gets a uniform row": (
+        {"UNSEEN": "torch.where(ca > 0, table, torch.full_like(table, 1.0 / vocab_size))"},
+        (),
+    ),
     "unigram frequency instead of continuation counts": ({"PCONT": "c.sum(0) / c.sum()"}, ()),
     "table transposed (column a holds P(. | a))": ({"RETURN": "table.T.contiguous().float()"}, ("table transposed",)),
     "no check of the discount": ({"DISCOUNT_OUTSIDE": "False"}, ()),
     "a float64 table": ({"RETURN": "table"}, ()),
     "discount 1 rejected": ({"DISCOUNT_OUTSIDE": "not 0 <= discount < 1"}, ()),
-    "backoff weight from the count of a, not its distinct followers": ({"BACKOFF": "discount * ca / ca.clamp(min=1)"}, ()),
+    "backoff weight from the count of a, not its distinct followers": (
+        {"BACKOFF": "discount * ca / ca.clamp(min=1)"},
+        (),
+    ),
     "no ValueError for fewer than two tokens": ({"BIGRAM_CHECK": "pass"}, ()),
 }
 
 
 MISTAKES = [
     # build_vocab
-    Variant("build_vocab", "ids in order of first appearance", {"build_vocab": '''
+    Variant(
+        "build_vocab",
+        "ids in order of first appearance",
+        {
+            "build_vocab": """
         def build_vocab(text):
             chars = list(dict.fromkeys(text))
             stoi = {c: i for i, c in enumerate(chars)}
             return stoi, {i: c for c, i in stoi.items()}
-    '''}, hints=("ids in order of first appearance",)),
-    Variant("build_vocab", "ids start at 1", {"build_vocab": '''
+    """
+        },
+        hints=("ids in order of first appearance",),
+    ),
+    Variant(
+        "build_vocab",
+        "ids start at 1",
+        {
+            "build_vocab": """
         def build_vocab(text):
             chars = sorted(set(text))
             stoi = {c: i + 1 for i, c in enumerate(chars)}
             return stoi, {i: c for c, i in stoi.items()}
-    '''}, hints=("ids start at 1",)),
-    Variant("build_vocab", "maps returned in the wrong order", {"build_vocab": '''
+    """
+        },
+        hints=("ids start at 1",),
+    ),
+    Variant(
+        "build_vocab",
+        "maps returned in the wrong order",
+        {
+            "build_vocab": """
         def build_vocab(text):
             chars = sorted(set(text))
             return {i: c for i, c in enumerate(chars)}, {c: i for i, c in enumerate(chars)}
-    '''}, hints=("maps swapped",)),
-    Variant("build_vocab", "sorted without removing duplicates", {"build_vocab": '''
+    """
+        },
+        hints=("maps swapped",),
+    ),
+    Variant(
+        "build_vocab",
+        "sorted without removing duplicates",
+        {
+            "build_vocab": """
         def build_vocab(text):
             chars = sorted(text)
             stoi = {c: i for i, c in enumerate(chars)}
             itos = {i: c for c, i in stoi.items()}
             return stoi, itos
-    '''}, hints=("repeated characters numbered",)),
+    """
+        },
+        hints=("repeated characters numbered",),
+    ),
     # encode_decode
-    Variant("encode_decode", "unknown characters silently dropped", {"encode": '''
+    Variant(
+        "encode_decode",
+        "unknown characters silently dropped",
+        {
+            "encode": """
         def encode(text, stoi):
             return [stoi[c] for c in text if c in stoi]
-    '''}),
-    Variant("encode_decode", "KeyError instead of ValueError", {"encode": '''
+    """
+        },
+    ),
+    Variant(
+        "encode_decode",
+        "KeyError instead of ValueError",
+        {
+            "encode": """
         def encode(text, stoi):
             return [stoi[c] for c in text]
-    '''}),
-    Variant("encode_decode", "decode cannot take a tensor", {"decode": '''
+    """
+        },
+    ),
+    Variant(
+        "encode_decode",
+        "decode cannot take a tensor",
+        {
+            "decode": """
         def decode(ids, itos):
             return "".join(itos[i] for i in ids)
-    '''}),
-    Variant("encode_decode", "decode joins with spaces", {"decode": '''
+    """
+        },
+    ),
+    Variant(
+        "encode_decode",
+        "decode joins with spaces",
+        {
+            "decode": """
         def decode(ids, itos):
             return " ".join(itos[int(i)] for i in ids)
-    '''}),
-    Variant("encode_decode", "encode returns a tensor", {"encode": '''
+    """
+        },
+    ),
+    Variant(
+        "encode_decode",
+        "encode returns a tensor",
+        {
+            "encode": """
         def encode(text, stoi):
             for ch in text:
                 if ch not in stoi:
                     raise ValueError(f"character {ch!r} is not in the vocabulary")
             return torch.tensor([stoi[ch] for ch in text], dtype=torch.long)
-    '''}),
-    Variant("encode_decode", "the ValueError does not name the character", {"encode": '''
+    """
+        },
+    ),
+    Variant(
+        "encode_decode",
+        "the ValueError does not name the character",
+        {
+            "encode": """
         def encode(text, stoi):
             if not set(text) <= set(stoi):
                 raise ValueError("the text holds characters outside the vocabulary")
             return [stoi[ch] for ch in text]
-    '''}),
+    """
+        },
+    ),
     # train_val_split
-    Variant("train_val_split", "rounds instead of truncating", {"train_val_split": '''
+    Variant(
+        "train_val_split",
+        "rounds instead of truncating",
+        {
+            "train_val_split": """
         def train_val_split(data, val_fraction=0.1):
             n = round(len(data) * (1 - val_fraction))
             return data[:n], data[n:]
-    '''}, hints=("training length not int(len * (1 - val_fraction))",)),
-    Variant("train_val_split", "counts the validation part first", {"train_val_split": '''
+    """
+        },
+        hints=("training length not int(len * (1 - val_fraction))",),
+    ),
+    Variant(
+        "train_val_split",
+        "counts the validation part first",
+        {
+            "train_val_split": """
         def train_val_split(data, val_fraction=0.1):
             n_val = int(len(data) * val_fraction)
             return data[: len(data) - n_val], data[len(data) - n_val :]
-    '''}, hints=("training length not int(len * (1 - val_fraction))",)),
-    Variant("train_val_split", "shuffles before splitting", {"train_val_split": '''
+    """
+        },
+        hints=("training length not int(len * (1 - val_fraction))",),
+    ),
+    Variant(
+        "train_val_split",
+        "shuffles before splitting",
+        {
+            "train_val_split": """
         def train_val_split(data, val_fraction=0.1):
             data = data[torch.randperm(len(data))]
             n = int(len(data) * (1 - val_fraction))
             return data[:n], data[n:]
-    '''}),
-    Variant("train_val_split", "validation taken from the start", {"train_val_split": '''
+    """
+        },
+    ),
+    Variant(
+        "train_val_split",
+        "validation taken from the start",
+        {
+            "train_val_split": """
         def train_val_split(data, val_fraction=0.1):
             n_val = len(data) - int(len(data) * (1 - val_fraction))
             return data[n_val:], data[:n_val]
-    '''}),
-    Variant("train_val_split", "default val_fraction of 0.2", {"train_val_split": '''
+    """
+        },
+    ),
+    Variant(
+        "train_val_split",
+        "default val_fraction of 0.2",
+        {
+            "train_val_split": """
         def train_val_split(data, val_fraction=0.2):
             if not 0 <= val_fraction < 1:
                 raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
             n = int(len(data) * (1 - val_fraction))
             return data[:n], data[n:]
-    '''}),
-    Variant("train_val_split", "no check of val_fraction", {"train_val_split": '''
+    """
+        },
+    ),
+    Variant(
+        "train_val_split",
+        "no check of val_fraction",
+        {
+            "train_val_split": """
         def train_val_split(data, val_fraction=0.1):
             n = int(len(data) * (1 - val_fraction))
             return data[:n], data[n:]
-    '''}),
+    """
+        },
+    ),
     # get_batch
-    Variant("get_batch", "last valid start never drawn", {"get_batch": '''
+    Variant(
+        "get_batch",
+        "last valid start never drawn",
+        {
+            "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
             ix = torch.randint(len(data) - block_size - 1, (batch_size,), generator=generator)
             x = torch.stack([data[i : i + block_size] for i in ix])
             y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix])
             return x, y
-    '''}),
-    Variant("get_batch", "targets not shifted", {"get_batch": '''
+    """
+        },
+    ),
+    Variant(
+        "get_batch",
+        "targets not shifted",
+        {
+            "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
             ix = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
             x = torch.stack([data[i : i + block_size] for i in ix])
             return x, x.clone()
-    '''}),
-    Variant("get_batch", "ignores the generator", {"get_batch": '''
+    """
+        },
+    ),
+    Variant(
+        "get_batch",
+        "ignores the generator",
+        {
+            "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
             ix = torch.randint(len(data) - block_size, (batch_size,))
             x = torch.stack([data[i : i + block_size] for i in ix])
             y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix])
             return x, y
-    '''}),
-    Variant("get_batch", "batch shaped (T, B)", {"get_batch": '''
+    """
+        },
+    ),
+    Variant(
+        "get_batch",
+        "batch shaped (T, B)",
+        {
+            "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
             ix = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
             x = torch.stack([data[i : i + block_size] for i in ix], dim=1)
             y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix], dim=1)
             return x, y
-    '''}, hints=("batch shaped (T, B)",)),
-    Variant("get_batch", "consecutive windows from one random start", {"get_batch": '''
+    """
+        },
+        hints=("batch shaped (T, B)",),
+    ),
+    Variant(
+        "get_batch",
+        "consecutive windows from one random start",
+        {
+            "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
             start = int(torch.randint(len(data) - block_size - batch_size + 1, (1,), generator=generator))
             x = torch.stack([data[start + b : start + b + block_size] for b in range(batch_size)])
             y = torch.stack([data[start + b + 1 : start + b + block_size + 1] for b in range(batch_size)])
             return x, y
-    '''}),
-    Variant("get_batch", "one start too many (up to len(data) - T)", {"get_batch": '''
+    """
+        },
+    ),
+    Variant(
+        "get_batch",
+        "one start too many (up to len(data) - T)",
+        {
+            "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
             if len(data) <= block_size:
                 raise ValueError("data too short")
@@ -254,8 +398,14 @@ MISTAKES = [
             x = torch.stack([data[i : i + block_size] for i in ix]).long()
             y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix]).long()
             return x, y
-    '''}),
-    Variant("get_batch", "x and y keep the dtype of the data", {"get_batch": '''
+    """
+        },
+    ),
+    Variant(
+        "get_batch",
+        "x and y keep the dtype of the data",
+        {
+            "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
             if len(data) <= block_size:
                 raise ValueError("data too short")
@@ -263,55 +413,95 @@ MISTAKES = [
             x = torch.stack([data[i : i + block_size] for i in ix])
             y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix])
             return x, y
-    '''}),
-    Variant("get_batch", "no ValueError for data too short", {"get_batch": '''
+    """
+        },
+    ),
+    Variant(
+        "get_batch",
+        "no ValueError for data too short",
+        {
+            "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
             ix = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
             x = torch.stack([data[i : i + block_size] for i in ix]).long()
             y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix]).long()
             return x, y
-    '''}),
+    """
+        },
+    ),
     # ngram: each changes one part of the correct class _NGRAM above
     *(Variant("ngram", name, {"NGramLM": _ngram(**changes)}) for name, changes in _NGRAM_MISTAKES.items()),
     # kneser_ney: each changes one part of the correct function _KN above
-    *(Variant("kneser_ney", name, {"kneser_ney_bigram": _kn(**changes)}, hints=hints) for name, (changes, hints) in _KN_MISTAKES.items()),
+    *(
+        Variant("kneser_ney", name, {"kneser_ney_bigram": _kn(**changes)}, hints=hints)
+        for name, (changes, hints) in _KN_MISTAKES.items()
+    ),
 ]
 
 ALTERNATIVES = [
-    Variant("build_vocab", "list index lookup", {"build_vocab": '''
+    Variant(
+        "build_vocab",
+        "list index lookup",
+        {
+            "build_vocab": """
         def build_vocab(text):
             chars = sorted(list(set(text)))
             stoi = dict((c, chars.index(c)) for c in chars)
             itos = dict(enumerate(chars))
             return stoi, itos
-    '''}),
-    Variant("encode_decode", "comprehensions with a try block", {"encode": '''
+    """
+        },
+    ),
+    Variant(
+        "encode_decode",
+        "comprehensions with a try block",
+        {
+            "encode": """
         def encode(text, stoi):
             try:
                 return [stoi[c] for c in text]
             except KeyError as err:
                 raise ValueError(f"unknown character {err.args[0]!r}") from None
-    ''', "decode": '''
+    """,
+            "decode": """
         def decode(ids, itos):
             return "".join(map(itos.__getitem__, torch.as_tensor(ids).tolist()))
-    '''}),
-    Variant("train_val_split", "torch.split", {"train_val_split": '''
+    """,
+        },
+    ),
+    Variant(
+        "train_val_split",
+        "torch.split",
+        {
+            "train_val_split": """
         def train_val_split(data, val_fraction=0.1):
             if val_fraction < 0 or val_fraction >= 1:
                 raise ValueError(f"val_fraction {val_fraction} is outside [0, 1)")
             n = int(len(data) * (1 - val_fraction))
             train, val = torch.split(data, [n, len(data) - n])
             return train, val
-    '''}),
-    Variant("get_batch", "vectorised indexing", {"get_batch": '''
+    """
+        },
+    ),
+    Variant(
+        "get_batch",
+        "vectorised indexing",
+        {
+            "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
             if block_size >= len(data):
                 raise ValueError(f"block_size {block_size} leaves no room for a target in {len(data)} tokens")
             starts = torch.randint(0, len(data) - block_size, (batch_size, 1), generator=generator)
             offsets = torch.arange(block_size)
             return data[starts + offsets].long(), data[starts + offsets + 1].long()
-    '''}),
-    Variant("ngram", "Counter-based counts", {"NGramLM": '''
+    """
+        },
+    ),
+    Variant(
+        "ngram",
+        "Counter-based counts",
+        {
+            "NGramLM": """
         class NGramLM:
             def __init__(self, n, vocab_size, alpha=1.0):
                 if n < 1:
@@ -341,8 +531,14 @@ ALTERNATIVES = [
                     raise ValueError(f"{len(ids)} ids hold no position with a full context")
                 logs = [math.log(self.prob(ids[:t], ids[t])) for t in range(self.n - 1, len(ids))]
                 return math.exp(-sum(logs) / len(logs))
-    '''}),
-    Variant("kneser_ney", "plain Python loops", {"kneser_ney_bigram": '''
+    """
+        },
+    ),
+    Variant(
+        "kneser_ney",
+        "plain Python loops",
+        {
+            "kneser_ney_bigram": """
         def kneser_ney_bigram(ids, vocab_size, discount=0.75):
             if discount < 0 or discount > 1:
                 raise ValueError(f"discount {discount} is not in [0, 1]")
@@ -369,5 +565,7 @@ ALTERNATIVES = [
                     else:
                         table[a, w] = max(pairs.get((a, w), 0) - discount, 0) / count[a] + discount * after[a] / count[a] * cont
             return table
-    '''}),
+    """
+        },
+    ),
 ]

@@ -29,12 +29,32 @@ def _stoi(got):
     "build_vocab",
     "hello: sorted characters get ids 0..V-1",
     points=1,
-    check=equal([
-        Hint(lambda got, exp: _stoi(got) == exp[1], "the two maps look swapped: return (stoi, itos)", mistake="maps swapped"),
-        Hint(lambda got, exp: bool(_stoi(got)) and min(_stoi(got).values()) == 1, "ids start at 0 in this course", mistake="ids start at 1"),
-        Hint(lambda got, exp: _stoi(got) == {"h": 0, "e": 1, "l": 2, "o": 3}, "ids follow sorted order, not the order in which characters first appear", mistake="ids in order of first appearance"),
-        Hint(lambda got, exp: bool(_stoi(got)) and min(_stoi(got).values()) == 0 and max(_stoi(got).values()) >= len(_stoi(got)), "some ids are skipped: each distinct character gets one id, so remove repeated characters before numbering", mistake="repeated characters numbered"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: _stoi(got) == exp[1],
+                "the two maps look swapped: return (stoi, itos)",
+                mistake="maps swapped",
+            ),
+            Hint(
+                lambda got, exp: bool(_stoi(got)) and min(_stoi(got).values()) == 1,
+                "ids start at 0 in this course",
+                mistake="ids start at 1",
+            ),
+            Hint(
+                lambda got, exp: _stoi(got) == {"h": 0, "e": 1, "l": 2, "o": 3},
+                "ids follow sorted order, not the order in which characters first appear",
+                mistake="ids in order of first appearance",
+            ),
+            Hint(
+                lambda got, exp: (
+                    bool(_stoi(got)) and min(_stoi(got).values()) == 0 and max(_stoi(got).values()) >= len(_stoi(got))
+                ),
+                "some ids are skipped: each distinct character gets one id, so remove repeated characters before numbering",
+                mistake="repeated characters numbered",
+            ),
+        ]
+    ),
     expected=HELLO,
 )
 def _(ns):
@@ -49,7 +69,14 @@ def _(ns):
     return ns.encode("hole", {"e": 0, "h": 1, "l": 2, "o": 3})
 
 
-@suite.case("encode_decode", "encode then decode gives the text back", points=1, check=equal(), expected="to be or not", builds_on=("encode gives a list of ids",))
+@suite.case(
+    "encode_decode",
+    "encode then decode gives the text back",
+    points=1,
+    check=equal(),
+    expected="to be or not",
+    builds_on=("encode gives a list of ids",),
+)
 def _(ns):
     stoi = {c: i for i, c in enumerate(sorted(set("to be or not")))}
     itos = {i: c for c, i in stoi.items()}
@@ -64,7 +91,9 @@ def _names_hash(got):
     return None
 
 
-@suite.case("encode_decode", "an unknown character raises a ValueError that names it", points=1, check=satisfies(_names_hash))
+@suite.case(
+    "encode_decode", "an unknown character raises a ValueError that names it", points=1, check=satisfies(_names_hash)
+)
 def _(ns):
     return catch(ns.encode, "ab#", {"a": 0, "b": 1, "c": 2})
 
@@ -82,7 +111,13 @@ def _split(ns, n, **kwargs):
     return train.tolist(), val.tolist()
 
 
-@suite.case("train_val_split", "ten items, val_fraction=0.2", points=1, check=equal(), expected=([0, 1, 2, 3, 4, 5, 6, 7], [8, 9]))
+@suite.case(
+    "train_val_split",
+    "ten items, val_fraction=0.2",
+    points=1,
+    check=equal(),
+    expected=([0, 1, 2, 3, 4, 5, 6, 7], [8, 9]),
+)
 def _(ns):
     return _split(ns, 10, val_fraction=0.2)
 
@@ -91,7 +126,15 @@ def _(ns):
     "train_val_split",
     "15 items, val_fraction=0.1: int(13.5) = 13 training items",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, tuple) and len(got[0]) == 14, "count the training items with int(len(data) * (1 - val_fraction)), which rounds down", mistake="training length not int(len * (1 - val_fraction))")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, tuple) and len(got[0]) == 14,
+                "count the training items with int(len(data) * (1 - val_fraction)), which rounds down",
+                mistake="training length not int(len * (1 - val_fraction))",
+            )
+        ]
+    ),
     expected=(list(range(13)), [13, 14]),
     builds_on=("ten items, val_fraction=0.2",),
 )
@@ -99,7 +142,14 @@ def _(ns):
     return _split(ns, 15, val_fraction=0.1)
 
 
-@suite.case("train_val_split", "the default val_fraction is 0.1", points=1, check=equal(), expected=(list(range(18)), [18, 19]), builds_on=("ten items, val_fraction=0.2",))
+@suite.case(
+    "train_val_split",
+    "the default val_fraction is 0.1",
+    points=1,
+    check=equal(),
+    expected=(list(range(18)), [18, 19]),
+    builds_on=("ten items, val_fraction=0.2",),
+)
 def _(ns):
     return _split(ns, 20)
 
@@ -109,7 +159,9 @@ def _all_value_errors(got):
     return None if not wrong else "expected ValueError for a val_fraction outside [0, 1); got " + ", ".join(wrong)
 
 
-@suite.case("train_val_split", "val_fraction=1.0 or -0.1 raises ValueError", points=1, check=satisfies(_all_value_errors))
+@suite.case(
+    "train_val_split", "val_fraction=1.0 or -0.1 raises ValueError", points=1, check=satisfies(_all_value_errors)
+)
 def _(ns):
     return [(f, catch(ns.train_val_split, torch.arange(10), f)["raised"]) for f in (1.0, -0.1)]
 
@@ -138,7 +190,16 @@ def _batch_problem(got):
     "get_batch",
     "rows are windows and y is x shifted by one; both long",
     points=1,
-    check=satisfies(_batch_problem, [Hint(lambda got, exp: isinstance(got[0], torch.Tensor) and tuple(got[0].shape) == (8, 4), "the shape is (batch_size, block_size): stack the windows as rows", mistake="batch shaped (T, B)")]),
+    check=satisfies(
+        _batch_problem,
+        [
+            Hint(
+                lambda got, exp: isinstance(got[0], torch.Tensor) and tuple(got[0].shape) == (8, 4),
+                "the shape is (batch_size, block_size): stack the windows as rows",
+                mistake="batch shaped (T, B)",
+            )
+        ],
+    ),
 )
 def _(ns):
     data = torch.arange(100, 160, dtype=torch.int32)
@@ -203,12 +264,26 @@ def _(ns):
     return ns.NGramLM(2, vocab_size=3, alpha=1.0).fit([0, 1, 0, 1, 2]).prob([0], 1)
 
 
-@suite.case("ngram", "alpha=0.5: (2 + 0.5) / (2 + 0.5 * 3)", points=1, check=close_number(rtol=0.0, atol=1e-9), expected=2.5 / 3.5, builds_on=(_ADD_ONE,))
+@suite.case(
+    "ngram",
+    "alpha=0.5: (2 + 0.5) / (2 + 0.5 * 3)",
+    points=1,
+    check=close_number(rtol=0.0, atol=1e-9),
+    expected=2.5 / 3.5,
+    builds_on=(_ADD_ONE,),
+)
 def _(ns):
     return ns.NGramLM(2, vocab_size=3, alpha=0.5).fit([0, 1, 0, 1, 2]).prob([0], 1)
 
 
-@suite.case("ngram", "a bigram uses only the last id of a longer context", points=1, check=close_number(rtol=0.0, atol=1e-9), expected=0.6, builds_on=(_ADD_ONE,))
+@suite.case(
+    "ngram",
+    "a bigram uses only the last id of a longer context",
+    points=1,
+    check=close_number(rtol=0.0, atol=1e-9),
+    expected=0.6,
+    builds_on=(_ADD_ONE,),
+)
 def _(ns):
     return ns.NGramLM(2, vocab_size=3).fit([0, 1, 0, 1, 2]).prob([1, 0], 1)
 
@@ -229,7 +304,13 @@ def _sums_to_one(got):
     return None if abs(sum(got) - 1.0) < 1e-9 else f"the probabilities of the next token sum to {sum(got):.6f}, not 1"
 
 
-@suite.case("ngram", "each conditional distribution sums to 1, also for a context that ends the data", points=1, check=satisfies(_sums_to_one), builds_on=(_ADD_ONE,))
+@suite.case(
+    "ngram",
+    "each conditional distribution sums to 1, also for a context that ends the data",
+    points=1,
+    check=satisfies(_sums_to_one),
+    builds_on=(_ADD_ONE,),
+)
 def _(ns):
     lm = ns.NGramLM(3, vocab_size=4, alpha=0.5).fit([0, 1, 2, 3, 0, 1, 2, 2, 0, 1])
     return [lm.prob([0, 1], w) for w in range(4)]
@@ -264,7 +345,12 @@ def _ngram_errors(got):
     return None if not wrong else "expected ValueError for each of these; got " + "; ".join(wrong)
 
 
-@suite.case("ngram", "n = 0, alpha = 0, a too-short context and too few ids raise ValueError", points=1, check=satisfies(_ngram_errors))
+@suite.case(
+    "ngram",
+    "n = 0, alpha = 0, a too-short context and too few ids raise ValueError",
+    points=1,
+    check=satisfies(_ngram_errors),
+)
 def _(ns):
     lm = ns.NGramLM(3, vocab_size=4).fit([0, 1, 2, 3, 0, 1])
     return [
@@ -283,7 +369,11 @@ def _rows_sum_to_one(got):
         return f"expected a (5, 5) tensor, got {type(got).__name__} {tuple(getattr(got, 'shape', ()))}"
     sums = got.double().sum(dim=1)
     worst = float((sums - 1).abs().max())
-    return None if worst < 1e-5 else f"every row must sum to 1; the worst row sums to {float(sums[(sums - 1).abs().argmax()]):.6f}"
+    return (
+        None
+        if worst < 1e-5
+        else f"every row must sum to 1; the worst row sums to {float(sums[(sums - 1).abs().argmax()]):.6f}"
+    )
 
 
 @suite.case("kneser_ney", "every row is a distribution", points=1, check=satisfies(_rows_sum_to_one))
@@ -295,15 +385,30 @@ def _(ns):
     "kneser_ney",
     "ids [0, 1, 0, 2, 0, 1], V=4, d=0.5, worked by hand (token 3 never occurs)",
     points=1,
-    check=close(rtol=1e-5, atol=1e-7, dtype=torch.float32, hints=[
-        Hint(lambda got, exp: type(got) is torch.Tensor and got.shape == exp.shape and torch.allclose(got.double().T, exp.double(), atol=1e-5), "row a must be P(next | previous a): the table looks transposed", mistake="table transposed"),
-    ]),
-    expected=torch.tensor([
-        [1 / 6, 7 / 12, 1 / 4, 0.0],
-        [3 / 4, 1 / 8, 1 / 8, 0.0],
-        [3 / 4, 1 / 8, 1 / 8, 0.0],
-        [1 / 2, 1 / 4, 1 / 4, 0.0],
-    ]),
+    check=close(
+        rtol=1e-5,
+        atol=1e-7,
+        dtype=torch.float32,
+        hints=[
+            Hint(
+                lambda got, exp: (
+                    type(got) is torch.Tensor
+                    and got.shape == exp.shape
+                    and torch.allclose(got.double().T, exp.double(), atol=1e-5)
+                ),
+                "row a must be P(next | previous a): the table looks transposed",
+                mistake="table transposed",
+            ),
+        ],
+    ),
+    expected=torch.tensor(
+        [
+            [1 / 6, 7 / 12, 1 / 4, 0.0],
+            [3 / 4, 1 / 8, 1 / 8, 0.0],
+            [3 / 4, 1 / 8, 1 / 8, 0.0],
+            [1 / 2, 1 / 4, 1 / 4, 0.0],
+        ]
+    ),
     builds_on=("every row is a distribution",),
 )
 def _(ns):

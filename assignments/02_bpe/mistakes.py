@@ -28,7 +28,7 @@ def _fill(template: str, right: dict[str, str], changes: dict[str, str]) -> str:
 
 # A correct incremental learner in a style of its own (a scan for the maximum, an
 # index of the words holding each pair). The train_bpe mistakes change one part of it.
-_INCREMENTAL = '''
+_INCREMENTAL = """
     def train_bpe(text, num_merges, eow="</w>"):
         {check}
         table = word_frequencies(text, {eow_arg})
@@ -71,7 +71,7 @@ _INCREMENTAL = '''
                         del counts[pair]
                         where.pop(pair, None)
         return merges
-'''
+"""
 
 _RIGHT = {
     "check": """
@@ -93,14 +93,25 @@ def _incremental(**changes: str) -> str:
 
 MISTAKES = [
     # word_frequencies
-    Variant("word_frequencies", "word types sorted instead of in order of appearance", {"word_frequencies": '''
+    Variant(
+        "word_frequencies",
+        "word types sorted instead of in order of appearance",
+        {
+            "word_frequencies": """
         def word_frequencies(text, eow="</w>"):
             if not eow:
                 raise ValueError("eow must not be empty")
             counts = collections.Counter(text.split())
             return {tuple(word) + (eow,): counts[word] for word in sorted(counts)}
-    '''}, hints=("word types sorted",)),
-    Variant("word_frequencies", "end-of-word symbol added as its characters", {"word_frequencies": '''
+    """
+        },
+        hints=("word types sorted",),
+    ),
+    Variant(
+        "word_frequencies",
+        "end-of-word symbol added as its characters",
+        {
+            "word_frequencies": """
         def word_frequencies(text, eow="</w>"):
             if not eow:
                 raise ValueError("eow must not be empty")
@@ -109,8 +120,15 @@ MISTAKES = [
                 key = tuple(word + eow)
                 freqs[key] = freqs.get(key, 0) + 1
             return freqs
-    '''}, hints=("end-of-word symbol split into characters",)),
-    Variant("word_frequencies", "split on single spaces", {"word_frequencies": '''
+    """
+        },
+        hints=("end-of-word symbol split into characters",),
+    ),
+    Variant(
+        "word_frequencies",
+        "split on single spaces",
+        {
+            "word_frequencies": """
         def word_frequencies(text, eow="</w>"):
             if not eow:
                 raise ValueError("eow must not be empty")
@@ -119,8 +137,15 @@ MISTAKES = [
                 key = tuple(word) + (eow,)
                 freqs[key] = freqs.get(key, 0) + 1
             return freqs
-    '''}, hints=("split on single spaces",)),
-    Variant("word_frequencies", "no end-of-word symbol", {"word_frequencies": '''
+    """
+        },
+        hints=("split on single spaces",),
+    ),
+    Variant(
+        "word_frequencies",
+        "no end-of-word symbol",
+        {
+            "word_frequencies": """
         def word_frequencies(text, eow="</w>"):
             if not eow:
                 raise ValueError("eow must not be empty")
@@ -128,33 +153,60 @@ MISTAKES = [
             for word in text.split():
                 freqs[tuple(word)] = freqs.get(tuple(word), 0) + 1
             return freqs
-    '''}, hints=("no end-of-word symbol",)),
-    Variant("word_frequencies", "empty eow not rejected", {"word_frequencies": '''
+    """
+        },
+        hints=("no end-of-word symbol",),
+    ),
+    Variant(
+        "word_frequencies",
+        "empty eow not rejected",
+        {
+            "word_frequencies": """
         def word_frequencies(text, eow="</w>"):
             freqs = {}
             for word in text.split():
                 key = (*word, eow)
                 freqs[key] = freqs.get(key, 0) + 1
             return freqs
-    '''}),
+    """
+        },
+    ),
     # count_pairs
-    Variant("count_pairs", "each pair counted once per word type (a set of pairs)", {"count_pairs": '''
+    Variant(
+        "count_pairs",
+        "each pair counted once per word type (a set of pairs)",
+        {
+            "count_pairs": """
         def count_pairs(word_freqs):
             counts = {}
             for symbols, n in word_freqs.items():
                 for pair in dict.fromkeys(zip(symbols, symbols[1:])):
                     counts[pair] = counts.get(pair, 0) + n
             return counts
-    '''}, hints=("overlapping pairs counted once", "counts too small")),
-    Variant("count_pairs", "word counts ignored", {"count_pairs": '''
+    """
+        },
+        hints=("overlapping pairs counted once", "counts too small"),
+    ),
+    Variant(
+        "count_pairs",
+        "word counts ignored",
+        {
+            "count_pairs": """
         def count_pairs(word_freqs):
             counts = {}
             for symbols in word_freqs:
                 for pair in zip(symbols, symbols[1:]):
                     counts[pair] = counts.get(pair, 0) + 1
             return counts
-    '''}, hints=("word counts ignored", "counts too small")),
-    Variant("count_pairs", "pairs across word boundaries", {"count_pairs": '''
+    """
+        },
+        hints=("word counts ignored", "counts too small"),
+    ),
+    Variant(
+        "count_pairs",
+        "pairs across word boundaries",
+        {
+            "count_pairs": """
         def count_pairs(word_freqs):
             stream = []
             for symbols, n in word_freqs.items():
@@ -163,8 +215,14 @@ MISTAKES = [
             for pair in zip(stream, stream[1:]):
                 counts[pair] = counts.get(pair, 0) + 1
             return counts
-    '''}),
-    Variant("count_pairs", "last pair of each word skipped", {"count_pairs": '''
+    """
+        },
+    ),
+    Variant(
+        "count_pairs",
+        "last pair of each word skipped",
+        {
+            "count_pairs": """
         def count_pairs(word_freqs):
             counts = {}
             for symbols, n in word_freqs.items():
@@ -172,9 +230,15 @@ MISTAKES = [
                     pair = (symbols[i], symbols[i + 1])
                     counts[pair] = counts.get(pair, 0) + n
             return counts
-    '''}),
+    """
+        },
+    ),
     # merge_pair
-    Variant("merge_pair", "overlapping pairs merged twice", {"merge_pair": '''
+    Variant(
+        "merge_pair",
+        "overlapping pairs merged twice",
+        {
+            "merge_pair": """
         def merge_pair(word_freqs, pair):
             if len(pair) != 2:
                 raise ValueError("pair must hold two symbols")
@@ -190,8 +254,15 @@ MISTAKES = [
                         out.append(s)
                 result[tuple(out)] = result.get(tuple(out), 0) + n
             return result
-    '''}, hints=("overlapping occurrences merged twice",)),
-    Variant("merge_pair", "string replace matches parts of longer symbols", {"merge_pair": '''
+    """
+        },
+        hints=("overlapping occurrences merged twice",),
+    ),
+    Variant(
+        "merge_pair",
+        "string replace matches parts of longer symbols",
+        {
+            "merge_pair": """
         def merge_pair(word_freqs, pair):
             if len(pair) != 2:
                 raise ValueError("pair must hold two symbols")
@@ -201,8 +272,14 @@ MISTAKES = [
                 key = tuple(" ".join(symbols).replace(a + " " + b, a + b).split(" "))
                 result[key] = result.get(key, 0) + n
             return result
-    '''}),
-    Variant("merge_pair", "the dict passed in is changed", {"merge_pair": '''
+    """
+        },
+    ),
+    Variant(
+        "merge_pair",
+        "the dict passed in is changed",
+        {
+            "merge_pair": """
         def merge_pair(word_freqs, pair):
             if len(pair) != 2:
                 raise ValueError("pair must hold two symbols")
@@ -220,8 +297,15 @@ MISTAKES = [
                     n = word_freqs.pop(symbols)
                     word_freqs[tuple(out)] = word_freqs.get(tuple(out), 0) + n
             return word_freqs
-    '''}, hints=("input dict changed",)),
-    Variant("merge_pair", "words that become equal overwrite each other's counts", {"merge_pair": '''
+    """
+        },
+        hints=("input dict changed",),
+    ),
+    Variant(
+        "merge_pair",
+        "words that become equal overwrite each other's counts",
+        {
+            "merge_pair": """
         def merge_pair(word_freqs, pair):
             if len(pair) != 2:
                 raise ValueError("pair must hold two symbols")
@@ -238,8 +322,14 @@ MISTAKES = [
                         i += 1
                 result[tuple(out)] = n
             return result
-    '''}),
-    Variant("merge_pair", "merges from right to left", {"merge_pair": '''
+    """
+        },
+    ),
+    Variant(
+        "merge_pair",
+        "merges from right to left",
+        {
+            "merge_pair": """
         def merge_pair(word_freqs, pair):
             if len(pair) != 2:
                 raise ValueError("pair must hold two symbols")
@@ -257,8 +347,15 @@ MISTAKES = [
                 key = tuple(reversed(out))
                 result[key] = result.get(key, 0) + n
             return result
-    '''}, hints=("merged right to left",)),
-    Variant("merge_pair", "a pair of three symbols accepted (pair[0] and pair[1] only)", {"merge_pair": '''
+    """
+        },
+        hints=("merged right to left",),
+    ),
+    Variant(
+        "merge_pair",
+        "a pair of three symbols accepted (pair[0] and pair[1] only)",
+        {
+            "merge_pair": """
         def merge_pair(word_freqs, pair):
             result = {}
             for symbols, n in word_freqs.items():
@@ -272,28 +369,73 @@ MISTAKES = [
                         i += 1
                 result[tuple(out)] = result.get(tuple(out), 0) + n
             return result
-    '''}),
+    """
+        },
+    ),
     # train_bpe (each on a correct incremental learner, so it is fast enough)
-    Variant("train_bpe", "lexicographic tie-breaking (the larger pair wins)", {"train_bpe": _incremental(
-        choose="best = max(counts, key=lambda p: (counts[p], p))",
-    )}, hints=("lexicographic tie-breaking",)),
-    Variant("train_bpe", "ties by the dict order of the running counts", {"train_bpe": _incremental(
-        choose="best = max(counts, key=counts.get)",
-    )}),
-    Variant("train_bpe", "no early stop once no pair is left", {"train_bpe": _incremental(
-        loop="len(merges) < num_merges",
-    )}),
-    Variant("train_bpe", "eow not passed on to word_frequencies", {"train_bpe": _incremental(
-        eow_arg="",
-    )}, hints=("eow not passed on",)),
-    Variant("train_bpe", "negative num_merges not rejected", {"train_bpe": _incremental(
-        check="num_merges = max(num_merges, 0)",
-    )}),
-    Variant("train_bpe", "empty eow not rejected (the words split inline)", {"train_bpe": _incremental().replace(
-        "table = word_frequencies(text, eow)", "table = collections.Counter(tuple(word) + (eow,) for word in text.split())",
-    )}),
+    Variant(
+        "train_bpe",
+        "lexicographic tie-breaking (the larger pair wins)",
+        {
+            "train_bpe": _incremental(
+                choose="best = max(counts, key=lambda p: (counts[p], p))",
+            )
+        },
+        hints=("lexicographic tie-breaking",),
+    ),
+    Variant(
+        "train_bpe",
+        "ties by the dict order of the running counts",
+        {
+            "train_bpe": _incremental(
+                choose="best = max(counts, key=counts.get)",
+            )
+        },
+    ),
+    Variant(
+        "train_bpe",
+        "no early stop once no pair is left",
+        {
+            "train_bpe": _incremental(
+                loop="len(merges) < num_merges",
+            )
+        },
+    ),
+    Variant(
+        "train_bpe",
+        "eow not passed on to word_frequencies",
+        {
+            "train_bpe": _incremental(
+                eow_arg="",
+            )
+        },
+        hints=("eow not passed on",),
+    ),
+    Variant(
+        "train_bpe",
+        "negative num_merges not rejected",
+        {
+            "train_bpe": _incremental(
+                check="num_merges = max(num_merges, 0)",
+            )
+        },
+    ),
+    Variant(
+        "train_bpe",
+        "empty eow not rejected (the words split inline)",
+        {
+            "train_bpe": _incremental().replace(
+                "table = word_frequencies(text, eow)",
+                "table = collections.Counter(tuple(word) + (eow,) for word in text.split())",
+            )
+        },
+    ),
     # segment
-    Variant("segment", "no end-of-word symbol on the word", {"bpe_segment": '''
+    Variant(
+        "segment",
+        "no end-of-word symbol on the word",
+        {
+            "bpe_segment": """
         def bpe_segment(word, merges, eow="</w>"):
             if not word or any(ch.isspace() for ch in word):
                 raise ValueError(f"not one word: {word!r}")
@@ -309,8 +451,15 @@ MISTAKES = [
                         i += 1
                 symbols = out
             return symbols
-    '''}, hints=("end-of-word symbol missing from the word",)),
-    Variant("segment", "each merge applied to its first occurrence only", {"bpe_segment": '''
+    """
+        },
+        hints=("end-of-word symbol missing from the word",),
+    ),
+    Variant(
+        "segment",
+        "each merge applied to its first occurrence only",
+        {
+            "bpe_segment": """
         def bpe_segment(word, merges, eow="</w>"):
             if not word or any(ch.isspace() for ch in word):
                 raise ValueError(f"not one word: {word!r}")
@@ -321,8 +470,14 @@ MISTAKES = [
                         symbols[i : i + 2] = [a + b]
                         break
             return symbols
-    '''}),
-    Variant("segment", "greedy longest match against the vocabulary", {"bpe_segment": '''
+    """
+        },
+    ),
+    Variant(
+        "segment",
+        "greedy longest match against the vocabulary",
+        {
+            "bpe_segment": """
         def bpe_segment(word, merges, eow="</w>"):
             if not word or any(ch.isspace() for ch in word):
                 raise ValueError(f"not one word: {word!r}")
@@ -336,8 +491,14 @@ MISTAKES = [
                 out.append("".join(symbols[i:j]))
                 i = j
             return out
-    '''}),
-    Variant("segment", "end-of-word symbol hard-coded as '</w>'", {"bpe_segment": '''
+    """
+        },
+    ),
+    Variant(
+        "segment",
+        "end-of-word symbol hard-coded as '</w>'",
+        {
+            "bpe_segment": """
         def bpe_segment(word, merges, eow="</w>"):
             if not word or any(ch.isspace() for ch in word):
                 raise ValueError(f"not one word: {word!r}")
@@ -353,8 +514,15 @@ MISTAKES = [
                         i += 1
                 symbols = out
             return symbols
-    '''}, hints=("end-of-word symbol missing from the word",)),
-    Variant("segment", "no ValueError for an empty word or two words", {"bpe_segment": '''
+    """
+        },
+        hints=("end-of-word symbol missing from the word",),
+    ),
+    Variant(
+        "segment",
+        "no ValueError for an empty word or two words",
+        {
+            "bpe_segment": """
         def bpe_segment(word, merges, eow="</w>"):
             symbols = list(word) + [eow]
             for a, b in merges:
@@ -368,11 +536,13 @@ MISTAKES = [
                         i += 1
                 symbols = out
             return symbols
-    '''}),
+    """
+        },
+    ),
 ]
 
 # The tokenizer mistakes share a correct class and change one method or line of it.
-_TOKENIZER = '''
+_TOKENIZER = """
     class BPETokenizer:
         def __init__(self, merges, eow="</w>", alphabet=None):
             if not eow:
@@ -404,7 +574,7 @@ _TOKENIZER = '''
 
         def decode(self, ids):
             {decode_body}
-'''
+"""
 
 _DECODE = """
     if isinstance(ids, torch.Tensor):
@@ -452,36 +622,106 @@ def _without(code: str, *lines: str) -> str:
 
 MISTAKES += [
     # tokenizer
-    Variant("tokenizer", "end-of-word marker left in the decoded text", {"BPETokenizer": _tokenizer(
-        decode_body=_DECODE.replace("words.append(current + token[: -len(self.eow)])", "words.append(current + token)"),
-    )}, hints=("end-of-word symbol left in the text",)),
-    Variant("tokenizer", "base symbols in order of appearance, not sorted", {"BPETokenizer": _tokenizer(
-        alphabet_expr="list(dict.fromkeys(alphabet)) if alphabet is not None else list(dict.fromkeys(s for m in self.merges for s in m if len(s) == 1 and s != eow))",
-        base_order="base",
-    )}, hints=("ids not in vocabulary order",)),
-    Variant("tokenizer", "a token made by two merges gets a second id", {"BPETokenizer": _tokenizer(
-        add_merge="self.vocab[a + b] = len(self.vocab)",
-    )}),
-    Variant("tokenizer", "decode cannot take a LongTensor", {"BPETokenizer": _tokenizer(
-        decode_body=_without(_DECODE, "if isinstance(ids, torch.Tensor):", "ids = ids.tolist()", "if i not in self.itos:", 'raise ValueError(f"unknown id {i}")'),
-    )}),
-    Variant("tokenizer", "KeyError instead of ValueError for an unknown character", {"BPETokenizer": _tokenizer(
-        lookup="ids.append(self.vocab[token])",
-    )}),
-    Variant("tokenizer", "ids after the last word end are dropped", {"BPETokenizer": _tokenizer(
-        decode_body=_without(_DECODE, "if current:", "words.append(current)"),
-    )}),
-    Variant("tokenizer", "train takes the alphabet from the merges only", {"BPETokenizer": _tokenizer(
-        train_alphabet="None",
-    )}),
-    Variant("tokenizer", "a word that holds eow is not refused", {"BPETokenizer": _without(
-        _tokenizer(), "if self.eow in word:", 'raise ValueError(f"{word!r} contains the end-of-word symbol")',
-    )}),
-    Variant("tokenizer", "decode: an unknown id raises KeyError", {"BPETokenizer": _tokenizer(
-        decode_body=_without(_DECODE, "if i not in self.itos:", 'raise ValueError(f"unknown id {i}")'),
-    )}),
+    Variant(
+        "tokenizer",
+        "end-of-word marker left in the decoded text",
+        {
+            "BPETokenizer": _tokenizer(
+                decode_body=_DECODE.replace(
+                    "words.append(current + token[: -len(self.eow)])", "words.append(current + token)"
+                ),
+            )
+        },
+        hints=("end-of-word symbol left in the text",),
+    ),
+    Variant(
+        "tokenizer",
+        "base symbols in order of appearance, not sorted",
+        {
+            "BPETokenizer": _tokenizer(
+                alphabet_expr="list(dict.fromkeys(alphabet)) if alphabet is not None else list(dict.fromkeys(s for m in self.merges for s in m if len(s) == 1 and s != eow))",
+                base_order="base",
+            )
+        },
+        hints=("ids not in vocabulary order",),
+    ),
+    Variant(
+        "tokenizer",
+        "a token made by two merges gets a second id",
+        {
+            "BPETokenizer": _tokenizer(
+                add_merge="self.vocab[a + b] = len(self.vocab)",
+            )
+        },
+    ),
+    Variant(
+        "tokenizer",
+        "decode cannot take a LongTensor",
+        {
+            "BPETokenizer": _tokenizer(
+                decode_body=_without(
+                    _DECODE,
+                    "if isinstance(ids, torch.Tensor):",
+                    "ids = ids.tolist()",
+                    "if i not in self.itos:",
+                    'raise ValueError(f"unknown id {i}")',
+                ),
+            )
+        },
+    ),
+    Variant(
+        "tokenizer",
+        "KeyError instead of ValueError for an unknown character",
+        {
+            "BPETokenizer": _tokenizer(
+                lookup="ids.append(self.vocab[token])",
+            )
+        },
+    ),
+    Variant(
+        "tokenizer",
+        "ids after the last word end are dropped",
+        {
+            "BPETokenizer": _tokenizer(
+                decode_body=_without(_DECODE, "if current:", "words.append(current)"),
+            )
+        },
+    ),
+    Variant(
+        "tokenizer",
+        "train takes the alphabet from the merges only",
+        {
+            "BPETokenizer": _tokenizer(
+                train_alphabet="None",
+            )
+        },
+    ),
+    Variant(
+        "tokenizer",
+        "a word that holds eow is not refused",
+        {
+            "BPETokenizer": _without(
+                _tokenizer(),
+                "if self.eow in word:",
+                'raise ValueError(f"{word!r} contains the end-of-word symbol")',
+            )
+        },
+    ),
+    Variant(
+        "tokenizer",
+        "decode: an unknown id raises KeyError",
+        {
+            "BPETokenizer": _tokenizer(
+                decode_body=_without(_DECODE, "if i not in self.itos:", 'raise ValueError(f"unknown id {i}")'),
+            )
+        },
+    ),
     # efficiency: correct learners that are too slow
-    Variant("efficiency", "recounts every pair of every word after each merge", {"train_bpe": '''
+    Variant(
+        "efficiency",
+        "recounts every pair of every word after each merge",
+        {
+            "train_bpe": """
         def train_bpe(text, num_merges, eow="</w>"):
             if num_merges < 0:
                 raise ValueError("num_merges must be >= 0")
@@ -509,8 +749,14 @@ MISTAKES += [
                     merged[tuple(out)] = n
                 words = merged
             return merges
-    '''}),
-    Variant("efficiency", "the plain loop over count_pairs and merge_pair", {"train_bpe": '''
+    """
+        },
+    ),
+    Variant(
+        "efficiency",
+        "the plain loop over count_pairs and merge_pair",
+        {
+            "train_bpe": """
         def train_bpe(text, num_merges, eow="</w>"):
             if num_merges < 0:
                 raise ValueError("num_merges must be >= 0")
@@ -525,8 +771,14 @@ MISTAKES += [
                 merges.append(best)
                 words = merge_pair(words, best)
             return merges
-    '''}),
-    Variant("efficiency", "works on every word of the running text, not word types", {"train_bpe": '''
+    """
+        },
+    ),
+    Variant(
+        "efficiency",
+        "works on every word of the running text, not word types",
+        {
+            "train_bpe": """
         def train_bpe(text, num_merges, eow="</w>"):
             if num_merges < 0:
                 raise ValueError("num_merges must be >= 0")
@@ -553,8 +805,14 @@ MISTAKES += [
                             i += 1
                     words[k] = out
             return merges
-    '''}),
-    Variant("efficiency", "counts kept, but every word type rewritten after each merge", {"train_bpe": '''
+    """
+        },
+    ),
+    Variant(
+        "efficiency",
+        "counts kept, but every word type rewritten after each merge",
+        {
+            "train_bpe": """
         def train_bpe(text, num_merges, eow="</w>"):
             if num_merges < 0:
                 raise ValueError("num_merges must be >= 0")
@@ -591,9 +849,15 @@ MISTAKES += [
                     rewritten[new] = n
                 words = rewritten
             return merges
-    '''}),
+    """
+        },
+    ),
     # byte_bpe
-    Variant("byte_bpe", "decode raises on invalid UTF-8", {"byte_bpe_decode": '''
+    Variant(
+        "byte_bpe",
+        "decode raises on invalid UTF-8",
+        {
+            "byte_bpe_decode": """
         def byte_bpe_decode(ids, merges):
             table = {i: bytes([i]) for i in range(256)}
             for r, (a, b) in enumerate(merges):
@@ -604,8 +868,15 @@ MISTAKES += [
                 if i not in table:
                     raise ValueError(f"unknown id {i}")
             return b"".join(table[i] for i in ids).decode("utf-8")
-    '''}, hints=("invalid UTF-8 raises",)),
-    Variant("byte_bpe", "decode token by token", {"byte_bpe_decode": '''
+    """
+        },
+        hints=("invalid UTF-8 raises",),
+    ),
+    Variant(
+        "byte_bpe",
+        "decode token by token",
+        {
+            "byte_bpe_decode": """
         def byte_bpe_decode(ids, merges):
             table = {i: bytes([i]) for i in range(256)}
             for r, (a, b) in enumerate(merges):
@@ -616,8 +887,14 @@ MISTAKES += [
                 if i not in table:
                     raise ValueError(f"unknown id {i}")
             return "".join(table[i].decode("utf-8", errors="replace") for i in ids)
-    '''}),
-    Variant("byte_bpe", "ties to the numerically larger pair", {"train_byte_bpe": '''
+    """
+        },
+    ),
+    Variant(
+        "byte_bpe",
+        "ties to the numerically larger pair",
+        {
+            "train_byte_bpe": """
         def train_byte_bpe(text, vocab_size):
             if vocab_size < 256:
                 raise ValueError("vocab_size must be at least 256")
@@ -639,8 +916,14 @@ MISTAKES += [
                         i += 1
                 ids = out
             return merges
-    '''}),
-    Variant("byte_bpe", "vocab_size - 256 + 1 merges", {"train_byte_bpe": '''
+    """
+        },
+    ),
+    Variant(
+        "byte_bpe",
+        "vocab_size - 256 + 1 merges",
+        {
+            "train_byte_bpe": """
         def train_byte_bpe(text, vocab_size):
             if vocab_size < 256:
                 raise ValueError("vocab_size must be at least 256")
@@ -662,8 +945,15 @@ MISTAKES += [
                         i += 1
                 ids = out
             return merges
-    '''}, hints=("wrong number of merges",)),
-    Variant("byte_bpe", "encode replaces only the first occurrence of each pair", {"byte_bpe_encode": '''
+    """
+        },
+        hints=("wrong number of merges",),
+    ),
+    Variant(
+        "byte_bpe",
+        "encode replaces only the first occurrence of each pair",
+        {
+            "byte_bpe_encode": """
         def byte_bpe_encode(text, merges):
             ids = list(text.encode("utf-8"))
             for r, (a, b) in enumerate(merges):
@@ -672,8 +962,14 @@ MISTAKES += [
                         ids[i : i + 2] = [256 + r]
                         break
             return ids
-    '''}),
-    Variant("byte_bpe", "vocab_size below 256 not rejected", {"train_byte_bpe": '''
+    """
+        },
+    ),
+    Variant(
+        "byte_bpe",
+        "vocab_size below 256 not rejected",
+        {
+            "train_byte_bpe": """
         def train_byte_bpe(text, vocab_size):
             ids = list(text.encode("utf-8"))
             merges = []
@@ -693,8 +989,14 @@ MISTAKES += [
                         i += 1
                 ids = out
             return merges
-    '''}),
-    Variant("byte_bpe", "decode: ids outside the vocabulary not refused (list indexing)", {"byte_bpe_decode": '''
+    """
+        },
+    ),
+    Variant(
+        "byte_bpe",
+        "decode: ids outside the vocabulary not refused (list indexing)",
+        {
+            "byte_bpe_decode": """
         def byte_bpe_decode(ids, merges):
             table = [bytes([b]) for b in range(256)]
             for a, b in merges:
@@ -702,8 +1004,14 @@ MISTAKES += [
             if isinstance(ids, torch.Tensor):
                 ids = ids.tolist()
             return b"".join(table[i] for i in ids).decode("utf-8", errors="replace")
-    '''}),
-    Variant("byte_bpe", "encode does not check the merges", {"byte_bpe_encode": '''
+    """
+        },
+    ),
+    Variant(
+        "byte_bpe",
+        "encode does not check the merges",
+        {
+            "byte_bpe_encode": """
         def byte_bpe_encode(text, merges):
             rank = {tuple(pair): r for r, pair in reversed(list(enumerate(merges)))}
             ids = list(text.encode("utf-8"))
@@ -721,25 +1029,43 @@ MISTAKES += [
                         i += 1
                 ids = out
             return ids
-    '''}),
+    """
+        },
+    ),
 ]
 
 ALTERNATIVES = [
-    Variant("word_frequencies", "a Counter over symbol tuples", {"word_frequencies": '''
+    Variant(
+        "word_frequencies",
+        "a Counter over symbol tuples",
+        {
+            "word_frequencies": """
         def word_frequencies(text, eow="</w>"):
             if not isinstance(eow, str) or len(eow) == 0:
                 raise ValueError(f"eow must be a non-empty string, got {eow!r}")
             return collections.Counter(tuple(word) + (eow,) for word in text.split())
-    '''}),
-    Variant("count_pairs", "a Counter and index arithmetic", {"count_pairs": '''
+    """
+        },
+    ),
+    Variant(
+        "count_pairs",
+        "a Counter and index arithmetic",
+        {
+            "count_pairs": """
         def count_pairs(word_freqs):
             counts = collections.Counter()
             for symbols, n in word_freqs.items():
                 for i in range(len(symbols) - 1):
                     counts[symbols[i], symbols[i + 1]] += n
             return dict(counts)
-    '''}),
-    Variant("merge_pair", "a regular expression on space-joined symbols", {"merge_pair": '''
+    """
+        },
+    ),
+    Variant(
+        "merge_pair",
+        "a regular expression on space-joined symbols",
+        {
+            "merge_pair": """
         import re
 
         def merge_pair(word_freqs, pair):
@@ -751,9 +1077,15 @@ ALTERNATIVES = [
                 key = tuple(pattern.sub(lambda _: pair[0] + pair[1], " ".join(symbols)).split(" "))
                 result[key] = result.get(key, 0) + n
             return result
-    '''}),
+    """
+        },
+    ),
     Variant("train_bpe", "incremental, a scan for the maximum and an index of words", {"train_bpe": _incremental()}),
-    Variant("segment", "lowest-ranked pair first, as GPT-2 does", {"bpe_segment": '''
+    Variant(
+        "segment",
+        "lowest-ranked pair first, as GPT-2 does",
+        {
+            "bpe_segment": """
         def bpe_segment(word, merges, eow="</w>"):
             if len(word) == 0 or len(word.split()) != 1 or word.split()[0] != word:
                 raise ValueError(f"expected one word, got {word!r}")
@@ -776,8 +1108,14 @@ ALTERNATIVES = [
                         i += 1
                 symbols = out
             return symbols
-    '''}),
-    Variant("tokenizer", "vocabulary from dict.fromkeys, decode with removesuffix", {"BPETokenizer": '''
+    """
+        },
+    ),
+    Variant(
+        "tokenizer",
+        "vocabulary from dict.fromkeys, decode with removesuffix",
+        {
+            "BPETokenizer": """
         class BPETokenizer:
             def __init__(self, merges, eow="</w>", alphabet=None):
                 if not isinstance(eow, str) or not eow:
@@ -818,8 +1156,14 @@ ALTERNATIVES = [
                 if pieces:
                     words.append("".join(pieces))
                 return " ".join(words)
-    '''}),
-    Variant("efficiency", "incremental, symbols rewritten in place, a lazy heap", {"train_bpe": '''
+    """
+        },
+    ),
+    Variant(
+        "efficiency",
+        "incremental, symbols rewritten in place, a lazy heap",
+        {
+            "train_bpe": """
         def train_bpe(text, num_merges, eow="</w>"):
             if num_merges < 0:
                 raise ValueError("num_merges must be >= 0")
@@ -878,9 +1222,14 @@ ALTERNATIVES = [
                         del counts[pair]
                         where.pop(pair, None)
             return merges
-    '''}),
-    Variant("byte_bpe", "most_common, merges replayed in order, a bytes table", {
-        "train_byte_bpe": '''
+    """
+        },
+    ),
+    Variant(
+        "byte_bpe",
+        "most_common, merges replayed in order, a bytes table",
+        {
+            "train_byte_bpe": """
             def train_byte_bpe(text, vocab_size):
                 if vocab_size < 256:
                     raise ValueError(f"vocab_size must be at least 256, got {vocab_size}")
@@ -903,8 +1252,8 @@ ALTERNATIVES = [
                         out.append(ids[i])
                         i += 1
                 return out
-        ''',
-        "byte_bpe_encode": '''
+        """,
+            "byte_bpe_encode": """
             def byte_bpe_encode(text, merges):
                 _check(merges)
                 ids = list(text.encode("utf-8"))
@@ -917,8 +1266,8 @@ ALTERNATIVES = [
                 for r, pair in enumerate(merges):
                     if max(pair) >= 256 + r or min(pair) < 0:
                         raise ValueError(f"merge {r} {pair} uses an id not defined before it")
-        ''',
-        "byte_bpe_decode": '''
+        """,
+            "byte_bpe_decode": """
             def byte_bpe_decode(ids, merges):
                 _check(merges)
                 table = [bytes([b]) for b in range(256)]
@@ -928,6 +1277,7 @@ ALTERNATIVES = [
                 if any(not 0 <= i < len(table) for i in ids):
                     raise ValueError(f"an id is outside 0..{len(table) - 1}")
                 return b"".join(table[i] for i in ids).decode("utf-8", "replace")
-        ''',
-    }),
+        """,
+        },
+    ),
 ]

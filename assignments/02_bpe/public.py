@@ -23,7 +23,16 @@ LECTURE_WORDS = {
     ("w", "i", "d", "e", "r", "_"): 3,
     ("n", "e", "w", "_"): 2,
 }
-LECTURE_MERGES = [("e", "r"), ("er", "_"), ("n", "e"), ("ne", "w"), ("l", "o"), ("lo", "w"), ("new", "er_"), ("low", "_")]
+LECTURE_MERGES = [
+    ("e", "r"),
+    ("er", "_"),
+    ("n", "e"),
+    ("ne", "w"),
+    ("l", "o"),
+    ("lo", "w"),
+    ("new", "er_"),
+    ("low", "_"),
+]
 
 
 # While a test of one question runs, the other graded functions it may call answer
@@ -41,24 +50,42 @@ def _table(text):
 # The worked example step by step: the words before each merge, and their pair counts
 # (the cell of section 5 prints the same steps).
 LECTURE_STEPS = [
-    ("l o w _=5, l o w e s t _=2, n e w e r _=6, w i d e r _=3, n e w _=2",
-     "l o=7, o w=7, w _=7, w e=8, e s=2, s t=2, t _=2, n e=8, e w=8, e r=9, r _=9, w i=3, i d=3, d e=3"),
-    ("l o w _=5, l o w e s t _=2, n e w er _=6, w i d er _=3, n e w _=2",
-     "l o=7, o w=7, w _=7, w e=2, e s=2, s t=2, t _=2, n e=8, e w=8, w er=6, er _=9, w i=3, i d=3, d er=3"),
-    ("l o w _=5, l o w e s t _=2, n e w er_=6, w i d er_=3, n e w _=2",
-     "l o=7, o w=7, w _=7, w e=2, e s=2, s t=2, t _=2, n e=8, e w=8, w er_=6, w i=3, i d=3, d er_=3"),
-    ("l o w _=5, l o w e s t _=2, ne w er_=6, w i d er_=3, ne w _=2",
-     "l o=7, o w=7, w _=7, w e=2, e s=2, s t=2, t _=2, ne w=8, w er_=6, w i=3, i d=3, d er_=3"),
-    ("l o w _=5, l o w e s t _=2, new er_=6, w i d er_=3, new _=2",
-     "l o=7, o w=7, w _=5, w e=2, e s=2, s t=2, t _=2, new er_=6, w i=3, i d=3, d er_=3, new _=2"),
-    ("lo w _=5, lo w e s t _=2, new er_=6, w i d er_=3, new _=2",
-     "lo w=7, w _=5, w e=2, e s=2, s t=2, t _=2, new er_=6, w i=3, i d=3, d er_=3, new _=2"),
-    ("low _=5, low e s t _=2, new er_=6, w i d er_=3, new _=2",
-     "low _=5, low e=2, e s=2, s t=2, t _=2, new er_=6, w i=3, i d=3, d er_=3, new _=2"),
-    ("low _=5, low e s t _=2, newer_=6, w i d er_=3, new _=2",
-     "low _=5, low e=2, e s=2, s t=2, t _=2, w i=3, i d=3, d er_=3, new _=2"),
-    ("low_=5, low e s t _=2, newer_=6, w i d er_=3, new _=2",
-     "low e=2, e s=2, s t=2, t _=2, w i=3, i d=3, d er_=3, new _=2"),
+    (
+        "l o w _=5, l o w e s t _=2, n e w e r _=6, w i d e r _=3, n e w _=2",
+        "l o=7, o w=7, w _=7, w e=8, e s=2, s t=2, t _=2, n e=8, e w=8, e r=9, r _=9, w i=3, i d=3, d e=3",
+    ),
+    (
+        "l o w _=5, l o w e s t _=2, n e w er _=6, w i d er _=3, n e w _=2",
+        "l o=7, o w=7, w _=7, w e=2, e s=2, s t=2, t _=2, n e=8, e w=8, w er=6, er _=9, w i=3, i d=3, d er=3",
+    ),
+    (
+        "l o w _=5, l o w e s t _=2, n e w er_=6, w i d er_=3, n e w _=2",
+        "l o=7, o w=7, w _=7, w e=2, e s=2, s t=2, t _=2, n e=8, e w=8, w er_=6, w i=3, i d=3, d er_=3",
+    ),
+    (
+        "l o w _=5, l o w e s t _=2, ne w er_=6, w i d er_=3, ne w _=2",
+        "l o=7, o w=7, w _=7, w e=2, e s=2, s t=2, t _=2, ne w=8, w er_=6, w i=3, i d=3, d er_=3",
+    ),
+    (
+        "l o w _=5, l o w e s t _=2, new er_=6, w i d er_=3, new _=2",
+        "l o=7, o w=7, w _=5, w e=2, e s=2, s t=2, t _=2, new er_=6, w i=3, i d=3, d er_=3, new _=2",
+    ),
+    (
+        "lo w _=5, lo w e s t _=2, new er_=6, w i d er_=3, new _=2",
+        "lo w=7, w _=5, w e=2, e s=2, s t=2, t _=2, new er_=6, w i=3, i d=3, d er_=3, new _=2",
+    ),
+    (
+        "low _=5, low e s t _=2, new er_=6, w i d er_=3, new _=2",
+        "low _=5, low e=2, e s=2, s t=2, t _=2, new er_=6, w i=3, i d=3, d er_=3, new _=2",
+    ),
+    (
+        "low _=5, low e s t _=2, newer_=6, w i d er_=3, new _=2",
+        "low _=5, low e=2, e s=2, s t=2, t _=2, w i=3, i d=3, d er_=3, new _=2",
+    ),
+    (
+        "low_=5, low e s t _=2, newer_=6, w i d er_=3, new _=2",
+        "low e=2, e s=2, s t=2, t _=2, w i=3, i d=3, d er_=3, new _=2",
+    ),
 ]
 SMALL_STEPS = [
     [("a b _=2", "a b=2, b _=2"), ("ab _=2", "ab _=2"), ("ab_=2", "")],
@@ -224,10 +251,22 @@ def _sorted_types(got, exp):
     "word_frequencies",
     "the lecture corpus with eow='_': counts, end-of-word symbol, order of first appearance",
     points=1,
-    check=equal([
-        Hint(_sorted_types, "the counts are right but the order is not: keep word types in the order they first appear in the text", mistake="word types sorted"),
-        Hint(lambda got, exp: isinstance(got, list) and bool(got) and isinstance(got[0][0], tuple) and got[0][0][-1] != "_", "every word ends with the end-of-word symbol eow, as its own last symbol", mistake="no end-of-word symbol"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                _sorted_types,
+                "the counts are right but the order is not: keep word types in the order they first appear in the text",
+                mistake="word types sorted",
+            ),
+            Hint(
+                lambda got, exp: (
+                    isinstance(got, list) and bool(got) and isinstance(got[0][0], tuple) and got[0][0][-1] != "_"
+                ),
+                "every word ends with the end-of-word symbol eow, as its own last symbol",
+                mistake="no end-of-word symbol",
+            ),
+        ]
+    ),
     expected=list(LECTURE_WORDS.items()),
 )
 def _(ns):
@@ -238,7 +277,15 @@ def _(ns):
     "word_frequencies",
     "any whitespace separates words; the default eow is '</w>'",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) != 3, "split the text with str.split() (no argument): runs of spaces, tabs and newlines all separate words", mistake="split on single spaces")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, list) and len(got) != 3,
+                "split the text with str.split() (no argument): runs of spaces, tabs and newlines all separate words",
+                mistake="split on single spaces",
+            )
+        ]
+    ),
     expected=[(("b", "</w>"), 2), (("a", "</w>"), 1), (("c", "</w>"), 1)],
 )
 def _(ns):
@@ -257,10 +304,20 @@ def _(ns):
     "count_pairs",
     "a a a holds (a, a) twice; each pair is weighted by its word's count",
     points=1,
-    check=equal([
-        Hint(lambda got, exp: isinstance(got, dict) and got.get(("a", "a")) == 3, "overlapping pairs all count: a a a holds (a, a) at positions 0-1 and 1-2", mistake="overlapping pairs counted once"),
-        Hint(lambda got, exp: isinstance(got, dict) and got.get(("a", "a")) == 2, "weight each pair by the count of its word", mistake="word counts ignored"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, dict) and got.get(("a", "a")) == 3,
+                "overlapping pairs all count: a a a holds (a, a) at positions 0-1 and 1-2",
+                mistake="overlapping pairs counted once",
+            ),
+            Hint(
+                lambda got, exp: isinstance(got, dict) and got.get(("a", "a")) == 2,
+                "weight each pair by the count of its word",
+                mistake="word counts ignored",
+            ),
+        ]
+    ),
     expected={("a", "a"): 6, ("a", "_"): 4, ("b", "a"): 1},
 )
 def _(ns):
@@ -274,8 +331,20 @@ def _(ns):
     points=1,
     check=equal(),
     expected={
-        ("l", "o"): 7, ("o", "w"): 7, ("w", "_"): 7, ("w", "e"): 8, ("e", "s"): 2, ("s", "t"): 2, ("t", "_"): 2,
-        ("n", "e"): 8, ("e", "w"): 8, ("e", "r"): 9, ("r", "_"): 9, ("w", "i"): 3, ("i", "d"): 3, ("d", "e"): 3,
+        ("l", "o"): 7,
+        ("o", "w"): 7,
+        ("w", "_"): 7,
+        ("w", "e"): 8,
+        ("e", "s"): 2,
+        ("s", "t"): 2,
+        ("t", "_"): 2,
+        ("n", "e"): 8,
+        ("e", "w"): 8,
+        ("e", "r"): 9,
+        ("r", "_"): 9,
+        ("w", "i"): 3,
+        ("i", "d"): 3,
+        ("d", "e"): 3,
     },
 )
 def _(ns):
@@ -290,10 +359,20 @@ def _(ns):
     "merge_pair",
     "(a, a) in a a a gives aa a: left to right, no overlap",
     points=1,
-    check=equal([
-        Hint(lambda got, exp: isinstance(got, dict) and ("aa", "aa", "_") in got, "an occurrence that overlaps one already merged is not merged again: after aa only a is left", mistake="overlapping occurrences merged twice"),
-        Hint(lambda got, exp: isinstance(got, dict) and ("a", "aa", "_") in got, "merge from left to right", mistake="merged right to left"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, dict) and ("aa", "aa", "_") in got,
+                "an occurrence that overlaps one already merged is not merged again: after aa only a is left",
+                mistake="overlapping occurrences merged twice",
+            ),
+            Hint(
+                lambda got, exp: isinstance(got, dict) and ("a", "aa", "_") in got,
+                "merge from left to right",
+                mistake="merged right to left",
+            ),
+        ]
+    ),
     expected={("aa", "a", "_"): 2, ("b", "a", "_"): 1},
 )
 def _(ns):
@@ -305,9 +384,23 @@ def _(ns):
     "merge_pair",
     "the lecture corpus after merging (e, r); the input is left unchanged",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and got[1] != exp[1], "return a new dict: the dict passed in must not change", mistake="input dict changed")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, list) and got[1] != exp[1],
+                "return a new dict: the dict passed in must not change",
+                mistake="input dict changed",
+            )
+        ]
+    ),
     expected=[
-        [(("l", "o", "w", "_"), 5), (("l", "o", "w", "e", "s", "t", "_"), 2), (("n", "e", "w", "er", "_"), 6), (("w", "i", "d", "er", "_"), 3), (("n", "e", "w", "_"), 2)],
+        [
+            (("l", "o", "w", "_"), 5),
+            (("l", "o", "w", "e", "s", "t", "_"), 2),
+            (("n", "e", "w", "er", "_"), 6),
+            (("w", "i", "d", "er", "_"), 3),
+            (("n", "e", "w", "_"), 2),
+        ],
         list(LECTURE_WORDS.items()),
     ],
 )
@@ -345,10 +438,20 @@ def _lexicographic(got, exp):
     "train_bpe",
     "the lecture's worked example: 8 merges with eow='_'",
     points=2,
-    check=equal([
-        Hint(_lexicographic, "at merge 5, (l, o) and (o, w) are tied at 7: the tie goes to the pair met first when the words are scanned in order of first appearance, each left to right (not the alphabetically larger or smaller pair)", mistake="lexicographic tie-breaking"),
-        Hint(lambda got, exp: isinstance(got, list) and any("</w>" in str(m) for m in got), "pass eow on: the merges should hold '_', not the default '</w>'", mistake="eow not passed on"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                _lexicographic,
+                "at merge 5, (l, o) and (o, w) are tied at 7: the tie goes to the pair met first when the words are scanned in order of first appearance, each left to right (not the alphabetically larger or smaller pair)",
+                mistake="lexicographic tie-breaking",
+            ),
+            Hint(
+                lambda got, exp: isinstance(got, list) and any("</w>" in str(m) for m in got),
+                "pass eow on: the merges should hold '_', not the default '</w>'",
+                mistake="eow not passed on",
+            ),
+        ]
+    ),
     expected=LECTURE_MERGES,
 )
 def _(ns):
@@ -372,7 +475,15 @@ def _(ns):
     "train_bpe",
     "a tie between (c, d) and (a, b) goes to the pair met first",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and bool(got) and tuple(got[0]) != ("c", "d"), "every pair occurs once here, so all are tied: take the first pair of the first word", mistake="lexicographic tie-breaking")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, list) and bool(got) and tuple(got[0]) != ("c", "d"),
+                "every pair occurs once here, so all are tied: take the first pair of the first word",
+                mistake="lexicographic tie-breaking",
+            )
+        ]
+    ),
     expected=[("c", "d")],
 )
 def _(ns):
@@ -414,7 +525,15 @@ def _(ns):
     "segment",
     "bpe_segment('lower', lecture merges, eow='_') == ['low', 'er_']",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and bool(got) and "_" not in str(got[-1]), "a word starts as its characters plus eow; the last token must end with eow", mistake="end-of-word symbol missing from the word")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, list) and bool(got) and "_" not in str(got[-1]),
+                "a word starts as its characters plus eow; the last token must end with eow",
+                mistake="end-of-word symbol missing from the word",
+            )
+        ]
+    ),
     expected=["low", "er_"],
 )
 def _(ns):
@@ -456,7 +575,10 @@ def _(ns):
 
 @suite.case("segment", "'' and 'low er' are refused with a ValueError", points=1, check=satisfies(_refused))
 def _(ns):
-    return [(f"bpe_segment({word!r})", catch(ns.bpe_segment, word, LECTURE_MERGES, eow="_")["raised"]) for word in ("", "low er")]
+    return [
+        (f"bpe_segment({word!r})", catch(ns.bpe_segment, word, LECTURE_MERGES, eow="_")["raised"])
+        for word in ("", "low er")
+    ]
 
 
 # ---------------------------------------------------------------- tokenizer
@@ -464,7 +586,11 @@ def _(ns):
 
 def _ids_out_of_order(got, exp):
     try:
-        return isinstance(got, list) and sorted(got) != sorted(exp) and sorted(k for k, _ in got) == sorted(k for k, _ in exp)
+        return (
+            isinstance(got, list)
+            and sorted(got) != sorted(exp)
+            and sorted(k for k, _ in got) == sorted(k for k, _ in exp)
+        )
     except (TypeError, ValueError):  # not a list of (token, id) pairs: not this mistake
         return False
 
@@ -473,10 +599,31 @@ def _ids_out_of_order(got, exp):
     "tokenizer",
     "vocab of the lecture merges: base symbols sorted, then eow, then merged tokens in merge order",
     points=1,
-    check=equal([Hint(_ids_out_of_order, "the tokens are right, their ids are not: ids go to the sorted base symbols, then eow, then each merge's token", mistake="ids not in vocabulary order")]),
+    check=equal(
+        [
+            Hint(
+                _ids_out_of_order,
+                "the tokens are right, their ids are not: ids go to the sorted base symbols, then eow, then each merge's token",
+                mistake="ids not in vocabulary order",
+            )
+        ]
+    ),
     expected=[
-        ("e", 0), ("l", 1), ("n", 2), ("o", 3), ("r", 4), ("w", 5), ("_", 6),
-        ("er", 7), ("er_", 8), ("ne", 9), ("new", 10), ("lo", 11), ("low", 12), ("newer_", 13), ("low_", 14),
+        ("e", 0),
+        ("l", 1),
+        ("n", 2),
+        ("o", 3),
+        ("r", 4),
+        ("w", 5),
+        ("_", 6),
+        ("er", 7),
+        ("er_", 8),
+        ("ne", 9),
+        ("new", 10),
+        ("lo", 11),
+        ("low", 12),
+        ("newer_", 13),
+        ("low_", 14),
     ],
 )
 def _(ns):
@@ -487,7 +634,15 @@ def _(ns):
     "tokenizer",
     "decode(encode(s)) gives the words of s joined by single spaces",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, str) and "_" in got, "the end-of-word symbol marks where a word ends; it is not part of the decoded text", mistake="end-of-word symbol left in the text")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, str) and "_" in got,
+                "the end-of-word symbol marks where a word ends; it is not part of the decoded text",
+                mistake="end-of-word symbol left in the text",
+            )
+        ]
+    ),
     expected="lower newest low wider",
 )
 def _(ns):
@@ -520,7 +675,13 @@ def _(ns):
     return _items(ns.BPETokenizer([("a", "b"), ("ab", "c"), ("b", "c"), ("a", "bc")], eow="_").vocab)
 
 
-@suite.case("tokenizer", "decode takes a LongTensor; ids after the last word end still form a last word", points=1, check=equal(), expected="low newer lower")
+@suite.case(
+    "tokenizer",
+    "decode takes a LongTensor; ids after the last word end still form a last word",
+    points=1,
+    check=equal(),
+    expected="low newer lower",
+)
 def _(ns):
     tok = ns.BPETokenizer(LECTURE_MERGES, eow="_")
     return tok.decode(torch.tensor([14, 13, 12, 7]))
@@ -532,13 +693,23 @@ def _names_hash(got):
     return None
 
 
-@suite.case("tokenizer", "encode('low ow#') raises a ValueError naming '#', which is not in the vocabulary", points=1, check=satisfies(_names_hash))
+@suite.case(
+    "tokenizer",
+    "encode('low ow#') raises a ValueError naming '#', which is not in the vocabulary",
+    points=1,
+    check=satisfies(_names_hash),
+)
 def _(ns):
     with _known_answers(ns, "bpe_segment"):
         return catch(ns.BPETokenizer(LECTURE_MERGES, eow="_").encode, "low ow#")
 
 
-@suite.case("tokenizer", "encode('low_er') with eow='_' and decode of the ids 99 and -1 are refused with a ValueError", points=1, check=satisfies(_refused))
+@suite.case(
+    "tokenizer",
+    "encode('low_er') with eow='_' and decode of the ids 99 and -1 are refused with a ValueError",
+    points=1,
+    check=satisfies(_refused),
+)
 def _(ns):
     with _known_answers(ns, "bpe_segment"):
         tok = ns.BPETokenizer(LECTURE_MERGES, eow="_", alphabet="delinorstw")
@@ -557,7 +728,34 @@ BUDGET = 20  # train_bpe may take at most this many times the calibration worklo
 def _made_up_text(n_chars, n_words, seed):
     """Sentences of made-up words whose frequencies follow Zipf's law (1 / rank)."""
     rng = random.Random(seed)
-    starts = ["", "b", "c", "d", "f", "g", "h", "l", "m", "n", "p", "r", "s", "t", "v", "w", "br", "ch", "cl", "dr", "gr", "pl", "st", "th", "tr", "sh"]
+    starts = [
+        "",
+        "b",
+        "c",
+        "d",
+        "f",
+        "g",
+        "h",
+        "l",
+        "m",
+        "n",
+        "p",
+        "r",
+        "s",
+        "t",
+        "v",
+        "w",
+        "br",
+        "ch",
+        "cl",
+        "dr",
+        "gr",
+        "pl",
+        "st",
+        "th",
+        "tr",
+        "sh",
+    ]
     middles = ["a", "e", "i", "o", "u", "ai", "ea", "ee", "oo", "ou", "y"]
     ends = ["", "", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ng", "ck", "rd"]
     lexicon: dict[str, None] = {}
@@ -636,7 +834,15 @@ def _(ns):
     "byte_bpe",
     "train_byte_bpe('aaabdaaabac', 259): aa, then aa+a, then aaa+b",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) != 3, "vocab_size counts the 256 byte ids too: 259 allows exactly 3 merges", mistake="wrong number of merges")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, list) and len(got) != 3,
+                "vocab_size counts the 256 byte ids too: 259 allows exactly 3 merges",
+                mistake="wrong number of merges",
+            )
+        ]
+    ),
     expected=[(97, 97), (256, 97), (257, 98)],
 )
 def _(ns):
@@ -647,7 +853,15 @@ def _(ns):
     "byte_bpe",
     "encode by rank, decode back; invalid UTF-8 becomes a replacement character",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, dict) and got.get("raised") == "UnicodeDecodeError", "decode the bytes with errors=\"replace\"", mistake="invalid UTF-8 raises")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, dict) and got.get("raised") == "UnicodeDecodeError",
+                'decode the bytes with errors="replace"',
+                mistake="invalid UTF-8 raises",
+            )
+        ]
+    ),
     expected=[[257, 98, 226, 130, 172], "aaab€", "\ufffd"],
 )
 def _(ns):
@@ -660,17 +874,34 @@ def _(ns):
     return [ids, ns.byte_bpe_decode(ids, merges), broken]
 
 
-@suite.case("byte_bpe", "ties go to the pair met first: train_byte_bpe('abcd', 257)", points=1, check=equal(), expected=[(97, 98)])
+@suite.case(
+    "byte_bpe",
+    "ties go to the pair met first: train_byte_bpe('abcd', 257)",
+    points=1,
+    check=equal(),
+    expected=[(97, 98)],
+)
 def _(ns):
     return ns.train_byte_bpe("abcd", 257)
 
 
-@suite.case("byte_bpe", "byte_bpe_encode('aaaa', [(97, 97)]) merges every occurrence", points=1, check=equal(), expected=[256, 256])
+@suite.case(
+    "byte_bpe",
+    "byte_bpe_encode('aaaa', [(97, 97)]) merges every occurrence",
+    points=1,
+    check=equal(),
+    expected=[256, 256],
+)
 def _(ns):
     return ns.byte_bpe_encode("aaaa", [(97, 97)])
 
 
-@suite.case("byte_bpe", "vocab_size 200, an id outside the vocabulary and a merge of an id not yet defined are refused with a ValueError", points=1, check=satisfies(_refused))
+@suite.case(
+    "byte_bpe",
+    "vocab_size 200, an id outside the vocabulary and a merge of an id not yet defined are refused with a ValueError",
+    points=1,
+    check=satisfies(_refused),
+)
 def _(ns):
     return [
         ("train_byte_bpe('abc', 200)", catch(ns.train_byte_bpe, "abc", 200)["raised"]),

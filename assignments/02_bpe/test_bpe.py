@@ -21,10 +21,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import SHAKESPEARE
 
 from autograder.course import get_stage
 from autograder.kit.check_cell import run_public
-from support import SHAKESPEARE
 from solutions.bpe import (
     BPETokenizer,
     bpe_segment,
@@ -38,7 +38,16 @@ from solutions.bpe import (
 )
 
 LECTURE_TEXT = "low " * 5 + "lowest " * 2 + "newer " * 6 + "wider " * 3 + "new " * 2
-LECTURE_MERGES = [("e", "r"), ("er", "_"), ("n", "e"), ("ne", "w"), ("l", "o"), ("lo", "w"), ("new", "er_"), ("low", "_")]
+LECTURE_MERGES = [
+    ("e", "r"),
+    ("er", "_"),
+    ("n", "e"),
+    ("ne", "w"),
+    ("l", "o"),
+    ("lo", "w"),
+    ("new", "er_"),
+    ("low", "_"),
+]
 
 
 def naive_train_bpe(text: str, num_merges: int, eow: str = "</w>") -> list[tuple[str, str]]:
@@ -466,7 +475,9 @@ def render_known_answers(h: dict | None = None) -> str:
         merges_of.append(merges)
         states_of.append([_items_text(s) for s in states])
         pairs_of.append([_items_text(count_pairs(s)) for s in states])
-    out.append("# for each call in TRAINED: the merges the reference learns, the word types before each merge and after the last, and their pair counts")
+    out.append(
+        "# for each call in TRAINED: the merges the reference learns, the word types before each merge and after the last, and their pair counts"
+    )
     out.append("_CHAIN_MERGES = [\n" + "".join(f"    {m!r},\n" for m in merges_of) + "]")
     for name, table in (("_CHAIN_STATES", states_of), ("_CHAIN_PAIRS", pairs_of)):
         body = []
@@ -483,7 +494,9 @@ def render_known_answers(h: dict | None = None) -> str:
             refused[text, eow] = "ValueError"
     out.append("_REFUSED_WORDS = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in refused.items()) + "}")
     corpus_words = word_frequencies(h["CORPUS"])
-    assert corpus_words == {tuple(w) + ("</w>",): c for w, c in h["CORPUS_WORDS"].items()}, "the generator's word counts are not the text's"
+    assert corpus_words == {tuple(w) + ("</w>",): c for w, c in h["CORPUS_WORDS"].items()}, (
+        "the generator's word counts are not the text's"
+    )
     out.append("# the pair counts of CORPUS's word types (default eow)")
     out.append(_literal("_CORPUS_PAIRS = ", _items_text(count_pairs(corpus_words))))
     segments = {}
@@ -522,6 +535,7 @@ def _recorded_inputs(public: bool | None = None) -> dict[str, dict[str, list]]:
             def record(*args, **kwargs):
                 calls[qid][name].append((args, kwargs))
                 return fn(*args, **kwargs)
+
             return record
 
         for name in names:
@@ -538,7 +552,13 @@ def test_no_known_answer_is_an_input_of_its_own_question():
     h = {}
     exec(compile(HIDDEN.read_text(encoding="utf-8"), str(HIDDEN), "exec"), h)
     known = h["_KNOWN"]
-    own_question = {"word_frequencies": "word_frequencies", "count_pairs": "count_pairs", "merge_pair": "merge_pair", "train_bpe": "train_bpe", "bpe_segment": "segment"}
+    own_question = {
+        "word_frequencies": "word_frequencies",
+        "count_pairs": "count_pairs",
+        "merge_pair": "merge_pair",
+        "train_bpe": "train_bpe",
+        "bpe_segment": "segment",
+    }
     calls = _recorded_inputs()
     for name, qid in own_question.items():
         for args, kwargs in calls[qid][name]:
@@ -576,13 +596,18 @@ def test_hidden_train_bpe_and_tokenizer_tests_do_not_depend_on_the_other_functio
     exec(PLAIN_LOOP.replace("def train_bpe", "def plain_train_bpe"), names)
     names["train_bpe"] = names["plain_train_bpe"]
     exec(inspect.getsource(reference.BPETokenizer), names)  # its methods find train_bpe and bpe_segment in names
-    assert names["train_bpe"]("ab ab", 5, "_") != [("a", "b"), ("ab", "_")]  # the broken helpers show when called directly
+    assert names["train_bpe"]("ab ab", 5, "_") != [
+        ("a", "b"),
+        ("ab", "_"),
+    ]  # the broken helpers show when called directly
     hidden = [c for c in tests.cases if not c.public and c.qid in ("train_bpe", "tokenizer")]
     assert len(hidden) >= 14
     for case in hidden:
         verdict = judge_output(case, case.probe(Namespace(names)), tests.fixtures.get(case.key, case.expected))
         assert verdict.passed, f"{case.key}: {verdict.message}"
-    names["train_bpe"] = type(reference.train_bpe)(reference.train_bpe.__code__, names, "train_bpe", reference.train_bpe.__defaults__)
+    names["train_bpe"] = type(reference.train_bpe)(
+        reference.train_bpe.__code__, names, "train_bpe", reference.train_bpe.__defaults__
+    )
     efficiency = next(c for c in tests.cases if not c.public and c.qid == "efficiency")
     got = {"output": efficiency.probe(Namespace(names)), "seconds": 0.0, "calibration": 1.0}
     verdict = judge_output(efficiency, got, tests.fixtures[efficiency.key])

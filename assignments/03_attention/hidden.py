@@ -36,7 +36,19 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
-from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, generator, raises, randn, satisfies, set_parameters
+from autograder.kit import (
+    REFERENCE,
+    Hint,
+    Suite,
+    Verdict,
+    catch,
+    close,
+    generator,
+    raises,
+    randn,
+    satisfies,
+    set_parameters,
+)
 
 suite = Suite(public=False)
 
@@ -98,7 +110,12 @@ def _minus_token_rows(check):
     """A check of ``output - token rows``, the two raw outputs of the probe, subtracted here."""
 
     def judged(got, expected, reveal):
-        if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(type(t) is torch.Tensor for t in got) and got[0].shape == got[1].shape):
+        if not (
+            isinstance(got, (tuple, list))
+            and len(got) == 2
+            and all(type(t) is torch.Tensor for t in got)
+            and got[0].shape == got[1].shape
+        ):
             return check(got, expected[0] - expected[1], reveal)
         return check(got[0] - got[1], expected[0] - expected[1], reveal)
 
@@ -109,15 +126,37 @@ def _minus_token_rows(check):
     "embedding",
     "the part added to each token is its position's row, counted from 0",
     points=1,
-    check=_minus_token_rows(close(atol=1e-6, rtol=1e-5, hints=[
-        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[:, :-1], exp[:, 1:], 1e-5), "the positions look counted from 1: the first token has position 0", mistake="positions counted from 1"),
-        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[0, 0], got[0, 1], 1e-5) and _near(got[0, 2], got[0, 5], 1e-5),
-             "the part added to a token repeats wherever the token repeats: pick the position rows by position (0, 1, ..., T-1), not by token id",
-             mistake="positions taken from the token ids"),
-        Hint(lambda got, exp: _same_shape(got, exp) and _near((got - exp)[0, 0], (got - exp)[0, 1], 1e-5) and _near((got - exp)[0, 2], (got - exp)[0, 5], 1e-5),
-             "besides tok_emb(idx) and the position row, your output holds a part that depends on the token: do not scale the token vectors",
-             mistake="token vectors scaled"),
-    ])),
+    check=_minus_token_rows(
+        close(
+            atol=1e-6,
+            rtol=1e-5,
+            hints=[
+                Hint(
+                    lambda got, exp: _same_shape(got, exp) and _near(got[:, :-1], exp[:, 1:], 1e-5),
+                    "the positions look counted from 1: the first token has position 0",
+                    mistake="positions counted from 1",
+                ),
+                Hint(
+                    lambda got, exp: (
+                        _same_shape(got, exp)
+                        and _near(got[0, 0], got[0, 1], 1e-5)
+                        and _near(got[0, 2], got[0, 5], 1e-5)
+                    ),
+                    "the part added to a token repeats wherever the token repeats: pick the position rows by position (0, 1, ..., T-1), not by token id",
+                    mistake="positions taken from the token ids",
+                ),
+                Hint(
+                    lambda got, exp: (
+                        _same_shape(got, exp)
+                        and _near((got - exp)[0, 0], (got - exp)[0, 1], 1e-5)
+                        and _near((got - exp)[0, 2], (got - exp)[0, 5], 1e-5)
+                    ),
+                    "besides tok_emb(idx) and the position row, your output holds a part that depends on the token: do not scale the token vectors",
+                    mistake="token vectors scaled",
+                ),
+            ],
+        )
+    ),
     expected=REFERENCE,
     builds_on=(_TABLES,),
 )
@@ -152,7 +191,9 @@ def _(ns):
     return catch(module, torch.zeros(5, dtype=torch.long))
 
 
-_FACTORIES = dict.fromkeys(("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made")
+_FACTORIES = dict.fromkeys(
+    ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made"
+)
 _MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
 
 
@@ -178,8 +219,10 @@ def _placement_problem(calls):
     unplaced = [name for kind, name, device in calls if kind == "made" and device == "None"]
     moved = any(kind == "moved" for kind, _, _ in calls)
     if unplaced and not moved:
-        return (f"forward makes a tensor with torch.{unplaced[0]} on the default device: on a GPU it would not meet idx there; "
-                "make it on idx.device (device=idx.device)")
+        return (
+            f"forward makes a tensor with torch.{unplaced[0]} on the default device: on a GPU it would not meet idx there; "
+            "make it on idx.device (device=idx.device)"
+        )
     return None
 
 
@@ -192,8 +235,14 @@ def _placed_and_right(got, expected, reveal):
     return Verdict(problem is None, problem or "")
 
 
-@suite.case("embedding", "the positions are made on the device of idx", points=1, check=_placed_and_right, expected=REFERENCE,
-            builds_on=("fixed weights, B=3, T=5, vocabulary 11, C=6, max_seq_len=8",))
+@suite.case(
+    "embedding",
+    "the positions are made on the device of idx",
+    points=1,
+    check=_placed_and_right,
+    expected=REFERENCE,
+    builds_on=("fixed weights, B=3, T=5, vocabulary 11, C=6, max_seq_len=8",),
+)
 def _(ns):
     # Grading runs on the CPU only: the test watches the torch calls forward makes and
     # checks that a tensor it creates is given a device (or moved to one).
@@ -209,15 +258,34 @@ def _(ns):
 def _table_hints():
     """Known mistakes, told apart by how the table relates to the expected one."""
     return [
-        Hint(lambda got, exp: type(got) is torch.Tensor and got.dtype == torch.float64, "return the table in the default dtype (float32)", mistake="float64 table"),
-        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[:, 0::2], exp[:, 1::2]), "the even and odd columns look exchanged: compare the formula for PE[p, 2i] and PE[p, 2i+1]", mistake="sin and cos swapped"),
-        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[:, : exp.shape[1] // 2], exp[:, 0::2]), "the columns are in blocks; in this course the two functions alternate column by column", mistake="sines and cosines in blocks"),
-        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[:, 0::2], exp[:, 0::2]) and _near(got[0, 1::2], exp[0, 1::2]),
-             "the sine columns are right but the cosine columns are not: a sine column and the column after it share one frequency",
-             mistake="cosine columns with their own exponent"),
+        Hint(
+            lambda got, exp: type(got) is torch.Tensor and got.dtype == torch.float64,
+            "return the table in the default dtype (float32)",
+            mistake="float64 table",
+        ),
+        Hint(
+            lambda got, exp: _same_shape(got, exp) and _near(got[:, 0::2], exp[:, 1::2]),
+            "the even and odd columns look exchanged: compare the formula for PE[p, 2i] and PE[p, 2i+1]",
+            mistake="sin and cos swapped",
+        ),
+        Hint(
+            lambda got, exp: _same_shape(got, exp) and _near(got[:, : exp.shape[1] // 2], exp[:, 0::2]),
+            "the columns are in blocks; in this course the two functions alternate column by column",
+            mistake="sines and cosines in blocks",
+        ),
+        Hint(
+            lambda got, exp: (
+                _same_shape(got, exp) and _near(got[:, 0::2], exp[:, 0::2]) and _near(got[0, 1::2], exp[0, 1::2])
+            ),
+            "the sine columns are right but the cosine columns are not: a sine column and the column after it share one frequency",
+            mistake="cosine columns with their own exponent",
+        ),
         # with the pair index not doubled, the sine of pair 2k turns like the expected sine of pair k
-        Hint(lambda got, exp: _same_shape(got, exp) and _near(got[:, 0::4], exp[:, 0::2][:, : (exp.shape[1] + 2) // 4]),
-             "the frequencies fall off too slowly: check the exponent of 10000", mistake="pair index not doubled"),
+        Hint(
+            lambda got, exp: _same_shape(got, exp) and _near(got[:, 0::4], exp[:, 0::2][:, : (exp.shape[1] + 2) // 4]),
+            "the frequencies fall off too slowly: check the exponent of 10000",
+            mistake="pair index not doubled",
+        ),
     ]
 
 
@@ -241,7 +309,9 @@ def _(ns):
     return ns.sinusoidal_positions(512, 32)
 
 
-@suite.case("sinusoidal", "embed_dim = 2 with a single position", points=1, check=close(rtol=0.0, atol=1e-7), expected=REFERENCE)
+@suite.case(
+    "sinusoidal", "embed_dim = 2 with a single position", points=1, check=close(rtol=0.0, atol=1e-7), expected=REFERENCE
+)
 def _(ns):
     return ns.sinusoidal_positions(1, 2)
 
@@ -279,12 +349,29 @@ def _rope_hints(x):
         return _same_shape(got, exp) and torch.allclose(_pairs(got) * _pairs(exp), _pairs(x) ** 2, atol=1e-4)
 
     def angles(got, exp):
-        return _same_shape(got, exp) and rotation(got) and _near(got[..., 0, :], exp[..., 0, :], 1e-5) and not _near(got[..., 1, :], exp[..., 1, :])
+        return (
+            _same_shape(got, exp)
+            and rotation(got)
+            and _near(got[..., 0, :], exp[..., 0, :], 1e-5)
+            and not _near(got[..., 1, :], exp[..., 1, :])
+        )
 
     return [
-        Hint(halves, "you rotate the pair (x[i], x[i + D/2]); this course rotates interleaved pairs (x[2i], x[2i+1])", mistake="rotates halves"),
-        Hint(backwards, "the rotation goes the wrong way round: check the signs of the sine terms", mistake="rotation in the opposite direction"),
-        Hint(angles, "position 0 is right but later ones are not: check the angle p * base^(-2i/D) of each pair", mistake="frequencies base^(-i/D)"),
+        Hint(
+            halves,
+            "you rotate the pair (x[i], x[i + D/2]); this course rotates interleaved pairs (x[2i], x[2i+1])",
+            mistake="rotates halves",
+        ),
+        Hint(
+            backwards,
+            "the rotation goes the wrong way round: check the signs of the sine terms",
+            mistake="rotation in the opposite direction",
+        ),
+        Hint(
+            angles,
+            "position 0 is right but later ones are not: check the angle p * base^(-2i/D) of each pair",
+            mistake="frequencies base^(-i/D)",
+        ),
     ]
 
 
@@ -299,18 +386,36 @@ def _(ns):
     return ns.apply_rope(_X4.clone())
 
 
-@suite.case("rope", "3-D input, T=40, D=6 and base=100", points=1, check=close(rtol=1e-5, atol=2e-5, hints=_rope_hints(_X3)), expected=REFERENCE)
+@suite.case(
+    "rope",
+    "3-D input, T=40, D=6 and base=100",
+    points=1,
+    check=close(rtol=1e-5, atol=2e-5, hints=_rope_hints(_X3)),
+    expected=REFERENCE,
+)
 def _(ns):
     return ns.apply_rope(_X3.clone(), base=100.0)
 
 
-@suite.case("rope", "2-D input (T, D) = (9, 4)", points=1, check=close(rtol=1e-5, atol=2e-5, hints=_rope_hints(_X2)), expected=REFERENCE)
+@suite.case(
+    "rope",
+    "2-D input (T, D) = (9, 4)",
+    points=1,
+    check=close(rtol=1e-5, atol=2e-5, hints=_rope_hints(_X2)),
+    expected=REFERENCE,
+)
 def _(ns):
     return ns.apply_rope(_X2.clone())
 
 
-@suite.case("rope", "a float64 input gives a float64 output", points=1, check=close(rtol=1e-5, atol=2e-5, dtype=torch.float64),
-            expected=REFERENCE, builds_on=(_LEADING,))
+@suite.case(
+    "rope",
+    "a float64 input gives a float64 output",
+    points=1,
+    check=close(rtol=1e-5, atol=2e-5, dtype=torch.float64),
+    expected=REFERENCE,
+    builds_on=(_LEADING,),
+)
 def _(ns):
     return ns.apply_rope(randn(2, 5, 8, seed=45).double())
 
@@ -354,23 +459,50 @@ def _inverted(got, exp):
 
 
 _WEIGHT_HINTS = [
-    Hint(lambda got, exp: _same_shape(got, exp) and torch.allclose(got.double().sum(-2), torch.ones(1, dtype=torch.float64), atol=1e-4),
-         "your weights sum to 1 over the queries; each query's weights must sum to 1 over the keys", mistake="softmax over the queries"),
+    Hint(
+        lambda got, exp: (
+            _same_shape(got, exp)
+            and torch.allclose(got.double().sum(-2), torch.ones(1, dtype=torch.float64), atol=1e-4)
+        ),
+        "your weights sum to 1 over the queries; each query's weights must sum to 1 over the keys",
+        mistake="softmax over the queries",
+    ),
     Hint(_inverted, "the mask looks inverted: in this course True means the key is BLOCKED", mistake="mask inverted"),
-    Hint(_leaks, "blocked keys still get weight: their scores must become -inf before the softmax", mistake="blocked scores not -inf"),
-    Hint(lambda got, exp: _same_shape(got, exp) and _near(got, _rescored(exp, 1 / math.sqrt(6))), "the weights are too flat: the scale is sqrt(d_k), not d_k", mistake="scores divided by d_k"),
-    Hint(lambda got, exp: _same_shape(got, exp) and _near(got, _rescored(exp, math.sqrt(6))), "the weights are too peaked: the scores must be scaled before the softmax", mistake="scores not scaled"),
+    Hint(
+        _leaks,
+        "blocked keys still get weight: their scores must become -inf before the softmax",
+        mistake="blocked scores not -inf",
+    ),
+    Hint(
+        lambda got, exp: _same_shape(got, exp) and _near(got, _rescored(exp, 1 / math.sqrt(6))),
+        "the weights are too flat: the scale is sqrt(d_k), not d_k",
+        mistake="scores divided by d_k",
+    ),
+    Hint(
+        lambda got, exp: _same_shape(got, exp) and _near(got, _rescored(exp, math.sqrt(6))),
+        "the weights are too peaked: the scores must be scaled before the softmax",
+        mistake="scores not scaled",
+    ),
 ]
 _PLAIN = "weights without a mask, 3-D inputs T_q=4, T_k=6, d_k=3"
 _MASKED = "weights: leading dims (3, 4), T_q=5, T_k=7, d_k=6, d_v=9, a (5, 7) mask"
 
 
-@suite.case("attention", _PLAIN, points=1, check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS[:1]), expected=REFERENCE)
+@suite.case(
+    "attention", _PLAIN, points=1, check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS[:1]), expected=REFERENCE
+)
 def _(ns):
     return ns.scaled_dot_product_attention(randn(2, 4, 3, seed=55), randn(2, 6, 3, seed=56), randn(2, 6, 5, seed=57))[1]
 
 
-@suite.case("attention", _MASKED, points=2, check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS), expected=REFERENCE, builds_on=(_PLAIN,))
+@suite.case(
+    "attention",
+    _MASKED,
+    points=2,
+    check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS),
+    expected=REFERENCE,
+    builds_on=(_PLAIN,),
+)
 def _(ns):
     return ns.scaled_dot_product_attention(_Q, _K, _V, mask=_M)[1]
 
@@ -387,22 +519,40 @@ def _(ns):
     return ns.scaled_dot_product_attention(_Q, _K, _V, mask=_M)[0]
 
 
-@suite.case("attention", "output with a key-padding mask of shape (3, 1, 1, 7)", points=1, check=close(rtol=1e-5, atol=1e-5),
-            expected=REFERENCE, builds_on=(_MASKED,))
+@suite.case(
+    "attention",
+    "output with a key-padding mask of shape (3, 1, 1, 7)",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_MASKED,),
+)
 def _(ns):
     return ns.scaled_dot_product_attention(_Q, _K, _V, mask=_PAD)[0]
 
 
-@suite.case("attention", "a per-batch mask of shape (3, 4, 5, 7)", points=1, check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS[1:]),
-            expected=REFERENCE, builds_on=(_MASKED,))
+@suite.case(
+    "attention",
+    "a per-batch mask of shape (3, 4, 5, 7)",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-6, hints=_WEIGHT_HINTS[1:]),
+    expected=REFERENCE,
+    builds_on=(_MASKED,),
+)
 def _(ns):
     mask = torch.rand(3, 4, 5, 7, generator=generator(58)) < 0.5
     mask[..., 2] = False
     return ns.scaled_dot_product_attention(_Q, _K, _V, mask=mask)[1]
 
 
-@suite.case("attention", "keys and values with leading dims (4,) broadcast against queries with (3, 4)", points=1,
-            check=close(rtol=1e-5, atol=1e-5), expected=REFERENCE, builds_on=(_PLAIN,))
+@suite.case(
+    "attention",
+    "keys and values with leading dims (4,) broadcast against queries with (3, 4)",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_PLAIN,),
+)
 def _(ns):
     return ns.scaled_dot_product_attention(_Q, _K[0], _V[0])[0]
 
@@ -411,25 +561,40 @@ def _(ns):
     "attention",
     "huge scores (about 100) still give finite weights",
     points=1,
-    check=close(rtol=1e-4, atol=1e-5, hints=[
-        Hint(lambda got, exp: type(got) is torch.Tensor and bool(torch.isnan(got).any()),
-             "NaN weights: exp of a large score overflows float32; a stable softmax subtracts each row's maximum first", mistake="softmax overflows"),
-    ]),
+    check=close(
+        rtol=1e-4,
+        atol=1e-5,
+        hints=[
+            Hint(
+                lambda got, exp: type(got) is torch.Tensor and bool(torch.isnan(got).any()),
+                "NaN weights: exp of a large score overflows float32; a stable softmax subtracts each row's maximum first",
+                mistake="softmax overflows",
+            ),
+        ],
+    ),
     expected=REFERENCE,
     builds_on=(_PLAIN,),
 )
 def _(ns):
-    return ns.scaled_dot_product_attention(randn(2, 3, 16, seed=59) * 10, randn(2, 8, 16, seed=60) * 10, randn(2, 8, 4, seed=61))[1]
+    return ns.scaled_dot_product_attention(
+        randn(2, 3, 16, seed=59) * 10, randn(2, 8, 16, seed=60) * 10, randn(2, 8, 4, seed=61)
+    )[1]
 
 
 @suite.case("attention", "Q and K with different d_k raise ValueError", points=1, check=raises("ValueError"))
 def _(ns):
-    return catch(ns.scaled_dot_product_attention, randn(2, 3, 4, seed=65), randn(2, 5, 6, seed=66), randn(2, 5, 4, seed=67))
+    return catch(
+        ns.scaled_dot_product_attention, randn(2, 3, 4, seed=65), randn(2, 5, 6, seed=66), randn(2, 5, 4, seed=67)
+    )
 
 
-@suite.case("attention", "K and V with different numbers of keys raise ValueError", points=1, check=raises("ValueError"))
+@suite.case(
+    "attention", "K and V with different numbers of keys raise ValueError", points=1, check=raises("ValueError")
+)
 def _(ns):
-    return catch(ns.scaled_dot_product_attention, randn(2, 3, 4, seed=62), randn(2, 5, 4, seed=63), randn(2, 6, 4, seed=64))
+    return catch(
+        ns.scaled_dot_product_attention, randn(2, 3, 4, seed=62), randn(2, 5, 4, seed=63), randn(2, 6, 4, seed=64)
+    )
 
 
 @suite.case("attention", "a mask that is not boolean raises ValueError", points=1, check=raises("ValueError"))

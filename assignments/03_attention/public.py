@@ -29,7 +29,11 @@ _TABLES = "tok_emb and pos_emb are nn.Embedding tables of the right sizes"
     _TABLES,
     points=1,
     check=equal(),
-    expected={"tok_emb": "Embedding", "pos_emb": "Embedding", "parameters": [("pos_emb.weight", [8, 4]), ("tok_emb.weight", [10, 4])]},
+    expected={
+        "tok_emb": "Embedding",
+        "pos_emb": "Embedding",
+        "parameters": [("pos_emb.weight", [8, 4]), ("tok_emb.weight", [10, 4])],
+    },
 )
 def _(ns):
     emb = ns.TokenPositionEmbedding(vocab_size=10, embed_dim=4, max_seq_len=8)
@@ -53,9 +57,21 @@ def _shifted_by(got, exp, step):
 
 
 _SUM_HINTS = [
-    Hint(lambda got, exp: _shifted_by(got, exp, _POS[1] - _POS[0]), "every token got the row of the position after its own: positions count from 0", mistake="positions counted from 1"),
-    Hint(lambda got, exp: _shifted_by(got, exp, _POS[_IDS] - _POS[:3]), "the position rows are picked by the token ids; pick them by the positions 0, 1, ..., T-1", mistake="positions taken from the token ids"),
-    Hint(lambda got, exp: _shifted_by(got, exp, (math.sqrt(2) - 1) * _TOK[_IDS]), "the token rows are scaled: the output is the plain sum of the two rows", mistake="token vectors scaled"),
+    Hint(
+        lambda got, exp: _shifted_by(got, exp, _POS[1] - _POS[0]),
+        "every token got the row of the position after its own: positions count from 0",
+        mistake="positions counted from 1",
+    ),
+    Hint(
+        lambda got, exp: _shifted_by(got, exp, _POS[_IDS] - _POS[:3]),
+        "the position rows are picked by the token ids; pick them by the positions 0, 1, ..., T-1",
+        mistake="positions taken from the token ids",
+    ),
+    Hint(
+        lambda got, exp: _shifted_by(got, exp, (math.sqrt(2) - 1) * _TOK[_IDS]),
+        "the token rows are scaled: the output is the plain sum of the two rows",
+        mistake="token vectors scaled",
+    ),
 ]
 
 
@@ -81,7 +97,9 @@ def _(ns):
     return list(emb(torch.zeros(2, 8, dtype=torch.long)).shape)
 
 
-_FACTORIES = dict.fromkeys(("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made")
+_FACTORIES = dict.fromkeys(
+    ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made"
+)
 _MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
 
 
@@ -111,12 +129,20 @@ def _placed_and_right(got, expected, reveal):
         return Verdict(False, f"the output is not right yet: {verdict.message}")
     unplaced = [name for kind, name, device in calls if kind == "made" and device == "None"]
     if unplaced and not any(kind == "moved" for kind, _, _ in calls):
-        return Verdict(False, f"forward makes a tensor with torch.{unplaced[0]}(...) without a device: make the positions on idx.device (device=idx.device)")
+        return Verdict(
+            False,
+            f"forward makes a tensor with torch.{unplaced[0]}(...) without a device: make the positions on idx.device (device=idx.device)",
+        )
     return Verdict(True)
 
 
-@suite.case("embedding", "forward makes its positions on idx.device", points=1, check=_placed_and_right,
-            builds_on=("the output is the token row plus the row of its position",))
+@suite.case(
+    "embedding",
+    "forward makes its positions on idx.device",
+    points=1,
+    check=_placed_and_right,
+    builds_on=("the output is the token row plus the row of its position",),
+)
 def _(ns):
     emb = ns.TokenPositionEmbedding(vocab_size=4, embed_dim=2, max_seq_len=5)
     with torch.no_grad():
@@ -137,12 +163,14 @@ def _(ns):
 
 # The table for max_seq_len=4, embed_dim=6, written out: PE[p, 2i] = sin(p / 10000^(2i/6)),
 # PE[p, 2i+1] = cos(p / 10000^(2i/6)).
-_PE_4_6 = torch.tensor([
-    [0.00000000, 1.00000000, 0.00000000, 1.00000000, 0.00000000, 1.00000000],
-    [0.84147096, 0.54030228, 0.04639922, 0.99892300, 0.00215443, 0.99999768],
-    [0.90929741, -0.41614684, 0.09269850, 0.99569422, 0.00430886, 0.99999070],
-    [0.14112000, -0.98999250, 0.13879810, 0.99032068, 0.00646326, 0.99997914],
-])
+_PE_4_6 = torch.tensor(
+    [
+        [0.00000000, 1.00000000, 0.00000000, 1.00000000, 0.00000000, 1.00000000],
+        [0.84147096, 0.54030228, 0.04639922, 0.99892300, 0.00215443, 0.99999768],
+        [0.90929741, -0.41614684, 0.09269850, 0.99569422, 0.00430886, 0.99999070],
+        [0.14112000, -0.98999250, 0.13879810, 0.99032068, 0.00646326, 0.99997914],
+    ]
+)
 
 
 def _table_like(got, exp):
@@ -154,13 +182,33 @@ def _near(a, b, atol=1e-4):
 
 
 _SIN_HINTS = [
-    Hint(lambda got, exp: type(got) is torch.Tensor and got.dtype == torch.float64, "return the table in the default dtype, float32", mistake="float64 table"),
-    Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, 0::2], exp[:, 1::2]), "sines and cosines look swapped: even columns hold sin, odd columns cos", mistake="sin and cos swapped"),
-    Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, : exp.shape[1] // 2], exp[:, 0::2]), "the sines fill the first half: here sin and cos alternate, column by column", mistake="sines and cosines in blocks"),
-    Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, 0::2], exp[:, 0::2]) and _near(got[0, 1::2], exp[0, 1::2]),
-         "the sine columns are right but the cosine columns are not: a cosine column uses the angle of the sine column before it", mistake="cosine columns with their own exponent"),
-    Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, 0::4], exp[:, 0::2][:, : (exp.shape[1] + 2) // 4]),
-         "the frequencies fall off too slowly: the exponent of 10000 is 2i/d, with i the number of the pair", mistake="pair index not doubled"),
+    Hint(
+        lambda got, exp: type(got) is torch.Tensor and got.dtype == torch.float64,
+        "return the table in the default dtype, float32",
+        mistake="float64 table",
+    ),
+    Hint(
+        lambda got, exp: _table_like(got, exp) and _near(got[:, 0::2], exp[:, 1::2]),
+        "sines and cosines look swapped: even columns hold sin, odd columns cos",
+        mistake="sin and cos swapped",
+    ),
+    Hint(
+        lambda got, exp: _table_like(got, exp) and _near(got[:, : exp.shape[1] // 2], exp[:, 0::2]),
+        "the sines fill the first half: here sin and cos alternate, column by column",
+        mistake="sines and cosines in blocks",
+    ),
+    Hint(
+        lambda got, exp: (
+            _table_like(got, exp) and _near(got[:, 0::2], exp[:, 0::2]) and _near(got[0, 1::2], exp[0, 1::2])
+        ),
+        "the sine columns are right but the cosine columns are not: a cosine column uses the angle of the sine column before it",
+        mistake="cosine columns with their own exponent",
+    ),
+    Hint(
+        lambda got, exp: _table_like(got, exp) and _near(got[:, 0::4], exp[:, 0::2][:, : (exp.shape[1] + 2) // 4]),
+        "the frequencies fall off too slowly: the exponent of 10000 is 2i/d, with i the number of the pair",
+        mistake="pair index not doubled",
+    ),
 ]
 
 
@@ -196,7 +244,9 @@ def _rotation_problem(got):
     return None
 
 
-@suite.case("rope", "keeps the shape, position 0 and the length of every pair", points=1, check=satisfies(_rotation_problem))
+@suite.case(
+    "rope", "keeps the shape, position 0 and the length of every pair", points=1, check=satisfies(_rotation_problem)
+)
 def _(ns):
     x = randn(2, 3, 5, 4, seed=1)
     return x, ns.apply_rope(x)
@@ -206,9 +256,17 @@ def _(ns):
     "rope",
     "T=2, D=2: position 0 stays, position 1 turns by 1 radian",
     points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=[
-        Hint(lambda got, exp: _table_like(got, exp) and _near(got[1], torch.tensor([math.cos(1.0), -math.sin(1.0)])), "the rotation goes the wrong way round: (a, b) becomes (a cos - b sin, a sin + b cos)", mistake="rotation in the opposite direction"),
-    ]),
+    check=close(
+        rtol=1e-5,
+        atol=1e-6,
+        hints=[
+            Hint(
+                lambda got, exp: _table_like(got, exp) and _near(got[1], torch.tensor([math.cos(1.0), -math.sin(1.0)])),
+                "the rotation goes the wrong way round: (a, b) becomes (a cos - b sin, a sin + b cos)",
+                mistake="rotation in the opposite direction",
+            ),
+        ],
+    ),
     expected=torch.tensor([[1.0, 0.0], [math.cos(1.0), math.sin(1.0)]]),
 )
 def _(ns):
@@ -216,22 +274,39 @@ def _(ns):
 
 
 # T=3, D=4, every pair (1, 0): pair 0 turns by p radians, pair 1 by p * 10000^(-2/4) = p / 100.
-_TWO_PAIRS = torch.tensor([
-    [1.0, 0.0, 1.0, 0.0],
-    [math.cos(1.0), math.sin(1.0), math.cos(0.01), math.sin(0.01)],
-    [math.cos(2.0), math.sin(2.0), math.cos(0.02), math.sin(0.02)],
-])
+_TWO_PAIRS = torch.tensor(
+    [
+        [1.0, 0.0, 1.0, 0.0],
+        [math.cos(1.0), math.sin(1.0), math.cos(0.01), math.sin(0.01)],
+        [math.cos(2.0), math.sin(2.0), math.cos(0.02), math.sin(0.02)],
+    ]
+)
 
 
 @suite.case(
     "rope",
     "T=3, D=4: the second pair turns 100 times more slowly than the first",
     points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=[
-        Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, :2], exp[:, :2]) and _near(got[1, 2:], torch.tensor([math.cos(0.1), math.sin(0.1)])),
-             "the second pair turns by p * base^(-1/D): the exponent is -2i/D, with i the number of the pair", mistake="frequencies base^(-i/D)"),
-        Hint(lambda got, exp: _table_like(got, exp) and _near(got[:, 0], exp[:, 0] - exp[:, 1]), "the pairs are (x[2i], x[2i+1]), side by side, not (x[i], x[i + D/2])", mistake="rotates halves"),
-    ]),
+    check=close(
+        rtol=1e-5,
+        atol=1e-6,
+        hints=[
+            Hint(
+                lambda got, exp: (
+                    _table_like(got, exp)
+                    and _near(got[:, :2], exp[:, :2])
+                    and _near(got[1, 2:], torch.tensor([math.cos(0.1), math.sin(0.1)]))
+                ),
+                "the second pair turns by p * base^(-1/D): the exponent is -2i/D, with i the number of the pair",
+                mistake="frequencies base^(-i/D)",
+            ),
+            Hint(
+                lambda got, exp: _table_like(got, exp) and _near(got[:, 0], exp[:, 0] - exp[:, 1]),
+                "the pairs are (x[2i], x[2i+1]), side by side, not (x[i], x[i + D/2])",
+                mistake="rotates halves",
+            ),
+        ],
+    ),
     expected=_TWO_PAIRS,
     builds_on=("T=2, D=2: position 0 stays, position 1 turns by 1 radian",),
 )
@@ -251,8 +326,13 @@ def _relative_problem(got):
     return None
 
 
-@suite.case("rope", "a rotated query . key depends only on the offset of the positions", points=1, check=satisfies(_relative_problem),
-            builds_on=("keeps the shape, position 0 and the length of every pair",))
+@suite.case(
+    "rope",
+    "a rotated query . key depends only on the offset of the positions",
+    points=1,
+    check=satisfies(_relative_problem),
+    builds_on=("keeps the shape, position 0 and the length of every pair",),
+)
 def _(ns):
     q = randn(8, seed=2).expand(6, 8).clone()  # the same vector at positions 0..5
     k = randn(8, seed=3).expand(6, 8).clone()
@@ -303,19 +383,39 @@ def _first_weight(got):
 
 
 _SCALE_HINTS = [
-    Hint(lambda got, exp: abs(_first_weight(got) - math.exp(1) / (math.exp(1) + 1)) < 1e-3, "you divided the scores by d_k = 4; the scale is sqrt(d_k) = 2", mistake="scores divided by d_k"),
-    Hint(lambda got, exp: abs(_first_weight(got) - math.exp(4) / (math.exp(4) + 1)) < 1e-3, "the scores must be divided by sqrt(d_k) before the softmax", mistake="scores not scaled"),
+    Hint(
+        lambda got, exp: abs(_first_weight(got) - math.exp(1) / (math.exp(1) + 1)) < 1e-3,
+        "you divided the scores by d_k = 4; the scale is sqrt(d_k) = 2",
+        mistake="scores divided by d_k",
+    ),
+    Hint(
+        lambda got, exp: abs(_first_weight(got) - math.exp(4) / (math.exp(4) + 1)) < 1e-3,
+        "the scores must be divided by sqrt(d_k) before the softmax",
+        mistake="scores not scaled",
+    ),
 ]
 
 
-@suite.case("attention", _WEIGHTS, points=1, check=close(rtol=1e-5, atol=1e-6, hints=_SCALE_HINTS), expected=torch.tensor([[_W1]]),
-            builds_on=(_SHAPES,))
+@suite.case(
+    "attention",
+    _WEIGHTS,
+    points=1,
+    check=close(rtol=1e-5, atol=1e-6, hints=_SCALE_HINTS),
+    expected=torch.tensor([[_W1]]),
+    builds_on=(_SHAPES,),
+)
 def _(ns):
     return ns.scaled_dot_product_attention(_Q1, _K1, _V1)[1]
 
 
-@suite.case("attention", "with V = identity the output equals the weights", points=1, check=close(rtol=1e-5, atol=1e-6, hints=_SCALE_HINTS),
-            expected=torch.tensor([[_W1]]), builds_on=(_WEIGHTS,))
+@suite.case(
+    "attention",
+    "with V = identity the output equals the weights",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-6, hints=_SCALE_HINTS),
+    expected=torch.tensor([[_W1]]),
+    builds_on=(_WEIGHTS,),
+)
 def _(ns):
     return ns.scaled_dot_product_attention(_Q1, _K1, _V1)[0]
 
@@ -325,7 +425,9 @@ _MASK = torch.tensor([[False, True, True], [False, False, True], [True, False, F
 
 def _mask_problem(weights):
     if type(weights) is not torch.Tensor or tuple(weights.shape) != (2, 3, 3):
-        return f"expected weights of shape (2, 3, 3), got {type(weights).__name__} {tuple(getattr(weights, 'shape', ()))}"
+        return (
+            f"expected weights of shape (2, 3, 3), got {type(weights).__name__} {tuple(getattr(weights, 'shape', ()))}"
+        )
     blocked = _MASK.expand(2, 3, 3)
     if float(weights[blocked].abs().max()) != 0.0:
         if float(weights[~blocked].abs().min()) == 0.0:
@@ -339,7 +441,13 @@ def _mask_problem(weights):
     return None
 
 
-@suite.case("attention", "blocked keys (True in the mask) get weight exactly 0", points=1, check=satisfies(_mask_problem), builds_on=(_SHAPES,))
+@suite.case(
+    "attention",
+    "blocked keys (True in the mask) get weight exactly 0",
+    points=1,
+    check=satisfies(_mask_problem),
+    builds_on=(_SHAPES,),
+)
 def _(ns):
     x = randn(2, 3, 4, seed=7)
     return ns.scaled_dot_product_attention(x, x, x, mask=_MASK)[1]
@@ -349,9 +457,17 @@ def _(ns):
     "attention",
     "scores in the thousands still give finite weights",
     points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=[
-        Hint(lambda got, exp: type(got) is torch.Tensor and bool(torch.isnan(got).any()), "NaN weights: exp of a large score overflows float32; a stable softmax (torch.softmax) subtracts each row's maximum first", mistake="softmax overflows"),
-    ]),
+    check=close(
+        rtol=1e-5,
+        atol=1e-6,
+        hints=[
+            Hint(
+                lambda got, exp: type(got) is torch.Tensor and bool(torch.isnan(got).any()),
+                "NaN weights: exp of a large score overflows float32; a stable softmax (torch.softmax) subtracts each row's maximum first",
+                mistake="softmax overflows",
+            ),
+        ],
+    ),
     expected=torch.tensor([[[1.0, 0.0]]]),
     builds_on=(_SHAPES,),
 )

@@ -158,12 +158,26 @@ _NINE = "T=9 exactly, dtype and values"
     "causal_mask",
     _NINE,
     points=2,
-    check=equal([
-        Hint(lambda got, exp: type(got) is torch.Tensor and got.dtype != torch.bool, "return a boolean mask (True = blocked); turning it into -inf is the attention's job", mistake="mask not boolean"),
-        Hint(_inverted_mask, "the mask is inverted: in this course True marks the keys a query may NOT see", mistake="mask inverted"),
-        Hint(_diag_blocked, "the diagonal is blocked: a position may attend to itself", mistake="diagonal blocked"),
-        Hint(_flipped, "the last query cannot see the first key: the mask blocks the past instead of the future", mistake="past blocked instead of the future"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: type(got) is torch.Tensor and got.dtype != torch.bool,
+                "return a boolean mask (True = blocked); turning it into -inf is the attention's job",
+                mistake="mask not boolean",
+            ),
+            Hint(
+                _inverted_mask,
+                "the mask is inverted: in this course True marks the keys a query may NOT see",
+                mistake="mask inverted",
+            ),
+            Hint(_diag_blocked, "the diagonal is blocked: a position may attend to itself", mistake="diagonal blocked"),
+            Hint(
+                _flipped,
+                "the last query cannot see the first key: the mask blocks the past instead of the future",
+                mistake="past blocked instead of the future",
+            ),
+        ]
+    ),
     expected=REFERENCE,
 )
 def _(ns):
@@ -210,7 +224,9 @@ def _(ns):
     return ns.causal_mask(7)
 
 
-_FACTORIES = dict.fromkeys(("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made")
+_FACTORIES = dict.fromkeys(
+    ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made"
+)
 _MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
 
 
@@ -248,15 +264,26 @@ def _placed(what, hint, mistake):
             return Verdict(False, f"the result is not right yet: {verdict.message}")
         made = _unplaced(calls)
         if made:
-            return Verdict(False, f"{what} makes a tensor with torch.{made}(...) on the default device\nHint: {hint}", mistake)
+            return Verdict(
+                False, f"{what} makes a tensor with torch.{made}(...) on the default device\nHint: {hint}", mistake
+            )
         return Verdict(True)
 
     return check
 
 
-@suite.case("causal_mask", "the mask is made on the device passed as device", points=1,
-            check=_placed("causal_mask(5, device=...)", "pass device=device when you create the tensor (or move it there)", "device ignored"),
-            expected=REFERENCE, builds_on=(_NINE,))
+@suite.case(
+    "causal_mask",
+    "the mask is made on the device passed as device",
+    points=1,
+    check=_placed(
+        "causal_mask(5, device=...)",
+        "pass device=device when you create the tensor (or move it there)",
+        "device ignored",
+    ),
+    expected=REFERENCE,
+    builds_on=(_NINE,),
+)
 def _(ns):
     # Grading has no second device: the test watches the torch calls causal_mask makes
     # and checks that the tensor it creates is given the device (or moved to it).
@@ -276,8 +303,12 @@ def _all_value_errors(labels):
     return problem
 
 
-@suite.case("causal_mask", "a T that is not a non-negative integer raises ValueError", points=1,
-            check=satisfies(_all_value_errors(["causal_mask(-1)", "causal_mask(2.5)"])))
+@suite.case(
+    "causal_mask",
+    "a T that is not a non-negative integer raises ValueError",
+    points=1,
+    check=satisfies(_all_value_errors(["causal_mask(-1)", "causal_mask(2.5)"])),
+)
 def _(ns):
     return [catch(ns.causal_mask, -1), catch(ns.causal_mask, 2.5)]
 
@@ -285,11 +316,13 @@ def _(ns):
 # ---------------------------------------------------------------- padding_mask
 
 _PAD = 3
-_IDS = torch.tensor([
-    [5, 0, 8, 2, 6, _PAD, _PAD],
-    [1, 4, _PAD, _PAD, _PAD, _PAD, _PAD],
-    [7, 0, 0, 2, 1, 5, 4],
-])  # B = 3, T = 7
+_IDS = torch.tensor(
+    [
+        [5, 0, 8, 2, 6, _PAD, _PAD],
+        [1, 4, _PAD, _PAD, _PAD, _PAD, _PAD],
+        [7, 0, 0, 2, 1, 5, 4],
+    ]
+)  # B = 3, T = 7
 
 
 def _shape_is(*shape):
@@ -300,13 +333,35 @@ def _shape_is(*shape):
     "padding_mask",
     "B=3, T=7, pad_id=3 with tokens 0 in the batch",
     points=2,
-    check=equal([
-        Hint(_shape_is(3, 7, 1), "a mask of shape (B, T, 1) blocks queries: padding must block keys", mistake="padding mask (B, T, 1)"),
-        Hint(_shape_is(3, 7), "the mask needs its middle axis of size 1, to broadcast over the queries", mistake="padding mask (B, T)"),
-        Hint(_shape_is(3, 1, 1, 7), "the mask is (B, 1, T); adding an axis for heads is a later stage's job", mistake="padding mask with a head axis"),
-        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, 0], _IDS == 0)), "compare with the pad_id you were given, not with 0", mistake="pad id fixed"),
-        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, ~exp)), "True must mark the padding (blocked), not the real tokens", mistake="mask inverted"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                _shape_is(3, 7, 1),
+                "a mask of shape (B, T, 1) blocks queries: padding must block keys",
+                mistake="padding mask (B, T, 1)",
+            ),
+            Hint(
+                _shape_is(3, 7),
+                "the mask needs its middle axis of size 1, to broadcast over the queries",
+                mistake="padding mask (B, T)",
+            ),
+            Hint(
+                _shape_is(3, 1, 1, 7),
+                "the mask is (B, 1, T); adding an axis for heads is a later stage's job",
+                mistake="padding mask with a head axis",
+            ),
+            Hint(
+                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, 0], _IDS == 0)),
+                "compare with the pad_id you were given, not with 0",
+                mistake="pad id fixed",
+            ),
+            Hint(
+                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, ~exp)),
+                "True must mark the padding (blocked), not the real tokens",
+                mistake="mask inverted",
+            ),
+        ]
+    ),
     expected=REFERENCE,
 )
 def _(ns):
@@ -318,20 +373,26 @@ def _(ns):
     return ns.padding_mask(torch.arange(10).reshape(2, 5), pad_id=11)
 
 
-@suite.case("padding_mask", "ids that are not (B, T) raise ValueError", points=1,
-            check=satisfies(_all_value_errors(["padding_mask of a 1-D tensor", "padding_mask of a 3-D tensor"])))
+@suite.case(
+    "padding_mask",
+    "ids that are not (B, T) raise ValueError",
+    points=1,
+    check=satisfies(_all_value_errors(["padding_mask of a 1-D tensor", "padding_mask of a 3-D tensor"])),
+)
 def _(ns):
     return [catch(ns.padding_mask, _IDS[0].clone(), _PAD), catch(ns.padding_mask, _IDS[None].clone(), _PAD)]
 
 
 # ---------------------------------------------------------------- combined_mask
 
-_CIDS = torch.tensor([
-    [9, 4, 5, 6, 2, 2],
-    [9, 7, 2, 2, 2, 2],
-    [9, 1, 3, 4, 8, 5],
-    [9, 8, 0, 2, 2, 2],
-])  # B = 4, T = 6, pad_id = 2
+_CIDS = torch.tensor(
+    [
+        [9, 4, 5, 6, 2, 2],
+        [9, 7, 2, 2, 2, 2],
+        [9, 1, 3, 4, 8, 5],
+        [9, 8, 0, 2, 2, 2],
+    ]
+)  # B = 4, T = 6, pad_id = 2
 _PADDINGS = {(_rows(_CIDS), 2): _CIDS_PADDING}  # what padding_mask answers while combined_mask's tests run
 _COMBINED = "B=4, T=6, pad_id=2"
 
@@ -340,12 +401,30 @@ _COMBINED = "B=4, T=6, pad_id=2"
     "combined_mask",
     _COMBINED,
     points=2,
-    check=equal([
-        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(~got, exp)), "the mask is inverted: True marks the keys that are BLOCKED", mistake="mask inverted"),
-        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, _CAUSAL_6 | (_CIDS == 2)[:, :, None])), "your padding blocks rows (queries); it must block columns (keys)", mistake="padding on the query side"),
-        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, _CAUSAL_6 & _CIDS_PADDING)), "a key is blocked if it is in the future OR is padding, not only when both hold", mistake="AND instead of OR"),
-        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, exp | torch.eye(6, dtype=torch.bool))), "the diagonal is blocked: a real token may attend to itself", mistake="diagonal blocked"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(~got, exp)),
+                "the mask is inverted: True marks the keys that are BLOCKED",
+                mistake="mask inverted",
+            ),
+            Hint(
+                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, _CAUSAL_6 | (_CIDS == 2)[:, :, None])),
+                "your padding blocks rows (queries); it must block columns (keys)",
+                mistake="padding on the query side",
+            ),
+            Hint(
+                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, _CAUSAL_6 & _CIDS_PADDING)),
+                "a key is blocked if it is in the future OR is padding, not only when both hold",
+                mistake="AND instead of OR",
+            ),
+            Hint(
+                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, exp | torch.eye(6, dtype=torch.bool))),
+                "the diagonal is blocked: a real token may attend to itself",
+                mistake="diagonal blocked",
+            ),
+        ]
+    ),
     expected=REFERENCE,
 )
 def _(ns):
@@ -373,7 +452,9 @@ def _padded_story(mask):
     if max(future) > 1e-6:
         return "changing later tokens changed earlier outputs: the mask lets the future leak"
     if pad_moved > 1e-6:
-        return "changing the vectors at padded positions changed the outputs of real tokens: padded keys must be blocked"
+        return (
+            "changing the vectors at padded positions changed the outputs of real tokens: padded keys must be blocked"
+        )
     return None
 
 
@@ -398,19 +479,35 @@ _SHIFT = "B=3, T=7 with start_id=2"
     "shift",
     _SHIFT,
     points=2,
-    check=equal([
-        Hint(_shape_is(3, 8), "the output keeps the shape (B, T)", mistake="shift keeps every token"),
-        Hint(lambda got, exp: _mask_like(got, exp) and got.dtype != torch.long, "token ids stay torch.long", mistake="shift changes the dtype"),
-        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, 1:], _TOKENS[:, 1:])), "the first token is lost and the last kept: it is the last token of each row that drops off", mistake="first token dropped"),
-        Hint(lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, :-1], _TOKENS[:, 1:])), "that is a shift to the left (the targets' direction); the inputs move one step to the right", mistake="shift to the left"),
-    ]),
+    check=equal(
+        [
+            Hint(_shape_is(3, 8), "the output keeps the shape (B, T)", mistake="shift keeps every token"),
+            Hint(
+                lambda got, exp: _mask_like(got, exp) and got.dtype != torch.long,
+                "token ids stay torch.long",
+                mistake="shift changes the dtype",
+            ),
+            Hint(
+                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, 1:], _TOKENS[:, 1:])),
+                "the first token is lost and the last kept: it is the last token of each row that drops off",
+                mistake="first token dropped",
+            ),
+            Hint(
+                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, :-1], _TOKENS[:, 1:])),
+                "that is a shift to the left (the targets' direction); the inputs move one step to the right",
+                mistake="shift to the left",
+            ),
+        ]
+    ),
     expected=REFERENCE,
 )
 def _(ns):
     return ns.shift_right(_TOKENS.clone(), 2)
 
 
-@suite.case("shift", "T=1: a row becomes just the start token", points=1, check=equal(), expected=REFERENCE, builds_on=(_SHIFT,))
+@suite.case(
+    "shift", "T=1: a row becomes just the start token", points=1, check=equal(), expected=REFERENCE, builds_on=(_SHIFT,)
+)
 def _(ns):
     return ns.shift_right(torch.tensor([[5], [6]]), start_id=30)
 
@@ -419,7 +516,15 @@ def _(ns):
     "shift",
     "the caller's tensor is not modified",
     points=1,
-    check=equal([Hint(lambda got, exp: True, "shift_right changed the tensor it was given: build a new tensor instead of writing into the input", mistake="writes into the input")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: True,
+                "shift_right changed the tensor it was given: build a new tensor instead of writing into the input",
+                mistake="writes into the input",
+            )
+        ]
+    ),
     expected=_TOKENS.clone(),
 )
 def _(ns):
@@ -428,9 +533,18 @@ def _(ns):
     return tokens  # as the caller holds it afterwards
 
 
-@suite.case("shift", "the start column is made on the device of the tokens", points=1,
-            check=_placed("shift_right", "make the start column on tokens.device (tokens.new_full, or device=tokens.device)", "start column off the tokens' device"),
-            expected=REFERENCE, builds_on=(_SHIFT,))
+@suite.case(
+    "shift",
+    "the start column is made on the device of the tokens",
+    points=1,
+    check=_placed(
+        "shift_right",
+        "make the start column on tokens.device (tokens.new_full, or device=tokens.device)",
+        "start column off the tokens' device",
+    ),
+    expected=REFERENCE,
+    builds_on=(_SHIFT,),
+)
 def _(ns):
     tokens = _TOKENS.clone()
     with _Placement() as spy:
@@ -438,8 +552,12 @@ def _(ns):
     return [list(call) for call in spy.calls], out
 
 
-@suite.case("shift", "tokens that are not (B, T) raise ValueError", points=1,
-            check=satisfies(_all_value_errors(["shift_right of a 1-D tensor", "shift_right of a 3-D tensor"])))
+@suite.case(
+    "shift",
+    "tokens that are not (B, T) raise ValueError",
+    points=1,
+    check=satisfies(_all_value_errors(["shift_right of a 1-D tensor", "shift_right of a 3-D tensor"])),
+)
 def _(ns):
     return [catch(ns.shift_right, _TOKENS[0].clone(), 2), catch(ns.shift_right, _TOKENS[None].clone(), 2)]
 
@@ -464,12 +582,42 @@ def _pas_hints(pad_id, ignore):
         return bool(torch.equal(got[0][:, 1:], padded[:, :-1])) and not bool(torch.equal(got[0], exp[0]))
 
     hints = [
-        Hint(lambda got, exp: pair(got, exp) and tail(got, 1, pad_id), "the targets are padded with ignore_index, not pad_id", mistake="targets padded with pad_id"),
-        Hint(lambda got, exp: pair(got, exp) and padded_then_shifted(got, exp), "shift each sequence before padding it: the input row holds pad exactly where the target is ignored", mistake="padded before shifting"),
-        Hint(lambda got, exp: pair(got, exp) and int(got[0][1, 0]) == pad_id, "pad at the end of each sequence (right padding), not at the start", mistake="padding on the left"),
-        Hint(lambda got, exp: pair(got, exp) and tail(got, 1, -100), "use the ignore_index you were given", mistake="ignore_index argument ignored"),
-        Hint(lambda got, exp: pair(got, exp) and bool(torch.equal(got[0], torch.where(exp[1] == ignore, pad_id, exp[1]))), "the inputs are the sequences shifted right, with start_id in front", mistake="inputs not shifted"),
-        Hint(lambda got, exp: isinstance(got, (tuple, list)) and len(got) == 2 and any(type(g) is torch.Tensor and g.dtype != torch.long for g in got), "both tensors hold token ids: torch.long", mistake="batch not torch.long"),
+        Hint(
+            lambda got, exp: pair(got, exp) and tail(got, 1, pad_id),
+            "the targets are padded with ignore_index, not pad_id",
+            mistake="targets padded with pad_id",
+        ),
+        Hint(
+            lambda got, exp: pair(got, exp) and padded_then_shifted(got, exp),
+            "shift each sequence before padding it: the input row holds pad exactly where the target is ignored",
+            mistake="padded before shifting",
+        ),
+        Hint(
+            lambda got, exp: pair(got, exp) and int(got[0][1, 0]) == pad_id,
+            "pad at the end of each sequence (right padding), not at the start",
+            mistake="padding on the left",
+        ),
+        Hint(
+            lambda got, exp: pair(got, exp) and tail(got, 1, -100),
+            "use the ignore_index you were given",
+            mistake="ignore_index argument ignored",
+        ),
+        Hint(
+            lambda got, exp: (
+                pair(got, exp) and bool(torch.equal(got[0], torch.where(exp[1] == ignore, pad_id, exp[1])))
+            ),
+            "the inputs are the sequences shifted right, with start_id in front",
+            mistake="inputs not shifted",
+        ),
+        Hint(
+            lambda got, exp: (
+                isinstance(got, (tuple, list))
+                and len(got) == 2
+                and any(type(g) is torch.Tensor and g.dtype != torch.long for g in got)
+            ),
+            "both tensors hold token ids: torch.long",
+            mistake="batch not torch.long",
+        ),
     ]
     if ignore == -100:  # with the default, ignoring the argument changes nothing
         hints = [h for h in hints if h.mistake != "ignore_index argument ignored"]
@@ -484,7 +632,13 @@ def _(ns):
     return _isolated(ns, "pad_and_shift", _SEQS, start_id=2, pad_id=1, ignore_index=-1)
 
 
-@suite.case("pad_and_shift", "the same sequences with the default ignore_index", points=1, check=equal(_pas_hints(1, -100)), expected=REFERENCE)
+@suite.case(
+    "pad_and_shift",
+    "the same sequences with the default ignore_index",
+    points=1,
+    check=equal(_pas_hints(1, -100)),
+    expected=REFERENCE,
+)
 def _(ns):
     return _isolated(ns, "pad_and_shift", _SEQS, 2, 1)
 
@@ -514,37 +668,70 @@ def _loss(got):
 
 def _loss_hints(kept, total):
     return [
-        Hint(lambda got, exp: isinstance(got, float), "return a tensor (no .item()): the loss must be back-propagated", mistake="loss returned as a float"),
-        Hint(lambda got, exp: abs(_loss(got) - float(exp) * kept / total) < 1e-4 * abs(float(exp)), "your mean counts the ignored positions too; divide by the number of scored positions", mistake="mean over every position"),
-        Hint(lambda got, exp: abs(_loss(got) - float(exp) * kept) < 1e-4 * abs(float(exp)) * kept, "that is a sum over the positions; the loss is their mean", mistake="sum instead of mean"),
+        Hint(
+            lambda got, exp: isinstance(got, float),
+            "return a tensor (no .item()): the loss must be back-propagated",
+            mistake="loss returned as a float",
+        ),
+        Hint(
+            lambda got, exp: abs(_loss(got) - float(exp) * kept / total) < 1e-4 * abs(float(exp)),
+            "your mean counts the ignored positions too; divide by the number of scored positions",
+            mistake="mean over every position",
+        ),
+        Hint(
+            lambda got, exp: abs(_loss(got) - float(exp) * kept) < 1e-4 * abs(float(exp)) * kept,
+            "that is a sum over the positions; the loss is their mean",
+            mistake="sum instead of mean",
+        ),
     ]
 
 
 _LOSS = "B=3, T=5, V=11 with 6 ignored positions"
 
 
-@suite.case("lm_loss", _LOSS, points=2, check=close(rtol=1e-5, atol=1e-6, hints=_loss_hints(_KEPT, 15)), expected=REFERENCE)
+@suite.case(
+    "lm_loss", _LOSS, points=2, check=close(rtol=1e-5, atol=1e-6, hints=_loss_hints(_KEPT, 15)), expected=REFERENCE
+)
 def _(ns):
     return ns.lm_loss(_LOGITS.clone(), _TARGETS.clone())
 
 
-@suite.case("lm_loss", "a custom ignore_index of 0 skips token 0 instead of -100", points=1, check=close(rtol=1e-5, atol=1e-6),
-            expected=REFERENCE, builds_on=(_LOSS,))
+@suite.case(
+    "lm_loss",
+    "a custom ignore_index of 0 skips token 0 instead of -100",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-6),
+    expected=REFERENCE,
+    builds_on=(_LOSS,),
+)
 def _(ns):
     targets = torch.randint(0, 4, (2, 7), generator=generator(93))
     targets[0, 0] = 0
     return ns.lm_loss(randn(2, 7, 4, seed=94), targets, ignore_index=0)
 
 
-@suite.case("lm_loss", "the gradient reaches the logits and is 0 at ignored positions", points=1, check=close(rtol=1e-4, atol=1e-7),
-            expected=REFERENCE, builds_on=(_LOSS,))
+@suite.case(
+    "lm_loss",
+    "the gradient reaches the logits and is 0 at ignored positions",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-7),
+    expected=REFERENCE,
+    builds_on=(_LOSS,),
+)
 def _(ns):
     logits = _LOGITS.clone().requires_grad_(True)
     ns.lm_loss(logits, _TARGETS.clone()).backward()
     return logits.grad
 
 
-@suite.case("lm_loss", "logits and targets that do not fit together raise ValueError", points=1,
-            check=satisfies(_all_value_errors(["logits (3, 5, 11) with targets (3, 4)", "logits (15, 11) with targets (15,)"])))
+@suite.case(
+    "lm_loss",
+    "logits and targets that do not fit together raise ValueError",
+    points=1,
+    check=satisfies(_all_value_errors(["logits (3, 5, 11) with targets (3, 4)", "logits (15, 11) with targets (15,)"])),
+)
 def _(ns):
-    return [catch(ns.lm_loss, _LOGITS.clone(), _TARGETS[:, :4].clone()), catch(ns.lm_loss, _LOGITS.reshape(15, 11).clone(), _TARGETS.reshape(15).clone())]
+    return [
+        catch(ns.lm_loss, _LOGITS.clone(), _TARGETS[:, :4].clone()),
+        catch(ns.lm_loss, _LOGITS.reshape(15, 11).clone(), _TARGETS.reshape(15).clone()),
+    ]

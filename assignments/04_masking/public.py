@@ -10,7 +10,7 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
-from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises, satisfies
+from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises
 
 suite = Suite(public=True)
 
@@ -30,8 +30,10 @@ _PADDING = {
     (((4, 5, 6, 7, 8), (4, 5, 1, 1, 1)), 1): torch.stack([_grid("00000"), _grid("00111")]),
 }
 _SHIFTED = {
-    (((5, 6, 7),), 1): [[1, 5, 6]], (((8,),), 1): [[1]],
-    (((4, 5),), 2): [[2, 4]], (((6, 7, 8),), 2): [[2, 6, 7]],
+    (((5, 6, 7),), 1): [[1, 5, 6]],
+    (((8,),), 1): [[1]],
+    (((4, 5),), 2): [[2, 4]],
+    (((6, 7, 8),), 2): [[2, 6, 7]],
 }
 
 
@@ -55,7 +57,11 @@ def _answering(ns):
 
     def shift_right(tokens, start_id):
         found = _SHIFTED.get((_rows(tokens), start_id))
-        return own["shift_right"](tokens, start_id) if found is None else torch.tensor(found, dtype=tokens.dtype, device=tokens.device)
+        return (
+            own["shift_right"](tokens, start_id)
+            if found is None
+            else torch.tensor(found, dtype=tokens.dtype, device=tokens.device)
+        )
 
     return {"causal_mask": causal_mask, "padding_mask": padding_mask, "shift_right": shift_right}
 
@@ -83,7 +89,11 @@ def _tensor_like(got, exp):
 
 
 def _dtype_hint():
-    return Hint(lambda got, exp: type(got) is torch.Tensor and got.dtype != torch.bool, "a mask is a boolean tensor (True = blocked), not numbers to add or multiply", mistake="mask not boolean")
+    return Hint(
+        lambda got, exp: type(got) is torch.Tensor and got.dtype != torch.bool,
+        "a mask is a boolean tensor (True = blocked), not numbers to add or multiply",
+        mistake="mask not boolean",
+    )
 
 
 # ---------------------------------------------------------------- causal_mask
@@ -95,12 +105,28 @@ _CAUSAL_4 = _grid("0111 0011 0001 0000")
     "causal_mask",
     "T=4: True strictly above the diagonal",
     points=1,
-    check=equal([
-        _dtype_hint(),
-        Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, ~exp)), "the mask is inverted: True must mark the BLOCKED keys (the future), not the ones a query may see", mistake="mask inverted"),
-        Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, exp | torch.eye(4, dtype=torch.bool))), "the diagonal is blocked: every position must be allowed to attend to itself", mistake="diagonal blocked"),
-        Hint(lambda got, exp: _tensor_like(got, exp) and bool(got[1:, 0].all()), "the past is blocked and the future open: True must mark the keys AFTER the query (j > i)", mistake="past blocked instead of the future"),
-    ]),
+    check=equal(
+        [
+            _dtype_hint(),
+            Hint(
+                lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, ~exp)),
+                "the mask is inverted: True must mark the BLOCKED keys (the future), not the ones a query may see",
+                mistake="mask inverted",
+            ),
+            Hint(
+                lambda got, exp: (
+                    _tensor_like(got, exp) and bool(torch.equal(got, exp | torch.eye(4, dtype=torch.bool)))
+                ),
+                "the diagonal is blocked: every position must be allowed to attend to itself",
+                mistake="diagonal blocked",
+            ),
+            Hint(
+                lambda got, exp: _tensor_like(got, exp) and bool(got[1:, 0].all()),
+                "the past is blocked and the future open: True must mark the keys AFTER the query (j > i)",
+                mistake="past blocked instead of the future",
+            ),
+        ]
+    ),
     expected=_CAUSAL_4,
 )
 def _(ns):
@@ -112,7 +138,9 @@ def _(ns):
     return ns.causal_mask(1)
 
 
-_FACTORIES = dict.fromkeys(("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made")
+_FACTORIES = dict.fromkeys(
+    ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made"
+)
 _MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
 
 
@@ -148,12 +176,21 @@ def _placed_mask(got, expected, reveal):
         return Verdict(False, f"the mask is not right yet: {verdict.message}")
     made = _unplaced(calls)
     if made:
-        return Verdict(False, f"causal_mask(3, device='cpu') makes its tensor with torch.{made}(...) without passing the device on\nHint: create the mask on `device` (device=device), or move it there", "device ignored")
+        return Verdict(
+            False,
+            f"causal_mask(3, device='cpu') makes its tensor with torch.{made}(...) without passing the device on\nHint: create the mask on `device` (device=device), or move it there",
+            "device ignored",
+        )
     return Verdict(True)
 
 
-@suite.case("causal_mask", "the device argument reaches the tensor it makes", points=1, check=_placed_mask,
-            builds_on=("T=4: True strictly above the diagonal",))
+@suite.case(
+    "causal_mask",
+    "the device argument reaches the tensor it makes",
+    points=1,
+    check=_placed_mask,
+    builds_on=("T=4: True strictly above the diagonal",),
+)
 def _(ns):
     with _Placement() as spy:
         mask = ns.causal_mask(3, device="cpu")
@@ -163,9 +200,21 @@ def _(ns):
 # ---------------------------------------------------------------- padding_mask
 
 _SHAPE_HINTS = [
-    Hint(lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (exp.shape[0], exp.shape[2], 1), "your mask has shape (B, T, 1), which blocks queries; padding must block keys, the last axis", mistake="padding mask (B, T, 1)"),
-    Hint(lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (exp.shape[0], exp.shape[2]), "keep a middle axis of size 1, (B, 1, T), so the mask broadcasts over the queries", mistake="padding mask (B, T)"),
-    Hint(lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (exp.shape[0], 1, 1, exp.shape[2]), "the mask is (B, 1, T); adding an axis for heads is a later stage's job", mistake="padding mask with a head axis"),
+    Hint(
+        lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (exp.shape[0], exp.shape[2], 1),
+        "your mask has shape (B, T, 1), which blocks queries; padding must block keys, the last axis",
+        mistake="padding mask (B, T, 1)",
+    ),
+    Hint(
+        lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (exp.shape[0], exp.shape[2]),
+        "keep a middle axis of size 1, (B, 1, T), so the mask broadcasts over the queries",
+        mistake="padding mask (B, T)",
+    ),
+    Hint(
+        lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (exp.shape[0], 1, 1, exp.shape[2]),
+        "the mask is (B, 1, T); adding an axis for heads is a later stage's job",
+        mistake="padding mask with a head axis",
+    ),
 ]
 
 
@@ -173,8 +222,16 @@ _SHAPE_HINTS = [
     "padding_mask",
     "ids [[5, 6, 0], [7, 0, 0]] with pad_id=0",
     points=1,
-    check=equal([*_SHAPE_HINTS,
-                 Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, ~exp)), "True must mark the padding (blocked), not the real tokens", mistake="mask inverted")]),
+    check=equal(
+        [
+            *_SHAPE_HINTS,
+            Hint(
+                lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, ~exp)),
+                "True must mark the padding (blocked), not the real tokens",
+                mistake="mask inverted",
+            ),
+        ]
+    ),
     expected=torch.stack([_grid("001"), _grid("011")]),
 )
 def _(ns):
@@ -185,10 +242,19 @@ def _(ns):
     "padding_mask",
     "pad_id=9: token 0 is an ordinary token",
     points=1,
-    check=equal([
-        *_SHAPE_HINTS,
-        Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got[:, 0], torch.tensor([[0, 4, 2, 9], [3, 0, 9, 9]]) == 0)), "use the pad_id argument, not a fixed id", mistake="pad id fixed"),
-    ]),
+    check=equal(
+        [
+            *_SHAPE_HINTS,
+            Hint(
+                lambda got, exp: (
+                    _tensor_like(got, exp)
+                    and bool(torch.equal(got[:, 0], torch.tensor([[0, 4, 2, 9], [3, 0, 9, 9]]) == 0))
+                ),
+                "use the pad_id argument, not a fixed id",
+                mistake="pad id fixed",
+            ),
+        ]
+    ),
     expected=torch.stack([_grid("0001"), _grid("0011")]),
 )
 def _(ns):
@@ -198,10 +264,26 @@ def _(ns):
 # ---------------------------------------------------------------- combined_mask
 
 _COMBINED_HINTS = [
-    Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, ~exp)), "the mask is inverted: True means BLOCKED", mistake="mask inverted"),
-    Hint(lambda got, exp: _tensor_like(got, exp) and bool(got[1, 4].all()), "your padding blocks whole rows (queries); it must block columns (keys)", mistake="padding on the query side"),
-    Hint(lambda got, exp: _tensor_like(got, exp) and not bool(got[0].any()), "a key must be blocked when it is in the future OR is padding", mistake="AND instead of OR"),
-    Hint(lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, exp | torch.eye(5, dtype=torch.bool))), "the diagonal is blocked: a real token may attend to itself", mistake="diagonal blocked"),
+    Hint(
+        lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, ~exp)),
+        "the mask is inverted: True means BLOCKED",
+        mistake="mask inverted",
+    ),
+    Hint(
+        lambda got, exp: _tensor_like(got, exp) and bool(got[1, 4].all()),
+        "your padding blocks whole rows (queries); it must block columns (keys)",
+        mistake="padding on the query side",
+    ),
+    Hint(
+        lambda got, exp: _tensor_like(got, exp) and not bool(got[0].any()),
+        "a key must be blocked when it is in the future OR is padding",
+        mistake="AND instead of OR",
+    ),
+    Hint(
+        lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, exp | torch.eye(5, dtype=torch.bool))),
+        "the diagonal is blocked: a real token may attend to itself",
+        mistake="diagonal blocked",
+    ),
 ]
 
 
@@ -229,6 +311,7 @@ def _(ns):
 
 # ---------------------------------------------------------------- shift
 
+
 def _shift_hints(tokens):
     """Known mistakes of shift_right, recognised from its output for the input ``tokens``."""
 
@@ -236,10 +319,26 @@ def _shift_hints(tokens):
         return type(got) is torch.Tensor and got.shape == tokens.shape and got.dtype == tokens.dtype
 
     return [
-        Hint(lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (tokens.shape[0], tokens.shape[1] + 1), "the output keeps the shape (B, T): the last token drops off", mistake="shift keeps every token"),
-        Hint(lambda got, exp: type(got) is torch.Tensor and got.shape == tokens.shape and got.dtype != tokens.dtype, "token ids stay torch.long: make the start column with the dtype of the tokens", mistake="shift changes the dtype"),
-        Hint(lambda got, exp: like(got) and bool(torch.equal(got[:, 1:], tokens[:, 1:])), "the first token is lost and the last kept: it is the last token of each row that drops off", mistake="first token dropped"),
-        Hint(lambda got, exp: like(got) and bool(torch.equal(got[:, :-1], tokens[:, 1:])), "that is a shift to the left (the targets' direction); the inputs move one step to the right", mistake="shift to the left"),
+        Hint(
+            lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (tokens.shape[0], tokens.shape[1] + 1),
+            "the output keeps the shape (B, T): the last token drops off",
+            mistake="shift keeps every token",
+        ),
+        Hint(
+            lambda got, exp: type(got) is torch.Tensor and got.shape == tokens.shape and got.dtype != tokens.dtype,
+            "token ids stay torch.long: make the start column with the dtype of the tokens",
+            mistake="shift changes the dtype",
+        ),
+        Hint(
+            lambda got, exp: like(got) and bool(torch.equal(got[:, 1:], tokens[:, 1:])),
+            "the first token is lost and the last kept: it is the last token of each row that drops off",
+            mistake="first token dropped",
+        ),
+        Hint(
+            lambda got, exp: like(got) and bool(torch.equal(got[:, :-1], tokens[:, 1:])),
+            "that is a shift to the left (the targets' direction); the inputs move one step to the right",
+            mistake="shift to the left",
+        ),
     ]
 
 
@@ -247,7 +346,13 @@ _FIVE_SIX_SEVEN = torch.tensor([[5, 6, 7]])
 _BATCH = torch.tensor([[3, 4, 5, 6], [7, 8, 9, 10]])
 
 
-@suite.case("shift", "[[5, 6, 7]] with start_id=1 gives [[1, 5, 6]]", points=1, check=equal(_shift_hints(_FIVE_SIX_SEVEN)), expected=torch.tensor([[1, 5, 6]]))
+@suite.case(
+    "shift",
+    "[[5, 6, 7]] with start_id=1 gives [[1, 5, 6]]",
+    points=1,
+    check=equal(_shift_hints(_FIVE_SIX_SEVEN)),
+    expected=torch.tensor([[1, 5, 6]]),
+)
 def _(ns):
     return ns.shift_right(_FIVE_SIX_SEVEN.clone(), start_id=1)
 
@@ -256,7 +361,15 @@ def _(ns):
     "shift",
     "a batch of 2: the input is left unchanged",
     points=1,
-    check=equal([Hint(lambda got, exp: type(got[1]) is torch.Tensor and not bool(torch.equal(got[1], exp[1])), "shift_right changed the tensor it was given: build a new tensor instead of writing into the input", mistake="writes into the input")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: type(got[1]) is torch.Tensor and not bool(torch.equal(got[1], exp[1])),
+                "shift_right changed the tensor it was given: build a new tensor instead of writing into the input",
+                mistake="writes into the input",
+            )
+        ]
+    ),
     expected=(torch.tensor([[0, 3, 4, 5], [0, 7, 8, 9]]), _BATCH.clone()),
 )
 def _(ns):
@@ -273,12 +386,21 @@ def _placed_shift(got, expected, reveal):
         return Verdict(False, f"the result is not right yet: {verdict.message}")
     made = _unplaced(calls)
     if made:
-        return Verdict(False, f"shift_right makes a tensor with torch.{made}(...) without a device\nHint: make the start column on tokens.device (tokens.new_full, or device=tokens.device)", "start column off the tokens' device")
+        return Verdict(
+            False,
+            f"shift_right makes a tensor with torch.{made}(...) without a device\nHint: make the start column on tokens.device (tokens.new_full, or device=tokens.device)",
+            "start column off the tokens' device",
+        )
     return Verdict(True)
 
 
-@suite.case("shift", "the start column is made on the device of tokens", points=1, check=_placed_shift,
-            builds_on=("[[5, 6, 7]] with start_id=1 gives [[1, 5, 6]]",))
+@suite.case(
+    "shift",
+    "the start column is made on the device of tokens",
+    points=1,
+    check=_placed_shift,
+    builds_on=("[[5, 6, 7]] with start_id=1 gives [[1, 5, 6]]",),
+)
 def _(ns):
     tokens = _FIVE_SIX_SEVEN.clone()
     with _Placement() as spy:
@@ -297,12 +419,30 @@ def _pair_like(got, exp):
     "pad_and_shift",
     "[[5, 6, 7], [8]] with start_id=1, pad_id=0",
     points=1,
-    check=equal([
-        Hint(lambda got, exp: _pair_like(got, exp) and int(got[1][1, 1]) == 0, "targets are padded with ignore_index, so that the loss skips them", mistake="targets padded with pad_id"),
-        Hint(lambda got, exp: _pair_like(got, exp) and got[0].tolist() == [[1, 5, 6], [1, 8, 0]], "shift each sequence before padding it: the inputs hold pad_id exactly where the targets are ignored", mistake="padded before shifting"),
-        Hint(lambda got, exp: _pair_like(got, exp) and got[0].tolist() == [[1, 5, 6], [0, 0, 1]], "pad at the end of each sequence (right padding), not at the start", mistake="padding on the left"),
-        Hint(lambda got, exp: _pair_like(got, exp) and got[0].tolist() == [[5, 6, 7], [8, 0, 0]], "the inputs are the sequences shifted right, with start_id in front", mistake="inputs not shifted"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: _pair_like(got, exp) and int(got[1][1, 1]) == 0,
+                "targets are padded with ignore_index, so that the loss skips them",
+                mistake="targets padded with pad_id",
+            ),
+            Hint(
+                lambda got, exp: _pair_like(got, exp) and got[0].tolist() == [[1, 5, 6], [1, 8, 0]],
+                "shift each sequence before padding it: the inputs hold pad_id exactly where the targets are ignored",
+                mistake="padded before shifting",
+            ),
+            Hint(
+                lambda got, exp: _pair_like(got, exp) and got[0].tolist() == [[1, 5, 6], [0, 0, 1]],
+                "pad at the end of each sequence (right padding), not at the start",
+                mistake="padding on the left",
+            ),
+            Hint(
+                lambda got, exp: _pair_like(got, exp) and got[0].tolist() == [[5, 6, 7], [8, 0, 0]],
+                "the inputs are the sequences shifted right, with start_id in front",
+                mistake="inputs not shifted",
+            ),
+        ]
+    ),
     expected=(torch.tensor([[1, 5, 6], [1, 0, 0]]), torch.tensor([[5, 6, 7], [8, -100, -100]])),
 )
 def _(ns):
@@ -313,7 +453,15 @@ def _(ns):
     "pad_and_shift",
     "ignore_index=-1 is used for the padding of the targets",
     points=1,
-    check=equal([Hint(lambda got, exp: _pair_like(got, exp) and int(got[1][0, 2]) == -100, "use the ignore_index you were given", mistake="ignore_index argument ignored")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: _pair_like(got, exp) and int(got[1][0, 2]) == -100,
+                "use the ignore_index you were given",
+                mistake="ignore_index argument ignored",
+            )
+        ]
+    ),
     expected=(torch.tensor([[2, 4, 0], [2, 6, 7]]), torch.tensor([[4, 5, -1], [6, 7, 8]])),
 )
 def _(ns):
@@ -327,7 +475,11 @@ def _loss(got):
     return float(got) if type(got) is torch.Tensor and got.numel() == 1 else math.nan
 
 
-_NOT_A_TENSOR = Hint(lambda got, exp: isinstance(got, float), "return the loss as a tensor (no .item()), so that it can be back-propagated", mistake="loss returned as a float")
+_NOT_A_TENSOR = Hint(
+    lambda got, exp: isinstance(got, float),
+    "return the loss as a tensor (no .item()), so that it can be back-propagated",
+    mistake="loss returned as a float",
+)
 
 
 @suite.case(
@@ -345,11 +497,23 @@ def _(ns):
     "lm_loss",
     "an ignored position does not count, however wrong its logits",
     points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=[
-        _NOT_A_TENSOR,
-        Hint(lambda got, exp: abs(_loss(got) - float(exp) * 2 / 3) < 1e-4, "you divide by all 3 positions; the mean is over the positions that are not ignored", mistake="mean over every position"),
-        Hint(lambda got, exp: abs(_loss(got) - float(exp) * 2) < 1e-4, "that is the sum; the loss is a mean", mistake="sum instead of mean"),
-    ]),
+    check=close(
+        rtol=1e-5,
+        atol=1e-6,
+        hints=[
+            _NOT_A_TENSOR,
+            Hint(
+                lambda got, exp: abs(_loss(got) - float(exp) * 2 / 3) < 1e-4,
+                "you divide by all 3 positions; the mean is over the positions that are not ignored",
+                mistake="mean over every position",
+            ),
+            Hint(
+                lambda got, exp: abs(_loss(got) - float(exp) * 2) < 1e-4,
+                "that is the sum; the loss is a mean",
+                mistake="sum instead of mean",
+            ),
+        ],
+    ),
     expected=torch.tensor((math.log(2.0) + math.log(4.0 / 3.0)) / 2),
 )
 def _(ns):
@@ -363,10 +527,18 @@ def _(ns):
     "lm_loss",
     "ignore_index=1 skips the targets equal to 1",
     points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=[
-        _NOT_A_TENSOR,
-        Hint(lambda got, exp: abs(_loss(got) - (math.log(2.0) + 20.0) / 2) < 1e-3, "the loss counts the position whose target is ignore_index: pass ignore_index on to the cross-entropy", mistake="ignore_index not passed on"),
-    ]),
+    check=close(
+        rtol=1e-5,
+        atol=1e-6,
+        hints=[
+            _NOT_A_TENSOR,
+            Hint(
+                lambda got, exp: abs(_loss(got) - (math.log(2.0) + 20.0) / 2) < 1e-3,
+                "the loss counts the position whose target is ignore_index: pass ignore_index on to the cross-entropy",
+                mistake="ignore_index not passed on",
+            ),
+        ],
+    ),
     expected=torch.tensor(math.log(2.0)),
 )
 def _(ns):

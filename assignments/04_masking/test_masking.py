@@ -129,7 +129,12 @@ class TinyLM(torch.nn.Module):
         super().__init__()
         self.embed = TokenPositionEmbedding(vocab_size, width, block_size)
         self.qkv = torch.nn.Linear(width, 3 * width)
-        self.ff = torch.nn.Sequential(torch.nn.LayerNorm(width), torch.nn.Linear(width, 4 * width), torch.nn.GELU(), torch.nn.Linear(4 * width, width))
+        self.ff = torch.nn.Sequential(
+            torch.nn.LayerNorm(width),
+            torch.nn.Linear(width, 4 * width),
+            torch.nn.GELU(),
+            torch.nn.Linear(4 * width, width),
+        )
         self.head = torch.nn.Sequential(torch.nn.LayerNorm(width), torch.nn.Linear(width, vocab_size))
 
     def forward(self, idx: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -221,7 +226,10 @@ def test_an_unmasked_model_cheats_in_training_and_fails_honestly(one_thread):
     def honest(model: TinyLM, masked: bool) -> float:
         """The loss when position n sees inputs up to n only, as when generating."""
         inputs, targets = batch(64, torch.Generator().manual_seed(5))
-        losses = [lm_loss(model(inputs[:, :n], causal_mask(n) if masked else None)[:, -1:], targets[:, n - 1 : n]) for n in range(1, T + 1)]
+        losses = [
+            lm_loss(model(inputs[:, :n], causal_mask(n) if masked else None)[:, -1:], targets[:, n - 1 : n])
+            for n in range(1, T + 1)
+        ]
         return float(torch.stack(losses).mean())
 
     masked_model, masked_train = trained(True)

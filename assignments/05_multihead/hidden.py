@@ -32,7 +32,6 @@ Tolerances (relative + absolute, per test):
 """
 
 import contextlib
-import math
 
 import torch
 import torch.nn as nn
@@ -56,15 +55,22 @@ _X = randn(B, T, C, seed=51)
 _Y = randn(B, H, T, D, seed=52)
 
 _SPLIT_HINTS = [
-    Hint(lambda got, exp: _is(got, _X.reshape(B, H, T, D)),
-         "your heads mix positions: regrouping (B, T, C) straight into (B, H, T, D) keeps the numbers in memory order, "
-         "so a head's row holds pieces of several positions. Split the feature axis first, then move the head axis.",
-         mistake="split with a bare reshape"),
-    Hint(lambda got, exp: _is(got, _X.reshape(B, T, D, H).permute(0, 3, 1, 2)),
-         "head h should get one block of D neighbouring features (h*D to h*D + D - 1), not every H-th feature",
-         mistake="interleaved split"),
-    Hint(lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (B, T, H, D),
-         "the head axis has to come before the time axis: (B, H, T, D)", mistake="head axis after the time axis"),
+    Hint(
+        lambda got, exp: _is(got, _X.reshape(B, H, T, D)),
+        "your heads mix positions: regrouping (B, T, C) straight into (B, H, T, D) keeps the numbers in memory order, "
+        "so a head's row holds pieces of several positions. Split the feature axis first, then move the head axis.",
+        mistake="split with a bare reshape",
+    ),
+    Hint(
+        lambda got, exp: _is(got, _X.reshape(B, T, D, H).permute(0, 3, 1, 2)),
+        "head h should get one block of D neighbouring features (h*D to h*D + D - 1), not every H-th feature",
+        mistake="interleaved split",
+    ),
+    Hint(
+        lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (B, T, H, D),
+        "the head axis has to come before the time axis: (B, H, T, D)",
+        mistake="head axis after the time axis",
+    ),
 ]
 _SPLIT = "split_heads on a 4 x 7 x 30 input with 5 heads, every value checked"
 _MERGE = "merge_heads of a 4 x 5 x 7 x 6 tensor, every value checked"
@@ -75,19 +81,30 @@ def _(ns):
     return ns.split_heads(_X.clone(), H)
 
 
-@suite.case("heads", "split_heads with 6 heads of width 5 and with 10 heads of width 3", points=1,
-            check=equal(), expected=REFERENCE, builds_on=(_SPLIT,))
+@suite.case(
+    "heads",
+    "split_heads with 6 heads of width 5 and with 10 heads of width 3",
+    points=1,
+    check=equal(),
+    expected=REFERENCE,
+    builds_on=(_SPLIT,),
+)
 def _(ns):
     return ns.split_heads(_X.clone(), 6), ns.split_heads(_X.clone(), 10)
 
 
 _MERGE_HINTS = [
-    Hint(lambda got, exp: _is(got, _Y.reshape(B, T, C)),
-         "the head axis has to move back next to the features before the last two axes are joined; "
-         "joining straight from (B, H, T, D) mixes positions", mistake="merge without moving the head axis"),
-    Hint(lambda got, exp: _is(got, _Y.permute(0, 2, 3, 1).reshape(B, T, C)),
-         "the features of head h belong side by side in one block (h*D to h*D + D - 1), not interleaved with the other heads",
-         mistake="interleaved merge"),
+    Hint(
+        lambda got, exp: _is(got, _Y.reshape(B, T, C)),
+        "the head axis has to move back next to the features before the last two axes are joined; "
+        "joining straight from (B, H, T, D) mixes positions",
+        mistake="merge without moving the head axis",
+    ),
+    Hint(
+        lambda got, exp: _is(got, _Y.permute(0, 2, 3, 1).reshape(B, T, C)),
+        "the features of head h belong side by side in one block (h*D to h*D + D - 1), not interleaved with the other heads",
+        mistake="interleaved merge",
+    ),
 ]
 
 
@@ -96,15 +113,27 @@ def _(ns):
     return ns.merge_heads(_Y.clone())
 
 
-@suite.case("heads", "merge_heads accepts a tensor that is not contiguous in memory", points=1,
-            check=equal(), expected=REFERENCE, builds_on=(_MERGE,))
+@suite.case(
+    "heads",
+    "merge_heads accepts a tensor that is not contiguous in memory",
+    points=1,
+    check=equal(),
+    expected=REFERENCE,
+    builds_on=(_MERGE,),
+)
 def _(ns):
     strided = randn(B, H, T, 2 * D, seed=53)[..., ::2]  # (B, H, T, D), every other number of a larger tensor
     return ns.merge_heads(strided)
 
 
-@suite.case("heads", "round trips on other sizes: (2, 7, 30) with 5 heads, and (3, 6, 2, 7)", points=1,
-            check=equal(), expected=REFERENCE, builds_on=(_SPLIT, _MERGE))
+@suite.case(
+    "heads",
+    "round trips on other sizes: (2, 7, 30) with 5 heads, and (3, 6, 2, 7)",
+    points=1,
+    check=equal(),
+    expected=REFERENCE,
+    builds_on=(_SPLIT, _MERGE),
+)
 def _(ns):
     a = randn(2, 7, 30, seed=54)
     y = randn(3, 6, 2, 7, seed=55)
@@ -122,8 +151,21 @@ def _value_errors(labels):
     return problem
 
 
-@suite.case("heads", "bad head counts and wrong ranks raise ValueError", points=1,
-            check=satisfies(_value_errors(["split_heads(x, 7) with C=30", "split_heads(x, 0)", "split_heads of a 2-D tensor", "merge_heads of a 3-D tensor"])))
+@suite.case(
+    "heads",
+    "bad head counts and wrong ranks raise ValueError",
+    points=1,
+    check=satisfies(
+        _value_errors(
+            [
+                "split_heads(x, 7) with C=30",
+                "split_heads(x, 0)",
+                "split_heads of a 2-D tensor",
+                "merge_heads of a 3-D tensor",
+            ]
+        )
+    ),
+)
 def _(ns):
     return [
         catch(ns.split_heads, _X.clone(), 7),
@@ -140,14 +182,23 @@ MB, MT, MC, MH = 3, 5, 24, 4  # every module here: B=3, T=5, C=24, 4 heads of wi
 # For each (B, T, C) input and number of heads the mha probes use: where in the flattened
 # input each row of D numbers of split_heads' (B, H, T, D) result starts.
 _HEAD_ROWS = {
-    ((3, 5, 24), 4): "0 24 48 72 96 6 30 54 78 102 12 36 60 84 108 18 42 66 90 114 120 144 168 192 216 126 150 174 198 222 "
-                     "132 156 180 204 228 138 162 186 210 234 240 264 288 312 336 246 270 294 318 342 252 276 300 324 348 "
-                     "258 282 306 330 354",
-    ((3, 5, 24), 2): "0 24 48 72 96 12 36 60 84 108 120 144 168 192 216 132 156 180 204 228 240 264 288 312 336 252 276 300 324 348",
-    ((3, 5, 24), 6): "0 24 48 72 96 4 28 52 76 100 8 32 56 80 104 12 36 60 84 108 16 40 64 88 112 20 44 68 92 116 120 144 168 "
-                     "192 216 124 148 172 196 220 128 152 176 200 224 132 156 180 204 228 136 160 184 208 232 140 164 188 212 "
-                     "236 240 264 288 312 336 244 268 292 316 340 248 272 296 320 344 252 276 300 324 348 256 280 304 328 352 "
-                     "260 284 308 332 356",
+    (
+        (3, 5, 24),
+        4,
+    ): "0 24 48 72 96 6 30 54 78 102 12 36 60 84 108 18 42 66 90 114 120 144 168 192 216 126 150 174 198 222 "
+    "132 156 180 204 228 138 162 186 210 234 240 264 288 312 336 246 270 294 318 342 252 276 300 324 348 "
+    "258 282 306 330 354",
+    (
+        (3, 5, 24),
+        2,
+    ): "0 24 48 72 96 12 36 60 84 108 120 144 168 192 216 132 156 180 204 228 240 264 288 312 336 252 276 300 324 348",
+    (
+        (3, 5, 24),
+        6,
+    ): "0 24 48 72 96 4 28 52 76 100 8 32 56 80 104 12 36 60 84 108 16 40 64 88 112 20 44 68 92 116 120 144 168 "
+    "192 216 124 148 172 196 220 128 152 176 200 224 132 156 180 204 228 136 160 184 208 232 140 164 188 212 "
+    "236 240 264 288 312 336 244 268 292 316 340 248 272 296 320 344 252 276 300 324 348 256 280 304 328 352 "
+    "260 284 308 332 356",
 }
 
 
@@ -228,13 +279,23 @@ def _(ns):
     for name in _PROJECTIONS:
         layer = getattr(module, name, None)
         bias = getattr(layer, "bias", None)
-        found.append([type(layer).__name__, list(getattr(getattr(layer, "weight", None), "shape", [])), None if bias is None else list(bias.shape)])
+        found.append(
+            [
+                type(layer).__name__,
+                list(getattr(getattr(layer, "weight", None), "shape", [])),
+                None if bias is None else list(bias.shape),
+            ]
+        )
     return found
 
 
 def _shapes_problem(got):
     out, weights, plain = got
-    for label, value, shape in (("the output", out, (MB, MT, MC)), ("the weights", weights, (MB, MH, MT, MT)), ("forward(x) without return_weights", plain, (MB, MT, MC))):
+    for label, value, shape in (
+        ("the output", out, (MB, MT, MC)),
+        ("the weights", weights, (MB, MH, MT, MT)),
+        ("forward(x) without return_weights", plain, (MB, MT, MC)),
+    ):
         if type(value) is not torch.Tensor:
             return f"{label} must be a tensor, got {type(value).__name__}"
         if tuple(value.shape) != shape:
@@ -269,7 +330,11 @@ def _rescaled_scores(got, exp):
 
 def _across_heads(got, exp):
     """For each query, the weights summed over the heads and the keys make 1: one softmax over all heads."""
-    return type(got) is torch.Tensor and got.shape == exp.shape and torch.allclose(got.double().sum(dim=(1, -1)), torch.ones(1, dtype=torch.float64), atol=1e-4)
+    return (
+        type(got) is torch.Tensor
+        and got.shape == exp.shape
+        and torch.allclose(got.double().sum(dim=(1, -1)), torch.ones(1, dtype=torch.float64), atol=1e-4)
+    )
 
 
 def _zeroed_after_softmax(got, exp):
@@ -277,7 +342,9 @@ def _zeroed_after_softmax(got, exp):
     if type(got) is not torch.Tensor or got.shape != exp.shape:
         return False
     blocked = exp == 0
-    return bool(blocked.any()) and bool((got[blocked] == 0).all()) and float((got.double().sum(-1) - 1).abs().max()) > 1e-4
+    return (
+        bool(blocked.any()) and bool((got[blocked] == 0).all()) and float((got.double().sum(-1) - 1).abs().max()) > 1e-4
+    )
 
 
 def _mask_inverted(got, exp):
@@ -289,15 +356,33 @@ def _mask_inverted(got, exp):
 
 
 _WEIGHT_HINTS = [
-    Hint(lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (MB, MT, MT),
-         "return the weights of every head separately, (B, H, T, T), not their average", mistake="weights averaged over heads"),
-    Hint(_across_heads, "for each head and each query, the weights over the keys should sum to 1: the softmax must not run across heads",
-         mistake="one softmax across all heads"),
-    Hint(_zeroed_after_softmax, "blocked keys get weight 0 but the rows no longer sum to 1: set the blocked scores to -inf before the softmax, "
-         "rather than zeroing weights after it", mistake="mask applied after the softmax"),
-    Hint(_rescaled_scores, "the pattern is right but uniformly too sharp or too flat: check the number the scores are divided by "
-         "(the width of the vectors whose dot product makes a score)", mistake="scores scaled by the wrong width"),
-    Hint(_mask_inverted, "the mask looks inverted: in this course True means blocked (the query may not look at that key)", mistake="mask inverted"),
+    Hint(
+        lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (MB, MT, MT),
+        "return the weights of every head separately, (B, H, T, T), not their average",
+        mistake="weights averaged over heads",
+    ),
+    Hint(
+        _across_heads,
+        "for each head and each query, the weights over the keys should sum to 1: the softmax must not run across heads",
+        mistake="one softmax across all heads",
+    ),
+    Hint(
+        _zeroed_after_softmax,
+        "blocked keys get weight 0 but the rows no longer sum to 1: set the blocked scores to -inf before the softmax, "
+        "rather than zeroing weights after it",
+        mistake="mask applied after the softmax",
+    ),
+    Hint(
+        _rescaled_scores,
+        "the pattern is right but uniformly too sharp or too flat: check the number the scores are divided by "
+        "(the width of the vectors whose dot product makes a score)",
+        mistake="scores scaled by the wrong width",
+    ),
+    Hint(
+        _mask_inverted,
+        "the mask looks inverted: in this course True means blocked (the query may not look at that key)",
+        mistake="mask inverted",
+    ),
 ]
 _PLAIN_WEIGHTS = "fixed weights, 4 heads of width 6, no mask: per-head attention weights"
 _PLAIN_OUT = "fixed weights, 4 heads of width 6, no mask: output"
@@ -309,50 +394,93 @@ _UNMASKED_HINTS = [h for h in _WEIGHT_HINTS if h.mistake not in ("mask applied a
 _MASKED_HINTS = [h for h in _WEIGHT_HINTS if h.mistake != "scores scaled by the wrong width"]
 
 
-@suite.case("mha", _PLAIN_WEIGHTS, points=2, check=close(rtol=1e-4, atol=1e-5, hints=_UNMASKED_HINTS), expected=REFERENCE, builds_on=(_SHAPES,))
+@suite.case(
+    "mha",
+    _PLAIN_WEIGHTS,
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5, hints=_UNMASKED_HINTS),
+    expected=REFERENCE,
+    builds_on=(_SHAPES,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 2)(_XM.clone(), return_weights=True)[1]
 
 
-@suite.case("mha", _PLAIN_OUT, points=2, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_PLAIN_WEIGHTS,))
+@suite.case(
+    "mha", _PLAIN_OUT, points=2, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_PLAIN_WEIGHTS,)
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 2)(_XM.clone())
 
 
-@suite.case("mha", _CAUSAL_WEIGHTS, points=1, check=close(rtol=1e-4, atol=1e-5, hints=_MASKED_HINTS), expected=REFERENCE, builds_on=(_PLAIN_WEIGHTS,))
+@suite.case(
+    "mha",
+    _CAUSAL_WEIGHTS,
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5, hints=_MASKED_HINTS),
+    expected=REFERENCE,
+    builds_on=(_PLAIN_WEIGHTS,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 3)(_XM.clone(), mask=_CAUSAL.clone(), return_weights=True)[1]
 
 
-@suite.case("mha", _CAUSAL_OUT, points=2, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_CAUSAL_WEIGHTS, _PLAIN_OUT))
+@suite.case(
+    "mha",
+    _CAUSAL_OUT,
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_CAUSAL_WEIGHTS, _PLAIN_OUT),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 3)(_XM.clone(), mask=_CAUSAL.clone())
 
 
-@suite.case("mha", "a per-sequence (B, T, T) mask of causal and padding keys", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_CAUSAL_OUT,))
+@suite.case(
+    "mha",
+    "a per-sequence (B, T, T) mask of causal and padding keys",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_CAUSAL_OUT,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 4)(_XM.clone(), mask=_COMBINED.clone())
 
 
-@suite.case("mha", "a key-padding (B, 1, T) mask, with the weights", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_CAUSAL_OUT,))
+@suite.case(
+    "mha",
+    "a key-padding (B, 1, T) mask, with the weights",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_CAUSAL_OUT,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         out, weights = _module(ns, 5)(_XM.clone(), mask=_PAD_MASK.clone(), return_weights=True)
     return torch.cat([out.flatten(), weights.flatten()])
 
 
-@suite.case("mha", "2 heads of width 12 and 6 heads of width 4 on the same input", points=1,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_CAUSAL_OUT,))
+@suite.case(
+    "mha",
+    "2 heads of width 12 and 6 heads of width 4 on the same input",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_CAUSAL_OUT,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
-        return torch.stack([_module(ns, 6, heads=2)(_XM.clone()), _module(ns, 6, heads=6)(_XM.clone(), mask=_CAUSAL.clone())])
+        return torch.stack(
+            [_module(ns, 6, heads=2)(_XM.clone()), _module(ns, 6, heads=6)(_XM.clone(), mask=_CAUSAL.clone())]
+        )
 
 
 def _twin(seed, heads):
@@ -374,7 +502,9 @@ def _as_torch_computes(seed, weights, **kwargs):
 
     def check(got, expected, reveal):
         with torch.no_grad():
-            their_out, their_weights = _twin(seed, MH)(_XM, _XM, _XM, need_weights=True, average_attn_weights=False, **kwargs)
+            their_out, their_weights = _twin(seed, MH)(
+                _XM, _XM, _XM, need_weights=True, average_attn_weights=False, **kwargs
+            )
         if weights and not (isinstance(got, (tuple, list)) and len(got) == 2):
             return Verdict(False, "forward(x, return_weights=True) must return the pair (out, weights)")
         pairs = [("output", got[0] if weights else got, their_out)]
@@ -383,36 +513,57 @@ def _as_torch_computes(seed, weights, **kwargs):
         for label, mine, theirs in pairs:
             verdict = compare(mine, theirs, reveal)
             if not verdict.passed:
-                return Verdict(False, f"your {label} and nn.MultiheadAttention's (same weights) do not agree: {verdict.message}")
+                return Verdict(
+                    False, f"your {label} and nn.MultiheadAttention's (same weights) do not agree: {verdict.message}"
+                )
         return Verdict(True)
 
     return check
 
 
-@suite.case("mha", "agrees with nn.MultiheadAttention (copied weights, batch_first), no mask", points=2,
-            check=_as_torch_computes(7, weights=False), builds_on=(_PLAIN_OUT,))
+@suite.case(
+    "mha",
+    "agrees with nn.MultiheadAttention (copied weights, batch_first), no mask",
+    points=2,
+    check=_as_torch_computes(7, weights=False),
+    builds_on=(_PLAIN_OUT,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 7)(_XM.clone())
 
 
-@suite.case("mha", "agrees with nn.MultiheadAttention under a causal attn_mask, weights per head included", points=2,
-            check=_as_torch_computes(8, weights=True, attn_mask=_CAUSAL), builds_on=(_CAUSAL_OUT,))
+@suite.case(
+    "mha",
+    "agrees with nn.MultiheadAttention under a causal attn_mask, weights per head included",
+    points=2,
+    check=_as_torch_computes(8, weights=True, attn_mask=_CAUSAL),
+    builds_on=(_CAUSAL_OUT,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         out, weights = _module(ns, 8)(_XM.clone(), mask=_CAUSAL.clone(), return_weights=True)
     return [out, weights]
 
 
-@suite.case("mha", "agrees with nn.MultiheadAttention given the (B, T, T) mask as (B*H, T, T)", points=1,
-            check=_as_torch_computes(9, weights=False, attn_mask=_COMBINED.repeat_interleave(MH, 0)), builds_on=(_CAUSAL_OUT,))
+@suite.case(
+    "mha",
+    "agrees with nn.MultiheadAttention given the (B, T, T) mask as (B*H, T, T)",
+    points=1,
+    check=_as_torch_computes(9, weights=False, attn_mask=_COMBINED.repeat_interleave(MH, 0)),
+    builds_on=(_CAUSAL_OUT,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 9)(_XM.clone(), mask=_COMBINED.clone())
 
 
 def _same_shapes(got, shape):
-    return isinstance(got, (tuple, list)) and len(got) == 2 and all(type(t) is torch.Tensor and tuple(t.shape) == shape for t in got)
+    return (
+        isinstance(got, (tuple, list))
+        and len(got) == 2
+        and all(type(t) is torch.Tensor and tuple(t.shape) == shape for t in got)
+    )
 
 
 def _future_ignored(got):
@@ -427,8 +578,13 @@ def _future_ignored(got):
     return None
 
 
-@suite.case("mha", "causal mask with 4 heads: later tokens never change earlier outputs", points=1,
-            check=satisfies(_future_ignored), builds_on=(_SHAPES,))
+@suite.case(
+    "mha",
+    "causal mask with 4 heads: later tokens never change earlier outputs",
+    points=1,
+    check=satisfies(_future_ignored),
+    builds_on=(_SHAPES,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         module = _module(ns, 10)
@@ -450,22 +606,40 @@ def _(ns):
     return [type(getattr(getattr(module, name, None), "bias", None)).__name__ for name in _PROJECTIONS]
 
 
-@suite.case("mha", "bias=False with fixed weights and a causal mask", points=1,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_CAUSAL_OUT,))
+@suite.case(
+    "mha",
+    "bias=False with fixed weights and a causal mask",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_CAUSAL_OUT,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 11, bias=False)(_XM.clone(), mask=_CAUSAL.clone())
 
 
-@suite.case("mha", "dropout=0.5 does nothing in eval mode", points=1,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_CAUSAL_OUT,))
+@suite.case(
+    "mha",
+    "dropout=0.5 does nothing in eval mode",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_CAUSAL_OUT,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 12, dropout=0.5)(_XM.clone(), mask=_CAUSAL.clone())
 
 
-@suite.case("mha", "the default dropout is 0: training mode gives the eval output", points=1,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_PLAIN_OUT,))
+@suite.case(
+    "mha",
+    "the default dropout is 0: training mode gives the eval output",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_PLAIN_OUT,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 15).train()(_XM.clone())
@@ -489,13 +663,26 @@ def _(ns):
         return module(_XM.clone()), module(_XM.clone())
 
 
-@suite.case("mha", "in training mode the weights returned are those before dropout", points=1,
-            check=close(rtol=1e-4, atol=1e-5, hints=[
-                Hint(lambda got, exp: type(got) is torch.Tensor and got.shape == exp.shape and bool(((got == 0) & (exp > 0)).any()),
-                     "some weights you return are 0 where the softmax is not: return_weights gives the probabilities before dropout",
-                     mistake="weights returned after dropout"),
-            ]),
-            expected=REFERENCE, builds_on=(_PLAIN_WEIGHTS,))
+@suite.case(
+    "mha",
+    "in training mode the weights returned are those before dropout",
+    points=1,
+    check=close(
+        rtol=1e-4,
+        atol=1e-5,
+        hints=[
+            Hint(
+                lambda got, exp: (
+                    type(got) is torch.Tensor and got.shape == exp.shape and bool(((got == 0) & (exp > 0)).any())
+                ),
+                "some weights you return are 0 where the softmax is not: return_weights gives the probabilities before dropout",
+                mistake="weights returned after dropout",
+            ),
+        ],
+    ),
+    expected=REFERENCE,
+    builds_on=(_PLAIN_WEIGHTS,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 16, dropout=0.5).train()(_XM.clone(), return_weights=True)[1]
@@ -508,11 +695,22 @@ def _output_dropped(got):
     return None
 
 
-@suite.case("mha", "dropout=0.5 in training mode also drops outputs of out_proj", points=1,
-            check=satisfies(_output_dropped, hints=[
-                Hint(lambda got, exp: type(got) is torch.Tensor and not bool((got == 0).any()), "no output number was dropped: apply dropout after out_proj too", mistake="no dropout after out_proj"),
-            ]),
-            builds_on=(_RANDOM,))
+@suite.case(
+    "mha",
+    "dropout=0.5 in training mode also drops outputs of out_proj",
+    points=1,
+    check=satisfies(
+        _output_dropped,
+        hints=[
+            Hint(
+                lambda got, exp: type(got) is torch.Tensor and not bool((got == 0).any()),
+                "no output number was dropped: apply dropout after out_proj too",
+                mistake="no dropout after out_proj",
+            ),
+        ],
+    ),
+    builds_on=(_RANDOM,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 17, dropout=0.5).train()(_XM.clone())
@@ -533,12 +731,22 @@ def _weights_dropped(got):
     return None
 
 
-@suite.case("mha", "dropout=0.5 in training mode also drops attention weights", points=1,
-            check=satisfies(_weights_dropped, hints=[
-                Hint(lambda got, exp: _same_shapes(got, (MB, MT, MC)) and _only_output_dropped(got),
-                     "dropout applies to the attention weights after the softmax as well as to the output of out_proj", mistake="no dropout on the attention weights"),
-            ]),
-            builds_on=(_RANDOM,))
+@suite.case(
+    "mha",
+    "dropout=0.5 in training mode also drops attention weights",
+    points=1,
+    check=satisfies(
+        _weights_dropped,
+        hints=[
+            Hint(
+                lambda got, exp: _same_shapes(got, (MB, MT, MC)) and _only_output_dropped(got),
+                "dropout applies to the attention weights after the softmax as well as to the output of out_proj",
+                mistake="no dropout on the attention weights",
+            ),
+        ],
+    ),
+    builds_on=(_RANDOM,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         module = _module(ns, 18, dropout=0.5)
@@ -546,8 +754,12 @@ def _(ns):
         return module.train()(_XM.clone()), plain
 
 
-@suite.case("mha", "ValueError for 24 features in 5 heads and for a float mask", points=1,
-            check=satisfies(_value_errors(["MultiHeadAttention(24, 5)", "a float mask"])))
+@suite.case(
+    "mha",
+    "ValueError for 24 features in 5 heads and for a float mask",
+    points=1,
+    check=satisfies(_value_errors(["MultiHeadAttention(24, 5)", "a float mask"])),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         first = catch(ns.MultiHeadAttention, MC, 5)

@@ -11,7 +11,7 @@ from autograder.authoring.catalogue import Variant
 
 # A correct class written as a template: each mistake below replaces one of its lines
 # ({mask}, {scores}, {blocked}, {softmax}, {attend}, {merge}, {out}).
-_MHA = '''
+_MHA = """
 class MultiHeadAttention(nn.Module):
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True):
         super().__init__()
@@ -44,7 +44,7 @@ class MultiHeadAttention(nn.Module):
         if return_weights:
             return out, weights
         return out
-'''
+"""
 
 _RIGHT = {
     "mask": "mask = mask.unsqueeze(1) if mask.dim() == 3 else mask",
@@ -63,106 +63,222 @@ def _mha(**changes: str) -> str:
 
 MISTAKES = [
     # heads
-    Variant("heads", "split with a bare reshape to (B, H, T, D)", {"split_heads": '''
+    Variant(
+        "heads",
+        "split with a bare reshape to (B, H, T, D)",
+        {
+            "split_heads": """
         def split_heads(x, num_heads):
             if x.dim() != 3 or num_heads < 1 or x.shape[-1] % num_heads != 0:
                 raise ValueError("num_heads must divide C")
             B, T, C = x.shape
             return x.reshape(B, num_heads, T, C // num_heads)
-    '''}, hints=("split with a bare reshape",)),
-    Variant("heads", "merge without moving the head axis back", {"merge_heads": '''
+    """
+        },
+        hints=("split with a bare reshape",),
+    ),
+    Variant(
+        "heads",
+        "merge without moving the head axis back",
+        {
+            "merge_heads": """
         def merge_heads(x):
             if x.dim() != 4:
                 raise ValueError("expected (B, H, T, D)")
             B, H, T, D = x.shape
             return x.reshape(B, T, H * D)
-    '''}, hints=("merge without moving the head axis",)),
-    Variant("heads", "merge with .view straight after the transpose", {"merge_heads": '''
+    """
+        },
+        hints=("merge without moving the head axis",),
+    ),
+    Variant(
+        "heads",
+        "merge with .view straight after the transpose",
+        {
+            "merge_heads": """
         def merge_heads(x):
             if x.dim() != 4:
                 raise ValueError("expected (B, H, T, D)")
             B, H, T, D = x.shape
             return x.transpose(1, 2).view(B, T, H * D)
-    '''}),
-    Variant("heads", "every H-th feature goes to a head (interleaved split)", {"split_heads": '''
+    """
+        },
+    ),
+    Variant(
+        "heads",
+        "every H-th feature goes to a head (interleaved split)",
+        {
+            "split_heads": """
         def split_heads(x, num_heads):
             if x.dim() != 3 or num_heads < 1 or x.shape[-1] % num_heads != 0:
                 raise ValueError("num_heads must divide C")
             B, T, C = x.shape
             return x.view(B, T, C // num_heads, num_heads).permute(0, 3, 1, 2)
-    '''}, hints=("interleaved split",)),
-    Variant("heads", "split without moving the head axis: (B, T, H, D)", {"split_heads": '''
+    """
+        },
+        hints=("interleaved split",),
+    ),
+    Variant(
+        "heads",
+        "split without moving the head axis: (B, T, H, D)",
+        {
+            "split_heads": """
         def split_heads(x, num_heads):
             if x.dim() != 3 or num_heads < 1 or x.shape[-1] % num_heads != 0:
                 raise ValueError("num_heads must divide C")
             B, T, C = x.shape
             return x.view(B, T, num_heads, C // num_heads)
-    '''}, hints=("head axis after the time axis",)),
-    Variant("heads", "merge that interleaves the heads' features", {"merge_heads": '''
+    """
+        },
+        hints=("head axis after the time axis",),
+    ),
+    Variant(
+        "heads",
+        "merge that interleaves the heads' features",
+        {
+            "merge_heads": """
         def merge_heads(x):
             if x.dim() != 4:
                 raise ValueError("expected (B, H, T, D)")
             B, H, T, D = x.shape
             return x.permute(0, 2, 3, 1).reshape(B, T, H * D)
-    '''}, hints=("interleaved merge",)),
-    Variant("heads", "no ValueError for a head count that does not divide C", {"split_heads": '''
+    """
+        },
+        hints=("interleaved merge",),
+    ),
+    Variant(
+        "heads",
+        "no ValueError for a head count that does not divide C",
+        {
+            "split_heads": """
         def split_heads(x, num_heads):
             B, T, C = x.shape
             return x.view(B, T, num_heads, C // num_heads).transpose(1, 2)
-    '''}),
+    """
+        },
+    ),
     # mha
-    Variant("mha", "scores divided by sqrt(C) instead of sqrt(D)", {"MultiHeadAttention": _mha(
-        scores="scores = q @ k.transpose(-2, -1) / math.sqrt(self.embed_dim)")}, hints=("scores scaled by the wrong width",)),
-    Variant("mha", "one softmax across all heads", {"MultiHeadAttention": _mha(
-        softmax="weights = torch.softmax(scores.transpose(1, 2).reshape(B, T, -1), dim=-1).view(B, T, self.num_heads, T).transpose(1, 2)")}, hints=("one softmax across all heads",)),
-    Variant("mha", "True in the mask taken to mean may attend", {"MultiHeadAttention": _mha(blocked="~mask")}, hints=("mask inverted",)),
-    Variant("mha", "head axis of a 3-D mask added in front", {"MultiHeadAttention": _mha(
-        mask="mask = mask.unsqueeze(0) if mask.dim() == 3 else mask")}),
+    Variant(
+        "mha",
+        "scores divided by sqrt(C) instead of sqrt(D)",
+        {"MultiHeadAttention": _mha(scores="scores = q @ k.transpose(-2, -1) / math.sqrt(self.embed_dim)")},
+        hints=("scores scaled by the wrong width",),
+    ),
+    Variant(
+        "mha",
+        "one softmax across all heads",
+        {
+            "MultiHeadAttention": _mha(
+                softmax="weights = torch.softmax(scores.transpose(1, 2).reshape(B, T, -1), dim=-1).view(B, T, self.num_heads, T).transpose(1, 2)"
+            )
+        },
+        hints=("one softmax across all heads",),
+    ),
+    Variant(
+        "mha",
+        "True in the mask taken to mean may attend",
+        {"MultiHeadAttention": _mha(blocked="~mask")},
+        hints=("mask inverted",),
+    ),
+    Variant(
+        "mha",
+        "head axis of a 3-D mask added in front",
+        {"MultiHeadAttention": _mha(mask="mask = mask.unsqueeze(0) if mask.dim() == 3 else mask")},
+    ),
     Variant("mha", "out_proj never applied", {"MultiHeadAttention": _mha(out="out = self.drop(out)")}),
-    Variant("mha", "heads merged inline without the transpose", {"MultiHeadAttention": _mha(
-        merge="out = out.reshape(B, T, C)")}),
-    Variant("mha", "mask applied after the softmax (blocked weights zeroed)", {"MultiHeadAttention": _mha(
-        blocked="torch.zeros_like(mask)",
-        softmax="weights = torch.softmax(scores, dim=-1)\n        weights = weights if mask is None else weights.masked_fill(mask, 0.0)")}, hints=("mask applied after the softmax",)),
-    Variant("mha", "weights returned after dropout", {"MultiHeadAttention": _mha(
-        attend="weights = self.drop(weights)\n        out = weights @ v")}, hints=("weights returned after dropout",)),
-    Variant("mha", "dropout after out_proj only, none on the attention weights", {"MultiHeadAttention": _mha(
-        attend="out = weights @ v")}, hints=("no dropout on the attention weights",)),
-    Variant("mha", "no dropout after out_proj", {"MultiHeadAttention": _mha(out="out = self.out_proj(out)")}, hints=("no dropout after out_proj",)),
-    Variant("mha", "weights averaged over the heads, as nn.MultiheadAttention does by default", {"MultiHeadAttention": _mha(
-        merge="out = merge_heads(out)\n        weights = weights.mean(dim=1)")}, hints=("weights averaged over heads",)),
-    Variant("mha", "dropout also active in eval mode", {"MultiHeadAttention": _mha(
-        attend="out = F.dropout(weights, self.drop.p) @ v")}),
+    Variant(
+        "mha",
+        "heads merged inline without the transpose",
+        {"MultiHeadAttention": _mha(merge="out = out.reshape(B, T, C)")},
+    ),
+    Variant(
+        "mha",
+        "mask applied after the softmax (blocked weights zeroed)",
+        {
+            "MultiHeadAttention": _mha(
+                blocked="torch.zeros_like(mask)",
+                softmax="weights = torch.softmax(scores, dim=-1)\n        weights = weights if mask is None else weights.masked_fill(mask, 0.0)",
+            )
+        },
+        hints=("mask applied after the softmax",),
+    ),
+    Variant(
+        "mha",
+        "weights returned after dropout",
+        {"MultiHeadAttention": _mha(attend="weights = self.drop(weights)\n        out = weights @ v")},
+        hints=("weights returned after dropout",),
+    ),
+    Variant(
+        "mha",
+        "dropout after out_proj only, none on the attention weights",
+        {"MultiHeadAttention": _mha(attend="out = weights @ v")},
+        hints=("no dropout on the attention weights",),
+    ),
+    Variant(
+        "mha",
+        "no dropout after out_proj",
+        {"MultiHeadAttention": _mha(out="out = self.out_proj(out)")},
+        hints=("no dropout after out_proj",),
+    ),
+    Variant(
+        "mha",
+        "weights averaged over the heads, as nn.MultiheadAttention does by default",
+        {"MultiHeadAttention": _mha(merge="out = merge_heads(out)\n        weights = weights.mean(dim=1)")},
+        hints=("weights averaged over heads",),
+    ),
+    Variant(
+        "mha",
+        "dropout also active in eval mode",
+        {"MultiHeadAttention": _mha(attend="out = F.dropout(weights, self.drop.p) @ v")},
+    ),
 ]
 
 ALTERNATIVES = [
-    Variant("heads", "chunk and stack, unbind and cat", {"split_heads": '''
+    Variant(
+        "heads",
+        "chunk and stack, unbind and cat",
+        {
+            "split_heads": """
         def split_heads(x, num_heads):
             if x.dim() != 3:
                 raise ValueError(f"expected a 3-D tensor, got {x.dim()} dimensions")
             if num_heads <= 0 or x.size(-1) % num_heads:
                 raise ValueError(f"{num_heads} heads cannot share {x.size(-1)} features")
             return torch.stack(x.chunk(num_heads, dim=-1), dim=1)
-    ''', "merge_heads": '''
+    """,
+            "merge_heads": """
         def merge_heads(x):
             if x.dim() != 4:
                 raise ValueError(f"expected a 4-D tensor, got {x.dim()} dimensions")
             return torch.cat(x.unbind(dim=1), dim=-1)
-    '''}),
-    Variant("heads", "view and permute with contiguous", {"split_heads": '''
+    """,
+        },
+    ),
+    Variant(
+        "heads",
+        "view and permute with contiguous",
+        {
+            "split_heads": """
         def split_heads(x, num_heads):
             if x.ndim != 3 or not (0 < num_heads <= x.shape[2]) or x.shape[2] % num_heads:
                 raise ValueError("bad number of heads")
             b, t, c = x.shape
             return x.view(b, t, num_heads, c // num_heads).permute(0, 2, 1, 3)
-    ''', "merge_heads": '''
+    """,
+            "merge_heads": """
         def merge_heads(x):
             if x.ndim != 4:
                 raise ValueError("merge_heads needs (B, H, T, D)")
             b, h, t, d = x.shape
             return x.permute(0, 2, 1, 3).contiguous().view(b, t, h * d)
-    '''}),
-    Variant("mha", "einsum with per-head weight views, no split_heads", {"MultiHeadAttention": '''
+    """,
+        },
+    ),
+    Variant(
+        "mha",
+        "einsum with per-head weight views, no split_heads",
+        {
+            "MultiHeadAttention": """
         class MultiHeadAttention(nn.Module):
             def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True):
                 super().__init__()
@@ -192,8 +308,14 @@ ALTERNATIVES = [
                 out = torch.einsum("bhqk,bkhd->bqhd", dropped, v).reshape(b, t, c)
                 out = F.dropout(self.out_proj(out), self.p, self.training)
                 return (out, attn) if return_weights else out
-    '''}),
-    Variant("mha", "fused qkv product from the three weights", {"MultiHeadAttention": '''
+    """
+        },
+    ),
+    Variant(
+        "mha",
+        "fused qkv product from the three weights",
+        {
+            "MultiHeadAttention": """
         class MultiHeadAttention(nn.Module):
             def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True):
                 super().__init__()
@@ -225,8 +347,14 @@ ALTERNATIVES = [
                 if return_weights:
                     return out, weights
                 return out
-    '''}),
-    Variant("mha", "F.scaled_dot_product_attention with the mask inverted", {"MultiHeadAttention": '''
+    """
+        },
+    ),
+    Variant(
+        "mha",
+        "F.scaled_dot_product_attention with the mask inverted",
+        {
+            "MultiHeadAttention": """
         class MultiHeadAttention(nn.Module):
             def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True):
                 super().__init__()
@@ -255,8 +383,14 @@ ALTERNATIVES = [
                 if allowed is not None:
                     scores = scores.masked_fill(~allowed, float("-inf"))
                 return out, scores.softmax(dim=-1)
-    '''}),
-    Variant("mha", "a loop over heads slicing the projections", {"MultiHeadAttention": '''
+    """
+        },
+    ),
+    Variant(
+        "mha",
+        "a loop over heads slicing the projections",
+        {
+            "MultiHeadAttention": """
         class MultiHeadAttention(nn.Module):
             def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True):
                 super().__init__()
@@ -287,5 +421,7 @@ ALTERNATIVES = [
                 if return_weights:
                     return out, torch.stack(all_weights, dim=1)
                 return out
-    '''}),
+    """
+        },
+    ),
 ]

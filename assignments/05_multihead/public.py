@@ -46,7 +46,12 @@ def _split_layout(got):
     return None
 
 
-@suite.case("heads", "split_heads: (2, 3, 20) with 4 heads gives (2, 4, 3, 5), head h holds features h*5 .. h*5+4", points=1, check=satisfies(_split_layout))
+@suite.case(
+    "heads",
+    "split_heads: (2, 3, 20) with 4 heads gives (2, 4, 3, 5), head h holds features h*5 .. h*5+4",
+    points=1,
+    check=satisfies(_split_layout),
+)
 def _(ns):
     x = torch.arange(PB * PT * PC, dtype=torch.float32).view(PB, PT, PC)
     return ns.split_heads(x, PH)
@@ -72,7 +77,12 @@ def _merge_layout(got):
     return None
 
 
-@suite.case("heads", "merge_heads: (2, 4, 3, 5) gives (2, 3, 20) with the heads side by side", points=1, check=satisfies(_merge_layout))
+@suite.case(
+    "heads",
+    "merge_heads: (2, 4, 3, 5) gives (2, 3, 20) with the heads side by side",
+    points=1,
+    check=satisfies(_merge_layout),
+)
 def _(ns):
     y = torch.arange(PB * PH * PT * PD, dtype=torch.float32).view(PB, PH, PT, PD)
     return ns.merge_heads(y)
@@ -82,13 +92,21 @@ _SPLIT = "split_heads: (2, 3, 20) with 4 heads gives (2, 4, 3, 5), head h holds 
 _MERGE = "merge_heads: (2, 4, 3, 5) gives (2, 3, 20) with the heads side by side"
 
 
-@suite.case("heads", "merge_heads(split_heads(x)) gives x back", points=1, check=close(rtol=0.0, atol=0.0), expected=randn(PB, PT, PC, seed=5),
-            builds_on=(_SPLIT, _MERGE))
+@suite.case(
+    "heads",
+    "merge_heads(split_heads(x)) gives x back",
+    points=1,
+    check=close(rtol=0.0, atol=0.0),
+    expected=randn(PB, PT, PC, seed=5),
+    builds_on=(_SPLIT, _MERGE),
+)
 def _(ns):
     return ns.merge_heads(ns.split_heads(randn(PB, PT, PC, seed=5), PH))
 
 
-@suite.case("heads", "split_heads raises ValueError when the heads do not divide C", points=1, check=raises("ValueError"))
+@suite.case(
+    "heads", "split_heads raises ValueError when the heads do not divide C", points=1, check=raises("ValueError")
+)
 def _(ns):
     return catch(ns.split_heads, randn(PB, PT, PC, seed=6), 3)
 
@@ -175,7 +193,11 @@ def _module(ns, seed, heads=1, C=PC, **kwargs):
 
 def _shapes_problem(got):
     out, weights, plain = got
-    for label, value, shape in (("the output", out, (PB, PT, PC)), ("the weights", weights, (PB, 1, PT, PT)), ("the output without return_weights", plain, (PB, PT, PC))):
+    for label, value, shape in (
+        ("the output", out, (PB, PT, PC)),
+        ("the weights", weights, (PB, 1, PT, PT)),
+        ("the output without return_weights", plain, (PB, PT, PC)),
+    ):
         if type(value) is not torch.Tensor:
             return f"{label} must be a tensor, got {type(value).__name__}"
         if tuple(value.shape) != shape:
@@ -214,20 +236,30 @@ def _as_torch_computes(seed, heads, x, hints=(), **kwargs):
 
     def check(got, expected, reveal):
         with torch.no_grad():
-            their_out, their_weights = _twin(seed, x.shape[-1], heads)(x, x, x, need_weights=True, average_attn_weights=False, **kwargs)
+            their_out, their_weights = _twin(seed, x.shape[-1], heads)(
+                x, x, x, need_weights=True, average_attn_weights=False, **kwargs
+            )
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             return Verdict(False, "forward(x, return_weights=True) must return the pair (out, weights)")
         for label, mine, theirs in (("output", got[0], their_out), ("attention weights", got[1], their_weights)):
             verdict = compare(mine, theirs, reveal)
             if not verdict.passed:
-                return Verdict(False, f"your {label} and nn.MultiheadAttention's (same weights) do not agree: {verdict.message}", verdict.hint)
+                return Verdict(
+                    False,
+                    f"your {label} and nn.MultiheadAttention's (same weights) do not agree: {verdict.message}",
+                    verdict.hint,
+                )
         return verdict
 
     return check
 
 
 def _across_heads(got, exp):
-    return type(got) is torch.Tensor and got.shape == exp.shape and torch.allclose(got.double().sum(dim=(1, -1)), torch.ones(1, dtype=torch.float64), atol=1e-4)
+    return (
+        type(got) is torch.Tensor
+        and got.shape == exp.shape
+        and torch.allclose(got.double().sum(dim=(1, -1)), torch.ones(1, dtype=torch.float64), atol=1e-4)
+    )
 
 
 def _rescaled(got, exp):
@@ -247,10 +279,23 @@ _X2 = randn(1, 3, 8, seed=11)
     "mha",
     "two heads of width 4: output and per-head weights equal nn.MultiheadAttention's with the same weights",
     points=2,
-    check=_as_torch_computes(21, 2, _X2, hints=[
-        Hint(_across_heads, "for each head and each query, the weights over the keys should sum to 1: the softmax must not run across heads", mistake="one softmax across all heads"),
-        Hint(_rescaled, "the pattern is right but uniformly too sharp or too flat: divide the scores by sqrt(D), the width of one head", mistake="scores scaled by the wrong width"),
-    ]),
+    check=_as_torch_computes(
+        21,
+        2,
+        _X2,
+        hints=[
+            Hint(
+                _across_heads,
+                "for each head and each query, the weights over the keys should sum to 1: the softmax must not run across heads",
+                mistake="one softmax across all heads",
+            ),
+            Hint(
+                _rescaled,
+                "the pattern is right but uniformly too sharp or too flat: divide the scores by sqrt(D), the width of one head",
+                mistake="scores scaled by the wrong width",
+            ),
+        ],
+    ),
     builds_on=(_SHAPES,),
 )
 def _(ns):
@@ -272,22 +317,36 @@ def _(ns):
 _KEYS = torch.tensor([[False, False, False], [False, False, True]])  # sequence 1 ends with padding
 
 
-@suite.case("mha", "one head with a per-sequence (B, T, T) mask equals nn.MultiheadAttention", points=1,
-            check=_as_torch_computes(3, 1, _X1, attn_mask=(_CAUSAL | _KEYS[:, None, :])), builds_on=(_CAUSAL_TEST,))
+@suite.case(
+    "mha",
+    "one head with a per-sequence (B, T, T) mask equals nn.MultiheadAttention",
+    points=1,
+    check=_as_torch_computes(3, 1, _X1, attn_mask=(_CAUSAL | _KEYS[:, None, :])),
+    builds_on=(_CAUSAL_TEST,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 3)(_X1.clone(), mask=_CAUSAL | _KEYS[:, None, :], return_weights=True)
 
 
-@suite.case("mha", "one head with a padding (B, 1, T) mask equals nn.MultiheadAttention", points=1,
-            check=_as_torch_computes(4, 1, _X1, attn_mask=_KEYS[:, None, :].expand(PB, PT, PT)), builds_on=(_CAUSAL_TEST,))
+@suite.case(
+    "mha",
+    "one head with a padding (B, 1, T) mask equals nn.MultiheadAttention",
+    points=1,
+    check=_as_torch_computes(4, 1, _X1, attn_mask=_KEYS[:, None, :].expand(PB, PT, PT)),
+    builds_on=(_CAUSAL_TEST,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         return _module(ns, 4)(_X1.clone(), mask=_KEYS[:, None, :].clone(), return_weights=True)
 
 
 def _causal_property(got):
-    if not isinstance(got, (tuple, list)) or len(got) != 2 or any(type(t) is not torch.Tensor or tuple(t.shape) != (PB, PT, PC) for t in got):
+    if (
+        not isinstance(got, (tuple, list))
+        or len(got) != 2
+        or any(type(t) is not torch.Tensor or tuple(t.shape) != (PB, PT, PC) for t in got)
+    ):
         return f"forward should return a tensor of shape {(PB, PT, PC)} for each input"
     a, b = got
     early, late = float((a[:, :-1] - b[:, :-1]).abs().max()), float((a[:, -1] - b[:, -1]).abs().max())
@@ -298,8 +357,13 @@ def _causal_property(got):
     return None
 
 
-@suite.case("mha", "one head with a causal mask: changing the last token leaves earlier outputs alone", points=1, check=satisfies(_causal_property),
-            builds_on=(_SHAPES,))
+@suite.case(
+    "mha",
+    "one head with a causal mask: changing the last token leaves earlier outputs alone",
+    points=1,
+    check=satisfies(_causal_property),
+    builds_on=(_SHAPES,),
+)
 def _(ns):
     x = randn(PB, PT, PC, seed=9)
     changed = x.clone()
@@ -309,8 +373,13 @@ def _(ns):
         return module(x, mask=_CAUSAL.clone()), module(changed, mask=_CAUSAL.clone())
 
 
-@suite.case("mha", "dropout=0.5 changes nothing in eval mode (one head)", points=1, check=_as_torch_computes(5, 1, _X1, attn_mask=_CAUSAL),
-            builds_on=(_CAUSAL_TEST,))
+@suite.case(
+    "mha",
+    "dropout=0.5 changes nothing in eval mode (one head)",
+    points=1,
+    check=_as_torch_computes(5, 1, _X1, attn_mask=_CAUSAL),
+    builds_on=(_CAUSAL_TEST,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         module = _module(ns, 5, dropout=0.5)
@@ -321,12 +390,20 @@ def _(ns):
 def _only_output_dropped(out, plain):
     """The training output is the eval output with numbers dropped and the rest doubled (p = 0.5)."""
     kept = out != 0
-    return out.shape == plain.shape and bool(kept.any()) and torch.allclose(out[kept].double(), 2 * plain[kept].double(), rtol=1e-4, atol=1e-5)
+    return (
+        out.shape == plain.shape
+        and bool(kept.any())
+        and torch.allclose(out[kept].double(), 2 * plain[kept].double(), rtol=1e-4, atol=1e-5)
+    )
 
 
 def _train_mode_problem(got):
     out, weights, plain = got
-    for label, value, shape in (("the output", out, (PB, PT, PC)), ("the weights", weights, (PB, 1, PT, PT)), ("the eval output", plain, (PB, PT, PC))):
+    for label, value, shape in (
+        ("the output", out, (PB, PT, PC)),
+        ("the weights", weights, (PB, 1, PT, PT)),
+        ("the eval output", plain, (PB, PT, PC)),
+    ):
         if type(value) is not torch.Tensor or tuple(value.shape) != shape:
             return f"{label} should be a tensor of shape {shape}"
     sums = weights.double().sum(-1)
@@ -344,13 +421,32 @@ def _train_pair(got):
     return isinstance(got, (tuple, list)) and len(got) == 3 and all(type(t) is torch.Tensor for t in got)
 
 
-@suite.case("mha", "dropout=0.5 in training mode: on the weights and after out_proj; the weights returned are those before dropout", points=1,
-            check=satisfies(_train_mode_problem, hints=[
-                Hint(lambda got, exp: _train_pair(got) and bool((got[1].double().sum(-1) - 1).abs().max() > 1e-5), "return_weights gives the softmax probabilities before dropout", mistake="weights returned after dropout"),
-                Hint(lambda got, exp: _train_pair(got) and float((got[0] == 0).double().mean()) < 0.3, "dropout applies to the attention weights and to the output of out_proj", mistake="no dropout after out_proj"),
-                Hint(lambda got, exp: _train_pair(got) and _only_output_dropped(got[0], got[2]), "dropout applies to the attention weights after the softmax as well as to the output of out_proj", mistake="no dropout on the attention weights"),
-            ]),
-            builds_on=(_SHAPES,))
+@suite.case(
+    "mha",
+    "dropout=0.5 in training mode: on the weights and after out_proj; the weights returned are those before dropout",
+    points=1,
+    check=satisfies(
+        _train_mode_problem,
+        hints=[
+            Hint(
+                lambda got, exp: _train_pair(got) and bool((got[1].double().sum(-1) - 1).abs().max() > 1e-5),
+                "return_weights gives the softmax probabilities before dropout",
+                mistake="weights returned after dropout",
+            ),
+            Hint(
+                lambda got, exp: _train_pair(got) and float((got[0] == 0).double().mean()) < 0.3,
+                "dropout applies to the attention weights and to the output of out_proj",
+                mistake="no dropout after out_proj",
+            ),
+            Hint(
+                lambda got, exp: _train_pair(got) and _only_output_dropped(got[0], got[2]),
+                "dropout applies to the attention weights after the softmax as well as to the output of out_proj",
+                mistake="no dropout on the attention weights",
+            ),
+        ],
+    ),
+    builds_on=(_SHAPES,),
+)
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         module = _module(ns, 6, dropout=0.5)

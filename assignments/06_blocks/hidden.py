@@ -51,6 +51,7 @@ def _same_shape(got, exp):
 
 def _refused(what):
     """A check: every call in ``what`` (their descriptions, in order) raised ValueError."""
+
     def test(got):
         for description, raised in zip(what, got):
             if raised != "ValueError":
@@ -94,7 +95,11 @@ def _eps_outside(got, exp):
     return torch.allclose(got.double(), y * torch.sqrt(var + 0.5) / (torch.sqrt(var) + 0.5), atol=1e-4, rtol=0)
 
 
-_UNBIASED_HINT = Hint(_unbiased, "your values are a little too small in size: check what your variance divides by", mistake="unbiased variance")
+_UNBIASED_HINT = Hint(
+    _unbiased,
+    "your values are a little too small in size: check what your variance divides by",
+    mistake="unbiased variance",
+)
 _EPS_HINT = Hint(_eps_outside, "check where eps enters the formula", mistake="eps outside the square root")
 
 
@@ -112,41 +117,70 @@ def _parameters_problem(got):
     return None
 
 
-@suite.case("layernorm", "parameters named weight and bias, trainable, starting at ones and zeros", points=1,
-            check=satisfies(_parameters_problem))
+@suite.case(
+    "layernorm",
+    "parameters named weight and bias, trainable, starting at ones and zeros",
+    points=1,
+    check=satisfies(_parameters_problem),
+)
 def _(ns):
     ln = ns.LayerNorm(C)
     names = sorted(name for name, _ in ln.named_parameters())
-    return names, [type(ln.weight).__name__, type(ln.bias).__name__], ln.weight.detach().clone(), ln.bias.detach().clone()
+    return (
+        names,
+        [type(ln.weight).__name__, type(ln.bias).__name__],
+        ln.weight.detach().clone(),
+        ln.bias.detach().clone(),
+    )
 
 
-@suite.case("layernorm", "fresh module: every position normalised over its 24 features", points=2,
-            check=close(rtol=1e-5, atol=1e-5, hints=[_UNBIASED_HINT]), expected=REFERENCE,
-            builds_on=("[1, 2, 3, 4] becomes mean 0, variance 1 (weight ones, bias zeros)",))
+@suite.case(
+    "layernorm",
+    "fresh module: every position normalised over its 24 features",
+    points=2,
+    check=close(rtol=1e-5, atol=1e-5, hints=[_UNBIASED_HINT]),
+    expected=REFERENCE,
+    builds_on=("[1, 2, 3, 4] becomes mean 0, variance 1 (weight ones, bias zeros)",),
+)
 def _(ns):
     with torch.no_grad():
         return ns.LayerNorm(C)(_XL.clone())
 
 
-@suite.case("layernorm", "eps=0.5 on a fresh module", points=1,
-            check=close(rtol=1e-5, atol=1e-5, hints=[_EPS_HINT]), expected=REFERENCE,
-            builds_on=("fresh module: every position normalised over its 24 features",))
+@suite.case(
+    "layernorm",
+    "eps=0.5 on a fresh module",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5, hints=[_EPS_HINT]),
+    expected=REFERENCE,
+    builds_on=("fresh module: every position normalised over its 24 features",),
+)
 def _(ns):
     with torch.no_grad():
         return ns.LayerNorm(C, eps=0.5)(_XL.clone())
 
 
-@suite.case("layernorm", "the default eps on an input of spread 1e-3 (variance below eps)", points=1,
-            check=close(rtol=1e-5, atol=1e-5), expected=REFERENCE,
-            builds_on=("fresh module: every position normalised over its 24 features",))
+@suite.case(
+    "layernorm",
+    "the default eps on an input of spread 1e-3 (variance below eps)",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("fresh module: every position normalised over its 24 features",),
+)
 def _(ns):
     with torch.no_grad():
         return ns.LayerNorm(C)(_XS.clone())
 
 
-@suite.case("layernorm", "fixed weight and bias on a 3 x 5 x 24 input with mean 1 and spread 3", points=2,
-            check=close(rtol=1e-5, atol=1e-5), expected=REFERENCE,
-            builds_on=("fresh module: every position normalised over its 24 features",))
+@suite.case(
+    "layernorm",
+    "fixed weight and bias on a 3 x 5 x 24 input with mean 1 and spread 3",
+    points=2,
+    check=close(rtol=1e-5, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("fresh module: every position normalised over its 24 features",),
+)
 def _(ns):
     ln = ns.LayerNorm(C)
     set_parameters(ln, 1)
@@ -154,9 +188,14 @@ def _(ns):
         return ln(_XL.clone())
 
 
-@suite.case("layernorm", "2-D (7, 24) and 4-D (2, 3, 5, 24) inputs, last axis only", points=1,
-            check=close(rtol=1e-5, atol=1e-5), expected=REFERENCE,
-            builds_on=("fixed weight and bias on a 3 x 5 x 24 input with mean 1 and spread 3",))
+@suite.case(
+    "layernorm",
+    "2-D (7, 24) and 4-D (2, 3, 5, 24) inputs, last axis only",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("fixed weight and bias on a 3 x 5 x 24 input with mean 1 and spread 3",),
+)
 def _(ns):
     ln = ns.LayerNorm(C)
     set_parameters(ln, 2)
@@ -166,21 +205,32 @@ def _(ns):
     return torch.cat([flat.flatten(), deep.flatten()])
 
 
-@suite.case("layernorm", "gradients with respect to the input, weight and bias", points=1,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE,
-            builds_on=("fixed weight and bias on a 3 x 5 x 24 input with mean 1 and spread 3",))
+@suite.case(
+    "layernorm",
+    "gradients with respect to the input, weight and bias",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("fixed weight and bias on a 3 x 5 x 24 input with mean 1 and spread 3",),
+)
 def _(ns):
     ln = ns.LayerNorm(C)
     set_parameters(ln, 3)
     x = _XL.clone().requires_grad_(True)
     (ln(x) * randn(B, T, C, seed=74)).sum().backward()
     pairs = [(x, x.grad), (ln.weight, ln.weight.grad), (ln.bias, ln.bias.grad)]
-    return torch.cat([(grad if grad is not None else torch.full_like(value, math.nan)).flatten() for value, grad in pairs])
+    return torch.cat(
+        [(grad if grad is not None else torch.full_like(value, math.nan)).flatten() for value, grad in pairs]
+    )
 
 
-@suite.case("layernorm", "agrees with nn.LayerNorm(24, eps=1e-3) given the same weight and bias", points=1,
-            check=_tensors_agree("your LayerNorm and nn.LayerNorm (same parameters) do not agree", 1e-5, 1e-5),
-            builds_on=("fixed weight and bias on a 3 x 5 x 24 input with mean 1 and spread 3",))
+@suite.case(
+    "layernorm",
+    "agrees with nn.LayerNorm(24, eps=1e-3) given the same weight and bias",
+    points=1,
+    check=_tensors_agree("your LayerNorm and nn.LayerNorm (same parameters) do not agree", 1e-5, 1e-5),
+    builds_on=("fixed weight and bias on a 3 x 5 x 24 input with mean 1 and spread 3",),
+)
 def _(ns):
     mine, theirs = ns.LayerNorm(C, eps=1e-3), nn.LayerNorm(C, eps=1e-3)
     set_parameters(theirs, 4)
@@ -191,13 +241,19 @@ def _(ns):
         return mine(x), theirs(x)
 
 
-@suite.case("layernorm", "an input whose last axis is not dim long raises ValueError", points=1, check=raises("ValueError"))
+@suite.case(
+    "layernorm", "an input whose last axis is not dim long raises ValueError", points=1, check=raises("ValueError")
+)
 def _(ns):
     return catch(ns.LayerNorm(C), randn(B, T, C + 2, seed=76))
 
 
-@suite.case("layernorm", "dim=-3 and eps=-0.1 are refused with ValueError", points=1,
-            check=_refused(["LayerNorm(-3)", "LayerNorm(24, eps=-0.1)"]))
+@suite.case(
+    "layernorm",
+    "dim=-3 and eps=-0.1 are refused with ValueError",
+    points=1,
+    check=_refused(["LayerNorm(-3)", "LayerNorm(24, eps=-0.1)"]),
+)
 def _(ns):
     return [catch(ns.LayerNorm, -3)["raised"], catch(ns.LayerNorm, C, eps=-0.1)["raised"]]
 
@@ -234,33 +290,65 @@ def _structure_problem(got):
     return None
 
 
-@suite.case("feedforward", "fc1 is nn.Linear(24, 40) and fc2 nn.Linear(40, 24), both with a bias", points=1,
-            check=satisfies(_structure_problem))
+@suite.case(
+    "feedforward",
+    "fc1 is nn.Linear(24, 40) and fc2 nn.Linear(40, 24), both with a bias",
+    points=1,
+    check=satisfies(_structure_problem),
+)
 def _(ns):
     ff = ns.FeedForward(C, FF)
     parts = []
     for name in ("fc1", "fc2"):
         layer = getattr(ff, name, None)
         bias = getattr(layer, "bias", None)
-        parts.append([type(layer).__name__, getattr(layer, "in_features", None), getattr(layer, "out_features", None),
-                      list(bias.shape) if bias is not None else None])
+        parts.append(
+            [
+                type(layer).__name__,
+                getattr(layer, "in_features", None),
+                getattr(layer, "out_features", None),
+                list(bias.shape) if bias is not None else None,
+            ]
+        )
     return parts
 
 
-@suite.case("feedforward", "fixed weights, relu, 24 -> 40 -> 24 on a 3 x 5 input", points=2,
-            check=close(rtol=1e-5, atol=1e-5), expected=REFERENCE,
-            builds_on=("relu on a small hand-set network (2 -> 3 -> 2)",))
+@suite.case(
+    "feedforward",
+    "fixed weights, relu, 24 -> 40 -> 24 on a 3 x 5 input",
+    points=2,
+    check=close(rtol=1e-5, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("relu on a small hand-set network (2 -> 3 -> 2)",),
+)
 def _(ns):
     with torch.no_grad():
         return _feedforward(ns, 2, activation="relu")(_XF.clone())
 
 
-@suite.case("feedforward", "GELU on 33 points from -4 to 4 through a 1 -> 1 -> 1 network", points=2,
-            check=close(rtol=1e-5, atol=1e-5, hints=[
-                Hint(_grid_near(_GRID_TANH), "this is the tanh approximation of GELU; the exact form x * Phi(x) is asked for", mistake="tanh approximation of GELU"),
-                Hint(_grid_near(_GRID_SIGMOID), "this is the sigmoid approximation of GELU; the exact form x * Phi(x) is asked for", mistake="sigmoid approximation of GELU"),
-            ]), expected=REFERENCE,
-            builds_on=("gelu (the default) is the exact x * Phi(x), through a 1 -> 1 -> 1 network",))
+@suite.case(
+    "feedforward",
+    "GELU on 33 points from -4 to 4 through a 1 -> 1 -> 1 network",
+    points=2,
+    check=close(
+        rtol=1e-5,
+        atol=1e-5,
+        hints=[
+            Hint(
+                _grid_near(_GRID_TANH),
+                "this is the tanh approximation of GELU; the exact form x * Phi(x) is asked for",
+                mistake="tanh approximation of GELU",
+            ),
+            Hint(
+                _grid_near(_GRID_SIGMOID),
+                "this is the sigmoid approximation of GELU; the exact form x * Phi(x) is asked for",
+                mistake="sigmoid approximation of GELU",
+            ),
+        ],
+    ),
+    expected=REFERENCE,
+    builds_on=("gelu (the default) is the exact x * Phi(x), through a 1 -> 1 -> 1 network",),
+)
 def _(ns):
     ff = ns.FeedForward(1, 1, activation="gelu")
     with torch.no_grad():
@@ -271,25 +359,40 @@ def _(ns):
         return ff.eval()(_GRID.view(-1, 1).clone())
 
 
-@suite.case("feedforward", "fixed weights, gelu, 24 -> 40 -> 24 on a 3 x 5 input", points=2,
-            check=close(rtol=1e-5, atol=1e-5), expected=REFERENCE,
-            builds_on=("gelu (the default) is the exact x * Phi(x), through a 1 -> 1 -> 1 network",))
+@suite.case(
+    "feedforward",
+    "fixed weights, gelu, 24 -> 40 -> 24 on a 3 x 5 input",
+    points=2,
+    check=close(rtol=1e-5, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("gelu (the default) is the exact x * Phi(x), through a 1 -> 1 -> 1 network",),
+)
 def _(ns):
     with torch.no_grad():
         return _feedforward(ns, 1, activation="gelu")(_XF.clone())
 
 
-@suite.case("feedforward", "without an activation argument the network uses gelu", points=1,
-            check=close(rtol=1e-5, atol=1e-5), expected=REFERENCE,
-            builds_on=("fixed weights, gelu, 24 -> 40 -> 24 on a 3 x 5 input",))
+@suite.case(
+    "feedforward",
+    "without an activation argument the network uses gelu",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("fixed weights, gelu, 24 -> 40 -> 24 on a 3 x 5 input",),
+)
 def _(ns):
     with torch.no_grad():
         return _feedforward(ns, 3)(_XF.clone())
 
 
-@suite.case("feedforward", "2-D (7, 24) and 4-D (2, 3, 5, 24) inputs", points=1,
-            check=close(rtol=1e-5, atol=1e-5), expected=REFERENCE,
-            builds_on=("fixed weights, gelu, 24 -> 40 -> 24 on a 3 x 5 input",))
+@suite.case(
+    "feedforward",
+    "2-D (7, 24) and 4-D (2, 3, 5, 24) inputs",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("fixed weights, gelu, 24 -> 40 -> 24 on a 3 x 5 input",),
+)
 def _(ns):
     ff = _feedforward(ns, 4, activation="gelu")
     with torch.no_grad():
@@ -298,6 +401,7 @@ def _(ns):
 
 def _steady(what):
     """A check on outputs that must all equal the first (within 1e-6)."""
+
     def test(got):
         first, *others = got
         for other in others:
@@ -316,8 +420,14 @@ def _quiet_dropout(module):
             inner.p = 0.0
 
 
-@suite.case("feedforward", "dropout=0.5 does nothing in eval mode (the output equals the same weights without dropout)", points=1,
-            check=_steady("with dropout=0.5 in eval mode the output must not change from call to call, and must equal that of the same weights without dropout"))
+@suite.case(
+    "feedforward",
+    "dropout=0.5 does nothing in eval mode (the output equals the same weights without dropout)",
+    points=1,
+    check=_steady(
+        "with dropout=0.5 in eval mode the output must not change from call to call, and must equal that of the same weights without dropout"
+    ),
+)
 def _(ns):
     ff, plain = _feedforward(ns, 5, activation="relu", dropout=0.5), _feedforward(ns, 5, activation="relu")
     with torch.no_grad():
@@ -333,16 +443,26 @@ def _random_in_training(got):
     return None
 
 
-@suite.case("feedforward", "dropout=0.5 in training mode makes the output random", points=1,
-            check=satisfies(_random_in_training))
+@suite.case(
+    "feedforward",
+    "dropout=0.5 in training mode makes the output random",
+    points=1,
+    check=satisfies(_random_in_training),
+)
 def _(ns):
     ff = _feedforward(ns, 6, dropout=0.5).train()
     with torch.no_grad():
         return ff(_XF.clone()), ff(_XF.clone())
 
 
-@suite.case("feedforward", "the default dropout is 0: a fresh network in training mode is not random", points=1,
-            check=_steady("without a dropout argument, two calls in training mode must give the same output (the default dropout is 0.0)"))
+@suite.case(
+    "feedforward",
+    "the default dropout is 0: a fresh network in training mode is not random",
+    points=1,
+    check=_steady(
+        "without a dropout argument, two calls in training mode must give the same output (the default dropout is 0.0)"
+    ),
+)
 def _(ns):
     ff = _feedforward(ns, 7).train()
     with torch.no_grad():
@@ -401,7 +521,11 @@ def _placeholders(ns):
 def _torch_feedforward(embed_dim, ff_dim, activation, dropout):
     """PyTorch's layers in a row, named as the course's feed-forward network names them."""
     act = _ACTIVATIONS[activation]()
-    return nn.Sequential(OrderedDict(fc1=nn.Linear(embed_dim, ff_dim), act=act, fc2=nn.Linear(ff_dim, embed_dim), drop=nn.Dropout(dropout)))
+    return nn.Sequential(
+        OrderedDict(
+            fc1=nn.Linear(embed_dim, ff_dim), act=act, fc2=nn.Linear(ff_dim, embed_dim), drop=nn.Dropout(dropout)
+        )
+    )
 
 
 def _block(ns, seed, **kwargs):
@@ -420,8 +544,11 @@ def _built_parts(ns, *args, **kwargs):
         block = ns.TransformerBlock(*args, **kwargs)
     attn = block.attn
     drops = [getattr(getattr(attn, name, None), "p", None) for name in ("attn_dropout", "resid_dropout")]
-    return [[type(attn).__name__, getattr(attn, "embed_dim", None), getattr(attn, "num_heads", None), *drops],
-            calls["LayerNorm"], calls["FeedForward"]]
+    return [
+        [type(attn).__name__, getattr(attn, "embed_dim", None), getattr(attn, "num_heads", None), *drops],
+        calls["LayerNorm"],
+        calls["FeedForward"],
+    ]
 
 
 def _parts_problem(dropout, activation):
@@ -432,7 +559,9 @@ def _parts_problem(dropout, activation):
         if attn[3:] != [dropout, dropout]:
             return f"attn must get the block's dropout ({dropout}), got {attn[3]} and {attn[4]}"
         if norms != [[C], [C]]:
-            return f"ln1 and ln2 must be two LayerNorm(embed_dim); LayerNorm was called {len(norms)} times, with {norms}"
+            return (
+                f"ln1 and ln2 must be two LayerNorm(embed_dim); LayerNorm was called {len(norms)} times, with {norms}"
+            )
         if len(feed_forwards) != 1:
             return f"ff must be one FeedForward(embed_dim, ff_dim, activation, dropout); FeedForward was called {len(feed_forwards)} times"
         dim, hidden, act, drop = feed_forwards[0]
@@ -447,23 +576,38 @@ def _parts_problem(dropout, activation):
     return satisfies(test)
 
 
-@suite.case("block", "the parts get the block's arguments: dropout=0.25, activation='relu', post-norm", points=1,
-            check=_parts_problem(0.25, "relu"))
+@suite.case(
+    "block",
+    "the parts get the block's arguments: dropout=0.25, activation='relu', post-norm",
+    points=1,
+    check=_parts_problem(0.25, "relu"),
+)
 def _(ns):
     return _built_parts(ns, C, H, FF, dropout=0.25, activation="relu", norm_first=False)
 
 
-@suite.case("block", "with no dropout or activation argument the parts get dropout 0.0 and 'gelu'", points=1,
-            check=_parts_problem(0.0, "gelu"))
+@suite.case(
+    "block",
+    "with no dropout or activation argument the parts get dropout 0.0 and 'gelu'",
+    points=1,
+    check=_parts_problem(0.0, "gelu"),
+)
 def _(ns):
     return _built_parts(ns, C, H, FF)
 
 
-@suite.case("block", "num_heads=5 (not a divisor of 24) and activation='swish' are refused with ValueError", points=1,
-            check=_refused(["TransformerBlock(24, 5, 40)", "TransformerBlock(24, 4, 40, activation='swish')"]))
+@suite.case(
+    "block",
+    "num_heads=5 (not a divisor of 24) and activation='swish' are refused with ValueError",
+    points=1,
+    check=_refused(["TransformerBlock(24, 5, 40)", "TransformerBlock(24, 4, 40, activation='swish')"]),
+)
 def _(ns):
     with _placeholders(ns):
-        return [catch(ns.TransformerBlock, C, 5, FF)["raised"], catch(ns.TransformerBlock, C, H, FF, activation="swish")["raised"]]
+        return [
+            catch(ns.TransformerBlock, C, 5, FF)["raised"],
+            catch(ns.TransformerBlock, C, H, FF, activation="swish")["raised"],
+        ]
 
 
 _XB = randn(B, T, C, seed=91)
@@ -474,43 +618,84 @@ _PRE = "pre-norm (the default order) equals nn.TransformerEncoderLayer(norm_firs
 _POST = "post-norm (norm_first=False) equals nn.TransformerEncoderLayer, causal mask"
 
 
-@suite.case("block", "pre-norm, fixed weights, causal (T, T) mask", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_PRE,))
+@suite.case(
+    "block",
+    "pre-norm, fixed weights, causal (T, T) mask",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_PRE,),
+)
 def _(ns):
     with torch.no_grad():
         return _block(ns, 1, norm_first=True)(_XB.clone(), mask=_CAUSAL.clone())
 
 
-@suite.case("block", "post-norm, fixed weights, per-sequence (B, T, T) mask", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_POST,))
+@suite.case(
+    "block",
+    "post-norm, fixed weights, per-sequence (B, T, T) mask",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_POST,),
+)
 def _(ns):
     with torch.no_grad():
         return _block(ns, 2, norm_first=False)(_XB.clone(), mask=_COMBINED.clone())
 
 
-@suite.case("block", "pre-norm with relu and a key-padding (B, 1, T) mask", points=1,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE,
-            builds_on=(_PRE, "the parts get the block's arguments: dropout=0.25, activation='relu', post-norm"))
+@suite.case(
+    "block",
+    "pre-norm with relu and a key-padding (B, 1, T) mask",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_PRE, "the parts get the block's arguments: dropout=0.25, activation='relu', post-norm"),
+)
 def _(ns):
     with torch.no_grad():
         return _block(ns, 3, norm_first=True, activation="relu")(_XB.clone(), mask=_PAD_MASK.clone())
 
 
 def _orders_swapped(got, exp):
-    return _same_shape(got, exp) and torch.allclose(got[0].double(), exp[1].double(), atol=1e-4, rtol=0) and torch.allclose(got[1].double(), exp[0].double(), atol=1e-4, rtol=0)
+    return (
+        _same_shape(got, exp)
+        and torch.allclose(got[0].double(), exp[1].double(), atol=1e-4, rtol=0)
+        and torch.allclose(got[1].double(), exp[0].double(), atol=1e-4, rtol=0)
+    )
 
 
-@suite.case("block", "both orders on one input without a mask: [norm_first=True, norm_first=False]", points=2,
-            check=close(rtol=1e-4, atol=1e-5, hints=[
-                Hint(_orders_swapped, "the two orders look exchanged: which one normalises the input of each sublayer?", mistake="pre-norm and post-norm swapped"),
-            ]), expected=REFERENCE, builds_on=(_PRE, _POST))
+@suite.case(
+    "block",
+    "both orders on one input without a mask: [norm_first=True, norm_first=False]",
+    points=2,
+    check=close(
+        rtol=1e-4,
+        atol=1e-5,
+        hints=[
+            Hint(
+                _orders_swapped,
+                "the two orders look exchanged: which one normalises the input of each sublayer?",
+                mistake="pre-norm and post-norm swapped",
+            ),
+        ],
+    ),
+    expected=REFERENCE,
+    builds_on=(_PRE, _POST),
+)
 def _(ns):
     with torch.no_grad():
         return torch.stack([_block(ns, 4, norm_first=True)(_XB.clone()), _block(ns, 4, norm_first=False)(_XB.clone())])
 
 
-@suite.case("block", "the default block (no norm_first argument) is pre-norm", points=1,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_PRE,))
+@suite.case(
+    "block",
+    "the default block (no norm_first argument) is pre-norm",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_PRE,),
+)
 def _(ns):
     with torch.no_grad():
         return _block(ns, 5)(_XB.clone(), mask=_CAUSAL.clone())
@@ -519,17 +704,25 @@ def _(ns):
 def _residual_untouched(got):
     x, out = got
     if not _same_shape(out, x):
-        return f"expected a tensor of shape {tuple(x.shape)}, got {type(out).__name__} {tuple(getattr(out, 'shape', ()))}"
+        return (
+            f"expected a tensor of shape {tuple(x.shape)}, got {type(out).__name__} {tuple(getattr(out, 'shape', ()))}"
+        )
     moved = (out.double() - x.double()).abs().max().item()
     if not moved <= 1e-6:
-        return (f"with both sublayers silenced (attn.out_proj and ff.fc2 all zeros) a pre-norm block adds nothing, "
-                f"so it must return x itself, but yours moved it by up to {moved:.3g}: in pre-norm each sublayer's "
-                "output is added to the unnormalised x, and nothing else changes x")
+        return (
+            f"with both sublayers silenced (attn.out_proj and ff.fc2 all zeros) a pre-norm block adds nothing, "
+            f"so it must return x itself, but yours moved it by up to {moved:.3g}: in pre-norm each sublayer's "
+            "output is added to the unnormalised x, and nothing else changes x"
+        )
     return None
 
 
-@suite.case("block", "pre-norm with both sublayers silenced returns its input (the residual stream is never normalised)",
-            points=1, check=satisfies(_residual_untouched))
+@suite.case(
+    "block",
+    "pre-norm with both sublayers silenced returns its input (the residual stream is never normalised)",
+    points=1,
+    check=satisfies(_residual_untouched),
+)
 def _(ns):
     block = _block(ns, 10, norm_first=True)
     with torch.no_grad():
@@ -540,9 +733,15 @@ def _(ns):
         return _XB.clone(), block(_XB.clone(), mask=_CAUSAL.clone())
 
 
-@suite.case("block", "dropout=0.3 in eval mode changes nothing (the same output as with every dropout at 0)", points=1,
-            check=_steady("with dropout=0.3 in eval mode the block's output must not change from call to call, "
-                          "and must equal its output with every nn.Dropout set to p=0"))
+@suite.case(
+    "block",
+    "dropout=0.3 in eval mode changes nothing (the same output as with every dropout at 0)",
+    points=1,
+    check=_steady(
+        "with dropout=0.3 in eval mode the block's output must not change from call to call, "
+        "and must equal its output with every nn.Dropout set to p=0"
+    ),
+)
 def _(ns):
     block = _block(ns, 6, dropout=0.3, norm_first=False)
     with torch.no_grad():
@@ -551,9 +750,15 @@ def _(ns):
         return [block(_XB.clone(), mask=_CAUSAL.clone()), first, second]
 
 
-@suite.case("block", "the block adds no dropout of its own (training mode, the parts' dropout set to 0)", points=1,
-            check=_steady("with the dropout of attn and ff set to p=0, your block in training mode still changed its output "
-                          "from call to call: the block's dropout belongs to its parts, the block adds none of its own"))
+@suite.case(
+    "block",
+    "the block adds no dropout of its own (training mode, the parts' dropout set to 0)",
+    points=1,
+    check=_steady(
+        "with the dropout of attn and ff set to p=0, your block in training mode still changed its output "
+        "from call to call: the block's dropout belongs to its parts, the block adds none of its own"
+    ),
+)
 def _(ns):
     block = _block(ns, 11, dropout=0.5)
     for part in (block.attn, block.ff):
@@ -565,8 +770,9 @@ def _(ns):
 
 def _torch_layer(block, norm_first, activation):
     """An nn.TransformerEncoderLayer holding the block's weights."""
-    layer = nn.TransformerEncoderLayer(C, H, dim_feedforward=FF, dropout=0.0, activation=activation,
-                                       batch_first=True, norm_first=norm_first)
+    layer = nn.TransformerEncoderLayer(
+        C, H, dim_feedforward=FF, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first
+    )
     a = block.attn
     state = {
         "self_attn.in_proj_weight": torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]),
@@ -589,8 +795,13 @@ def _torch_layer(block, norm_first, activation):
 _AGREES = "your block and nn.TransformerEncoderLayer (same weights) do not agree"
 
 
-@suite.case("block", "agrees with nn.TransformerEncoderLayer(norm_first=True, gelu) under a causal mask", points=2,
-            check=_tensors_agree(_AGREES, 1e-4, 1e-5), builds_on=(_PRE,))
+@suite.case(
+    "block",
+    "agrees with nn.TransformerEncoderLayer(norm_first=True, gelu) under a causal mask",
+    points=2,
+    check=_tensors_agree(_AGREES, 1e-4, 1e-5),
+    builds_on=(_PRE,),
+)
 def _(ns):
     block = _block(ns, 7, norm_first=True, activation="gelu")
     layer = _torch_layer(block, True, "gelu")
@@ -598,8 +809,13 @@ def _(ns):
         return block(_XB.clone(), mask=_CAUSAL.clone()), layer(_XB.clone(), src_mask=_CAUSAL.clone())
 
 
-@suite.case("block", "agrees with nn.TransformerEncoderLayer(norm_first=False, relu) under a causal mask", points=2,
-            check=_tensors_agree(_AGREES, 1e-4, 1e-5), builds_on=(_POST,))
+@suite.case(
+    "block",
+    "agrees with nn.TransformerEncoderLayer(norm_first=False, relu) under a causal mask",
+    points=2,
+    check=_tensors_agree(_AGREES, 1e-4, 1e-5),
+    builds_on=(_POST,),
+)
 def _(ns):
     block = _block(ns, 8, norm_first=False, activation="relu")
     layer = _torch_layer(block, False, "relu")
@@ -620,8 +836,12 @@ def _future_ignored(got):
     return None
 
 
-@suite.case("block", "post-norm with a causal mask: later tokens never change earlier outputs", points=1,
-            check=satisfies(_future_ignored))
+@suite.case(
+    "block",
+    "post-norm with a causal mask: later tokens never change earlier outputs",
+    points=1,
+    check=satisfies(_future_ignored),
+)
 def _(ns):
     block = _block(ns, 9, norm_first=False)
     changed = _XB.clone()

@@ -9,7 +9,7 @@ mistake names the hints (``Hint.mistake``) its failures must carry, and no other
 
 from autograder.authoring.catalogue import Variant
 
-_LAYERNORM = '''
+_LAYERNORM = """
 class LayerNorm(nn.Module):
     def __init__(self, dim, eps={default_eps}):
         super().__init__()
@@ -21,15 +21,18 @@ class LayerNorm(nn.Module):
         {shape_check}
         {stats}
         return {normalise} * self.weight + self.bias
-'''
+"""
 
 _LN_RIGHT = {
     "default_eps": "1e-5",
-    "arguments": ('if dim < 1 or eps < 0:\n'
-                  '            raise ValueError(f"dim must be positive and eps non-negative, got {dim} and {eps}")'),
+    "arguments": (
+        "if dim < 1 or eps < 0:\n"
+        '            raise ValueError(f"dim must be positive and eps non-negative, got {dim} and {eps}")'
+    ),
     "params": "self.weight = nn.Parameter(torch.ones(dim))\n        self.bias = nn.Parameter(torch.zeros(dim))",
-    "shape_check": ('if x.shape[-1] != self.dim:\n'
-                    '            raise ValueError(f"expected {self.dim} features, got {x.shape[-1]}")'),
+    "shape_check": (
+        'if x.shape[-1] != self.dim:\n            raise ValueError(f"expected {self.dim} features, got {x.shape[-1]}")'
+    ),
     "stats": "mean = x.mean(-1, keepdim=True)\n        var = ((x - mean) ** 2).mean(-1, keepdim=True)",
     "normalise": "(x - mean) / torch.sqrt(var + self.eps)",
 }
@@ -39,7 +42,7 @@ def _layernorm(**changes: str) -> str:
     return _LAYERNORM.format(**{**_LN_RIGHT, **changes})
 
 
-_FEEDFORWARD = '''
+_FEEDFORWARD = """
 class FeedForward(nn.Module):
     def __init__(self, embed_dim, ff_dim, activation="gelu", dropout={default_dropout}):
         super().__init__()
@@ -53,12 +56,13 @@ class FeedForward(nn.Module):
         h = self.fc1(x)
         {act}
         return {out}
-'''
+"""
 
 _FF_RIGHT = {
     "default_dropout": "0.0",
-    "check": ('if activation not in ("gelu", "relu"):\n'
-              '            raise ValueError(f"unknown activation {activation!r}")'),
+    "check": (
+        'if activation not in ("gelu", "relu"):\n            raise ValueError(f"unknown activation {activation!r}")'
+    ),
     "bias": "",
     "act": 'h = F.gelu(h) if self.activation == "gelu" else F.relu(h)',
     "out": "F.dropout(self.fc2(h), self.p, self.training)",
@@ -69,7 +73,7 @@ def _feedforward(**changes: str) -> str:
     return _FEEDFORWARD.format(**{**_FF_RIGHT, **changes})
 
 
-_BLOCK = '''
+_BLOCK = """
 class TransformerBlock(nn.Module):
     def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first={default_order}):
         super().__init__()
@@ -88,7 +92,7 @@ class TransformerBlock(nn.Module):
             {post_attn}
             {post_ff}
         return x
-'''
+"""
 
 _BLOCK_RIGHT = {
     "default_order": "True",
@@ -109,67 +113,170 @@ def _block(**changes: str) -> str:
 
 MISTAKES = [
     # layernorm
-    Variant("layernorm", "unbiased variance (divides by C - 1)", {"LayerNorm": _layernorm(
-        stats="mean = x.mean(-1, keepdim=True)\n        var = x.var(-1, keepdim=True)")}, hints=("unbiased variance",)),
-    Variant("layernorm", "eps added outside the square root", {"LayerNorm": _layernorm(
-        normalise="(x - mean) / (torch.sqrt(var) + self.eps)")}, hints=("eps outside the square root",)),
-    Variant("layernorm", "statistics over the time axis instead of the features", {"LayerNorm": _layernorm(
-        stats="mean = x.mean(1, keepdim=True)\n        var = x.var(1, keepdim=True, unbiased=False)")}),
-    Variant("layernorm", "weight and bias are plain tensors, not parameters", {"LayerNorm": _layernorm(
-        params="self.weight = torch.ones(dim)\n        self.bias = torch.zeros(dim)")}),
-    Variant("layernorm", "weight starts at zeros and bias at ones", {"LayerNorm": _layernorm(
-        params="self.weight = nn.Parameter(torch.zeros(dim))\n        self.bias = nn.Parameter(torch.ones(dim))")}),
+    Variant(
+        "layernorm",
+        "unbiased variance (divides by C - 1)",
+        {"LayerNorm": _layernorm(stats="mean = x.mean(-1, keepdim=True)\n        var = x.var(-1, keepdim=True)")},
+        hints=("unbiased variance",),
+    ),
+    Variant(
+        "layernorm",
+        "eps added outside the square root",
+        {"LayerNorm": _layernorm(normalise="(x - mean) / (torch.sqrt(var) + self.eps)")},
+        hints=("eps outside the square root",),
+    ),
+    Variant(
+        "layernorm",
+        "statistics over the time axis instead of the features",
+        {
+            "LayerNorm": _layernorm(
+                stats="mean = x.mean(1, keepdim=True)\n        var = x.var(1, keepdim=True, unbiased=False)"
+            )
+        },
+    ),
+    Variant(
+        "layernorm",
+        "weight and bias are plain tensors, not parameters",
+        {"LayerNorm": _layernorm(params="self.weight = torch.ones(dim)\n        self.bias = torch.zeros(dim)")},
+    ),
+    Variant(
+        "layernorm",
+        "weight starts at zeros and bias at ones",
+        {
+            "LayerNorm": _layernorm(
+                params="self.weight = nn.Parameter(torch.zeros(dim))\n        self.bias = nn.Parameter(torch.ones(dim))"
+            )
+        },
+    ),
     Variant("layernorm", "the default eps is BERT's 1e-12", {"LayerNorm": _layernorm(default_eps="1e-12")}),
     Variant("layernorm", "no check that the last axis is dim long", {"LayerNorm": _layernorm(shape_check="pass")}),
     Variant("layernorm", "no check of dim and eps", {"LayerNorm": _layernorm(arguments="pass")}),
     # feedforward
-    Variant("feedforward", "GELU with the tanh approximation", {"FeedForward": _feedforward(
-        act='h = F.gelu(h, approximate="tanh") if self.activation == "gelu" else F.relu(h)')}, hints=("tanh approximation of GELU",)),
-    Variant("feedforward", "GELU as x * sigmoid(1.702 x)", {"FeedForward": _feedforward(
-        act='h = h * torch.sigmoid(1.702 * h) if self.activation == "gelu" else F.relu(h)')}, hints=("sigmoid approximation of GELU",)),
-    Variant("feedforward", "the activation argument is ignored (always GELU)", {"FeedForward": _feedforward(
-        act="h = F.gelu(h)")}),
+    Variant(
+        "feedforward",
+        "GELU with the tanh approximation",
+        {
+            "FeedForward": _feedforward(
+                act='h = F.gelu(h, approximate="tanh") if self.activation == "gelu" else F.relu(h)'
+            )
+        },
+        hints=("tanh approximation of GELU",),
+    ),
+    Variant(
+        "feedforward",
+        "GELU as x * sigmoid(1.702 x)",
+        {
+            "FeedForward": _feedforward(
+                act='h = h * torch.sigmoid(1.702 * h) if self.activation == "gelu" else F.relu(h)'
+            )
+        },
+        hints=("sigmoid approximation of GELU",),
+    ),
+    Variant(
+        "feedforward",
+        "the activation argument is ignored (always GELU)",
+        {"FeedForward": _feedforward(act="h = F.gelu(h)")},
+    ),
     Variant("feedforward", "no activation between the two layers", {"FeedForward": _feedforward(act="pass")}),
-    Variant("feedforward", "dropout also active in eval mode", {"FeedForward": _feedforward(
-        out="F.dropout(self.fc2(h), self.p)")}),
+    Variant(
+        "feedforward",
+        "dropout also active in eval mode",
+        {"FeedForward": _feedforward(out="F.dropout(self.fc2(h), self.p)")},
+    ),
     Variant("feedforward", "the default dropout is 0.1", {"FeedForward": _feedforward(default_dropout="0.1")}),
     Variant("feedforward", "the two layers have no bias", {"FeedForward": _feedforward(bias=", bias=False")}),
     Variant("feedforward", "an unknown activation silently means relu", {"FeedForward": _feedforward(check="pass")}),
     # block
-    Variant("block", "pre-norm and post-norm swapped", {"TransformerBlock": _block(pre_norm="not self.norm_first")},
-            hints=("pre-norm and post-norm swapped",)),
-    Variant("block", "pre-norm residual taken after the norm", {"TransformerBlock": _block(
-        pre_attn="x = self.ln1(x)\n            x = x + self.attn(x, mask=mask)",
-        pre_ff="x = self.ln2(x)\n            x = x + self.ff(x)")}),
-    Variant("block", "post-norm normalises the sublayer output before adding", {"TransformerBlock": _block(
-        post_attn="x = x + self.ln1(self.attn(x, mask=mask))",
-        post_ff="x = x + self.ln2(self.ff(x))")}),
-    Variant("block", "the mask is not passed to the attention", {"TransformerBlock": _block(
-        pre_attn="x = x + self.attn(self.ln1(x))",
-        post_attn="x = self.ln1(x + self.attn(x))")}),
-    Variant("block", "ln1 used for both sublayers", {"TransformerBlock": _block(
-        pre_ff="x = x + self.ff(self.ln1(x))",
-        post_ff="x = self.ln1(x + self.ff(x))")}),
-    Variant("block", "no residual around the feed-forward network", {"TransformerBlock": _block(
-        pre_ff="x = self.ff(self.ln2(x))",
-        post_ff="x = self.ln2(self.ff(x))")}),
-    Variant("block", "the activation is not passed to FeedForward", {"TransformerBlock": _block(
-        ff="FeedForward(embed_dim, ff_dim, dropout=dropout)")}),
-    Variant("block", "the dropout is not passed to the parts", {"TransformerBlock": _block(
-        attn="MultiHeadAttention(embed_dim, num_heads)", ff="FeedForward(embed_dim, ff_dim, activation=activation)")}),
-    Variant("block", "ff_dim ignored (always 4 * embed_dim)", {"TransformerBlock": _block(
-        ff="FeedForward(embed_dim, 4 * embed_dim, activation=activation, dropout=dropout)")}),
+    Variant(
+        "block",
+        "pre-norm and post-norm swapped",
+        {"TransformerBlock": _block(pre_norm="not self.norm_first")},
+        hints=("pre-norm and post-norm swapped",),
+    ),
+    Variant(
+        "block",
+        "pre-norm residual taken after the norm",
+        {
+            "TransformerBlock": _block(
+                pre_attn="x = self.ln1(x)\n            x = x + self.attn(x, mask=mask)",
+                pre_ff="x = self.ln2(x)\n            x = x + self.ff(x)",
+            )
+        },
+    ),
+    Variant(
+        "block",
+        "post-norm normalises the sublayer output before adding",
+        {
+            "TransformerBlock": _block(
+                post_attn="x = x + self.ln1(self.attn(x, mask=mask))", post_ff="x = x + self.ln2(self.ff(x))"
+            )
+        },
+    ),
+    Variant(
+        "block",
+        "the mask is not passed to the attention",
+        {
+            "TransformerBlock": _block(
+                pre_attn="x = x + self.attn(self.ln1(x))", post_attn="x = self.ln1(x + self.attn(x))"
+            )
+        },
+    ),
+    Variant(
+        "block",
+        "ln1 used for both sublayers",
+        {"TransformerBlock": _block(pre_ff="x = x + self.ff(self.ln1(x))", post_ff="x = self.ln1(x + self.ff(x))")},
+    ),
+    Variant(
+        "block",
+        "no residual around the feed-forward network",
+        {"TransformerBlock": _block(pre_ff="x = self.ff(self.ln2(x))", post_ff="x = self.ln2(self.ff(x))")},
+    ),
+    Variant(
+        "block",
+        "the activation is not passed to FeedForward",
+        {"TransformerBlock": _block(ff="FeedForward(embed_dim, ff_dim, dropout=dropout)")},
+    ),
+    Variant(
+        "block",
+        "the dropout is not passed to the parts",
+        {
+            "TransformerBlock": _block(
+                attn="MultiHeadAttention(embed_dim, num_heads)",
+                ff="FeedForward(embed_dim, ff_dim, activation=activation)",
+            )
+        },
+    ),
+    Variant(
+        "block",
+        "ff_dim ignored (always 4 * embed_dim)",
+        {
+            "TransformerBlock": _block(
+                ff="FeedForward(embed_dim, 4 * embed_dim, activation=activation, dropout=dropout)"
+            )
+        },
+    ),
     Variant("block", "post-norm by default", {"TransformerBlock": _block(default_order="False")}),
-    Variant("block", "an extra dropout on each sublayer's output, as nn.TransformerEncoderLayer has", {"TransformerBlock": _block(
-        extra="self.drop = nn.Dropout(dropout)",
-        pre_attn="x = x + self.drop(self.attn(self.ln1(x), mask=mask))",
-        pre_ff="x = x + self.drop(self.ff(self.ln2(x)))",
-        post_attn="x = self.ln1(x + self.drop(self.attn(x, mask=mask)))",
-        post_ff="x = self.ln2(x + self.drop(self.ff(x)))")}),
+    Variant(
+        "block",
+        "an extra dropout on each sublayer's output, as nn.TransformerEncoderLayer has",
+        {
+            "TransformerBlock": _block(
+                extra="self.drop = nn.Dropout(dropout)",
+                pre_attn="x = x + self.drop(self.attn(self.ln1(x), mask=mask))",
+                pre_ff="x = x + self.drop(self.ff(self.ln2(x)))",
+                post_attn="x = self.ln1(x + self.drop(self.attn(x, mask=mask)))",
+                post_ff="x = self.ln2(x + self.drop(self.ff(x)))",
+            )
+        },
+    ),
 ]
 
 ALTERNATIVES = [
-    Variant("layernorm", "torch.var(unbiased=False) and rsqrt", {"LayerNorm": '''
+    Variant(
+        "layernorm",
+        "torch.var(unbiased=False) and rsqrt",
+        {
+            "LayerNorm": """
         class LayerNorm(nn.Module):
             def __init__(self, dim, eps=1e-5):
                 super().__init__()
@@ -187,8 +294,14 @@ ALTERNATIVES = [
                     raise ValueError(f"last axis has {x.size(-1)} features, expected {self.normalized_dim}")
                 var = torch.var(x, dim=-1, keepdim=True, unbiased=False)
                 return (x - x.mean(dim=-1, keepdim=True)) * torch.rsqrt(var + self.eps) * self.weight + self.bias
-    '''}),
-    Variant("layernorm", "var_mean with correction=0", {"LayerNorm": '''
+    """
+        },
+    ),
+    Variant(
+        "layernorm",
+        "var_mean with correction=0",
+        {
+            "LayerNorm": """
         class LayerNorm(nn.Module):
             def __init__(self, dim, eps=1e-5):
                 super().__init__()
@@ -203,8 +316,14 @@ ALTERNATIVES = [
                     raise ValueError("wrong number of features")
                 var, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)
                 return torch.addcmul(self.bias, (x - mean) / (var + self.eps).sqrt(), self.weight)
-    '''}),
-    Variant("feedforward", "erf formula and clamp, dropout on the hidden layer", {"FeedForward": '''
+    """
+        },
+    ),
+    Variant(
+        "feedforward",
+        "erf formula and clamp, dropout on the hidden layer",
+        {
+            "FeedForward": """
         class FeedForward(nn.Module):
             def __init__(self, embed_dim, ff_dim, activation="gelu", dropout=0.0):
                 super().__init__()
@@ -220,8 +339,14 @@ ALTERNATIVES = [
 
             def forward(self, x):
                 return self.fc2(self.drop(self.act(self.fc1(x))))
-    '''}),
-    Variant("feedforward", "activation modules chosen from a dict", {"FeedForward": '''
+    """
+        },
+    ),
+    Variant(
+        "feedforward",
+        "activation modules chosen from a dict",
+        {
+            "FeedForward": """
         class FeedForward(nn.Module):
             ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
 
@@ -236,8 +361,14 @@ ALTERNATIVES = [
 
             def forward(self, x):
                 return self.dropout(self.fc2(self.act(self.fc1(x))))
-    '''}),
-    Variant("block", "a helper per sublayer", {"TransformerBlock": '''
+    """
+        },
+    ),
+    Variant(
+        "block",
+        "a helper per sublayer",
+        {
+            "TransformerBlock": """
         class TransformerBlock(nn.Module):
             def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
                 super().__init__()
@@ -254,8 +385,14 @@ ALTERNATIVES = [
             def forward(self, x, mask=None):
                 x = self._sublayer(x, self.ln1, lambda h: self.attn(h, mask))
                 return self._sublayer(x, self.ln2, self.ff)
-    '''}),
-    Variant("block", "separate pre-norm and post-norm paths with named steps", {"TransformerBlock": '''
+    """
+        },
+    ),
+    Variant(
+        "block",
+        "separate pre-norm and post-norm paths with named steps",
+        {
+            "TransformerBlock": """
         class TransformerBlock(nn.Module):
             def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
                 super().__init__()
@@ -276,5 +413,7 @@ ALTERNATIVES = [
             def _post(self, x, mask):
                 x = self.ln1(x + self.attn(x, mask=mask))
                 return self.ln2(x + self.ff(x))
-    '''}),
+    """
+        },
+    ),
 ]

@@ -32,8 +32,13 @@ def _pair_agrees(what):
 
 def _scaled(factor, atol=1e-4):
     """A hint condition: the answer is the expected one multiplied by ``factor``."""
+
     def when(got, exp):
-        return type(got) is torch.Tensor and got.shape == exp.shape and torch.allclose(got.double(), exp.double() * factor, atol=atol, rtol=0)
+        return (
+            type(got) is torch.Tensor
+            and got.shape == exp.shape
+            and torch.allclose(got.double(), exp.double() * factor, atol=atol, rtol=0)
+        )
 
     return when
 
@@ -60,9 +65,17 @@ _ONE_TO_FOUR = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
     "layernorm",
     "[1, 2, 3, 4] becomes mean 0, variance 1 (weight ones, bias zeros)",
     points=1,
-    check=close(rtol=1e-5, atol=1e-5, hints=[
-        Hint(_scaled((3 / 4) ** 0.5), "the spread is a little too small: check what your variance divides by", mistake="unbiased variance"),
-    ]),
+    check=close(
+        rtol=1e-5,
+        atol=1e-5,
+        hints=[
+            Hint(
+                _scaled((3 / 4) ** 0.5),
+                "the spread is a little too small: check what your variance divides by",
+                mistake="unbiased variance",
+            ),
+        ],
+    ),
     expected=torch.tensor([[-1.3416354656219482, -0.4472118318080902, 0.4472118318080902, 1.3416354656219482]]),
 )
 def _(ns):
@@ -74,9 +87,17 @@ def _(ns):
     "eps=1 on [1, 2, 3, 4]: (x - 2.5) / sqrt(1.25 + 1)",
     points=1,
     # sqrt(1.25) + 1 in place of sqrt(1.25 + 1) shrinks every value by the same factor
-    check=close(rtol=1e-5, atol=1e-5, hints=[
-        Hint(_scaled(1.5 / (1.25 ** 0.5 + 1)), "check where eps enters the formula", mistake="eps outside the square root"),
-    ]),
+    check=close(
+        rtol=1e-5,
+        atol=1e-5,
+        hints=[
+            Hint(
+                _scaled(1.5 / (1.25**0.5 + 1)),
+                "check where eps enters the formula",
+                mistake="eps outside the square root",
+            ),
+        ],
+    ),
     expected=torch.tensor([[-1.0, -1 / 3, 1 / 3, 1.0]]),
     builds_on=("[1, 2, 3, 4] becomes mean 0, variance 1 (weight ones, bias zeros)",),
 )
@@ -114,12 +135,20 @@ def _(ns):
         return mine(x), theirs(x)
 
 
-@suite.case("layernorm", "LayerNorm(20) on an input with 19 features raises ValueError", points=1, check=raises("ValueError"))
+@suite.case(
+    "layernorm", "LayerNorm(20) on an input with 19 features raises ValueError", points=1, check=raises("ValueError")
+)
 def _(ns):
     return catch(ns.LayerNorm(PC), randn(PB, PT, PC - 1, seed=3))
 
 
-@suite.case("layernorm", "LayerNorm(0) and a negative eps raise ValueError", points=1, check=equal(), expected=["ValueError", "ValueError"])
+@suite.case(
+    "layernorm",
+    "LayerNorm(0) and a negative eps raise ValueError",
+    points=1,
+    check=equal(),
+    expected=["ValueError", "ValueError"],
+)
 def _(ns):
     return [catch(ns.LayerNorm, 0)["raised"], catch(ns.LayerNorm, PC, eps=-1e-5)["raised"]]
 
@@ -127,7 +156,13 @@ def _(ns):
 # ---------------------------------------------------------------- feedforward
 
 
-@suite.case("feedforward", "fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)", points=1, check=equal(), expected=([PF, PC], [PC, PF], [PB, PT, PC]))
+@suite.case(
+    "feedforward",
+    "fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)",
+    points=1,
+    check=equal(),
+    expected=([PF, PC], [PC, PF], [PB, PT, PC]),
+)
 def _(ns):
     ff = ns.FeedForward(PC, PF)
     return list(ff.fc1.weight.shape), list(ff.fc2.weight.shape), list(ff(randn(PB, PT, PC, seed=3)).shape)
@@ -143,23 +178,56 @@ def _hand_set(ns, embed_dim, ff_dim, activation, w1, b1, w2, b2):
     return ff.eval()
 
 
-@suite.case("feedforward", "relu on a small hand-set network (2 -> 3 -> 2)", points=1, check=close(rtol=1e-6, atol=1e-6), expected=torch.tensor([[3.0, 2.25], [0.5, 0.75], [7.5, -4.25]]),
-            builds_on=("fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)",))
+@suite.case(
+    "feedforward",
+    "relu on a small hand-set network (2 -> 3 -> 2)",
+    points=1,
+    check=close(rtol=1e-6, atol=1e-6),
+    expected=torch.tensor([[3.0, 2.25], [0.5, 0.75], [7.5, -4.25]]),
+    builds_on=("fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)",),
+)
 def _(ns):
-    ff = _hand_set(ns, 2, 3, "relu", [[1.0, 0.0], [0.0, 1.0], [1.0, -1.0]], [0.0, 0.0, -0.5], [[1.0, 1.0, 1.0], [0.0, 1.0, -1.0]], [0.0, 0.25])
+    ff = _hand_set(
+        ns,
+        2,
+        3,
+        "relu",
+        [[1.0, 0.0], [0.0, 1.0], [1.0, -1.0]],
+        [0.0, 0.0, -0.5],
+        [[1.0, 1.0, 1.0], [0.0, 1.0, -1.0]],
+        [0.0, 0.25],
+    )
     with torch.no_grad():
         return ff(torch.tensor([[1.0, 2.0], [-1.0, 0.5], [3.0, -2.0]]))
 
 
 _GELU_AT = [-3.0, -1.0, -0.5, 0.5, 1.0, 2.0]
 # the tanh and the sigmoid approximations of GELU at these points, in float64
-_GELU_TANH = [-0.0036373920817729943, -0.1588080093917233, -0.15428599017485606, 0.34571400982514394, 0.8411919906082768, 1.954597694087775]
-_GELU_SIGMOID = [-0.01807130970778597, -0.1542042340671787, -0.1496115633936199, 0.35038843660638014, 0.8457957659328212, 1.9356586231442083]
+_GELU_TANH = [
+    -0.0036373920817729943,
+    -0.1588080093917233,
+    -0.15428599017485606,
+    0.34571400982514394,
+    0.8411919906082768,
+    1.954597694087775,
+]
+_GELU_SIGMOID = [
+    -0.01807130970778597,
+    -0.1542042340671787,
+    -0.1496115633936199,
+    0.35038843660638014,
+    0.8457957659328212,
+    1.9356586231442083,
+]
 
 
 def _values_near(values):
     def when(got, exp):
-        return type(got) is torch.Tensor and got.numel() == len(values) and torch.allclose(got.double().flatten(), torch.tensor(values, dtype=torch.float64), atol=2e-6)
+        return (
+            type(got) is torch.Tensor
+            and got.numel() == len(values)
+            and torch.allclose(got.double().flatten(), torch.tensor(values, dtype=torch.float64), atol=2e-6)
+        )
 
     return when
 
@@ -168,11 +236,32 @@ def _values_near(values):
     "feedforward",
     "gelu (the default) is the exact x * Phi(x), through a 1 -> 1 -> 1 network",
     points=1,
-    check=close(rtol=1e-5, atol=1e-5, hints=[
-        Hint(_values_near(_GELU_TANH), "these are the values of the tanh approximation of GELU; the exact form is asked for", mistake="tanh approximation of GELU"),
-        Hint(_values_near(_GELU_SIGMOID), "these are the values of the sigmoid approximation of GELU; the exact form is asked for", mistake="sigmoid approximation of GELU"),
-    ]),
-    expected=torch.tensor([[-0.0040496940948903], [-0.15865525393145707], [-0.15426876936299345], [0.34573123063700656], [0.8413447460685429], [1.9544997361036416]]),
+    check=close(
+        rtol=1e-5,
+        atol=1e-5,
+        hints=[
+            Hint(
+                _values_near(_GELU_TANH),
+                "these are the values of the tanh approximation of GELU; the exact form is asked for",
+                mistake="tanh approximation of GELU",
+            ),
+            Hint(
+                _values_near(_GELU_SIGMOID),
+                "these are the values of the sigmoid approximation of GELU; the exact form is asked for",
+                mistake="sigmoid approximation of GELU",
+            ),
+        ],
+    ),
+    expected=torch.tensor(
+        [
+            [-0.0040496940948903],
+            [-0.15865525393145707],
+            [-0.15426876936299345],
+            [0.34573123063700656],
+            [0.8413447460685429],
+            [1.9544997361036416],
+        ]
+    ),
     builds_on=("fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)",),
 )
 def _(ns):
@@ -197,15 +286,22 @@ def _dropout_modes(got):
     if type(first) is not torch.Tensor or type(second) is not torch.Tensor or first.shape != second.shape:
         return "in training mode the network must return tensors of the input's shape"
     if float((first - second).abs().max()) <= 1e-6:
-        return "with dropout=0.5 in training mode two calls on the same input gave the same output: dropout is not applied"
+        return (
+            "with dropout=0.5 in training mode two calls on the same input gave the same output: dropout is not applied"
+        )
     verdict = close(rtol=0.0, atol=1e-6)(plain_second, plain_first, True)
     if not verdict.passed:
         return f"without a dropout argument two calls in training mode must agree (the default dropout is 0.0): {verdict.message}"
     return None
 
 
-@suite.case("feedforward", "dropout=0.5 is off in eval mode and on in training mode; the default is no dropout", points=1,
-            check=satisfies(_dropout_modes), builds_on=("fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)",))
+@suite.case(
+    "feedforward",
+    "dropout=0.5 is off in eval mode and on in training mode; the default is no dropout",
+    points=1,
+    check=satisfies(_dropout_modes),
+    builds_on=("fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)",),
+)
 def _(ns):
     ff, plain = ns.FeedForward(PC, PF, dropout=0.5), ns.FeedForward(PC, PF)
     set_parameters(ff, 4)
@@ -287,14 +383,24 @@ def _block_and_torch(ns, norm_first, activation, seed, default_order=False):
     b_q, b_k, b_v = layer.self_attn.in_proj_bias.detach().chunk(3)
     attn = block.attn
     with torch.no_grad():
-        for proj, w, b in ((attn.q_proj, w_q, b_q), (attn.k_proj, w_k, b_k), (attn.v_proj, w_v, b_v), (attn.out_proj, layer.self_attn.out_proj.weight, layer.self_attn.out_proj.bias)):
+        for proj, w, b in (
+            (attn.q_proj, w_q, b_q),
+            (attn.k_proj, w_k, b_k),
+            (attn.v_proj, w_v, b_v),
+            (attn.out_proj, layer.self_attn.out_proj.weight, layer.self_attn.out_proj.bias),
+        ):
             proj.weight.copy_(w)
             proj.bias.copy_(b)
     return block.eval(), layer.eval()
 
 
-@suite.case("block", "has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)", points=1, check=equal(),
-            expected=(["MultiHeadAttention", "LayerNorm", "LayerNorm", "Identity"], [PB, PT, PC]))
+@suite.case(
+    "block",
+    "has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",
+    points=1,
+    check=equal(),
+    expected=(["MultiHeadAttention", "LayerNorm", "LayerNorm", "Identity"], [PB, PT, PC]),
+)
 def _(ns):
     with _placeholders(ns):
         block = ns.TransformerBlock(PC, PH, PF)
@@ -326,19 +432,31 @@ def _built_parts(ns, *args, **kwargs):
         block = ns.TransformerBlock(*args, **kwargs)
     attn = block.attn
     drops = [getattr(getattr(attn, name, None), "p", None) for name in ("attn_dropout", "resid_dropout")]
-    return [[getattr(attn, "embed_dim", None), getattr(attn, "num_heads", None), *drops], calls["LayerNorm"], calls["FeedForward"]]
+    return [
+        [getattr(attn, "embed_dim", None), getattr(attn, "num_heads", None), *drops],
+        calls["LayerNorm"],
+        calls["FeedForward"],
+    ]
 
 
-@suite.case("block", "passes its arguments to its parts (dropout=0.1, activation='relu')", points=1,
-            check=satisfies(_parts_problem((PC, PH, PF, 0.1, "relu"))),
-            builds_on=("has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",))
+@suite.case(
+    "block",
+    "passes its arguments to its parts (dropout=0.1, activation='relu')",
+    points=1,
+    check=satisfies(_parts_problem((PC, PH, PF, 0.1, "relu"))),
+    builds_on=("has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",),
+)
 def _(ns):
     return _built_parts(ns, PC, PH, PF, dropout=0.1, activation="relu")
 
 
-@suite.case("block", "pre-norm (the default order) equals nn.TransformerEncoderLayer(norm_first=True), causal mask", points=2,
-            check=satisfies(_pair_agrees("nn.TransformerEncoderLayer(norm_first=True)")),
-            builds_on=("has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",))
+@suite.case(
+    "block",
+    "pre-norm (the default order) equals nn.TransformerEncoderLayer(norm_first=True), causal mask",
+    points=2,
+    check=satisfies(_pair_agrees("nn.TransformerEncoderLayer(norm_first=True)")),
+    builds_on=("has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",),
+)
 def _(ns):
     block, layer = _block_and_torch(ns, True, "gelu", 6, default_order=True)
     x = randn(PB, PT, PC, seed=7)
@@ -347,8 +465,13 @@ def _(ns):
         return block(x, mask=causal), layer(x, src_mask=causal)
 
 
-@suite.case("block", "post-norm (norm_first=False) equals nn.TransformerEncoderLayer, causal mask", points=2, check=satisfies(_pair_agrees("nn.TransformerEncoderLayer(norm_first=False)")),
-            builds_on=("has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",))
+@suite.case(
+    "block",
+    "post-norm (norm_first=False) equals nn.TransformerEncoderLayer, causal mask",
+    points=2,
+    check=satisfies(_pair_agrees("nn.TransformerEncoderLayer(norm_first=False)")),
+    builds_on=("has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",),
+)
 def _(ns):
     block, layer = _block_and_torch(ns, False, "relu", 8)
     x = randn(PB, PT, PC, seed=9)
@@ -370,7 +493,12 @@ def _causal_property(got):
     return None
 
 
-@suite.case("block", "with a causal mask, changing the last token leaves earlier outputs alone", points=1, check=satisfies(_causal_property))
+@suite.case(
+    "block",
+    "with a causal mask, changing the last token leaves earlier outputs alone",
+    points=1,
+    check=satisfies(_causal_property),
+)
 def _(ns):
     block, _ = _block_and_torch(ns, True, "gelu", 10)
     x = randn(PB, PT, PC, seed=11)
@@ -385,13 +513,19 @@ def _steady(got):
     first, second = got
     verdict = close(rtol=0.0, atol=1e-6)(second, first, True)
     if not verdict.passed:
-        return ("with the dropout of attn and ff set to p=0, your block in training mode still changed its output from call "
-                f"to call: the block's dropout belongs to its parts, the block adds none of its own ({verdict.message})")
+        return (
+            "with the dropout of attn and ff set to p=0, your block in training mode still changed its output from call "
+            f"to call: the block's dropout belongs to its parts, the block adds none of its own ({verdict.message})"
+        )
     return None
 
 
-@suite.case("block", "the block adds no dropout of its own (dropout=0.5, training mode, the parts' dropout set to 0)", points=1,
-            check=satisfies(_steady))
+@suite.case(
+    "block",
+    "the block adds no dropout of its own (dropout=0.5, training mode, the parts' dropout set to 0)",
+    points=1,
+    check=satisfies(_steady),
+)
 def _(ns):
     with _placeholders(ns):
         block = ns.TransformerBlock(PC, PH, PF, dropout=0.5, activation="relu", norm_first=False)

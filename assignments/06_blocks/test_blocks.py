@@ -135,10 +135,19 @@ def test_public_literals_are_what_pytorch_computes():
     spec.loader.exec_module(public)
     expected = {c.name: c.expected for c in public.suite.cases}
     x = torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64)
-    torch.testing.assert_close(expected["eps=1 on [1, 2, 3, 4]: (x - 2.5) / sqrt(1.25 + 1)"].double(), F.layer_norm(x, (4,), eps=1.0), rtol=1e-7, atol=1e-7)
+    torch.testing.assert_close(
+        expected["eps=1 on [1, 2, 3, 4]: (x - 2.5) / sqrt(1.25 + 1)"].double(),
+        F.layer_norm(x, (4,), eps=1.0),
+        rtol=1e-7,
+        atol=1e-7,
+    )
     tiny = torch.tensor([[0.0, 0.001, 0.002, 0.003]], dtype=torch.float64)
     name = "the default eps=1e-5 matters when the spread is tiny: [0, 0.001, 0.002, 0.003]"
     torch.testing.assert_close(expected[name].double(), F.layer_norm(tiny, (4,), eps=1e-5), rtol=1e-7, atol=1e-7)
     at = torch.tensor(public._GELU_AT, dtype=torch.float64)
-    torch.testing.assert_close(torch.tensor(public._GELU_TANH, dtype=torch.float64), F.gelu(at, approximate="tanh"), rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(torch.tensor(public._GELU_SIGMOID, dtype=torch.float64), at * torch.sigmoid(1.702 * at), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        torch.tensor(public._GELU_TANH, dtype=torch.float64), F.gelu(at, approximate="tanh"), rtol=1e-12, atol=1e-12
+    )
+    torch.testing.assert_close(
+        torch.tensor(public._GELU_SIGMOID, dtype=torch.float64), at * torch.sigmoid(1.702 * at), rtol=1e-12, atol=1e-12
+    )

@@ -63,7 +63,19 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, close_number, equal, generator, randn, satisfies
+from autograder.kit import (
+    REFERENCE,
+    Hint,
+    Suite,
+    Verdict,
+    catch,
+    close,
+    close_number,
+    equal,
+    generator,
+    randn,
+    satisfies,
+)
 
 suite = Suite(public=False)
 
@@ -86,7 +98,9 @@ class _Config:
     norm_first: bool
 
 
-def _config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim=None, dropout=0.0, tie_weights=True, norm_first=True):
+def _config(
+    vocab_size, block_size, n_layer, n_head, n_embd, ff_dim=None, dropout=0.0, tie_weights=True, norm_first=True
+):
     return _Config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim, dropout, tie_weights, norm_first)
 
 
@@ -96,7 +110,9 @@ _FILLED_FIRST = {"tok_emb.weight": 0}
 def _weights_from_names(model, seed, scale=1.0):
     """Every parameter from its dotted name and ``seed``; a tied matrix once, as tok_emb.weight."""
     distinct = {}  # one entry per Parameter, under the first of its names (tok_emb.weight first)
-    for dotted, tensor in sorted(model.named_parameters(remove_duplicate=False), key=lambda item: _FILLED_FIRST.get(item[0], 1)):
+    for dotted, tensor in sorted(
+        model.named_parameters(remove_duplicate=False), key=lambda item: _FILLED_FIRST.get(item[0], 1)
+    ):
         distinct.setdefault(id(tensor), (dotted, tensor))
     with torch.no_grad():
         for dotted, tensor in distinct.values():
@@ -114,6 +130,7 @@ def _grad_state():
 
 def _refused(what):
     """A check: every call described in ``what`` raised ValueError (the probe returns the raised names, in order)."""
+
     def test(got):
         for description, raised in zip(what, got):
             if raised != "ValueError":
@@ -134,7 +151,9 @@ class _CausalMean(nn.Module):
 
     def __init__(self, seed, vocab_size, block_size, width=16, dropout=0.0, scale=1.0):
         super().__init__()
-        self.config = _config(vocab_size, block_size, n_layer=1, n_head=1, n_embd=width, dropout=dropout, tie_weights=False)
+        self.config = _config(
+            vocab_size, block_size, n_layer=1, n_head=1, n_embd=width, dropout=dropout, tie_weights=False
+        )
         self.tok = nn.Embedding(vocab_size, width)
         self.pos = nn.Embedding(block_size, width)
         self.drop = nn.Dropout(dropout)
@@ -154,13 +173,15 @@ class _CausalMean(nn.Module):
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
-        self.log.append({
-            "mode": _mode(self),
-            "grad": _grad_state(),
-            "idx": idx.detach().cpu().clone(),
-            "targets": None if targets is None else targets.detach().cpu().clone(),
-            "loss": None if loss is None else float(loss.detach()),
-        })
+        self.log.append(
+            {
+                "mode": _mode(self),
+                "grad": _grad_state(),
+                "idx": idx.detach().cpu().clone(),
+                "targets": None if targets is None else targets.detach().cpu().clone(),
+                "loss": None if loss is None else float(loss.detach()),
+            }
+        )
         return logits, loss
 
 
@@ -175,14 +196,29 @@ class _PartsOnly(nn.Module):
 
     whole_window = False
 
-    def __init__(self, ns, seed, vocab_size, block_size, n_layer, n_head, n_embd, ff_dim=None, norm_first=True, tie_weights=True, dropout=0.0):
+    def __init__(
+        self,
+        ns,
+        seed,
+        vocab_size,
+        block_size,
+        n_layer,
+        n_head,
+        n_embd,
+        ff_dim=None,
+        norm_first=True,
+        tie_weights=True,
+        dropout=0.0,
+    ):
         super().__init__()
         cfg = _config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim, dropout, tie_weights, norm_first)
         hidden = ff_dim if ff_dim is not None else 4 * n_embd
         self.config = cfg
         self.tok_emb = nn.Embedding(vocab_size, n_embd)
         self.pos_emb = nn.Embedding(block_size, n_embd)
-        self.blocks = nn.ModuleList(ns.TransformerBlock(n_embd, n_head, hidden, dropout=dropout, norm_first=norm_first) for _ in range(n_layer))
+        self.blocks = nn.ModuleList(
+            ns.TransformerBlock(n_embd, n_head, hidden, dropout=dropout, norm_first=norm_first) for _ in range(n_layer)
+        )
         self.ln_f = ns.LayerNorm(n_embd)
         self.head = nn.Linear(n_embd, vocab_size, bias=False)
         if tie_weights:
@@ -191,8 +227,12 @@ class _PartsOnly(nn.Module):
 
     def forward(self, idx, targets=None):
         if not self.whole_window:
-            raise ValueError("this test model has no forward pass: within block_size, run the prompt and each new token through its parts and the cache")
-        return self.head(self.ln_f(self.tok_emb(idx) + self.pos_emb(torch.arange(idx.size(1), device=idx.device)))), None
+            raise ValueError(
+                "this test model has no forward pass: within block_size, run the prompt and each new token through its parts and the cache"
+            )
+        return self.head(
+            self.ln_f(self.tok_emb(idx) + self.pos_emb(torch.arange(idx.size(1), device=idx.device)))
+        ), None
 
 
 class _Chooser:
@@ -238,10 +278,16 @@ def _logged_logits(rtol, atol):
 
     def check(got, expected, reveal=True):
         if got is None:
-            return Verdict(False, "sample_next was never called: draw every new token with sample_next(logits, temperature, top_k, top_p, generator)")
+            return Verdict(
+                False,
+                "sample_next was never called: draw every new token with sample_next(logits, temperature, top_k, top_p, generator)",
+            )
         verdict = inner(got, expected, reveal)
         if not verdict.passed:
-            verdict.message = "the logits handed to sample_next (steps x batch x vocab) are not the model's last-position logits: " + verdict.message
+            verdict.message = (
+                "the logits handed to sample_next (steps x batch x vocab) are not the model's last-position logits: "
+                + verdict.message
+            )
         return verdict
 
     return check
@@ -264,7 +310,16 @@ def _arguments_problem(count, temperature, top_k, top_p, seed):
 # ======================================================================== model
 
 TINY = dict(vocab_size=13, block_size=9, n_layer=2, n_head=3, n_embd=12)
-_DEFAULTS = {"n_layer": 4, "n_head": 4, "n_embd": 128, "ff_dim": 512, "dropout": [0.0], "norm_first": "True", "config_ff_dim": None, "given": [13, 9]}
+_DEFAULTS = {
+    "n_layer": 4,
+    "n_head": 4,
+    "n_embd": 128,
+    "ff_dim": 512,
+    "dropout": [0.0],
+    "norm_first": "True",
+    "config_ff_dim": None,
+    "given": [13, 9],
+}
 
 
 def _defaults_problem(got):
@@ -276,18 +331,28 @@ def _defaults_problem(got):
     return None
 
 
-@suite.case("model", "GPT(GPTConfig(vocab_size=13, block_size=9)) is built with the stated defaults", points=1,
-            check=satisfies(_defaults_problem), timeout=30)  # a GPTConfig with far larger defaults builds a far larger model
+@suite.case(
+    "model",
+    "GPT(GPTConfig(vocab_size=13, block_size=9)) is built with the stated defaults",
+    points=1,
+    check=satisfies(_defaults_problem),
+    timeout=30,
+)  # a GPTConfig with far larger defaults builds a far larger model
 def _(ns):
     config = ns.GPTConfig(vocab_size=13, block_size=9)
     model = ns.GPT(config)
     first = model.blocks[0]
     return {
-        "n_layer": len(model.blocks), "n_head": first.attn.num_heads, "n_embd": model.tok_emb.weight.shape[1],
-        "ff_dim": first.ff.fc1.out_features, "dropout": sorted({getattr(m, "p", None) for m in model.modules()} - {None}),
-        "norm_first": repr(first.norm_first), "config_ff_dim": config.ff_dim,
+        "n_layer": len(model.blocks),
+        "n_head": first.attn.num_heads,
+        "n_embd": model.tok_emb.weight.shape[1],
+        "ff_dim": first.ff.fc1.out_features,
+        "dropout": sorted({getattr(m, "p", None) for m in model.modules()} - {None}),
+        "norm_first": repr(first.norm_first),
+        "config_ff_dim": config.ff_dim,
         "given": [model.tok_emb.weight.shape[0], model.pos_emb.weight.shape[0]],
-        "head_weight": id(model.head.weight), "tok_emb_weight": id(model.tok_emb.weight),
+        "head_weight": id(model.head.weight),
+        "tok_emb_weight": id(model.tok_emb.weight),
     }
 
 
@@ -322,30 +387,56 @@ def _model_parts_problem(got):
     return None
 
 
-@suite.case("model", "the parts of a 3-layer post-norm model: config kept, blocks built from it, ln_f, head without bias", points=1,
-            check=satisfies(_model_parts_problem, [
-                Hint(lambda got, exp: got["head"][3] != "NoneType", "the head is a linear map without bias", mistake="head with a bias"),
-            ]))
+@suite.case(
+    "model",
+    "the parts of a 3-layer post-norm model: config kept, blocks built from it, ln_f, head without bias",
+    points=1,
+    check=satisfies(
+        _model_parts_problem,
+        [
+            Hint(
+                lambda got, exp: got["head"][3] != "NoneType",
+                "the head is a linear map without bias",
+                mistake="head with a bias",
+            ),
+        ],
+    ),
+)
 def _(ns):
     config = ns.GPTConfig(**_PARTS_CONFIG)
     model = ns.GPT(config)
     kept = getattr(model, "config", None)
-    fields = [getattr(kept, name, "missing") for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "ff_dim", "dropout")]
+    fields = [
+        getattr(kept, name, "missing")
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "ff_dim", "dropout")
+    ]
     fields += [repr(getattr(kept, "tie_weights", "missing")), repr(getattr(kept, "norm_first", "missing"))]
     blocks = getattr(model, "blocks", [])
     described = []
     for block in blocks:
         attn, ff = getattr(block, "attn", None), getattr(block, "ff", None)
         drops = sorted({getattr(m, "p", None) for m in block.modules()} - {None})
-        described.append([type(block).__name__, getattr(attn, "num_heads", None), getattr(getattr(ff, "fc1", None), "out_features", None),
-                          repr(getattr(block, "norm_first", None)), drops])
+        described.append(
+            [
+                type(block).__name__,
+                getattr(attn, "num_heads", None),
+                getattr(getattr(ff, "fc1", None), "out_features", None),
+                repr(getattr(block, "norm_first", None)),
+                drops,
+            ]
+        )
     head, ln_f = model.head, getattr(model, "ln_f", None)
     return {
         "config": fields,
         "blocks": [type(blocks).__name__, len(blocks)],
         "block": described,
         "ln_f": [type(ln_f).__name__, list(getattr(getattr(ln_f, "weight", None), "shape", []))],
-        "head": [type(head).__name__, getattr(head, "in_features", None), getattr(head, "out_features", None), type(getattr(head, "bias", None)).__name__],
+        "head": [
+            type(head).__name__,
+            getattr(head, "in_features", None),
+            getattr(head, "out_features", None),
+            type(getattr(head, "bias", None)).__name__,
+        ],
         "tok_emb": list(model.tok_emb.weight.shape),
         "pos_emb": list(model.pos_emb.weight.shape),
     }
@@ -362,28 +453,57 @@ def _tying_problem(got):
     return None
 
 
-@suite.case("model", "tie_weights=True shares one Parameter, tie_weights=False keeps two", points=1,
-            check=satisfies(_tying_problem, [
-                Hint(lambda got, exp: got[0][0] != got[0][1], "tie by assigning the embedding's Parameter to the head (one object), not by copying values", mistake="head not tied"),
-                Hint(lambda got, exp: got[1][0] == got[1][1], "with tie_weights=False the head has a matrix of its own", mistake="head tied when tie_weights=False"),
-            ]))
+@suite.case(
+    "model",
+    "tie_weights=True shares one Parameter, tie_weights=False keeps two",
+    points=1,
+    check=satisfies(
+        _tying_problem,
+        [
+            Hint(
+                lambda got, exp: got[0][0] != got[0][1],
+                "tie by assigning the embedding's Parameter to the head (one object), not by copying values",
+                mistake="head not tied",
+            ),
+            Hint(
+                lambda got, exp: got[1][0] == got[1][1],
+                "with tie_weights=False the head has a matrix of its own",
+                mistake="head tied when tie_weights=False",
+            ),
+        ],
+    ),
+)
 def _(ns):
     out = []
     for tie in (True, False):
         model = ns.GPT(ns.GPTConfig(**TINY, tie_weights=tie))
-        out.append([id(model.head.weight), id(model.tok_emb.weight), len(list(model.parameters())),
-                    len(list(model.named_parameters(remove_duplicate=False)))])
+        out.append(
+            [
+                id(model.head.weight),
+                id(model.tok_emb.weight),
+                len(list(model.parameters())),
+                len(list(model.named_parameters(remove_duplicate=False))),
+            ]
+        )
     return out
 
 
 def _counts(labels, what, hints=()):
     """A check on parameter counts (one per configuration in ``labels``), in words."""
+
     def check(got, expected, reveal=True):
-        if not isinstance(got, list) or len(got) != len(labels) or any(isinstance(n, bool) or not isinstance(n, int) for n in got):
+        if (
+            not isinstance(got, list)
+            or len(got) != len(labels)
+            or any(isinstance(n, bool) or not isinstance(n, int) for n in got)
+        ):
             return Verdict(False, f"expected one whole number per configuration ({len(labels)}), got {got!r}")
         for label, mine, right in zip(labels, got, expected):
             if mine != right:
-                verdict = Verdict(False, f"{what} {mine} for the {label} configuration, which is not its number of distinct parameters")
+                verdict = Verdict(
+                    False,
+                    f"{what} {mine} for the {label} configuration, which is not its number of distinct parameters",
+                )
                 for hint in hints:
                     if hint.when(got, expected):
                         return Verdict(False, f"{verdict.message}\nHint: {hint.text}", hint.mistake)
@@ -397,8 +517,13 @@ def _unique_count(model):
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
 
 
-@suite.case("model", "the model's own parameter count for tied, untied and ff_dim configurations", points=1,
-            check=_counts(["tied", "untied", "ff_dim=20 post-norm"], "your GPT holds"), expected=REFERENCE)
+@suite.case(
+    "model",
+    "the model's own parameter count for tied, untied and ff_dim configurations",
+    points=1,
+    check=_counts(["tied", "untied", "ff_dim=20 post-norm"], "your GPT holds"),
+    expected=REFERENCE,
+)
 def _(ns):
     configs = [TINY, dict(TINY, tie_weights=False), dict(TINY, ff_dim=20, norm_first=False)]
     return [_unique_count(ns.GPT(ns.GPTConfig(**c))) for c in configs]
@@ -407,8 +532,13 @@ def _(ns):
 MODEL_IDX = torch.randint(13, (3, 7), generator=generator(11))
 
 
-@suite.case("model", "logits with fixed weights: pre-norm, tied (B=3, T=7, V=13, C=12)", points=2,
-            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
+@suite.case(
+    "model",
+    "logits with fixed weights: pre-norm, tied (B=3, T=7, V=13, C=12)",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+)
 def _(ns):
     model = ns.GPT(ns.GPTConfig(**TINY))
     _weights_from_names(model, 21, scale=0.5)
@@ -417,9 +547,14 @@ def _(ns):
         return model(MODEL_IDX)[0]
 
 
-@suite.case("model", "logits with fixed weights: post-norm, untied, ff_dim=20, dropout=0.2 in eval mode", points=2,
-            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE,
-            builds_on=("the parts of a 3-layer post-norm model: config kept, blocks built from it, ln_f, head without bias",))
+@suite.case(
+    "model",
+    "logits with fixed weights: post-norm, untied, ff_dim=20, dropout=0.2 in eval mode",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+    builds_on=("the parts of a 3-layer post-norm model: config kept, blocks built from it, ln_f, head without bias",),
+)
 def _(ns):
     model = ns.GPT(ns.GPTConfig(**dict(TINY, norm_first=False, tie_weights=False, ff_dim=20, dropout=0.2)))
     _weights_from_names(model, 22, scale=0.5)
@@ -428,9 +563,14 @@ def _(ns):
         return model(MODEL_IDX)[0]
 
 
-@suite.case("model", "losses with targets: all kept, some -100, all but one -100", points=1,
-            check=close(rtol=1e-5, atol=1e-5, dtype=None), expected=REFERENCE,
-            builds_on=("logits with fixed weights: pre-norm, tied (B=3, T=7, V=13, C=12)",))
+@suite.case(
+    "model",
+    "losses with targets: all kept, some -100, all but one -100",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5, dtype=None),
+    expected=REFERENCE,
+    builds_on=("logits with fixed weights: pre-norm, tied (B=3, T=7, V=13, C=12)",),
+)
 def _(ns):
     model = ns.GPT(ns.GPTConfig(**TINY))
     _weights_from_names(model, 23, scale=0.5)
@@ -456,8 +596,12 @@ def _length_problem(got):
     return None
 
 
-@suite.case("model", "T == block_size runs (loss None without targets); T = block_size + 1 raises ValueError", points=1,
-            check=satisfies(_length_problem))
+@suite.case(
+    "model",
+    "T == block_size runs (loss None without targets); T = block_size + 1 raises ValueError",
+    points=1,
+    check=satisfies(_length_problem),
+)
 def _(ns):
     model = ns.GPT(ns.GPTConfig(**TINY))
     with torch.no_grad():
@@ -475,7 +619,9 @@ def _causal_problem(got):
     return None
 
 
-@suite.case("model", "changing later tokens leaves earlier logits unchanged", points=1, check=satisfies(_causal_problem))
+@suite.case(
+    "model", "changing later tokens leaves earlier logits unchanged", points=1, check=satisfies(_causal_problem)
+)
 def _(ns):
     model = ns.GPT(ns.GPTConfig(**dict(TINY, norm_first=False)))
     _weights_from_names(model, 24, scale=0.5)
@@ -497,8 +643,12 @@ def _dropout_problem(got):
     return None
 
 
-@suite.case("model", "config.dropout: every dropout uses it, and the embeddings' sum is dropped in training mode", points=1,
-            check=satisfies(_dropout_problem))
+@suite.case(
+    "model",
+    "config.dropout: every dropout uses it, and the embeddings' sum is dropped in training mode",
+    points=1,
+    check=satisfies(_dropout_problem),
+)
 def _(ns):
     model = ns.GPT(ns.GPTConfig(**dict(TINY, dropout=0.3)))
     _weights_from_names(model, 25, scale=0.5)
@@ -511,13 +661,25 @@ def _(ns):
         return kinds, model(MODEL_IDX)[0], model(MODEL_IDX)[0]
 
 
-@suite.case("model", "n_head=5 for n_embd=12, n_layer=0, vocab_size=0 and a 1-D idx are refused with ValueError", points=1,
-            check=_refused(["GPT(GPTConfig(..., n_head=5, n_embd=12))", "GPT(GPTConfig(..., n_layer=0))", "GPT(GPTConfig(vocab_size=0, ...))",
-                            "model(idx) with a 1-D idx"]))
+@suite.case(
+    "model",
+    "n_head=5 for n_embd=12, n_layer=0, vocab_size=0 and a 1-D idx are refused with ValueError",
+    points=1,
+    check=_refused(
+        [
+            "GPT(GPTConfig(..., n_head=5, n_embd=12))",
+            "GPT(GPTConfig(..., n_layer=0))",
+            "GPT(GPTConfig(vocab_size=0, ...))",
+            "model(idx) with a 1-D idx",
+        ]
+    ),
+)
 def _(ns):
-    raised = [catch(ns.GPT, ns.GPTConfig(**dict(TINY, n_head=5)))["raised"],
-              catch(ns.GPT, ns.GPTConfig(**dict(TINY, n_layer=0)))["raised"],
-              catch(ns.GPT, ns.GPTConfig(**dict(TINY, vocab_size=0)))["raised"]]
+    raised = [
+        catch(ns.GPT, ns.GPTConfig(**dict(TINY, n_head=5)))["raised"],
+        catch(ns.GPT, ns.GPTConfig(**dict(TINY, n_layer=0)))["raised"],
+        catch(ns.GPT, ns.GPTConfig(**dict(TINY, vocab_size=0)))["raised"],
+    ]
     return raised + [catch(ns.GPT(ns.GPTConfig(**TINY)), torch.zeros(5, dtype=torch.long))["raised"]]
 
 
@@ -538,28 +700,59 @@ _COUNT_HINTS = [
 ]
 
 
-@suite.case("params", "Shakespeare-sized models, tied (10.8 million)", points=1,
-            check=_counts(["6-layer, 384-wide", "2-layer, 384-wide"], "num_parameters gives", _COUNT_HINTS), expected=REFERENCE)
+@suite.case(
+    "params",
+    "Shakespeare-sized models, tied (10.8 million)",
+    points=1,
+    check=_counts(["6-layer, 384-wide", "2-layer, 384-wide"], "num_parameters gives", _COUNT_HINTS),
+    expected=REFERENCE,
+)
 def _(ns):
-    return [ns.num_parameters(_config(**SHAKESPEARE_GPT)), ns.num_parameters(_config(**dict(SHAKESPEARE_GPT, n_layer=2, block_size=64)))]
+    return [
+        ns.num_parameters(_config(**SHAKESPEARE_GPT)),
+        ns.num_parameters(_config(**dict(SHAKESPEARE_GPT, n_layer=2, block_size=64))),
+    ]
 
 
-@suite.case("params", "untied heads are counted", points=1,
-            check=_counts(["untied 6-layer, 384-wide", "untied 3-layer, 10-wide"], "num_parameters gives"), expected=REFERENCE)
+@suite.case(
+    "params",
+    "untied heads are counted",
+    points=1,
+    check=_counts(["untied 6-layer, 384-wide", "untied 3-layer, 10-wide"], "num_parameters gives"),
+    expected=REFERENCE,
+)
 def _(ns):
-    return [ns.num_parameters(_config(**SHAKESPEARE_GPT, tie_weights=False)),
-            ns.num_parameters(_config(vocab_size=11, block_size=5, n_layer=3, n_head=2, n_embd=10, tie_weights=False))]
+    return [
+        ns.num_parameters(_config(**SHAKESPEARE_GPT, tie_weights=False)),
+        ns.num_parameters(_config(vocab_size=11, block_size=5, n_layer=3, n_head=2, n_embd=10, tie_weights=False)),
+    ]
 
 
-@suite.case("params", "a given ff_dim replaces 4 * n_embd", points=1,
-            check=_counts(["ff_dim=100", "ff_dim=24, untied"], "num_parameters gives", _COUNT_HINTS), expected=REFERENCE)
+@suite.case(
+    "params",
+    "a given ff_dim replaces 4 * n_embd",
+    points=1,
+    check=_counts(["ff_dim=100", "ff_dim=24, untied"], "num_parameters gives", _COUNT_HINTS),
+    expected=REFERENCE,
+)
 def _(ns):
-    return [ns.num_parameters(_config(vocab_size=50, block_size=32, n_layer=3, n_head=3, n_embd=24, ff_dim=100)),
-            ns.num_parameters(_config(vocab_size=50, block_size=32, n_layer=2, n_head=3, n_embd=24, ff_dim=24, tie_weights=False))]
+    return [
+        ns.num_parameters(_config(vocab_size=50, block_size=32, n_layer=3, n_head=3, n_embd=24, ff_dim=100)),
+        ns.num_parameters(
+            _config(vocab_size=50, block_size=32, n_layer=2, n_head=3, n_embd=24, ff_dim=24, tie_weights=False)
+        ),
+    ]
 
 
-@suite.case("params", "small sizes, post-norm and dropout (which add no parameters)", points=1,
-            check=_counts(["1-layer, 2-wide", "post-norm with dropout", "block_size=100"], "num_parameters gives", _COUNT_HINTS), expected=REFERENCE)
+@suite.case(
+    "params",
+    "small sizes, post-norm and dropout (which add no parameters)",
+    points=1,
+    check=_counts(
+        ["1-layer, 2-wide", "post-norm with dropout", "block_size=100"], "num_parameters gives", _COUNT_HINTS
+    ),
+    expected=REFERENCE,
+)
 def _(ns):
     configs = [
         _config(vocab_size=5, block_size=3, n_layer=1, n_head=1, n_embd=2),
@@ -589,8 +782,16 @@ def _chosen(ns, cuda, mps):
     return [type(picked).__name__, getattr(picked, "type", str(picked))]
 
 
-_STRING_HINT = Hint(lambda got, exp: isinstance(got, list) and got[0] == "str", "return torch.device(...), not a string", mistake="a string, not a torch.device")
-_CALL_HINT = Hint(lambda got, exp: isinstance(got, list) and got[1] == "cuda", "call the function: torch.cuda.is_available() (without the parentheses it is always true)", mistake="is_available not called")
+_STRING_HINT = Hint(
+    lambda got, exp: isinstance(got, list) and got[0] == "str",
+    "return torch.device(...), not a string",
+    mistake="a string, not a torch.device",
+)
+_CALL_HINT = Hint(
+    lambda got, exp: isinstance(got, list) and got[1] == "cuda",
+    "call the function: torch.cuda.is_available() (without the parentheses it is always true)",
+    mistake="is_available not called",
+)
 
 
 def _device_check(situation, want, hints):
@@ -605,47 +806,88 @@ def _device_check(situation, want, hints):
     return satisfies(test, hints)
 
 
-@suite.case("device", "CUDA and MPS both available: cuda comes first", points=1,
-            check=_device_check("with CUDA and MPS both available", "cuda", [_STRING_HINT]))
+@suite.case(
+    "device",
+    "CUDA and MPS both available: cuda comes first",
+    points=1,
+    check=_device_check("with CUDA and MPS both available", "cuda", [_STRING_HINT]),
+)
 def _(ns):
     return _chosen(ns, True, True)
 
 
-@suite.case("device", "only MPS available: mps", points=1, check=_device_check("with only MPS available", "mps", [_STRING_HINT, _CALL_HINT]))
+@suite.case(
+    "device",
+    "only MPS available: mps",
+    points=1,
+    check=_device_check("with only MPS available", "mps", [_STRING_HINT, _CALL_HINT]),
+)
 def _(ns):
     return _chosen(ns, False, True)
 
 
-@suite.case("device", "no GPU at all: cpu", points=1, check=_device_check("with no GPU at all", "cpu", [_STRING_HINT, _CALL_HINT]))
+@suite.case(
+    "device",
+    "no GPU at all: cpu",
+    points=1,
+    check=_device_check("with no GPU at all", "cpu", [_STRING_HINT, _CALL_HINT]),
+)
 def _(ns):
     return _chosen(ns, False, False)
 
 
 # ======================================================================== train
 
-SMALL = dict(vocab_size=12, block_size=8, scale=2.0)  # weights large enough for gradient norms near 2 (so that clipping to 1 shows)
+SMALL = dict(
+    vocab_size=12, block_size=8, scale=2.0
+)  # weights large enough for gradient norms near 2 (so that clipping to 1 shows)
 STEP_X = torch.randint(12, (4, 8), generator=generator(50))
 STEP_Y = torch.randint(12, (4, 8), generator=generator(51))
 TRAIN_DATA = torch.randint(12, (300,), generator=generator(52))
 
 
 def _gradient_vector(model):
-    return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in model.parameters()]).detach()
+    return torch.cat(
+        [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in model.parameters()]
+    ).detach()
 
 
-@suite.case("train", "train_step returns the batch loss as a Python float", points=1,
-            check=close_number(rtol=1e-5, atol=1e-6), expected=REFERENCE,
-            timeout=60)  # the first optimiser of a process imports torch._dynamo: seconds
+@suite.case(
+    "train",
+    "train_step returns the batch loss as a Python float",
+    points=1,
+    check=close_number(rtol=1e-5, atol=1e-6),
+    expected=REFERENCE,
+    timeout=60,
+)  # the first optimiser of a process imports torch._dynamo: seconds
 def _(ns):
     model = _CausalMean(60, **SMALL)
     return ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y, grad_clip=None)
 
 
-@suite.case("train", "after two calls the gradients are those of one batch (zeroed first)", points=1,
-            check=close(rtol=1e-4, atol=1e-6, hints=[
-                Hint(lambda got, exp: torch.allclose(got, 2 * exp, rtol=1e-3, atol=1e-6), "the second call added its gradients to the first call's: zero them at the start of each step", mistake="gradients not zeroed"),
-                Hint(lambda got, exp: float(got.abs().max()) == 0.0, "the gradients are all zero after the call: zero them before the backward pass, not after the step", mistake="gradients zeroed after the step"),
-            ]), expected=REFERENCE, timeout=60)
+@suite.case(
+    "train",
+    "after two calls the gradients are those of one batch (zeroed first)",
+    points=1,
+    check=close(
+        rtol=1e-4,
+        atol=1e-6,
+        hints=[
+            Hint(
+                lambda got, exp: torch.allclose(got, 2 * exp, rtol=1e-3, atol=1e-6),
+                "the second call added its gradients to the first call's: zero them at the start of each step",
+                mistake="gradients not zeroed",
+            ),
+            Hint(
+                lambda got, exp: float(got.abs().max()) == 0.0,
+                "the gradients are all zero after the call: zero them before the backward pass, not after the step",
+                mistake="gradients zeroed after the step",
+            ),
+        ],
+    ),
+    expected=REFERENCE,
+    timeout=60,
+)
 def _(ns):
     model = _CausalMean(61, **SMALL)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
@@ -654,32 +896,53 @@ def _(ns):
     return _gradient_vector(model)
 
 
-@suite.case("train", "grad_clip=0.05 scales the total gradient norm down to 0.05", points=1,
-            check=close_number(rtol=1e-3, atol=0.0), expected=0.05)
+@suite.case(
+    "train",
+    "grad_clip=0.05 scales the total gradient norm down to 0.05",
+    points=1,
+    check=close_number(rtol=1e-3, atol=0.0),
+    expected=0.05,
+)
 def _(ns):
     model = _CausalMean(62, **SMALL)
     ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y, grad_clip=0.05)
     return float(_gradient_vector(model).norm())
 
 
-@suite.case("train", "grad_clip=None leaves the gradients as they are", points=1,
-            check=close_number(rtol=1e-4, atol=0.0), expected=REFERENCE)
+@suite.case(
+    "train",
+    "grad_clip=None leaves the gradients as they are",
+    points=1,
+    check=close_number(rtol=1e-4, atol=0.0),
+    expected=REFERENCE,
+)
 def _(ns):
     model = _CausalMean(62, **SMALL)
     ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y, grad_clip=None)
     return float(_gradient_vector(model).norm())
 
 
-@suite.case("train", "without a grad_clip argument the total gradient norm is clipped to 1.0", points=1,
-            check=close_number(rtol=1e-3, atol=0.0), expected=1.0)
+@suite.case(
+    "train",
+    "without a grad_clip argument the total gradient norm is clipped to 1.0",
+    points=1,
+    check=close_number(rtol=1e-3, atol=0.0),
+    expected=1.0,
+)
 def _(ns):
     model = _CausalMean(62, **SMALL)
     ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y)
     return float(_gradient_vector(model).norm())
 
 
-@suite.case("train", "one optimiser step with the clipped gradients", points=1,
-            check=close(rtol=1e-4, atol=1e-6), expected=REFERENCE, builds_on=("grad_clip=0.05 scales the total gradient norm down to 0.05",))
+@suite.case(
+    "train",
+    "one optimiser step with the clipped gradients",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-6),
+    expected=REFERENCE,
+    builds_on=("grad_clip=0.05 scales the total gradient norm down to 0.05",),
+)
 def _(ns):
     model = _CausalMean(63, **SMALL)
     ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.5), STEP_X, STEP_Y, grad_clip=0.05)
@@ -689,7 +952,9 @@ def _(ns):
 def _kept_mode(got):
     for before, after in zip(("eval", "train"), got):
         if after != before:
-            return f"the model was in {before} mode before train_step and must be left in it; it was in {after} mode after"
+            return (
+                f"the model was in {before} mode before train_step and must be left in it; it was in {after} mode after"
+            )
     return None
 
 
@@ -704,13 +969,21 @@ def _(ns):
     return modes
 
 
-@suite.case("train", "train_step: grad_clip=0 and grad_clip=-1 are refused with ValueError", points=1,
-            check=_refused(["train_step(..., grad_clip=0)", "train_step(..., grad_clip=-1)"]))
+@suite.case(
+    "train",
+    "train_step: grad_clip=0 and grad_clip=-1 are refused with ValueError",
+    points=1,
+    check=_refused(["train_step(..., grad_clip=0)", "train_step(..., grad_clip=-1)"]),
+)
 def _(ns):
     raised = []
     for clip in (0, -1.0):
         model = _CausalMean(68, **SMALL)
-        raised.append(catch(ns.train_step, model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y, grad_clip=clip)["raised"])
+        raised.append(
+            catch(ns.train_step, model, torch.optim.SGD(model.parameters(), lr=0.0), STEP_X, STEP_Y, grad_clip=clip)[
+                "raised"
+            ]
+        )
     return raised
 
 
@@ -726,7 +999,9 @@ def _mean_problem(got):
     return None
 
 
-@suite.case("train", "estimate_loss returns the mean loss of eval_iters batches", points=1, check=satisfies(_mean_problem))
+@suite.case(
+    "train", "estimate_loss returns the mean loss of eval_iters batches", points=1, check=satisfies(_mean_problem)
+)
 def _(ns):
     model = _CausalMean(65, **SMALL)
     value = ns.estimate_loss(model, TRAIN_DATA, 8, 3, eval_iters=5, generator=generator(1))
@@ -747,7 +1022,12 @@ def _modes_problem(got):
     return None
 
 
-@suite.case("train", "estimate_loss: eval mode and no gradients inside, the caller's mode after", points=1, check=satisfies(_modes_problem))
+@suite.case(
+    "train",
+    "estimate_loss: eval mode and no gradients inside, the caller's mode after",
+    points=1,
+    check=satisfies(_modes_problem),
+)
 def _(ns):
     out = []
     for mode in (True, False):
@@ -770,20 +1050,37 @@ def _windows_problem(got):
     return None
 
 
-@suite.case("train", "estimate_loss batches: windows of block_size tokens with next-token targets", points=1, check=satisfies(_windows_problem))
+@suite.case(
+    "train",
+    "estimate_loss batches: windows of block_size tokens with next-token targets",
+    points=1,
+    check=satisfies(_windows_problem),
+)
 def _(ns):
     model = _CausalMean(67, vocab_size=48, block_size=6)
     ns.estimate_loss(model, torch.arange(40), 6, 5, eval_iters=3, generator=generator(2))
     return [(e["idx"], e["targets"]) for e in model.log]
 
 
-@suite.case("train", "estimate_loss: eval_iters=0, batch_size=0 and data too short for one window are refused with ValueError", points=1,
-            check=_refused(["estimate_loss(..., eval_iters=0)", "estimate_loss(..., batch_size=0, ...)", "estimate_loss on 8 tokens with block_size=8"]))
+@suite.case(
+    "train",
+    "estimate_loss: eval_iters=0, batch_size=0 and data too short for one window are refused with ValueError",
+    points=1,
+    check=_refused(
+        [
+            "estimate_loss(..., eval_iters=0)",
+            "estimate_loss(..., batch_size=0, ...)",
+            "estimate_loss on 8 tokens with block_size=8",
+        ]
+    ),
+)
 def _(ns):
     model = _CausalMean(69, **SMALL)
-    return [catch(ns.estimate_loss, model, TRAIN_DATA, 8, 3, eval_iters=0)["raised"],
-            catch(ns.estimate_loss, model, TRAIN_DATA, 8, 0, eval_iters=2)["raised"],
-            catch(ns.estimate_loss, model, TRAIN_DATA[:8], 8, 3, eval_iters=2)["raised"]]
+    return [
+        catch(ns.estimate_loss, model, TRAIN_DATA, 8, 3, eval_iters=0)["raised"],
+        catch(ns.estimate_loss, model, TRAIN_DATA, 8, 0, eval_iters=2)["raised"],
+        catch(ns.estimate_loss, model, TRAIN_DATA[:8], 8, 3, eval_iters=2)["raised"],
+    ]
 
 
 @contextlib.contextmanager
@@ -793,12 +1090,21 @@ def _optimizer_watch():
 
     def hook(optimizer, args, kwargs):
         grads = [p.grad.reshape(-1) for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-        steps.append({
-            "class": type(optimizer).__name__,
-            "groups": [[float(g["lr"]), float(g.get("weight_decay", 0.0)), sorted({p.dim() for p in g["params"]}), [float(b) for b in g.get("betas", ())]]
-                       for g in optimizer.param_groups],
-            "grad_norm": float(torch.cat(grads).norm()) if grads else 0.0,
-        })
+        steps.append(
+            {
+                "class": type(optimizer).__name__,
+                "groups": [
+                    [
+                        float(g["lr"]),
+                        float(g.get("weight_decay", 0.0)),
+                        sorted({p.dim() for p in g["params"]}),
+                        [float(b) for b in g.get("betas", ())],
+                    ]
+                    for g in optimizer.param_groups
+                ],
+                "grad_norm": float(torch.cat(grads).norm()) if grads else 0.0,
+            }
+        )
 
     handle = register_optimizer_step_pre_hook(hook)
     try:
@@ -810,14 +1116,30 @@ def _optimizer_watch():
 def _train_run(ns, seed, steps, warmup, eval_interval, lr=3e-3, device="cpu", progress=False, **extra):
     model = _CausalMean(seed, **SMALL)
     with _optimizer_watch() as seen:
-        history = ns.train(model, TRAIN_DATA[:250], TRAIN_DATA[250:], steps=steps, batch_size=4, lr=lr, device=device,
-                           eval_interval=eval_interval, eval_iters=1, warmup=warmup, generator=generator(seed), progress=progress, **extra)
+        history = ns.train(
+            model,
+            TRAIN_DATA[:250],
+            TRAIN_DATA[250:],
+            steps=steps,
+            batch_size=4,
+            lr=lr,
+            device=device,
+            eval_interval=eval_interval,
+            eval_iters=1,
+            warmup=warmup,
+            generator=generator(seed),
+            progress=progress,
+            **extra,
+        )
     return history, seen
 
 
 def _plain(history):
     """The history's four lists as floats (None for a missing key)."""
-    return {k: None if history.get(k) is None else [float(v) for v in history[k]] for k in ("step", "train_loss", "val_loss", "lr")}
+    return {
+        k: None if history.get(k) is None else [float(v) for v in history[k]]
+        for k in ("step", "train_loss", "val_loss", "lr")
+    }
 
 
 def _evaluations_problem(got):
@@ -837,8 +1159,13 @@ def _evaluations_problem(got):
     return None
 
 
-@suite.case("train", "history: evaluations at steps 0, 5, 10, 13 and an lr per step (device given as torch.device, progress bar on)",
-            points=1, check=satisfies(_evaluations_problem), timeout=60)
+@suite.case(
+    "train",
+    "history: evaluations at steps 0, 5, 10, 13 and an lr per step (device given as torch.device, progress bar on)",
+    points=1,
+    check=satisfies(_evaluations_problem),
+    timeout=60,
+)
 def _(ns):
     history, _ = _train_run(ns, 70, steps=13, warmup=3, eval_interval=5, device=torch.device("cpu"), progress=True)
     return _plain(history)
@@ -855,7 +1182,7 @@ def _schedule_problem(got):
     top = lrs.index(max(lrs))
     if not warmup - 2 <= top <= warmup + 1:
         return f"with warmup={warmup} the learning rate should peak at step {warmup - 1} or {warmup}, it peaks at step {top}"
-    if lrs[0] > 0.25 * peak or not all(a < b for a, b in zip(lrs[: top], lrs[1 : top + 1])):
+    if lrs[0] > 0.25 * peak or not all(a < b for a, b in zip(lrs[:top], lrs[1 : top + 1])):
         return f"the warm-up must rise linearly from near 0: the first steps use {[f'{v:.3g}' for v in lrs[:4]]}"
     if not all(a >= b - 1e-15 for a, b in zip(lrs[top:], lrs[top + 1 :])):
         return "after the warm-up the learning rate must never rise again"
@@ -865,13 +1192,23 @@ def _schedule_problem(got):
     for fraction, low, high in ((0.25, 0.80, 0.92), (0.75, 0.07, 0.19)):
         s = warmup + round(fraction * span)
         if not low * peak <= lrs[s] <= high * peak:
-            return (f"{int(fraction * 100)}% into the decay (step {s}) a cosine schedule is at about "
-                    f"{0.5 * (1 + math.cos(math.pi * fraction)):.2f} * lr, got {lrs[s] / peak:.2f} * lr (a straight line would give {1 - fraction:.2f})")
+            return (
+                f"{int(fraction * 100)}% into the decay (step {s}) a cosine schedule is at about "
+                f"{0.5 * (1 + math.cos(math.pi * fraction)):.2f} * lr, got {lrs[s] / peak:.2f} * lr (a straight line would give {1 - fraction:.2f})"
+            )
     return None
 
 
-@suite.case("train", "lr: linear warm-up over 10 steps, then cosine decay towards 0 (60 steps)", points=2, check=satisfies(_schedule_problem), timeout=60,
-            builds_on=("history: evaluations at steps 0, 5, 10, 13 and an lr per step (device given as torch.device, progress bar on)",))
+@suite.case(
+    "train",
+    "lr: linear warm-up over 10 steps, then cosine decay towards 0 (60 steps)",
+    points=2,
+    check=satisfies(_schedule_problem),
+    timeout=60,
+    builds_on=(
+        "history: evaluations at steps 0, 5, 10, 13 and an lr per step (device given as torch.device, progress bar on)",
+    ),
+)
 def _(ns):
     history, _ = _train_run(ns, 71, steps=60, warmup=10, eval_interval=60)
     return _plain(history)
@@ -897,8 +1234,13 @@ def _optimizer_problem(got):
     return None
 
 
-@suite.case("train", "every step is an AdamW step (betas 0.9, 0.95, default weight decay 0.1) with the learning rate the history records", points=1,
-            check=satisfies(_optimizer_problem), timeout=60)
+@suite.case(
+    "train",
+    "every step is an AdamW step (betas 0.9, 0.95, default weight decay 0.1) with the learning rate the history records",
+    points=1,
+    check=satisfies(_optimizer_problem),
+    timeout=60,
+)
 def _(ns):
     history, seen = _train_run(ns, 72, steps=20, warmup=5, eval_interval=20)
     return [float(v) for v in history["lr"]], seen
@@ -907,7 +1249,7 @@ def _(ns):
 def _decay_problem(got):
     if not got:
         return "no optimiser step was seen"
-    for lr, decay, dims, _ in got[0]["groups"]:
+    for _lr, decay, dims, _ in got[0]["groups"]:
         if not dims:
             continue
         if decay > 0 and min(dims) < 2:
@@ -921,7 +1263,13 @@ def _decay_problem(got):
     return None
 
 
-@suite.case("train", "weight decay on matrices and embeddings only, with the value asked for", points=1, check=satisfies(_decay_problem), timeout=60)
+@suite.case(
+    "train",
+    "weight decay on matrices and embeddings only, with the value asked for",
+    points=1,
+    check=satisfies(_decay_problem),
+    timeout=60,
+)
 def _(ns):
     _, seen = _train_run(ns, 73, steps=2, warmup=1, eval_interval=2, weight_decay=0.05)
     return seen
@@ -937,7 +1285,13 @@ def _clipping_problem(got):
     return None
 
 
-@suite.case("train", "train passes grad_clip on (0.01, and 1.0 by default) to every step", points=1, check=satisfies(_clipping_problem), timeout=60)
+@suite.case(
+    "train",
+    "train passes grad_clip on (0.01, and 1.0 by default) to every step",
+    points=1,
+    check=satisfies(_clipping_problem),
+    timeout=60,
+)
 def _(ns):
     _, small = _train_run(ns, 75, steps=4, warmup=1, eval_interval=4, lr=1.0, grad_clip=0.01)
     _, default = _train_run(ns, 75, steps=4, warmup=1, eval_interval=4, lr=1.0)
@@ -951,8 +1305,16 @@ def _same_problem(got):
     return None
 
 
-@suite.case("train", "the same generator seed gives the same run", points=1, check=satisfies(_same_problem), timeout=60,
-            builds_on=("history: evaluations at steps 0, 5, 10, 13 and an lr per step (device given as torch.device, progress bar on)",))
+@suite.case(
+    "train",
+    "the same generator seed gives the same run",
+    points=1,
+    check=satisfies(_same_problem),
+    timeout=60,
+    builds_on=(
+        "history: evaluations at steps 0, 5, 10, 13 and an lr per step (device given as torch.device, progress bar on)",
+    ),
+)
 def _(ns):
     runs = []
     for _ in range(2):
@@ -984,24 +1346,61 @@ def _batches_problem(got):
     return None
 
 
-@suite.case("train", "each step trains on a new batch of random windows of train_data, with next-token targets", points=1,
-            check=satisfies(_batches_problem), timeout=60)
+@suite.case(
+    "train",
+    "each step trains on a new batch of random windows of train_data, with next-token targets",
+    points=1,
+    check=satisfies(_batches_problem),
+    timeout=60,
+)
 def _(ns):
     model = _CausalMean(76, vocab_size=130, block_size=6)
     train_data, val_data = torch.arange(50, 130), torch.arange(0, 30)
-    ns.train(model, train_data, val_data, steps=16, batch_size=3, lr=0.01, device="cpu", eval_interval=16, eval_iters=1, warmup=2,
-             generator=generator(3), progress=False)
+    ns.train(
+        model,
+        train_data,
+        val_data,
+        steps=16,
+        batch_size=3,
+        lr=0.01,
+        device="cpu",
+        eval_interval=16,
+        eval_iters=1,
+        warmup=2,
+        generator=generator(3),
+        progress=False,
+    )
     return [[e["mode"], e["grad"], e["idx"], e["targets"]] for e in model.log]
 
 
-@suite.case("train", "train: steps=0, lr=0 and warmup > steps are refused with ValueError", points=1,
-            check=_refused(["train(..., steps=0)", "train(..., lr=0.0)", "train(..., steps=4, warmup=5)"]))
+@suite.case(
+    "train",
+    "train: steps=0, lr=0 and warmup > steps are refused with ValueError",
+    points=1,
+    check=_refused(["train(..., steps=0)", "train(..., lr=0.0)", "train(..., steps=4, warmup=5)"]),
+)
 def _(ns):
     raised = []
-    for settings in (dict(steps=0, lr=1e-3, warmup=0), dict(steps=4, lr=0.0, warmup=1), dict(steps=4, lr=1e-3, warmup=5)):
+    for settings in (
+        dict(steps=0, lr=1e-3, warmup=0),
+        dict(steps=4, lr=0.0, warmup=1),
+        dict(steps=4, lr=1e-3, warmup=5),
+    ):
         model = _CausalMean(77, **SMALL)
-        raised.append(catch(ns.train, model, TRAIN_DATA[:250], TRAIN_DATA[250:], batch_size=4, device="cpu", eval_interval=2,
-                            eval_iters=1, progress=False, **settings)["raised"])
+        raised.append(
+            catch(
+                ns.train,
+                model,
+                TRAIN_DATA[:250],
+                TRAIN_DATA[250:],
+                batch_size=4,
+                device="cpu",
+                eval_interval=2,
+                eval_iters=1,
+                progress=False,
+                **settings,
+            )["raised"]
+        )
     return raised
 
 
@@ -1014,10 +1413,13 @@ BATCH_GREEDY = randn(7, 13, seed=80) * 3
 
 def _sets(settings, hints=()):
     """A check on the sets of tokens drawn under each of ``settings`` (their descriptions, in order)."""
+
     def check(got, expected, reveal=True):
         for setting, mine, right in zip(settings, got, expected):
             if list(mine) != list(right):
-                verdict = Verdict(False, f"with {setting} the tokens drawn were {list(mine)}, which is not the set the contract keeps")
+                verdict = Verdict(
+                    False, f"with {setting} the tokens drawn were {list(mine)}, which is not the set the contract keeps"
+                )
                 for hint in hints:
                     if hint.when(got, expected):
                         return Verdict(False, f"{verdict.message}\nHint: {hint.text}", hint.mistake)
@@ -1040,13 +1442,17 @@ def _frequencies(ns, n, seed, logits=LOGITS, **kwargs):
 
 
 @suite.case(
-    "sampling", "temperature 0 is greedy for every row, whatever top_k and top_p say",
+    "sampling",
+    "temperature 0 is greedy for every row, whatever top_k and top_p say",
     points=2,
     check=equal(),
     expected=[BATCH_GREEDY.argmax(dim=-1, keepdim=True)] * 2,
 )
 def _(ns):
-    return [ns.sample_next(BATCH_GREEDY.clone(), temperature=0), ns.sample_next(BATCH_GREEDY.clone(), temperature=0, top_k=3, top_p=0.3)]
+    return [
+        ns.sample_next(BATCH_GREEDY.clone(), temperature=0),
+        ns.sample_next(BATCH_GREEDY.clone(), temperature=0, top_k=3, top_p=0.3),
+    ]
 
 
 def _shape_problem(got):
@@ -1058,7 +1464,12 @@ def _shape_problem(got):
     return None
 
 
-@suite.case("sampling", "shape (B, 1), long, and every token possible without filters", points=1, check=satisfies(_shape_problem))
+@suite.case(
+    "sampling",
+    "shape (B, 1), long, and every token possible without filters",
+    points=1,
+    check=satisfies(_shape_problem),
+)
 def _(ns):
     out = ns.sample_next(LOGITS.expand(2000, -1).clone(), generator=generator(81))
     return out, sorted(set(out.flatten().tolist()))
@@ -1075,13 +1486,16 @@ def _freq_check(expected):
     return satisfies(test)
 
 
-@suite.case("sampling", "frequencies follow softmax(logits) at temperature 1", points=1, check=_freq_check(PROBS.double()))
+@suite.case(
+    "sampling", "frequencies follow softmax(logits) at temperature 1", points=1, check=_freq_check(PROBS.double())
+)
 def _(ns):
     return _frequencies(ns, 4000, 82)
 
 
 @suite.case(
-    "sampling", "temperature 2 flattens: frequencies follow softmax(logits / 2)",
+    "sampling",
+    "temperature 2 flattens: frequencies follow softmax(logits / 2)",
     points=1,
     check=_freq_check(torch.softmax(LOGITS[0] / 2, dim=-1).double()),
     builds_on=("frequencies follow softmax(logits) at temperature 1",),
@@ -1091,7 +1505,8 @@ def _(ns):
 
 
 @suite.case(
-    "sampling", "temperature 0.5 sharpens: frequencies follow softmax(logits / 0.5)",
+    "sampling",
+    "temperature 0.5 sharpens: frequencies follow softmax(logits / 0.5)",
     points=1,
     check=_freq_check(torch.softmax(LOGITS[0] / 0.5, dim=-1).double()),
     builds_on=("frequencies follow softmax(logits) at temperature 1",),
@@ -1101,7 +1516,8 @@ def _(ns):
 
 
 @suite.case(
-    "sampling", "top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)",
+    "sampling",
+    "top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)",
     points=1,
     check=_sets(["top_k=1", "top_k=3", "top_k=5", "top_k=6", "top_k=50"]),
     expected=[[0], [0, 2, 4], [0, 1, 2, 4, 5], [0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5]],
@@ -1111,21 +1527,39 @@ def _(ns):
 
 
 @suite.case(
-    "sampling", "top_k=3: the kept tokens are drawn in proportion to their probabilities",
+    "sampling",
+    "top_k=3: the kept tokens are drawn in proportion to their probabilities",
     points=1,
     builds_on=("top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)",),
-    check=_freq_check(torch.where(torch.tensor([1, 0, 1, 0, 1, 0]).bool(), PROBS, torch.zeros(6)).double() / float(PROBS[[0, 2, 4]].sum())),
+    check=_freq_check(
+        torch.where(torch.tensor([1, 0, 1, 0, 1, 0]).bool(), PROBS, torch.zeros(6)).double()
+        / float(PROBS[[0, 2, 4]].sum())
+    ),
 )
 def _(ns):
     return _frequencies(ns, 4000, 86, top_k=3)
 
 
 @suite.case(
-    "sampling", "top_p keeps the smallest set whose mass reaches p, the crossing token included",
+    "sampling",
+    "top_p keeps the smallest set whose mass reaches p, the crossing token included",
     points=2,
-    check=_sets(["top_p just below half the top token's probability", "top_p just above the top token's probability", "top_p just below the two top tokens' mass",
-                 "top_p just above the two top tokens' mass", "top_p just above the four top tokens' mass"],
-                [Hint(lambda got, exp: isinstance(got, list) and len(got) == 5 and got[1] == [0], "a token stays while the mass of the more likely tokens is still below p: the token that crosses p stays in", mistake="top-p drops the crossing token")]),
+    check=_sets(
+        [
+            "top_p just below half the top token's probability",
+            "top_p just above the top token's probability",
+            "top_p just below the two top tokens' mass",
+            "top_p just above the two top tokens' mass",
+            "top_p just above the four top tokens' mass",
+        ],
+        [
+            Hint(
+                lambda got, exp: isinstance(got, list) and len(got) == 5 and got[1] == [0],
+                "a token stays while the mass of the more likely tokens is still below p: the token that crosses p stays in",
+                mistake="top-p drops the crossing token",
+            )
+        ],
+    ),
     expected=[[0], [0, 2], [0, 2], [0, 2, 4], [0, 1, 2, 4, 5]],
 )
 def _(ns):
@@ -1135,27 +1569,47 @@ def _(ns):
 
 
 @suite.case(
-    "sampling", "top_p=0.9: the kept tokens are drawn in proportion to their probabilities",
+    "sampling",
+    "top_p=0.9: the kept tokens are drawn in proportion to their probabilities",
     points=1,
     builds_on=("top_p keeps the smallest set whose mass reaches p, the crossing token included",),
-    check=_freq_check(torch.where(torch.tensor([1, 0, 1, 0, 1, 0]).bool(), PROBS, torch.zeros(6)).double() / float(PROBS[[0, 2, 4]].sum())),
+    check=_freq_check(
+        torch.where(torch.tensor([1, 0, 1, 0, 1, 0]).bool(), PROBS, torch.zeros(6)).double()
+        / float(PROBS[[0, 2, 4]].sum())
+    ),
 )
 def _(ns):
     return _frequencies(ns, 4000, 96, top_p=0.9)
 
 
 @suite.case(
-    "sampling", "with both, top_k is applied first and top_p to the renormalised rest",
+    "sampling",
+    "with both, top_k is applied first and top_p to the renormalised rest",
     points=1,
-    check=_sets(["top_k=2, top_p=0.7", "top_k=2, top_p=0.75", "top_k=3, top_p=0.72"],
-                [Hint(lambda got, exp: isinstance(got, list) and got[0] == [0, 2], "apply top_k first; top_p then works on the probabilities of the tokens top_k kept, renormalised", mistake="top-p before top-k")]),
+    check=_sets(
+        ["top_k=2, top_p=0.7", "top_k=2, top_p=0.75", "top_k=3, top_p=0.72"],
+        [
+            Hint(
+                lambda got, exp: isinstance(got, list) and got[0] == [0, 2],
+                "apply top_k first; top_p then works on the probabilities of the tokens top_k kept, renormalised",
+                mistake="top-p before top-k",
+            )
+        ],
+    ),
     expected=[[0], [0, 2], [0, 2]],
-    builds_on=("top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)", "top_p keeps the smallest set whose mass reaches p, the crossing token included"),
+    builds_on=(
+        "top_k keeps the k most likely tokens (k = 1, 3, 5, 6 and 50)",
+        "top_p keeps the smallest set whose mass reaches p, the crossing token included",
+    ),
 )
 def _(ns):
     # after top_k=2 token 0 holds 0.73 of the mass: p=0.7 keeps it alone (on the full
     # distribution, where it holds 0.61, p=0.7 would keep two tokens)
-    return [_support(ns, 2000, 97, top_k=2, top_p=0.7), _support(ns, 2000, 98, top_k=2, top_p=0.75), _support(ns, 2000, 99, top_k=3, top_p=0.72)]
+    return [
+        _support(ns, 2000, 97, top_k=2, top_p=0.7),
+        _support(ns, 2000, 98, top_k=2, top_p=0.75),
+        _support(ns, 2000, 99, top_k=3, top_p=0.72),
+    ]
 
 
 # the two rows keep their two best tokens above different thresholds (3.5 and 1.0): one row's
@@ -1164,7 +1618,8 @@ ROWS = torch.tensor([[4.0, 3.5, 3.0, 2.5, -2.0, -3.0], [-3.0, -2.0, -1.0, 0.0, 1
 
 
 @suite.case(
-    "sampling", "each row of a batch is filtered and drawn on its own",
+    "sampling",
+    "each row of a batch is filtered and drawn on its own",
     points=1,
     check=_sets(["top_k=2 on the first row", "top_k=2 on the second row"]),
     expected=[[0, 1], [4, 5]],
@@ -1176,7 +1631,12 @@ def _(ns):
 
 def _same_draws(got):
     first, second = got
-    if type(first) is not torch.Tensor or type(second) is not torch.Tensor or first.shape != second.shape or not torch.equal(first, second):
+    if (
+        type(first) is not torch.Tensor
+        or type(second) is not torch.Tensor
+        or first.shape != second.shape
+        or not torch.equal(first, second)
+    ):
         return "two calls with generators seeded alike gave different draws: pass generator= to torch.multinomial"
     return None
 
@@ -1188,11 +1648,17 @@ def _(ns):
     return first, ns.sample_next(torch.zeros(64, 20), generator=generator(5))
 
 
-@suite.case("sampling", "a negative temperature, top_k=0, top_p=0, top_p=1.5 and 1-D logits raise ValueError", points=1,
-            check=_refused(["temperature=-1", "top_k=0", "top_p=0", "top_p=1.5", "1-D logits (V,)"]))
+@suite.case(
+    "sampling",
+    "a negative temperature, top_k=0, top_p=0, top_p=1.5 and 1-D logits raise ValueError",
+    points=1,
+    check=_refused(["temperature=-1", "top_k=0", "top_p=0", "top_p=1.5", "1-D logits (V,)"]),
+)
 def _(ns):
     bad = [dict(temperature=-1.0), dict(top_k=0), dict(top_p=0.0), dict(top_p=1.5)]
-    return [catch(ns.sample_next, LOGITS.clone(), **kwargs)["raised"] for kwargs in bad] + [catch(ns.sample_next, LOGITS[0].clone())["raised"]]
+    return [catch(ns.sample_next, LOGITS.clone(), **kwargs)["raised"] for kwargs in bad] + [
+        catch(ns.sample_next, LOGITS[0].clone())["raised"]
+    ]
 
 
 # ======================================================================== generate
@@ -1219,19 +1685,33 @@ def _size_words(got, shape):
     return f"yours has {side} columns than the prompt's length plus max_new_tokens"
 
 
-_PROMPT_HINT = Hint(lambda got, exp: type(got) is torch.Tensor and got.dim() == 2 and got.size(1) < exp.size(1), "return the prompt followed by the new tokens", mistake="prompt dropped")
+_PROMPT_HINT = Hint(
+    lambda got, exp: type(got) is torch.Tensor and got.dim() == 2 and got.size(1) < exp.size(1),
+    "return the prompt followed by the new tokens",
+    mistake="prompt dropped",
+)
 
 
 def _tokens(hints=(_PROMPT_HINT,)):
     """A check on generated token ids: the prompt, then the expected greedy tokens (described in words)."""
+
     def check(got, expected, reveal=True):
         if type(got) is not torch.Tensor or got.dtype != torch.long or got.dim() != 2:
-            verdict = Verdict(False, f"the result must be a 2-D torch.long tensor of token ids, got {type(got).__name__} {getattr(got, 'dtype', '')} with shape {list(getattr(got, 'shape', []))}")
+            verdict = Verdict(
+                False,
+                f"the result must be a 2-D torch.long tensor of token ids, got {type(got).__name__} {getattr(got, 'dtype', '')} with shape {list(getattr(got, 'shape', []))}",
+            )
         elif got.shape != expected.shape:
-            verdict = Verdict(False, f"the result must hold each prompt row followed by the new tokens; {_size_words(got, expected.shape)}")
+            verdict = Verdict(
+                False,
+                f"the result must hold each prompt row followed by the new tokens; {_size_words(got, expected.shape)}",
+            )
         elif not torch.equal(got, expected):
             wrong = (got != expected).nonzero()[0].tolist()
-            verdict = Verdict(False, f"{int((got != expected).sum())} token ids differ from the expected ones, the first in row {wrong[0]} at position {wrong[1]}")
+            verdict = Verdict(
+                False,
+                f"{int((got != expected).sum())} token ids differ from the expected ones, the first in row {wrong[0]} at position {wrong[1]}",
+            )
         else:
             return Verdict(True)
         for hint in hints:
@@ -1242,24 +1722,48 @@ def _tokens(hints=(_PROMPT_HINT,)):
     return check
 
 
-@suite.case("generate", "greedy: the logits handed to sample_next are the last position's", points=1, check=_logged_logits(1e-4, 1e-4), expected=REFERENCE)
+@suite.case(
+    "generate",
+    "greedy: the logits handed to sample_next are the last position's",
+    points=1,
+    check=_logged_logits(1e-4, 1e-4),
+    expected=REFERENCE,
+)
 def _(ns):
     return _stacked(_generate(ns, _CausalMean(1, **GEN), GEN_PROMPT, 6, temperature=0)[1])
 
 
-@suite.case("generate", "greedy tokens of a model with fixed weights", points=2, check=_tokens(), expected=REFERENCE,
-            builds_on=("greedy: the logits handed to sample_next are the last position's",))
+@suite.case(
+    "generate",
+    "greedy tokens of a model with fixed weights",
+    points=2,
+    check=_tokens(),
+    expected=REFERENCE,
+    builds_on=("greedy: the logits handed to sample_next are the last position's",),
+)
 def _(ns):
     return _generate(ns, _CausalMean(1, **GEN), GEN_PROMPT, 6, temperature=0)[0]
 
 
-@suite.case("generate", "cropping: the logits at every step are those of the last block_size tokens", points=1, check=_logged_logits(1e-4, 1e-4), expected=REFERENCE)
+@suite.case(
+    "generate",
+    "cropping: the logits at every step are those of the last block_size tokens",
+    points=1,
+    check=_logged_logits(1e-4, 1e-4),
+    expected=REFERENCE,
+)
 def _(ns):
     return _stacked(_generate(ns, _CausalMean(14, **CROP), CROP_PROMPT, 10, temperature=0)[1])
 
 
-@suite.case("generate", "a prompt of 9 tokens, block_size 6: the context is cropped to the last 6", points=2, check=_tokens(), expected=REFERENCE,
-            builds_on=("cropping: the logits at every step are those of the last block_size tokens",))
+@suite.case(
+    "generate",
+    "a prompt of 9 tokens, block_size 6: the context is cropped to the last 6",
+    points=2,
+    check=_tokens(),
+    expected=REFERENCE,
+    builds_on=("cropping: the logits at every step are those of the last block_size tokens",),
+)
 def _(ns):
     return _generate(ns, _CausalMean(14, **CROP), CROP_PROMPT, 10, temperature=0)[0]
 
@@ -1277,7 +1781,12 @@ def _inference_problem(got):
     return None
 
 
-@suite.case("generate", "eval mode and no gradients inside; the caller's mode (train or eval) after", points=1, check=satisfies(_inference_problem))
+@suite.case(
+    "generate",
+    "eval mode and no gradients inside; the caller's mode (train or eval) after",
+    points=1,
+    check=satisfies(_inference_problem),
+)
 def _(ns):
     out = []
     for mode in (True, False):
@@ -1305,20 +1814,35 @@ def _sampled_problem(got):
     return None
 
 
-@suite.case("generate", "sampling (top_k=5, temperature 0.9): shape (B, T0 + N), the prompt kept", points=1, check=satisfies(_sampled_problem))
+@suite.case(
+    "generate",
+    "sampling (top_k=5, temperature 0.9): shape (B, T0 + N), the prompt kept",
+    points=1,
+    check=satisfies(_sampled_problem),
+)
 def _(ns):
     out, _ = _generate(ns, _CausalMean(3, **GEN), GEN_PROMPT, 10, temperature=0.9, top_k=5, generator=generator(3))
     return out, GEN_PROMPT
 
 
-@suite.case("generate", "temperature, top_k, top_p and the generator reach sample_next at every step", points=1,
-            check=_arguments_problem(8, 0.8, 4, 0.95, 4))
+@suite.case(
+    "generate",
+    "temperature, top_k, top_p and the generator reach sample_next at every step",
+    points=1,
+    check=_arguments_problem(8, 0.8, 4, 0.95, 4),
+)
 def _(ns):
-    return _generate(ns, _CausalMean(4, **GEN), GEN_PROMPT, 8, temperature=0.8, top_k=4, top_p=0.95, generator=generator(4))[1].calls
+    return _generate(
+        ns, _CausalMean(4, **GEN), GEN_PROMPT, 8, temperature=0.8, top_k=4, top_p=0.95, generator=generator(4)
+    )[1].calls
 
 
-@suite.case("generate", "without sampling arguments sample_next gets temperature 1.0, no top_k, no top_p and no generator", points=1,
-            check=_arguments_problem(3, 1.0, None, None, None))
+@suite.case(
+    "generate",
+    "without sampling arguments sample_next gets temperature 1.0, no top_k, no top_p and no generator",
+    points=1,
+    check=_arguments_problem(3, 1.0, None, None, None),
+)
 def _(ns):
     return _generate(ns, _CausalMean(5, **GEN), GEN_PROMPT, 3)[1].calls
 
@@ -1328,19 +1852,28 @@ def _(ns):
     return _generate(ns, _CausalMean(6, **GEN), GEN_PROMPT, 0, temperature=0)[0]
 
 
-@suite.case("generate", "max_new_tokens=-1 and a 1-D prompt are refused with ValueError", points=1,
-            check=_refused(["generate(model, idx, -1)", "generate(model, idx) with a 1-D idx"]))
+@suite.case(
+    "generate",
+    "max_new_tokens=-1 and a 1-D prompt are refused with ValueError",
+    points=1,
+    check=_refused(["generate(model, idx, -1)", "generate(model, idx) with a 1-D idx"]),
+)
 def _(ns):
     model = _CausalMean(7, **GEN)
     with _replacing(ns, "sample_next", _Chooser()):
-        return [catch(ns.generate, model, GEN_PROMPT.clone(), -1)["raised"], catch(ns.generate, model, GEN_PROMPT[0].clone(), 2)["raised"]]
+        return [
+            catch(ns.generate, model, GEN_PROMPT.clone(), -1)["raised"],
+            catch(ns.generate, model, GEN_PROMPT[0].clone(), 2)["raised"],
+        ]
 
 
 # ======================================================================== kv_cache
 
 KV_PRE = dict(vocab_size=12, block_size=12, n_layer=3, n_head=2, n_embd=16)
 KV_PRE_PROMPT = torch.randint(12, (3, 4), generator=generator(42))
-KV_POST = dict(vocab_size=12, block_size=12, n_layer=2, n_head=4, n_embd=16, ff_dim=24, norm_first=False, tie_weights=False)
+KV_POST = dict(
+    vocab_size=12, block_size=12, n_layer=2, n_head=4, n_embd=16, ff_dim=24, norm_first=False, tie_weights=False
+)
 KV_POST_PROMPT = torch.randint(12, (2, 5), generator=generator(43))
 KV_ONE = dict(vocab_size=12, block_size=12, n_layer=2, n_head=2, n_embd=16)
 KV_ONE_PROMPT = torch.randint(12, (2, 1), generator=generator(44))
@@ -1352,24 +1885,43 @@ def _cached(ns, model, prompt, new, **kwargs):
     return out, chooser
 
 
-@suite.case("kv_cache", "greedy tokens within block_size: pre-norm, 3 layers, tied", points=2, check=_tokens(), expected=REFERENCE)
+@suite.case(
+    "kv_cache",
+    "greedy tokens within block_size: pre-norm, 3 layers, tied",
+    points=2,
+    check=_tokens(),
+    expected=REFERENCE,
+)
 def _(ns):
     return _cached(ns, _PartsOnly(ns, 37, **KV_PRE), KV_PRE_PROMPT, 8, temperature=0)[0]
 
 
-@suite.case("kv_cache", "greedy tokens within block_size: post-norm, 4 heads, untied, ff_dim=24", points=2, check=_tokens(), expected=REFERENCE,
-            builds_on=("greedy tokens within block_size: pre-norm, 3 layers, tied",))
+@suite.case(
+    "kv_cache",
+    "greedy tokens within block_size: post-norm, 4 heads, untied, ff_dim=24",
+    points=2,
+    check=_tokens(),
+    expected=REFERENCE,
+    builds_on=("greedy tokens within block_size: pre-norm, 3 layers, tied",),
+)
 def _(ns):
     return _cached(ns, _PartsOnly(ns, 30, **KV_POST), KV_POST_PROMPT, 7, temperature=0)[0]
 
 
-@suite.case("kv_cache", "a one-token prompt grown to exactly block_size tokens", points=1, check=_tokens(), expected=REFERENCE)
+@suite.case(
+    "kv_cache", "a one-token prompt grown to exactly block_size tokens", points=1, check=_tokens(), expected=REFERENCE
+)
 def _(ns):
     return _cached(ns, _PartsOnly(ns, 26, **KV_ONE), KV_ONE_PROMPT, 11, temperature=0)[0]
 
 
-@suite.case("kv_cache", "the logits handed to sample_next are those of the whole sequence so far (post-norm)", points=1,
-            check=_logged_logits(1e-4, 1e-4), expected=REFERENCE)
+@suite.case(
+    "kv_cache",
+    "the logits handed to sample_next are those of the whole sequence so far (post-norm)",
+    points=1,
+    check=_logged_logits(1e-4, 1e-4),
+    expected=REFERENCE,
+)
 def _(ns):
     return _stacked(_cached(ns, _PartsOnly(ns, 30, **KV_POST), KV_POST_PROMPT, 7, temperature=0)[1])
 
@@ -1382,10 +1934,13 @@ def _positions_seen(ns, model, prompt, new):
         def hook(module, args, output):
             first = args[0]
             seen[label] = seen.get(label, 0) + first.numel() // (first.size(0) * width)
+
         return hook
 
     # tok_emb reads ids (B, T), one number per position; k_proj reads (B, T, C)
-    targets = [("tok_emb", model.tok_emb, 1)] + [(f"blocks[{i}].attn.k_proj", b.attn.k_proj, b.attn.k_proj.in_features) for i, b in enumerate(model.blocks)]
+    targets = [("tok_emb", model.tok_emb, 1)] + [
+        (f"blocks[{i}].attn.k_proj", b.attn.k_proj, b.attn.k_proj.in_features) for i, b in enumerate(model.blocks)
+    ]
     for label, module, width in targets:
         seen[label] = 0
         hooks.append(module.register_forward_hook(counting(label, width)))
@@ -1401,15 +1956,24 @@ def _positions_problem(got):
     prompt, new = got["prompt"], got["new"]
     for label, count in got["seen"].items():
         if count < prompt:
-            return (f"{count} positions went through {label}, fewer than the {prompt} of the prompt: "
-                    "call the model's modules (model.tok_emb(ids), attn.k_proj(h)); the test counts what passes through them")
+            return (
+                f"{count} positions went through {label}, fewer than the {prompt} of the prompt: "
+                "call the model's modules (model.tok_emb(ids), attn.k_proj(h)); the test counts what passes through them"
+            )
         if count > prompt + new:
-            return (f"{count} positions went through {label} for a prompt of {prompt} and {new} new tokens: "
-                    f"a cache computes each position once (at most {prompt + new}), so each new token adds one position")
+            return (
+                f"{count} positions went through {label} for a prompt of {prompt} and {new} new tokens: "
+                f"a cache computes each position once (at most {prompt + new}), so each new token adds one position"
+            )
     return None
 
 
-@suite.case("kv_cache", "one position per new token through tok_emb and every block's k_proj", points=2, check=satisfies(_positions_problem))
+@suite.case(
+    "kv_cache",
+    "one position per new token through tok_emb and every block's k_proj",
+    points=2,
+    check=satisfies(_positions_problem),
+)
 def _(ns):
     return _positions_seen(ns, _PartsOnly(ns, 37, **KV_PRE), KV_PRE_PROMPT, 8)
 
@@ -1427,7 +1991,12 @@ def _cached_mode_problem(got):
     return None
 
 
-@suite.case("kv_cache", "eval mode and no gradients inside; the caller's mode after", points=1, check=satisfies(_cached_mode_problem))
+@suite.case(
+    "kv_cache",
+    "eval mode and no gradients inside; the caller's mode after",
+    points=1,
+    check=satisfies(_cached_mode_problem),
+)
 def _(ns):
     out = []
     for mode in (True, False):
@@ -1435,7 +2004,9 @@ def _(ns):
         model.train(mode)
         before = _mode(model)
         calls = []
-        handle = model.tok_emb.register_forward_hook(lambda module, args, output: calls.append([_mode(module), _grad_state()]))
+        handle = model.tok_emb.register_forward_hook(
+            lambda module, args, output: calls.append([_mode(module), _grad_state()])  # noqa: B023 (the hook is removed in this iteration)
+        )
         try:
             _cached(ns, model, KV_ONE_PROMPT, 4, temperature=0)
         finally:
@@ -1455,25 +2026,47 @@ def _cached_sampled_problem(got):
     return None
 
 
-@suite.case("kv_cache", "sampling with top_k and a generator: shape (B, T0 + N), the prompt kept", points=1, check=satisfies(_cached_sampled_problem))
+@suite.case(
+    "kv_cache",
+    "sampling with top_k and a generator: shape (B, T0 + N), the prompt kept",
+    points=1,
+    check=satisfies(_cached_sampled_problem),
+)
 def _(ns):
-    out, _ = _cached(ns, _PartsOnly(ns, 8, **KV_PRE), KV_PRE_PROMPT, 6, temperature=0.8, top_k=4, generator=generator(8))
+    out, _ = _cached(
+        ns, _PartsOnly(ns, 8, **KV_PRE), KV_PRE_PROMPT, 6, temperature=0.8, top_k=4, generator=generator(8)
+    )
     return out, KV_PRE_PROMPT, 10
 
 
-@suite.case("kv_cache", "temperature, top_k, top_p and the generator reach sample_next at every step", points=1,
-            check=_arguments_problem(6, 0.8, 4, 0.9, 8))
+@suite.case(
+    "kv_cache",
+    "temperature, top_k, top_p and the generator reach sample_next at every step",
+    points=1,
+    check=_arguments_problem(6, 0.8, 4, 0.9, 8),
+)
 def _(ns):
-    return _cached(ns, _PartsOnly(ns, 8, **KV_PRE), KV_PRE_PROMPT, 6, temperature=0.8, top_k=4, top_p=0.9, generator=generator(8))[1].calls
+    return _cached(
+        ns, _PartsOnly(ns, 8, **KV_PRE), KV_PRE_PROMPT, 6, temperature=0.8, top_k=4, top_p=0.9, generator=generator(8)
+    )[1].calls
 
 
-@suite.case("kv_cache", "without sampling arguments sample_next gets temperature 1.0, no top_k, no top_p and no generator", points=1,
-            check=_arguments_problem(4, 1.0, None, None, None))
+@suite.case(
+    "kv_cache",
+    "without sampling arguments sample_next gets temperature 1.0, no top_k, no top_p and no generator",
+    points=1,
+    check=_arguments_problem(4, 1.0, None, None, None),
+)
 def _(ns):
     return _cached(ns, _PartsOnly(ns, 12, **KV_PRE), KV_PRE_PROMPT, 4)[1].calls
 
 
-@suite.case("kv_cache", "a prompt of 14 tokens, block_size 12: (B, T0 + N) tokens, the prompt kept", points=1, check=satisfies(_cached_sampled_problem))
+@suite.case(
+    "kv_cache",
+    "a prompt of 14 tokens, block_size 12: (B, T0 + N) tokens, the prompt kept",
+    points=1,
+    check=satisfies(_cached_sampled_problem),
+)
 def _(ns):
     model = _PartsOnly(ns, 13, **KV_ONE)
     model.whole_window = True
@@ -1482,7 +2075,12 @@ def _(ns):
     return out, prompt, 17
 
 
-@suite.case("kv_cache", "past block_size it still returns (B, T0 + N) tokens, the prompt kept", points=1, check=satisfies(_cached_sampled_problem))
+@suite.case(
+    "kv_cache",
+    "past block_size it still returns (B, T0 + N) tokens, the prompt kept",
+    points=1,
+    check=satisfies(_cached_sampled_problem),
+)
 def _(ns):
     model = _PartsOnly(ns, 9, **KV_ONE)
     model.whole_window = True
@@ -1495,13 +2093,19 @@ def _(ns):
     return _cached(ns, _PartsOnly(ns, 10, **KV_PRE), KV_PRE_PROMPT, 0, temperature=0)[0]
 
 
-@suite.case("kv_cache", "max_new_tokens=-1 and a 1-D prompt are refused with ValueError", points=1,
-            check=_refused(["generate_cached(model, idx, -1)", "generate_cached(model, idx) with a 1-D idx"]))
+@suite.case(
+    "kv_cache",
+    "max_new_tokens=-1 and a 1-D prompt are refused with ValueError",
+    points=1,
+    check=_refused(["generate_cached(model, idx, -1)", "generate_cached(model, idx) with a 1-D idx"]),
+)
 def _(ns):
     model = _PartsOnly(ns, 11, **KV_PRE)
     with _replacing(ns, "sample_next", _Chooser()), _replacing(ns, "generate", _zeros_generate):
-        return [catch(ns.generate_cached, model, KV_PRE_PROMPT.clone(), -1)["raised"],
-                catch(ns.generate_cached, model, KV_PRE_PROMPT[0].clone(), 2)["raised"]]
+        return [
+            catch(ns.generate_cached, model, KV_PRE_PROMPT.clone(), -1)["raised"],
+            catch(ns.generate_cached, model, KV_PRE_PROMPT[0].clone(), 2)["raised"],
+        ]
 
 
 # ======================================================================== training_works
@@ -1528,8 +2132,20 @@ def _fit_and_score(ns, text, seed):
     split = int(0.9 * len(ids))
     torch.manual_seed(seed)
     model = ns.GPT(_config(vocab_size=len(vocab), block_size=16, n_layer=1, n_head=2, n_embd=32))
-    ns.train(model, ids[:split], ids[split:], steps=300, batch_size=16, lr=1e-2, device="cpu", eval_interval=100,
-             eval_iters=8, warmup=30, generator=generator(seed), progress=False)
+    ns.train(
+        model,
+        ids[:split],
+        ids[split:],
+        steps=300,
+        batch_size=16,
+        lr=1e-2,
+        device="cpu",
+        eval_interval=100,
+        eval_iters=8,
+        warmup=30,
+        generator=generator(seed),
+        progress=False,
+    )
     held = ids[split:]
     offsets = torch.arange(16)
     first = torch.arange(len(held) - 16).unsqueeze(1)
@@ -1544,13 +2160,20 @@ def _below_bound(got):
     if not isinstance(got, float) or not math.isfinite(got):
         return f"the validation loss after training is {got}"
     if got >= BOUND:
-        return (f"after 300 steps your GPT's validation loss is {got:.3f}, not below {BOUND}: it does not learn well enough "
-                "(look at how the weights start: all equal or all zero, a model cannot tell its units apart; and at the "
-                "targets, the batches, and where the gradients are zeroed)")
+        return (
+            f"after 300 steps your GPT's validation loss is {got:.3f}, not below {BOUND}: it does not learn well enough "
+            "(look at how the weights start: all equal or all zero, a model cannot tell its units apart; and at the "
+            "targets, the batches, and where the gradients are zeroed)"
+        )
     return None
 
 
-@suite.case("training_works", "300 steps on another corpus of generated sentences: validation loss below 1.5", points=3,
-            check=satisfies(_below_bound), timeout=60)
+@suite.case(
+    "training_works",
+    "300 steps on another corpus of generated sentences: validation loss below 1.5",
+    points=3,
+    check=satisfies(_below_bound),
+    timeout=60,
+)
 def _(ns):
     return _fit_and_score(ns, _other_sentences(1), seed=1)

@@ -14,7 +14,7 @@ from autograder.authoring.catalogue import Variant
 
 # ---------------------------------------------------------------- model
 
-_GPT = '''
+_GPT = """
 {config_class}class GPT(nn.Module):
     def __init__(self, config):
         super().__init__()
@@ -50,28 +50,36 @@ _GPT = '''
         if targets is not None:
             {loss}
         return logits, loss
-'''
+"""
 
 _GPT_RIGHT = {
     "config_class": "",
-    "config_check": ('for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):\n'
-                     '            if getattr(config, name) < 1:\n'
-                     '                raise ValueError(f"config.{name} must be positive")'),
-    "blocks": ("[TransformerBlock(C, config.n_head, hidden, dropout=config.dropout, norm_first=config.norm_first)\n"
-               "             for _ in range(config.n_layer)]"),
-    "head": ("self.head = nn.Linear(C, config.vocab_size, bias=False)\n"
-             "        if config.tie_weights:\n"
-             "            self.head.weight = self.tok_emb.weight"),
+    "config_check": (
+        'for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):\n'
+        "            if getattr(config, name) < 1:\n"
+        '                raise ValueError(f"config.{name} must be positive")'
+    ),
+    "blocks": (
+        "[TransformerBlock(C, config.n_head, hidden, dropout=config.dropout, norm_first=config.norm_first)\n"
+        "             for _ in range(config.n_layer)]"
+    ),
+    "head": (
+        "self.head = nn.Linear(C, config.vocab_size, bias=False)\n"
+        "        if config.tie_weights:\n"
+        "            self.head.weight = self.tok_emb.weight"
+    ),
     "after_init": "",
     "init": "nn.init.normal_(module.weight, mean=0.0, std=0.02)",
-    "length_check": ('if T > self.config.block_size:\n'
-                     '            raise ValueError(f"{T} tokens, but block_size is {self.config.block_size}")'),
+    "length_check": (
+        "if T > self.config.block_size:\n"
+        '            raise ValueError(f"{T} tokens, but block_size is {self.config.block_size}")'
+    ),
     "mask": "mask=mask",
     "final": "self.ln_f(x)",
     "loss": "loss = F.cross_entropy(logits.view(B * T, -1), targets.view(B * T), ignore_index=-100)",
 }
 
-_NANOGPT_CONFIG = '''@dataclass
+_NANOGPT_CONFIG = """@dataclass
 class GPTConfig:
     vocab_size: int
     block_size: int
@@ -84,7 +92,7 @@ class GPTConfig:
     norm_first: bool = True
 
 
-'''
+"""
 
 
 def _gpt(**changes: str) -> str:
@@ -93,7 +101,7 @@ def _gpt(**changes: str) -> str:
 
 # ---------------------------------------------------------------- params
 
-_PARAMS = '''
+_PARAMS = """
 def num_parameters(config):
     C, V, L = config.n_embd, config.vocab_size, config.n_layer
     hidden = {hidden}
@@ -101,7 +109,7 @@ def num_parameters(config):
     block = {attention} + 4 * C + (C * hidden + hidden) + (hidden * C + C)
     head = {head}
     return embeddings + L * block + {final} + head
-'''
+"""
 
 _PARAMS_RIGHT = {
     "hidden": "config.ff_dim if config.ff_dim is not None else 4 * C",
@@ -118,14 +126,14 @@ def _params(**changes: str) -> str:
 
 # ---------------------------------------------------------------- device
 
-_DEVICE = '''
+_DEVICE = """
 def get_device():
     if {first}:
         return {first_device}
     if {second}:
         return {second_device}
     return {cpu}
-'''
+"""
 
 _DEVICE_RIGHT = {
     "first": "torch.cuda.is_available()",
@@ -142,7 +150,7 @@ def _device(**changes: str) -> str:
 
 # ---------------------------------------------------------------- train
 
-_TRAIN_STEP = '''
+_TRAIN_STEP = """
 def train_step(model, optimizer, x, y, grad_clip=1.0):
     {check}
     {zero}
@@ -151,16 +159,17 @@ def train_step(model, optimizer, x, y, grad_clip=1.0):
     optimizer.step()
     {after_step}
     return loss.item()
-'''
+"""
 
 _TRAIN_STEP_RIGHT = {
-    "check": ('if grad_clip is not None and grad_clip <= 0:\n'
-              '        raise ValueError("grad_clip must be positive")'),
+    "check": ('if grad_clip is not None and grad_clip <= 0:\n        raise ValueError("grad_clip must be positive")'),
     "zero": "optimizer.zero_grad()",
     "after_step": "",
-    "backward_and_clip": ("loss.backward()\n"
-                          "    if grad_clip is not None:\n"
-                          "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)"),
+    "backward_and_clip": (
+        "loss.backward()\n"
+        "    if grad_clip is not None:\n"
+        "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)"
+    ),
 }
 
 
@@ -168,7 +177,7 @@ def _train_step(**changes: str) -> str:
     return _TRAIN_STEP.format(**{**_TRAIN_STEP_RIGHT, **changes})
 
 
-_ESTIMATE = '''
+_ESTIMATE = """
 def estimate_loss(model, data, block_size, batch_size, eval_iters, generator=None):
     if eval_iters < 1 or batch_size < 1:
         raise ValueError("eval_iters and batch_size must be positive")
@@ -183,7 +192,7 @@ def estimate_loss(model, data, block_size, batch_size, eval_iters, generator=Non
             losses.append(loss.item())
     {restore}
     return {result}
-'''
+"""
 
 _ESTIMATE_RIGHT = {
     "batch": "x, y = get_batch(data, block_size, batch_size, generator)",
@@ -196,7 +205,7 @@ def _estimate(**changes: str) -> str:
     return _ESTIMATE.format(**{**_ESTIMATE_RIGHT, **changes})
 
 
-_TRAIN = '''
+_TRAIN = """
 def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_interval, eval_iters, warmup,
           generator=None, grad_clip=1.0, weight_decay=0.1, progress=True):
     if min(steps, batch_size, eval_interval, eval_iters) < 1 or lr <= 0 or not 0 <= warmup <= steps:
@@ -235,7 +244,7 @@ def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_in
             evaluate(s + 1)
             bar.set_postfix(val=history["val_loss"][-1])
     return history
-'''
+"""
 
 _TRAIN_RIGHT = {
     "betas": "(0.9, 0.95)",
@@ -258,7 +267,7 @@ def _train(**changes: str) -> str:
 
 # ---------------------------------------------------------------- sampling
 
-_SAMPLE = '''
+_SAMPLE = """
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
     if logits.dim() != 2:
         raise ValueError("logits must be (B, V)")
@@ -273,19 +282,19 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
     {filters}
     probs = {probs}
     return torch.multinomial(probs, 1, {draw})
-'''
+"""
 
-_TOP_K = '''if top_k is not None:
+_TOP_K = """if top_k is not None:
         kth = torch.topk(logits, min(top_k, logits.size(-1)), dim=-1).values[{kth_index}]
-        logits = logits.masked_fill(logits {kth_compare} kth, float("-inf"))'''
+        logits = logits.masked_fill(logits {kth_compare} kth, float("-inf"))"""
 
-_TOP_P = '''if top_p is not None and top_p < 1:
+_TOP_P = """if top_p is not None and top_p < 1:
         sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
         sorted_probs = F.softmax(sorted_logits, dim=-1)
         {mass}
         drop[:, 0] = False
         sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
-        logits = torch.empty_like(logits).scatter(-1, order, sorted_logits)'''
+        logits = torch.empty_like(logits).scatter(-1, order, sorted_logits)"""
 
 _SAMPLE_RIGHT = {
     "greedy": "if temperature == 0:\n        return logits.argmax(dim=-1, keepdim=True)",
@@ -304,12 +313,14 @@ def _sample(**changes: str) -> str:
     top_k = _TOP_K.format(kth_index=slots["kth_index"], kth_compare=slots["kth_compare"])
     top_p = _TOP_P.format(mass=slots["mass"])
     filters = f"{top_k}\n    {top_p}" if slots["order"] == "k_then_p" else f"{top_p}\n    {top_k}"
-    return _SAMPLE.format(filters=filters, **{k: v for k, v in slots.items() if k not in ("kth_index", "kth_compare", "mass", "order")})
+    return _SAMPLE.format(
+        filters=filters, **{k: v for k, v in slots.items() if k not in ("kth_index", "kth_compare", "mass", "order")}
+    )
 
 
 # ---------------------------------------------------------------- generate
 
-_GENERATE = '''
+_GENERATE = """
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
     if idx.dim() != 2 or max_new_tokens < 0:
         raise ValueError("idx must be (B, T0) and max_new_tokens >= 0")
@@ -325,7 +336,7 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
             idx = torch.cat([idx, next_id], dim=1)
     {restore}
     return {result}
-'''
+"""
 
 _GENERATE_RIGHT = {
     "result": "idx",
@@ -343,7 +354,7 @@ def _generate(**changes: str) -> str:
 
 # ---------------------------------------------------------------- kv_cache
 
-_CACHED = '''
+_CACHED = """
 def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
     if idx.dim() != 2 or max_new_tokens < 0:
         raise ValueError("idx must be (B, T0) and max_new_tokens >= 0")
@@ -390,17 +401,19 @@ def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top
                 {advance}
     model.train(was_training)
     return {result}
-'''
+"""
 
 _CACHED_RIGHT = {
     "result": "idx",
     "positions": "torch.arange(start, start + T, device=tokens.device)",
     "pre_norm": "cfg.norm_first",
     "keep": "new_cache.append((k, v))",
-    "advance": ("if cache[0][0].size(2) < cfg.block_size:\n"
-                "                    logits, cache = run(next_id, cache)\n"
-                "                else:\n"
-                "                    logits, cache = run(idx[:, -cfg.block_size:], None)"),
+    "advance": (
+        "if cache[0][0].size(2) < cfg.block_size:\n"
+        "                    logits, cache = run(next_id, cache)\n"
+        "                else:\n"
+        "                    logits, cache = run(idx[:, -cfg.block_size:], None)"
+    ),
 }
 
 
@@ -409,9 +422,11 @@ def _cached(**changes: str) -> str:
 
 
 _ONE_BATCH = dict(before_loop="x, y = get_batch(train_data, block_size, batch_size, generator)", batch="pass")
-_FIRST_WINDOWS = ("starts = torch.randint(block_size, (batch_size,), generator=generator)\n"
-                  "        x = torch.stack([train_data[i : i + block_size] for i in starts.tolist()])\n"
-                  "        y = torch.stack([train_data[i + 1 : i + block_size + 1] for i in starts.tolist()])")
+_FIRST_WINDOWS = (
+    "starts = torch.randint(block_size, (batch_size,), generator=generator)\n"
+    "        x = torch.stack([train_data[i : i + block_size] for i in starts.tolist()])\n"
+    "        y = torch.stack([train_data[i + 1 : i + block_size + 1] for i in starts.tolist()])"
+)
 
 
 def _gpt_init(line: str) -> str:
@@ -420,98 +435,244 @@ def _gpt_init(line: str) -> str:
 
 MISTAKES = [
     # model
-    Variant("model", "no weight tying", {"GPT": _gpt(head="self.head = nn.Linear(C, config.vocab_size, bias=False)")}, hints=("head not tied",)),
-    Variant("model", "the head keeps its bias", {"GPT": _gpt(head=(
-        "self.head = nn.Linear(C, config.vocab_size)\n"
-        "        if config.tie_weights:\n"
-        "            self.head.weight = self.tok_emb.weight"))}, hints=("head with a bias",)),
+    Variant(
+        "model",
+        "no weight tying",
+        {"GPT": _gpt(head="self.head = nn.Linear(C, config.vocab_size, bias=False)")},
+        hints=("head not tied",),
+    ),
+    Variant(
+        "model",
+        "the head keeps its bias",
+        {
+            "GPT": _gpt(
+                head=(
+                    "self.head = nn.Linear(C, config.vocab_size)\n"
+                    "        if config.tie_weights:\n"
+                    "            self.head.weight = self.tok_emb.weight"
+                )
+            )
+        },
+        hints=("head with a bias",),
+    ),
     Variant("model", "no final LayerNorm before the head", {"GPT": _gpt(final="x")}),
     Variant("model", "the blocks run without the causal mask", {"GPT": _gpt(mask="mask=None")}),
     Variant("model", "no ValueError for a sequence longer than block_size", {"GPT": _gpt(length_check="pass")}),
-    Variant("model", "nanoGPT's defaults copied into GPTConfig (12 layers, 12 heads, 768 wide)", {"GPT": _gpt(config_class=_NANOGPT_CONFIG)}),
-    Variant("model", "the same block object repeated n_layer times", {"GPT": _gpt(
-        blocks="[TransformerBlock(C, config.n_head, hidden, dropout=config.dropout, norm_first=config.norm_first)] * config.n_layer")}),
-    Variant("model", "config.dropout not given to the blocks", {"GPT": _gpt(
-        blocks="[TransformerBlock(C, config.n_head, hidden, norm_first=config.norm_first) for _ in range(config.n_layer)]")}),
-    Variant("model", "the loss written by hand, so -100 targets are not skipped", {"GPT": _gpt(
-        loss="loss = -F.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).mean()")}),
+    Variant(
+        "model",
+        "nanoGPT's defaults copied into GPTConfig (12 layers, 12 heads, 768 wide)",
+        {"GPT": _gpt(config_class=_NANOGPT_CONFIG)},
+    ),
+    Variant(
+        "model",
+        "the same block object repeated n_layer times",
+        {
+            "GPT": _gpt(
+                blocks="[TransformerBlock(C, config.n_head, hidden, dropout=config.dropout, norm_first=config.norm_first)] * config.n_layer"
+            )
+        },
+    ),
+    Variant(
+        "model",
+        "config.dropout not given to the blocks",
+        {
+            "GPT": _gpt(
+                blocks="[TransformerBlock(C, config.n_head, hidden, norm_first=config.norm_first) for _ in range(config.n_layer)]"
+            )
+        },
+    ),
+    Variant(
+        "model",
+        "the loss written by hand, so -100 targets are not skipped",
+        {"GPT": _gpt(loss="loss = -F.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).mean()")},
+    ),
     Variant("model", "no check of the configuration's sizes", {"GPT": _gpt(config_check="pass")}),
-    Variant("model", "the head is tied whatever tie_weights says", {"GPT": _gpt(head=(
-        "self.head = nn.Linear(C, config.vocab_size, bias=False)\n"
-        "        self.head.weight = self.tok_emb.weight"))}, hints=("head tied when tie_weights=False",)),
+    Variant(
+        "model",
+        "the head is tied whatever tie_weights says",
+        {
+            "GPT": _gpt(
+                head=(
+                    "self.head = nn.Linear(C, config.vocab_size, bias=False)\n"
+                    "        self.head.weight = self.tok_emb.weight"
+                )
+            )
+        },
+        hints=("head tied when tie_weights=False",),
+    ),
     # params
-    Variant("params", "the tied matrix counted twice", {"num_parameters": _params(head="V * C")}, hints=("tied matrix counted twice",)),
+    Variant(
+        "params",
+        "the tied matrix counted twice",
+        {"num_parameters": _params(head="V * C")},
+        hints=("tied matrix counted twice",),
+    ),
     Variant("params", "position embeddings left out", {"num_parameters": _params(embeddings="V * C")}),
-    Variant("params", "attention projections counted without biases", {"num_parameters": _params(attention="4 * C * C")}),
+    Variant(
+        "params", "attention projections counted without biases", {"num_parameters": _params(attention="4 * C * C")}
+    ),
     Variant("params", "ff_dim ignored (always 4 * n_embd)", {"num_parameters": _params(hidden="4 * C")}),
     Variant("params", "the final LayerNorm forgotten", {"num_parameters": _params(final="0")}),
     # device
-    Variant("device", "returns strings instead of torch.device", {"get_device": _device(
-        first_device='"cuda"', second_device='"mps"', cpu='"cpu"')}, hints=("a string, not a torch.device",)),
-    Variant("device", "MPS asked before CUDA", {"get_device": _device(
-        first="torch.backends.mps.is_available()", first_device='torch.device("mps")',
-        second="torch.cuda.is_available()", second_device='torch.device("cuda")')}),
-    Variant("device", "torch.cuda.is_available without the call", {"get_device": _device(first="torch.cuda.is_available")},
-            hints=("is_available not called",)),
+    Variant(
+        "device",
+        "returns strings instead of torch.device",
+        {"get_device": _device(first_device='"cuda"', second_device='"mps"', cpu='"cpu"')},
+        hints=("a string, not a torch.device",),
+    ),
+    Variant(
+        "device",
+        "MPS asked before CUDA",
+        {
+            "get_device": _device(
+                first="torch.backends.mps.is_available()",
+                first_device='torch.device("mps")',
+                second="torch.cuda.is_available()",
+                second_device='torch.device("cuda")',
+            )
+        },
+    ),
+    Variant(
+        "device",
+        "torch.cuda.is_available without the call",
+        {"get_device": _device(first="torch.cuda.is_available")},
+        hints=("is_available not called",),
+    ),
     Variant("device", "Apple GPUs never considered", {"get_device": _device(second="False")}),
-    Variant("device", "mps.is_built() asked instead of is_available()", {"get_device": _device(
-        second="torch.backends.mps.is_built()")}),
+    Variant(
+        "device",
+        "mps.is_built() asked instead of is_available()",
+        {"get_device": _device(second="torch.backends.mps.is_built()")},
+    ),
     # train
-    Variant("train", "no zero_grad: gradients pile up across steps", {"train_step": _train_step(zero="pass")}, hints=("gradients not zeroed",)),
-    Variant("train", "gradients zeroed after the step instead of before", {"train_step": _train_step(
-        zero="pass", after_step="optimizer.zero_grad()")}, hints=("gradients zeroed after the step",)),
-    Variant("train", "gradients clipped before the backward pass", {"train_step": _train_step(backward_and_clip=(
-        "if grad_clip is not None:\n"
-        "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)\n"
-        "    loss.backward()"))}),
+    Variant(
+        "train",
+        "no zero_grad: gradients pile up across steps",
+        {"train_step": _train_step(zero="pass")},
+        hints=("gradients not zeroed",),
+    ),
+    Variant(
+        "train",
+        "gradients zeroed after the step instead of before",
+        {"train_step": _train_step(zero="pass", after_step="optimizer.zero_grad()")},
+        hints=("gradients zeroed after the step",),
+    ),
+    Variant(
+        "train",
+        "gradients clipped before the backward pass",
+        {
+            "train_step": _train_step(
+                backward_and_clip=(
+                    "if grad_clip is not None:\n"
+                    "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)\n"
+                    "    loss.backward()"
+                )
+            )
+        },
+    ),
     Variant("train", "train_step accepts grad_clip=0", {"train_step": _train_step(check="pass")}),
     Variant("train", "estimate_loss leaves the model in eval mode", {"estimate_loss": _estimate(restore="pass")}),
     Variant("train", "estimate_loss returns the sum, not the mean", {"estimate_loss": _estimate(result="sum(losses)")}),
     Variant("train", "no warm-up: cosine decay from the first step", {"train": _train(warmup_lr="lr")}),
     Variant("train", "the schedule is recorded but never given to the optimiser", {"train": _train(set_lr="pass")}),
     Variant("train", "weight decay on every parameter", {"train": _train(decayed="True")}),
-    Variant("train", "no evaluation after the last step", {"train": _train(evaluate_when="(s + 1) % eval_interval == 0")}),
+    Variant(
+        "train", "no evaluation after the last step", {"train": _train(evaluate_when="(s + 1) % eval_interval == 0")}
+    ),
     Variant("train", "grad_clip not passed on to train_step", {"train": _train(clip="1.0")}),
     Variant("train", "AdamW's default betas (0.9, 0.999)", {"train": _train(betas="(0.9, 0.999)")}),
-    Variant("train", "the training batches drawn from the validation data", {"train": _train(
-        batch="x, y = get_batch(val_data, block_size, batch_size, generator)")}),
+    Variant(
+        "train",
+        "the training batches drawn from the validation data",
+        {"train": _train(batch="x, y = get_batch(val_data, block_size, batch_size, generator)")},
+    ),
     # sampling
-    Variant("sampling", "temperature applied after the softmax", {"sample_next": _sample(
-        scaled="logits", probs="F.softmax(logits, dim=-1) / temperature")}),
-    Variant("sampling", "top-p drops the token that crosses the threshold", {"sample_next": _sample(
-        mass="drop = sorted_probs.cumsum(dim=-1) > top_p")}, hints=("top-p drops the crossing token",)),
-    Variant("sampling", "top-p applied before top-k", {"sample_next": _sample(order="p_then_k")}, hints=("top-p before top-k",)),
+    Variant(
+        "sampling",
+        "temperature applied after the softmax",
+        {"sample_next": _sample(scaled="logits", probs="F.softmax(logits, dim=-1) / temperature")},
+    ),
+    Variant(
+        "sampling",
+        "top-p drops the token that crosses the threshold",
+        {"sample_next": _sample(mass="drop = sorted_probs.cumsum(dim=-1) > top_p")},
+        hints=("top-p drops the crossing token",),
+    ),
+    Variant(
+        "sampling",
+        "top-p applied before top-k",
+        {"sample_next": _sample(order="p_then_k")},
+        hints=("top-p before top-k",),
+    ),
     Variant("sampling", "temperature 0 not treated as greedy", {"sample_next": _sample(greedy="pass")}),
     Variant("sampling", "the first row's k-th value filters every row", {"sample_next": _sample(kth_index="0, -1")}),
     Variant("sampling", "the generator is not used", {"sample_next": _sample(draw="replacement=False")}),
-    Variant("sampling", "top_k keeps k - 1 tokens (the k-th value itself filtered out)", {"sample_next": _sample(kth_compare="<=")},
-            hints=("top_k keeps one token too few",)),
+    Variant(
+        "sampling",
+        "top_k keeps k - 1 tokens (the k-th value itself filtered out)",
+        {"sample_next": _sample(kth_compare="<=")},
+        hints=("top_k keeps one token too few",),
+    ),
     # generate
     Variant("generate", "no context cropping", {"generate": _generate(context="idx")}),
     Variant("generate", "the first position's logits used", {"generate": _generate(position=":, 0, :")}),
     Variant("generate", "the model left in eval mode", {"generate": _generate(restore="pass")}),
-    Variant("generate", "the sampling arguments not passed on", {"generate": _generate(arguments="generator=generator")}),
-    Variant("generate", "generation keeps the gradients (no torch.no_grad)", {"generate": _generate(grad_context="torch.enable_grad()")}),
-    Variant("generate", "only the new tokens returned, without the prompt", {"generate": _generate(result="idx[:, start:]")}, hints=("prompt dropped",)),
+    Variant(
+        "generate", "the sampling arguments not passed on", {"generate": _generate(arguments="generator=generator")}
+    ),
+    Variant(
+        "generate",
+        "generation keeps the gradients (no torch.no_grad)",
+        {"generate": _generate(grad_context="torch.enable_grad()")},
+    ),
+    Variant(
+        "generate",
+        "only the new tokens returned, without the prompt",
+        {"generate": _generate(result="idx[:, start:]")},
+        hints=("prompt dropped",),
+    ),
     # kv_cache
-    Variant("kv_cache", "wrong positions: each new token at position 0", {"generate_cached": _cached(
-        positions="torch.arange(T, device=tokens.device)")}),
-    Variant("kv_cache", "a cache that recomputes everything", {"generate_cached": _cached(
-        advance="logits = model(idx[:, -cfg.block_size:])[0][:, -1]")}),
-    Variant("kv_cache", "the new keys and values never enter the cache", {"generate_cached": _cached(
-        keep="new_cache.append(cache[layer] if cache is not None else (k, v))")}),
+    Variant(
+        "kv_cache",
+        "wrong positions: each new token at position 0",
+        {"generate_cached": _cached(positions="torch.arange(T, device=tokens.device)")},
+    ),
+    Variant(
+        "kv_cache",
+        "a cache that recomputes everything",
+        {"generate_cached": _cached(advance="logits = model(idx[:, -cfg.block_size:])[0][:, -1]")},
+    ),
+    Variant(
+        "kv_cache",
+        "the new keys and values never enter the cache",
+        {"generate_cached": _cached(keep="new_cache.append(cache[layer] if cache is not None else (k, v))")},
+    ),
     Variant("kv_cache", "pre-norm order for every model", {"generate_cached": _cached(pre_norm="True")}),
-    Variant("kv_cache", "the cache keeps growing past block_size", {"generate_cached": _cached(
-        advance="logits, cache = run(next_id, cache)")}),
-    Variant("kv_cache", "only the new tokens returned, without the prompt", {"generate_cached": _cached(result="idx[:, start:]")},
-            hints=("prompt dropped",)),
+    Variant(
+        "kv_cache",
+        "the cache keeps growing past block_size",
+        {"generate_cached": _cached(advance="logits, cache = run(next_id, cache)")},
+    ),
+    Variant(
+        "kv_cache",
+        "only the new tokens returned, without the prompt",
+        {"generate_cached": _cached(result="idx[:, start:]")},
+        hints=("prompt dropped",),
+    ),
     # training_works: what only training shows (the tests of model load their own weights, so a
     # GPT whose weights start badly passes them, and fails to learn)
     Variant("training_works", "every weight initialised to zero", {"GPT": _gpt_init("nn.init.zeros_(module.weight)")}),
     Variant("training_works", "every weight initialised to one", {"GPT": _gpt_init("nn.init.ones_(module.weight)")}),
-    Variant("training_works", "every weight set to the constant 0.02", {"GPT": _gpt_init("nn.init.constant_(module.weight, 0.02)")}),
-    Variant("training_works", "every parameter drawn with normal_(p, 0.02): mean 0.02, standard deviation 1", {"GPT": _gpt(
-        after_init="for p in self.parameters():\n            nn.init.normal_(p, 0.02)")}),
+    Variant(
+        "training_works",
+        "every weight set to the constant 0.02",
+        {"GPT": _gpt_init("nn.init.constant_(module.weight, 0.02)")},
+    ),
+    Variant(
+        "training_works",
+        "every parameter drawn with normal_(p, 0.02): mean 0.02, standard deviation 1",
+        {"GPT": _gpt(after_init="for p in self.parameters():\n            nn.init.normal_(p, 0.02)")},
+    ),
 ]
 
 # Mistakes in train() that its own tests catch and that also stop the model from learning:
@@ -519,7 +680,9 @@ MISTAKES = [
 # GPT with the student's train). check-stage holds every MISTAKES entry to "its own
 # question only", so these are graded in test_gpt.py instead.
 COUPLED = [
-    Variant("train", "targets are the input windows themselves", {"train": _train(inputs="x.to(device), x.to(device)")}),
+    Variant(
+        "train", "targets are the input windows themselves", {"train": _train(inputs="x.to(device), x.to(device)")}
+    ),
     Variant("train", "inputs and targets swapped", {"train": _train(inputs="y.to(device), x.to(device)")}),
     Variant("train", "one batch drawn before the loop and reused", {"train": _train(**_ONE_BATCH)}),
     Variant("train", "windows start only within the first block_size tokens", {"train": _train(batch=_FIRST_WINDOWS)}),
@@ -528,7 +691,7 @@ COUPLED = [
 
 # ---------------------------------------------------------------- correct in other styles
 
-_GPT_OTHER_STYLE = '''
+_GPT_OTHER_STYLE = """
 class GPT(nn.Module):
     def __init__(self, config):
         super().__init__()
@@ -564,17 +727,17 @@ class GPT(nn.Module):
         if targets is None:
             return logits, None
         return logits, F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=-100)
-'''
+"""
 
-_GPT2_INIT = '''residual = 0.02 / math.sqrt(2 * config.n_layer)
+_GPT2_INIT = """residual = 0.02 / math.sqrt(2 * config.n_layer)
         for name, p in self.named_parameters():
             if p.dim() >= 2:
                 nn.init.normal_(p, std=residual if name.endswith(("out_proj.weight", "fc2.weight")) else 0.02)
             elif name.endswith("bias"):
-                nn.init.zeros_(p)'''
+                nn.init.zeros_(p)"""
 
 _TRAIN_OTHER_STYLE = {
-    "train_step": '''
+    "train_step": """
         def train_step(model, optimizer, x, y, grad_clip=1.0):
             if grad_clip is not None and not grad_clip > 0:
                 raise ValueError(f"grad_clip must be None or positive, not {grad_clip}")
@@ -585,8 +748,8 @@ _TRAIN_OTHER_STYLE = {
                 nn.utils.clip_grad_norm_(model.parameters(), max_norm=grad_clip)
             optimizer.step()
             return float(loss.detach())
-    ''',
-    "estimate_loss": '''
+    """,
+    "estimate_loss": """
         def estimate_loss(model, data, block_size, batch_size, eval_iters, generator=None):
             if eval_iters <= 0 or batch_size <= 0 or data.numel() < block_size + 1:
                 raise ValueError("need eval_iters > 0, batch_size > 0 and at least block_size + 1 tokens")
@@ -602,8 +765,8 @@ _TRAIN_OTHER_STYLE = {
                     results[i] = model(rows[:, :-1], rows[:, 1:])[1].item()
             model.train(mode)
             return results.mean().item()
-    ''',
-    "train": '''
+    """,
+    "train": """
         def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_interval, eval_iters, warmup,
                   generator=None, grad_clip=1.0, weight_decay=0.1, progress=True):
             for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_interval", eval_interval), ("eval_iters", eval_iters), ("lr", lr)):
@@ -641,12 +804,20 @@ _TRAIN_OTHER_STYLE = {
                     scheduler.step()
                     bar.update(1)
             return history
-    ''',
+    """,
 }
 
 ALTERNATIVES = [
-    Variant("model", "tied the other way round, a tril mask, cross-entropy on (B, V, T)", {"GPT": _GPT_OTHER_STYLE.format(init=_GPT2_INIT)}),
-    Variant("params", "a list of parameter shapes, multiplied out", {"num_parameters": '''
+    Variant(
+        "model",
+        "tied the other way round, a tril mask, cross-entropy on (B, V, T)",
+        {"GPT": _GPT_OTHER_STYLE.format(init=_GPT2_INIT)},
+    ),
+    Variant(
+        "params",
+        "a list of parameter shapes, multiplied out",
+        {
+            "num_parameters": """
         def num_parameters(config):
             C, V = config.n_embd, config.vocab_size
             hidden = config.ff_dim or 4 * C
@@ -657,16 +828,28 @@ ALTERNATIVES = [
             if not config.tie_weights:
                 shapes.append((V, C))
             return sum(math.prod(shape) for shape in shapes)
-    '''}),
-    Variant("device", "a loop over the GPU kinds in order of preference", {"get_device": '''
+    """
+        },
+    ),
+    Variant(
+        "device",
+        "a loop over the GPU kinds in order of preference",
+        {
+            "get_device": """
         def get_device():
             for name, available in (("cuda", torch.cuda.is_available), ("mps", torch.backends.mps.is_available)):
                 if available():
                     return torch.device(name)
             return torch.device("cpu")
-    '''}),
+    """
+        },
+    ),
     Variant("train", "LambdaLR, windows by index arithmetic, inference_mode", _TRAIN_OTHER_STYLE),
-    Variant("sampling", "filters on sorted probabilities, inverse-CDF draws", {"sample_next": '''
+    Variant(
+        "sampling",
+        "filters on sorted probabilities, inverse-CDF draws",
+        {
+            "sample_next": """
         def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
             if logits.ndim != 2:
                 raise ValueError(f"expected logits of shape (B, V), got {tuple(logits.shape)}")
@@ -687,8 +870,14 @@ ALTERNATIVES = [
             u = torch.rand(logits.size(0), 1, generator=generator) * cdf[:, -1:].cpu()
             choice = torch.searchsorted(cdf.cpu(), u).clamp(max=logits.size(1) - 1)
             return order.gather(1, choice.to(order.device))
-    '''}),
-    Variant("generate", "a while loop under inference_mode, restored in finally", {"generate": '''
+    """
+        },
+    ),
+    Variant(
+        "generate",
+        "a while loop under inference_mode, restored in finally",
+        {
+            "generate": """
         def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
             if max_new_tokens < 0:
                 raise ValueError("max_new_tokens must be >= 0")
@@ -708,8 +897,14 @@ ALTERNATIVES = [
             finally:
                 model.train(mode)
             return out
-    '''}),
-    Variant("kv_cache", "preallocated cache tensors and scaled_dot_product_attention", {"generate_cached": '''
+    """
+        },
+    ),
+    Variant(
+        "kv_cache",
+        "preallocated cache tensors and scaled_dot_product_attention",
+        {
+            "generate_cached": """
         def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
             if idx.ndim != 2 or max_new_tokens < 0:
                 raise ValueError(f"need a (B, T0) prompt and max_new_tokens >= 0, got {tuple(idx.shape)} and {max_new_tokens}")
@@ -765,7 +960,12 @@ ALTERNATIVES = [
             finally:
                 model.train(was_training)
             return idx
-    '''}),
-    Variant("training_works", "PyTorch's default initialisation and a LambdaLR loop", {
-        "GPT": _GPT_OTHER_STYLE.format(init="pass"), **_TRAIN_OTHER_STYLE}),
+    """
+        },
+    ),
+    Variant(
+        "training_works",
+        "PyTorch's default initialisation and a LambdaLR loop",
+        {"GPT": _GPT_OTHER_STYLE.format(init="pass"), **_TRAIN_OTHER_STYLE},
+    ),
 ]

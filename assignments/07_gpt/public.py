@@ -44,7 +44,9 @@ class _Config:
     norm_first: bool
 
 
-def _config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim=None, dropout=0.0, tie_weights=True, norm_first=True):
+def _config(
+    vocab_size, block_size, n_layer, n_head, n_embd, ff_dim=None, dropout=0.0, tie_weights=True, norm_first=True
+):
     return _Config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim, dropout, tie_weights, norm_first)
 
 
@@ -58,7 +60,9 @@ def _fill(model, seed, scale=0.5):
     of the two modules was created first.
     """
     distinct = {}  # one entry per Parameter, under the first of its names (tok_emb.weight first)
-    for name, param in sorted(model.named_parameters(remove_duplicate=False), key=lambda item: _FILLED_FIRST.get(item[0], 1)):
+    for name, param in sorted(
+        model.named_parameters(remove_duplicate=False), key=lambda item: _FILLED_FIRST.get(item[0], 1)
+    ):
         distinct.setdefault(id(param), (name, param))
     with torch.no_grad():
         for name, param in distinct.values():
@@ -106,7 +110,15 @@ def _grad_state():
 
 
 def _defaults_problem(got):
-    want = {"n_layer": 4, "n_head": 4, "n_embd": 128, "ff_dim": 512, "dropout": [0.0], "norm_first": "True", "config_ff_dim": None}
+    want = {
+        "n_layer": 4,
+        "n_head": 4,
+        "n_embd": 128,
+        "ff_dim": 512,
+        "dropout": [0.0],
+        "norm_first": "True",
+        "config_ff_dim": None,
+    }
     for key, value in want.items():
         if got.get(key) != value:
             return f"built from GPTConfig(vocab_size=11, block_size=8), the model's {key} must be {value!r} (GPTConfig's defaults), got {got.get(key)!r}"
@@ -127,10 +139,15 @@ def _(ns):
     model = ns.GPT(config)
     first = model.blocks[0]
     return {
-        "n_layer": len(model.blocks), "n_head": first.attn.num_heads, "n_embd": model.tok_emb.weight.shape[1],
-        "ff_dim": first.ff.fc1.out_features, "dropout": sorted({getattr(m, "p", None) for m in model.modules()} - {None}),
-        "norm_first": repr(first.norm_first), "config_ff_dim": config.ff_dim,
-        "head_weight": id(model.head.weight), "tok_emb_weight": id(model.tok_emb.weight),
+        "n_layer": len(model.blocks),
+        "n_head": first.attn.num_heads,
+        "n_embd": model.tok_emb.weight.shape[1],
+        "ff_dim": first.ff.fc1.out_features,
+        "dropout": sorted({getattr(m, "p", None) for m in model.modules()} - {None}),
+        "norm_first": repr(first.norm_first),
+        "config_ff_dim": config.ff_dim,
+        "head_weight": id(model.head.weight),
+        "tok_emb_weight": id(model.tok_emb.weight),
     }
 
 
@@ -162,10 +179,21 @@ def _parts_problem(got):
     "model",
     "the parts, the shape of the logits and a tied head",
     points=1,
-    check=satisfies(_parts_problem, [
-        Hint(lambda got, exp: got["head_weight"] != got["tok_emb_weight"], "assign the embedding's Parameter to the head: self.head.weight = self.tok_emb.weight", mistake="head not tied"),
-        Hint(lambda got, exp: got["head_bias"] != "NoneType", "the head is nn.Linear(n_embd, vocab_size, bias=False)", mistake="head with a bias"),
-    ]),
+    check=satisfies(
+        _parts_problem,
+        [
+            Hint(
+                lambda got, exp: got["head_weight"] != got["tok_emb_weight"],
+                "assign the embedding's Parameter to the head: self.head.weight = self.tok_emb.weight",
+                mistake="head not tied",
+            ),
+            Hint(
+                lambda got, exp: got["head_bias"] != "NoneType",
+                "the head is nn.Linear(n_embd, vocab_size, bias=False)",
+                mistake="head with a bias",
+            ),
+        ],
+    ),
 )
 def _(ns):
     model = ns.GPT(ns.GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16, dropout=0.1))
@@ -195,8 +223,21 @@ def _untied_problem(got):
     return None
 
 
-@suite.case("model", "tie_weights=False: the head has a matrix of its own", points=1,
-            check=satisfies(_untied_problem, [Hint(lambda got, exp: got[0] == got[1], "tie only when config.tie_weights is true", mistake="head tied when tie_weights=False")]))
+@suite.case(
+    "model",
+    "tie_weights=False: the head has a matrix of its own",
+    points=1,
+    check=satisfies(
+        _untied_problem,
+        [
+            Hint(
+                lambda got, exp: got[0] == got[1],
+                "tie only when config.tie_weights is true",
+                mistake="head tied when tie_weights=False",
+            )
+        ],
+    ),
+)
 def _(ns):
     model = ns.GPT(ns.GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16, tie_weights=False))
     return [id(model.head.weight), id(model.tok_emb.weight)]
@@ -242,8 +283,13 @@ def _ignored_problem(got):
     return None
 
 
-@suite.case("model", "targets of -100 are left out of the mean", points=1, check=satisfies(_ignored_problem),
-            builds_on=("the parts, the shape of the logits and a tied head",))
+@suite.case(
+    "model",
+    "targets of -100 are left out of the mean",
+    points=1,
+    check=satisfies(_ignored_problem),
+    builds_on=("the parts, the shape of the logits and a tied head",),
+)
 def _(ns):
     model = ns.GPT(ns.GPTConfig(vocab_size=13, block_size=10, n_layer=1, n_head=2, n_embd=8))
     _fill(model, seed=3)
@@ -259,9 +305,21 @@ def _(ns):
 # ---------------------------------------------------------------- params
 
 
-@suite.case("params", "the docstring's example: 324", points=1,
-            check=equal([Hint(lambda got, exp: got == exp + 10 * 4, "a tied head shares the embedding's matrix: count it once", mistake="tied matrix counted twice")]),
-            expected=324)
+@suite.case(
+    "params",
+    "the docstring's example: 324",
+    points=1,
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: got == exp + 10 * 4,
+                "a tied head shares the embedding's matrix: count it once",
+                mistake="tied matrix counted twice",
+            )
+        ]
+    ),
+    expected=324,
+)
 def _(ns):
     return ns.num_parameters(_config(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=4))
 
@@ -274,7 +332,9 @@ def _(ns):
     expected=1730,
 )
 def _(ns):
-    return ns.num_parameters(_config(vocab_size=20, block_size=7, n_layer=2, n_head=3, n_embd=6, ff_dim=40, tie_weights=False))
+    return ns.num_parameters(
+        _config(vocab_size=20, block_size=7, n_layer=2, n_head=3, n_embd=6, ff_dim=40, tie_weights=False)
+    )
 
 
 # ---------------------------------------------------------------- device
@@ -298,26 +358,58 @@ def _picked(ns, cuda, mps):
     return [type(device).__name__, getattr(device, "type", str(device))]
 
 
-_STRING_HINT = Hint(lambda got, exp: isinstance(got, list) and got[0] == "str", "return a torch.device, e.g. torch.device(\"cpu\"), not a string", mistake="a string, not a torch.device")
-_CALL_HINT = Hint(lambda got, exp: isinstance(got, list) and got[1] == "cuda", "is_available is a function: call it, with parentheses", mistake="is_available not called")
+_STRING_HINT = Hint(
+    lambda got, exp: isinstance(got, list) and got[0] == "str",
+    'return a torch.device, e.g. torch.device("cpu"), not a string',
+    mistake="a string, not a torch.device",
+)
+_CALL_HINT = Hint(
+    lambda got, exp: isinstance(got, list) and got[1] == "cuda",
+    "is_available is a function: call it, with parentheses",
+    mistake="is_available not called",
+)
 
 
-@suite.case("device", "when CUDA is reported available: cuda", points=1, check=equal([_STRING_HINT]), expected=["device", "cuda"])
+@suite.case(
+    "device",
+    "when CUDA is reported available: cuda",
+    points=1,
+    check=equal([_STRING_HINT]),
+    expected=["device", "cuda"],
+)
 def _(ns):
     return _picked(ns, cuda=True, mps=False)
 
 
-@suite.case("device", "when both CUDA and MPS are reported available: cuda first", points=1, check=equal([_STRING_HINT]), expected=["device", "cuda"])
+@suite.case(
+    "device",
+    "when both CUDA and MPS are reported available: cuda first",
+    points=1,
+    check=equal([_STRING_HINT]),
+    expected=["device", "cuda"],
+)
 def _(ns):
     return _picked(ns, cuda=True, mps=True)
 
 
-@suite.case("device", "when only MPS is reported available: mps", points=1, check=equal([_STRING_HINT, _CALL_HINT]), expected=["device", "mps"])
+@suite.case(
+    "device",
+    "when only MPS is reported available: mps",
+    points=1,
+    check=equal([_STRING_HINT, _CALL_HINT]),
+    expected=["device", "mps"],
+)
 def _(ns):
     return _picked(ns, cuda=False, mps=True)
 
 
-@suite.case("device", "when neither GPU is reported available: cpu", points=1, check=equal([_STRING_HINT, _CALL_HINT]), expected=["device", "cpu"])
+@suite.case(
+    "device",
+    "when neither GPU is reported available: cpu",
+    points=1,
+    check=equal([_STRING_HINT, _CALL_HINT]),
+    expected=["device", "cpu"],
+)
 def _(ns):
     return _picked(ns, cuda=False, mps=False)
 
@@ -330,7 +422,12 @@ def _usable_problem(got):
     return None
 
 
-@suite.case("device", "on this machine it returns a torch.device that can hold a tensor", points=1, check=satisfies(_usable_problem, [_STRING_HINT]))
+@suite.case(
+    "device",
+    "on this machine it returns a torch.device that can hold a tensor",
+    points=1,
+    check=satisfies(_usable_problem, [_STRING_HINT]),
+)
 def _(ns):
     device = ns.get_device()
     return {"class": type(device).__name__, "made_on": torch.ones(3, device=device).device.type}
@@ -346,7 +443,15 @@ class _Bigram(torch.nn.Module):
 
     def __init__(self, vocab_size, block_size, dropout=0.0):
         super().__init__()
-        self.config = _config(vocab_size=vocab_size, block_size=block_size, n_layer=1, n_head=1, n_embd=vocab_size, dropout=dropout, tie_weights=False)
+        self.config = _config(
+            vocab_size=vocab_size,
+            block_size=block_size,
+            n_layer=1,
+            n_head=1,
+            n_embd=vocab_size,
+            dropout=dropout,
+            tie_weights=False,
+        )
         self.table = torch.nn.Embedding(vocab_size, vocab_size)
         self.bias = torch.nn.Parameter(torch.zeros(vocab_size))
         self.drop = torch.nn.Dropout(dropout)
@@ -357,14 +462,22 @@ class _Bigram(torch.nn.Module):
         try:
             self.positions[idx.size(1) - 1]
         except IndexError:
-            raise ValueError(f"this test model reads at most block_size={self.config.block_size} tokens, got {idx.size(1)}") from None
+            raise ValueError(
+                f"this test model reads at most block_size={self.config.block_size} tokens, got {idx.size(1)}"
+            ) from None
         scores = self.drop(self.table(idx)) + self.bias  # (B, T, V)
         loss = None
         if targets is not None:
             loss = torch.nn.functional.cross_entropy(scores.flatten(0, 1), targets.flatten())
-        self.calls.append({"mode": _mode(self), "grad": _grad_state(), "idx": idx.detach().clone(),
-                           "targets": None if targets is None else targets.detach().clone(),
-                           "loss": None if loss is None else float(loss.detach())})
+        self.calls.append(
+            {
+                "mode": _mode(self),
+                "grad": _grad_state(),
+                "idx": idx.detach().clone(),
+                "targets": None if targets is None else targets.detach().clone(),
+                "loss": None if loss is None else float(loss.detach()),
+            }
+        )
         return scores, loss
 
 
@@ -392,9 +505,22 @@ def _doubled(got, exp):
     return got[0] == "float" and torch.allclose(got[2], 2 * got[1], rtol=1e-4, atol=1e-6)
 
 
-@suite.case("train", "train_step returns a float and starts from zeroed gradients", points=1,
-            check=satisfies(_step_problem, [Hint(_doubled, "the second call added its gradients to the first call's: zero them at the start of each step", mistake="gradients not zeroed")]),
-            timeout=60)  # the first optimiser of a process imports torch._dynamo: seconds
+@suite.case(
+    "train",
+    "train_step returns a float and starts from zeroed gradients",
+    points=1,
+    check=satisfies(
+        _step_problem,
+        [
+            Hint(
+                _doubled,
+                "the second call added its gradients to the first call's: zero them at the start of each step",
+                mistake="gradients not zeroed",
+            )
+        ],
+    ),
+    timeout=60,
+)  # the first optimiser of a process imports torch._dynamo: seconds
 def _(ns):
     data = torch.randint(6, (4, 6), generator=generator(8))
     once, twice = _bigram(1), _bigram(1)
@@ -414,8 +540,13 @@ def _clip_problem(got):
     return None
 
 
-@suite.case("train", "train_step clips the total gradient norm to grad_clip (0.001), and not with grad_clip=None", points=1,
-            check=satisfies(_clip_problem), timeout=60)
+@suite.case(
+    "train",
+    "train_step clips the total gradient norm to grad_clip (0.001), and not with grad_clip=None",
+    points=1,
+    check=satisfies(_clip_problem),
+    timeout=60,
+)
 def _(ns):
     data = torch.randint(6, (4, 6), generator=generator(9))
     grads = []
@@ -445,14 +576,23 @@ def _estimate_problem(got):
     return None
 
 
-@suite.case("train", "estimate_loss: the mean of eval_iters batch losses, in eval mode without gradients, then the mode restored", points=1,
-            check=satisfies(_estimate_problem))
+@suite.case(
+    "train",
+    "estimate_loss: the mean of eval_iters batch losses, in eval mode without gradients, then the mode restored",
+    points=1,
+    check=satisfies(_estimate_problem),
+)
 def _(ns):
     model = _bigram(2, dropout=0.5)
     model.train()
     value = ns.estimate_loss(model, torch.arange(40) % 6, 5, 3, eval_iters=3, generator=generator(0))
-    return {"kind": type(value).__name__, "value": float(value), "calls": [[c["mode"], c["grad"]] for c in model.calls],
-            "losses": [c["loss"] for c in model.calls], "mode_after": _mode(model)}
+    return {
+        "kind": type(value).__name__,
+        "value": float(value),
+        "calls": [[c["mode"], c["grad"]] for c in model.calls],
+        "losses": [c["loss"] for c in model.calls],
+        "mode_after": _mode(model),
+    }
 
 
 def _history_problem(got):
@@ -477,15 +617,38 @@ def _history_problem(got):
 
 def _plain(history):
     """The history's four lists as floats (None for a missing key)."""
-    return {key: None if history.get(key) is None else [float(v) for v in history[key]] for key in ("step", "train_loss", "val_loss", "lr")}
+    return {
+        key: None if history.get(key) is None else [float(v) for v in history[key]]
+        for key in ("step", "train_loss", "val_loss", "lr")
+    }
 
 
-@suite.case("train", "train: evaluations at steps 0, 4, 8, 10 and an lr per step with a warm-up", points=1, check=satisfies(_history_problem), timeout=60)
+@suite.case(
+    "train",
+    "train: evaluations at steps 0, 4, 8, 10 and an lr per step with a warm-up",
+    points=1,
+    check=satisfies(_history_problem),
+    timeout=60,
+)
 def _(ns):
     model = _bigram(3)
     data = torch.arange(60) % 6
-    return _plain(ns.train(model, data, data, steps=10, batch_size=4, lr=0.1, device="cpu", eval_interval=4, eval_iters=2, warmup=4,
-                           generator=generator(0), progress=False))
+    return _plain(
+        ns.train(
+            model,
+            data,
+            data,
+            steps=10,
+            batch_size=4,
+            lr=0.1,
+            device="cpu",
+            eval_interval=4,
+            eval_iters=2,
+            warmup=4,
+            generator=generator(0),
+            progress=False,
+        )
+    )
 
 
 @contextlib.contextmanager
@@ -495,12 +658,21 @@ def _optimizer_watch():
 
     def hook(optimizer, args, kwargs):
         grads = [p.grad.reshape(-1) for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-        steps.append({
-            "class": type(optimizer).__name__,
-            "groups": [[float(g["lr"]), float(g.get("weight_decay", 0.0)), sorted({p.dim() for p in g["params"]}), [float(b) for b in g.get("betas", ())]]
-                       for g in optimizer.param_groups],
-            "grad_norm": float(torch.cat(grads).norm()) if grads else 0.0,
-        })
+        steps.append(
+            {
+                "class": type(optimizer).__name__,
+                "groups": [
+                    [
+                        float(g["lr"]),
+                        float(g.get("weight_decay", 0.0)),
+                        sorted({p.dim() for p in g["params"]}),
+                        [float(b) for b in g.get("betas", ())],
+                    ]
+                    for g in optimizer.param_groups
+                ],
+                "grad_norm": float(torch.cat(grads).norm()) if grads else 0.0,
+            }
+        )
 
     handle = register_optimizer_step_pre_hook(hook)
     try:
@@ -524,20 +696,41 @@ def _optimizer_problem(got):
             if dims and decay > 0 and min(dims) < 2:
                 return "weight decay must not apply to biases or LayerNorm parameters (1-D): put them in a group with weight_decay=0.0"
             if dims and max(dims) >= 2 and abs(decay - 0.05) > 1e-12:
-                return f"matrices and embeddings (2-D) must be decayed with the weight_decay argument (0.05), got {decay}"
+                return (
+                    f"matrices and embeddings (2-D) must be decayed with the weight_decay argument (0.05), got {decay}"
+                )
         if s["grad_norm"] > 1e-3 * (1 + 1e-3):
             return f"with grad_clip=0.001 the gradients reached the optimiser with a norm of {s['grad_norm']:.4g}: pass grad_clip on to train_step"
     return None
 
 
-@suite.case("train", "train: AdamW (betas 0.9, 0.95) with the recorded lr, weight decay on 2-D parameters only, grad_clip passed on", points=1,
-            check=satisfies(_optimizer_problem), timeout=60)
+@suite.case(
+    "train",
+    "train: AdamW (betas 0.9, 0.95) with the recorded lr, weight decay on 2-D parameters only, grad_clip passed on",
+    points=1,
+    check=satisfies(_optimizer_problem),
+    timeout=60,
+)
 def _(ns):
     model = _bigram(4)
     data = torch.arange(60) % 6
     with _optimizer_watch() as seen:
-        history = ns.train(model, data, data, steps=8, batch_size=4, lr=0.1, device="cpu", eval_interval=8, eval_iters=1, warmup=2,
-                           generator=generator(1), grad_clip=1e-3, weight_decay=0.05, progress=False)
+        history = ns.train(
+            model,
+            data,
+            data,
+            steps=8,
+            batch_size=4,
+            lr=0.1,
+            device="cpu",
+            eval_interval=8,
+            eval_iters=1,
+            warmup=2,
+            generator=generator(1),
+            grad_clip=1e-3,
+            weight_decay=0.05,
+            progress=False,
+        )
     return [float(v) for v in history["lr"]], seen
 
 
@@ -563,24 +756,68 @@ def _batches_problem(got):
     return None
 
 
-@suite.case("train", "train: each step a new batch of random windows of train_data with next-token targets", points=1,
-            check=satisfies(_batches_problem), timeout=60)
+@suite.case(
+    "train",
+    "train: each step a new batch of random windows of train_data with next-token targets",
+    points=1,
+    check=satisfies(_batches_problem),
+    timeout=60,
+)
 def _(ns):
     model = _bigram(5, vocab_size=160, block_size=5)
     train_data, val_data = torch.arange(100, 160), torch.arange(0, 40)
-    ns.train(model, train_data, val_data, steps=12, batch_size=4, lr=0.01, device="cpu", eval_interval=12, eval_iters=1, warmup=2,
-             generator=generator(2), progress=False)
+    ns.train(
+        model,
+        train_data,
+        val_data,
+        steps=12,
+        batch_size=4,
+        lr=0.01,
+        device="cpu",
+        eval_interval=12,
+        eval_iters=1,
+        warmup=2,
+        generator=generator(2),
+        progress=False,
+    )
     return [[c["mode"], c["grad"], c["idx"], c["targets"]] for c in model.calls]
 
 
-@suite.case("train", "grad_clip=0 (train_step), eval_iters=0 (estimate_loss) and steps=0 (train) are refused with ValueError", points=1,
-            check=equal(), expected=["ValueError", "ValueError", "ValueError"])
+@suite.case(
+    "train",
+    "grad_clip=0 (train_step), eval_iters=0 (estimate_loss) and steps=0 (train) are refused with ValueError",
+    points=1,
+    check=equal(),
+    expected=["ValueError", "ValueError", "ValueError"],
+)
 def _(ns):
     model = _bigram(6)
     data = torch.arange(60) % 6
-    return [catch(ns.train_step, model, torch.optim.SGD(model.parameters(), lr=0.0), data[:20].view(4, 5), data[1:21].view(4, 5), grad_clip=0)["raised"],
-            catch(ns.estimate_loss, model, data, 5, 4, eval_iters=0)["raised"],
-            catch(ns.train, model, data, data, steps=0, batch_size=4, lr=0.1, device="cpu", eval_interval=4, eval_iters=1, warmup=0, progress=False)["raised"]]
+    return [
+        catch(
+            ns.train_step,
+            model,
+            torch.optim.SGD(model.parameters(), lr=0.0),
+            data[:20].view(4, 5),
+            data[1:21].view(4, 5),
+            grad_clip=0,
+        )["raised"],
+        catch(ns.estimate_loss, model, data, 5, 4, eval_iters=0)["raised"],
+        catch(
+            ns.train,
+            model,
+            data,
+            data,
+            steps=0,
+            batch_size=4,
+            lr=0.1,
+            device="cpu",
+            eval_interval=4,
+            eval_iters=1,
+            warmup=0,
+            progress=False,
+        )["raised"],
+    ]
 
 
 # ---------------------------------------------------------------- sampling
@@ -609,16 +846,26 @@ def _(ns):
     "sampling",
     "top_k=2 draws only the two most likely tokens",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) == 1, "top_k=2 keeps two tokens, not one", mistake="top_k keeps one token too few")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, list) and len(got) == 1,
+                "top_k=2 keeps two tokens, not one",
+                mistake="top_k keeps one token too few",
+            )
+        ]
+    ),
     expected=[0, 2],
 )
 def _(ns):
     return _draws(ns, 400, 0, top_k=2)
 
 
-_CROSSING_HINT = Hint(lambda got, exp: isinstance(got, list) and got[1:] == [[0]],
-                      "a token stays if the mass of the tokens before it is still below p: the one that crosses p is kept",
-                      mistake="top-p drops the crossing token")
+_CROSSING_HINT = Hint(
+    lambda got, exp: isinstance(got, list) and got[1:] == [[0]],
+    "a token stays if the mass of the tokens before it is still below p: the one that crosses p is kept",
+    mistake="top-p drops the crossing token",
+)
 
 
 @suite.case(
@@ -643,13 +890,19 @@ def _temperature_problem(got):
         total = sum(counts)
         for token, (count, p) in enumerate(zip(counts, want)):
             if abs(count / total - p) > 0.06:
-                return (f"at temperature {label} token {token} came {count / total:.3f} of the time in {total} draws, but softmax(logits / {label}) "
-                        f"gives it {p:.3f}: divide the logits by the temperature before the softmax")
+                return (
+                    f"at temperature {label} token {token} came {count / total:.3f} of the time in {total} draws, but softmax(logits / {label}) "
+                    f"gives it {p:.3f}: divide the logits by the temperature before the softmax"
+                )
     return None
 
 
-@suite.case("sampling", "temperature 0.25 sharpens and 4 flattens: frequencies follow softmax(logits / temperature)", points=1,
-            check=satisfies(_temperature_problem))
+@suite.case(
+    "sampling",
+    "temperature 0.25 sharpens and 4 flattens: frequencies follow softmax(logits / temperature)",
+    points=1,
+    check=satisfies(_temperature_problem),
+)
 def _(ns):
     out = []
     for seed, temperature in ((3, 0.25), (4, 4.0)):
@@ -662,7 +915,15 @@ def _(ns):
     "sampling",
     "with both, top_k is applied first: top_k=2, top_p=0.7 keeps token 0 alone",
     points=1,
-    check=equal([Hint(lambda got, exp: got == [0, 2], "apply top_k first; top_p then works on the probabilities of the tokens top_k kept, renormalised", mistake="top-p before top-k")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: got == [0, 2],
+                "apply top_k first; top_p then works on the probabilities of the tokens top_k kept, renormalised",
+                mistake="top-p before top-k",
+            )
+        ]
+    ),
     expected=[0],
 )
 def _(ns):
@@ -670,7 +931,13 @@ def _(ns):
     return _draws(ns, 400, 5, top_k=2, top_p=0.7)
 
 
-@suite.case("sampling", "each row of a batch is filtered on its own (top_k=2)", points=1, check=equal(), expected=[[0, 1], [4, 5]])
+@suite.case(
+    "sampling",
+    "each row of a batch is filtered on its own (top_k=2)",
+    points=1,
+    check=equal(),
+    expected=[[0, 1], [4, 5]],
+)
 def _(ns):
     rows = torch.tensor([[4.0, 3.5, 3.0, 2.5, -2.0, -3.0], [-3.0, -2.0, -1.0, 0.0, 1.0, 1.5]])
     out = ns.sample_next(rows.repeat(200, 1), top_k=2, generator=generator(6))
@@ -679,12 +946,22 @@ def _(ns):
 
 def _same_draws(got):
     first, second = got
-    if type(first) is not torch.Tensor or type(second) is not torch.Tensor or first.shape != second.shape or not torch.equal(first, second):
+    if (
+        type(first) is not torch.Tensor
+        or type(second) is not torch.Tensor
+        or first.shape != second.shape
+        or not torch.equal(first, second)
+    ):
         return "two calls with generators seeded alike gave different draws: pass generator= to torch.multinomial"
     return None
 
 
-@suite.case("sampling", "the draws come from the generator (the same seed, the same draws)", points=1, check=satisfies(_same_draws))
+@suite.case(
+    "sampling",
+    "the draws come from the generator (the same seed, the same draws)",
+    points=1,
+    check=satisfies(_same_draws),
+)
 def _(ns):
     first = ns.sample_next(torch.zeros(64, 20), generator=generator(7))
     torch.rand(7)  # move the global generator between the calls
@@ -706,7 +983,15 @@ def _successor(vocab_size, block_size, dropout=0.0):
     "generate",
     "greedy continuation: shape (B, T0 + N), the prompt kept",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) == 2 and len(got[0]) == 5, "return the prompt followed by the new tokens, not the new tokens alone", mistake="prompt dropped")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, list) and len(got) == 2 and len(got[0]) == 5,
+                "return the prompt followed by the new tokens, not the new tokens alone",
+                mistake="prompt dropped",
+            )
+        ]
+    ),
     expected=[[1, 2, 3, 4, 5, 6, 0], [5, 6, 0, 1, 2, 3, 4]],
 )
 def _(ns):
@@ -743,7 +1028,12 @@ def _generate_mode_problem(got):
     return None
 
 
-@suite.case("generate", "eval mode and no gradients inside, the caller's mode after", points=1, check=satisfies(_generate_mode_problem))
+@suite.case(
+    "generate",
+    "eval mode and no gradients inside, the caller's mode after",
+    points=1,
+    check=satisfies(_generate_mode_problem),
+)
 def _(ns):
     model = _successor(7, 8, dropout=0.5)
     model.train()
@@ -766,8 +1056,12 @@ def _arguments_problem(count):
     return test
 
 
-@suite.case("generate", "temperature, top_k, top_p and the generator are passed on to sample_next", points=1,
-            check=satisfies(_arguments_problem(4)))
+@suite.case(
+    "generate",
+    "temperature, top_k, top_p and the generator are passed on to sample_next",
+    points=1,
+    check=satisfies(_arguments_problem(4)),
+)
 def _(ns):
     model = _successor(7, 8)
     with _stand_in(ns, "sample_next", _Chooser()) as chooser:
@@ -790,7 +1084,9 @@ class _PartsOnly(torch.nn.Module):
 
     def forward(self, idx, targets=None):
         if not self.whole_window:
-            raise ValueError("this test model has no forward pass: within block_size, run the prompt and each new token through its parts and the cache")
+            raise ValueError(
+                "this test model has no forward pass: within block_size, run the prompt and each new token through its parts and the cache"
+            )
         x = self.tok_emb(idx) + self.pos_emb(torch.arange(idx.size(1), device=idx.device))
         return self.head(self.ln_f(x)), None
 
@@ -799,7 +1095,9 @@ def _parts(ns, seed, norm_first=True, scale=1.0):
     """What a cached generation reads, and nothing more: a config, the two embeddings, two
     of the given blocks, ln_f and an untied head, with fixed weights."""
     model = _PartsOnly()
-    model.config = _config(vocab_size=10, block_size=12, n_layer=2, n_head=2, n_embd=16, tie_weights=False, norm_first=norm_first)
+    model.config = _config(
+        vocab_size=10, block_size=12, n_layer=2, n_head=2, n_embd=16, tie_weights=False, norm_first=norm_first
+    )
     model.tok_emb = torch.nn.Embedding(10, 16)
     model.pos_emb = torch.nn.Embedding(12, 16)
     model.blocks = torch.nn.ModuleList([ns.TransformerBlock(16, 2, 64, norm_first=norm_first) for _ in range(2)])
@@ -844,8 +1142,10 @@ def _count_problem(got):
         if seen < prompt:
             return f"only {seen} positions went through {name}, fewer than the prompt's {prompt}: call the model's modules (the test counts their calls)"
         if seen > prompt + new:
-            return (f"{seen} positions went through {name} for a prompt of {prompt} and {new} new tokens; "
-                    f"a cache runs each position once (at most {prompt + new})")
+            return (
+                f"{seen} positions went through {name} for a prompt of {prompt} and {new} new tokens; "
+                f"a cache runs each position once (at most {prompt + new})"
+            )
     return None
 
 
@@ -856,10 +1156,16 @@ def _count_positions(ns, model, prompt, new):
     def counter(name, width):
         def hook(module, args, output):
             counts[name] = counts.get(name, 0) + args[0].numel() // (args[0].size(0) * width)
+
         return hook
 
     watched = {"tok_emb": (model.tok_emb, 1)}  # ids (B, T): one number per position
-    watched.update({f"blocks[{i}].attn.k_proj": (block.attn.k_proj, block.attn.k_proj.in_features) for i, block in enumerate(model.blocks)})
+    watched.update(
+        {
+            f"blocks[{i}].attn.k_proj": (block.attn.k_proj, block.attn.k_proj.in_features)
+            for i, block in enumerate(model.blocks)
+        }
+    )
     for name, (module, width) in watched.items():
         counts[name] = 0
         handles.append(module.register_forward_hook(counter(name, width)))
@@ -888,8 +1194,12 @@ def _past_block_problem(got):
     return None
 
 
-@suite.case("kv_cache", "past block_size (12) it still returns (B, T0 + N) tokens, the prompt kept", points=1,
-            check=satisfies(_past_block_problem))
+@suite.case(
+    "kv_cache",
+    "past block_size (12) it still returns (B, T0 + N) tokens, the prompt kept",
+    points=1,
+    check=satisfies(_past_block_problem),
+)
 def _(ns):
     model = _parts(ns, 8)
     model.whole_window = True
@@ -923,8 +1233,20 @@ def _train_and_measure(ns, text, seed):
     cut = int(len(data) * 0.9)
     torch.manual_seed(seed)
     model = ns.GPT(_config(vocab_size=len(chars), block_size=16, n_layer=1, n_head=2, n_embd=32))
-    ns.train(model, data[:cut], data[cut:], steps=300, batch_size=16, lr=1e-2, device="cpu", eval_interval=100,
-             eval_iters=8, warmup=30, generator=generator(seed), progress=False)
+    ns.train(
+        model,
+        data[:cut],
+        data[cut:],
+        steps=300,
+        batch_size=16,
+        lr=1e-2,
+        device="cpu",
+        eval_interval=100,
+        eval_iters=8,
+        warmup=30,
+        generator=generator(seed),
+        progress=False,
+    )
     val = data[cut:]
     starts = torch.arange(len(val) - 16)
     x = torch.stack([val[s : s + 16] for s in starts.tolist()])
@@ -939,11 +1261,19 @@ def _learned(got):
     if not math.isfinite(got):
         return f"the validation loss after training is {got}"
     if got >= THRESHOLD:
-        return (f"after training, the validation loss is {got:.3f}, not below {THRESHOLD} "
-                f"(a model that learns nothing stays near 2.9; the reference reaches about 0.35; section 10 of the notebook lists what to look for)")
+        return (
+            f"after training, the validation loss is {got:.3f}, not below {THRESHOLD} "
+            f"(a model that learns nothing stays near 2.9; the reference reaches about 0.35; section 10 of the notebook lists what to look for)"
+        )
     return None
 
 
-@suite.case("training_works", "300 steps on generated sentences bring the validation loss below 1.5", points=1, check=satisfies(_learned), timeout=60)
+@suite.case(
+    "training_works",
+    "300 steps on generated sentences bring the validation loss below 1.5",
+    points=1,
+    check=satisfies(_learned),
+    timeout=60,
+)
 def _(ns):
     return _train_and_measure(ns, _sentences(0), seed=0)

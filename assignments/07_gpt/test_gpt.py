@@ -14,11 +14,11 @@ import solutions.gpt
 import solutions.multihead
 from autograder.build.fixtures import stage_tests
 from autograder.build.notebooks import make_notebook
+from autograder.course import get_stage
 from autograder.engine.submission import code_cells
-from autograder.kit.runtime import judge_output, run_probe
 from autograder.engine.suites import exec_suite
 from autograder.kit.cases import REFERENCE, Namespace
-from autograder.course import get_stage
+from autograder.kit.runtime import judge_output, run_probe
 from solutions.gpt import (
     GPT,
     GPTConfig,
@@ -163,8 +163,18 @@ def test_train_decreases_loss_and_schedules_lr():
     model = GPT(GPTConfig(vocab_size=len(CHARS), block_size=16, n_layer=2, n_head=2, n_embd=32))
     n = int(len(DATA) * 0.9)
     history = train(
-        model, DATA[:n], DATA[n:], steps=60, batch_size=16, lr=1e-2, device="cpu",
-        eval_interval=20, eval_iters=4, warmup=10, generator=torch.Generator().manual_seed(0), progress=False,
+        model,
+        DATA[:n],
+        DATA[n:],
+        steps=60,
+        batch_size=16,
+        lr=1e-2,
+        device="cpu",
+        eval_interval=20,
+        eval_iters=4,
+        warmup=10,
+        generator=torch.Generator().manual_seed(0),
+        progress=False,
     )
     assert history["step"] == [0, 20, 40, 60]
     assert len(history["train_loss"]) == len(history["val_loss"]) == 4
@@ -318,11 +328,12 @@ def test_generate_rejects_bad_arguments():
             fn(model, torch.zeros(2, 3, dtype=torch.long), -1)
 
 
-
 # ---------------------------------------------------------------- devices and progress
 
 
-@pytest.mark.parametrize("cuda, mps, expected", [(True, True, "cuda"), (True, False, "cuda"), (False, True, "mps"), (False, False, "cpu")])
+@pytest.mark.parametrize(
+    "cuda, mps, expected", [(True, True, "cuda"), (True, False, "cuda"), (False, True, "mps"), (False, False, "cpu")]
+)
 def test_get_device_prefers_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
@@ -332,8 +343,20 @@ def test_get_device_prefers_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expec
 @pytest.mark.parametrize("progress", [True, False])
 def test_train_shows_a_progress_bar_only_when_asked(capsys, progress):
     model = GPT(tiny(vocab_size=len(CHARS)))
-    train(model, DATA, DATA, steps=4, batch_size=2, lr=1e-3, device="cpu", eval_interval=2, eval_iters=1, warmup=1,
-          generator=torch.Generator().manual_seed(0), progress=progress)
+    train(
+        model,
+        DATA,
+        DATA,
+        steps=4,
+        batch_size=2,
+        lr=1e-3,
+        device="cpu",
+        eval_interval=2,
+        eval_iters=1,
+        warmup=1,
+        generator=torch.Generator().manual_seed(0),
+        progress=progress,
+    )
     shown = capsys.readouterr().err
     if progress:
         assert "4/4" in shown and "val=" in shown
@@ -349,8 +372,20 @@ def test_the_same_calls_run_on_cuda():
     torch.manual_seed(7)
     model = GPT(GPTConfig(vocab_size=len(CHARS), block_size=16, n_layer=2, n_head=2, n_embd=32))
     n = int(len(DATA) * 0.9)
-    history = train(model, DATA[:n], DATA[n:], steps=60, batch_size=16, lr=1e-2, device=device, eval_interval=30,
-                    eval_iters=4, warmup=10, generator=torch.Generator().manual_seed(0), progress=False)
+    history = train(
+        model,
+        DATA[:n],
+        DATA[n:],
+        steps=60,
+        batch_size=16,
+        lr=1e-2,
+        device=device,
+        eval_interval=30,
+        eval_iters=4,
+        warmup=10,
+        generator=torch.Generator().manual_seed(0),
+        progress=False,
+    )
     assert next(model.parameters()).device.type == "cuda"
     assert history["val_loss"][-1] < 0.5 * history["val_loss"][0]
     prompt = DATA[:4].view(1, 4)  # on the CPU: generation moves it to the model's device
@@ -402,8 +437,11 @@ def test_kv_cache_fixtures_are_the_tokens_of_plain_greedy_generation():
     names = _reference_names()
     margins: list = []
     names["generate_cached"] = lambda model, idx, new, **kwargs: _plain_greedy(model, idx, new, margins)
-    token_cases = [c for c in _suite_module("hidden").suite.cases
-                   if c.qid == "kv_cache" and c.expected is REFERENCE and "logits" not in c.name]
+    token_cases = [
+        c
+        for c in _suite_module("hidden").suite.cases
+        if c.qid == "kv_cache" and c.expected is REFERENCE and "logits" not in c.name
+    ]
     assert len(token_cases) == 3
     for case in token_cases:
         assert torch.equal(case.probe(Namespace(dict(names))), fixtures[case.key]), case.key

@@ -57,7 +57,22 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, equal, generator, grad_mode, mode_of, randn, satisfies, set_parameters, with_hint
+from autograder.kit import (
+    REFERENCE,
+    Hint,
+    Suite,
+    Verdict,
+    catch,
+    close,
+    equal,
+    generator,
+    grad_mode,
+    mode_of,
+    randn,
+    satisfies,
+    set_parameters,
+    with_hint,
+)
 
 suite = Suite(public=False)
 
@@ -67,7 +82,11 @@ suite = Suite(public=False)
 
 def _near(got, want, atol):
     want = want if isinstance(want, torch.Tensor) else torch.tensor(want)
-    return type(got) is torch.Tensor and got.shape == want.shape and bool(torch.allclose(got.double(), want.double(), rtol=0, atol=atol))
+    return (
+        type(got) is torch.Tensor
+        and got.shape == want.shape
+        and bool(torch.allclose(got.double(), want.double(), rtol=0, atol=atol))
+    )
 
 
 class _Named:
@@ -87,7 +106,12 @@ class _Named:
                 self.cached = self.twin()
             expected = self.cached
         if not isinstance(got, dict) or set(got) != set(expected):
-            return with_hint(Verdict(False, "the test could not read your result (did the call return what the contract says?)"), self.hints, got, expected)
+            return with_hint(
+                Verdict(False, "the test could not read your result (did the call return what the contract says?)"),
+                self.hints,
+                got,
+                expected,
+            )
         for name, want in expected.items():
             verdict = self.inner(got[name], want, reveal)
             if not verdict.passed:
@@ -138,7 +162,10 @@ def _load(module, weights, suffix=""):
 
 
 def _grads(named):
-    return {name: (t.grad.detach().clone() if t.grad is not None else torch.zeros_like(t.detach())) for name, t in named.items()}
+    return {
+        name: (t.grad.detach().clone() if t.grad is not None else torch.zeros_like(t.detach()))
+        for name, t in named.items()
+    }
 
 
 # ======================================================================== rnn_cell
@@ -166,13 +193,24 @@ def _(ns):
     return _rnn_probe(ns, 10, 4, 5, 3)
 
 
-@suite.case("rnn_cell", "a batch of one, one unit; and seven inputs into two units", points=1, check=_Named(1e-5, 1e-6), expected=REFERENCE)
+@suite.case(
+    "rnn_cell",
+    "a batch of one, one unit; and seven inputs into two units",
+    points=1,
+    check=_Named(1e-5, 1e-6),
+    expected=REFERENCE,
+)
 def _(ns):
     return {"one": _rnn_probe(ns, 50, 1, 1, 1)["h"], "wide": _rnn_probe(ns, 60, 2, 7, 2)["h"]}
 
 
-@suite.case("rnn_cell", "equals nn.RNNCell with the same weights (B=3, I=6, H=4)", points=2,
-            check=_Named(1e-5, 1e-6, twin=lambda: _rnn_twin(20, 3, 6, 4), what="against nn.RNNCell, "), builds_on=(_RNN_FIXED,))
+@suite.case(
+    "rnn_cell",
+    "equals nn.RNNCell with the same weights (B=3, I=6, H=4)",
+    points=2,
+    check=_Named(1e-5, 1e-6, twin=lambda: _rnn_twin(20, 3, 6, 4), what="against nn.RNNCell, "),
+    builds_on=(_RNN_FIXED,),
+)
 def _(ns):
     return _rnn_probe(ns, 20, 3, 6, 4)
 
@@ -186,25 +224,50 @@ def _rnn_grad_twin():
         cell.bias_ih.copy_(a["b_ih"])
         cell.bias_hh.copy_(a["b_hh"])
     (cell(a["x"], a["h"]) * randn(3, 5, seed=31)).sum().backward()
-    names = {"x": a["x"], "h": a["h"], "W_ih": cell.weight_ih, "W_hh": cell.weight_hh, "b_ih": cell.bias_ih, "b_hh": cell.bias_hh}
+    names = {
+        "x": a["x"],
+        "h": a["h"],
+        "W_ih": cell.weight_ih,
+        "W_hh": cell.weight_hh,
+        "b_ih": cell.bias_ih,
+        "b_hh": cell.bias_hh,
+    }
     return _grads(names)
 
 
-@suite.case("rnn_cell", "gradients with respect to the inputs, the state and every weight equal nn.RNNCell's", points=1,
-            check=_Named(1e-4, 1e-6, twin=_rnn_grad_twin, what="gradient of "), builds_on=(_RNN_FIXED,))
+@suite.case(
+    "rnn_cell",
+    "gradients with respect to the inputs, the state and every weight equal nn.RNNCell's",
+    points=1,
+    check=_Named(1e-4, 1e-6, twin=_rnn_grad_twin, what="gradient of "),
+    builds_on=(_RNN_FIXED,),
+)
 def _(ns):
     a = {k: v.clone().requires_grad_(True) for k, v in _rnn_arrays(30, 3, 4, 5).items()}
     (ns.rnn_cell(a["x"], a["h"], a["W_ih"], a["W_hh"], a["b_ih"], a["b_hh"]) * randn(3, 5, seed=31)).sum().backward()
     return _grads(a)
 
 
-_ONE_BIAS = [torch.tanh(b).expand(2, 4) for b in (_rnn_arrays(40, 2, 3, 4)["b_ih"], _rnn_arrays(40, 2, 3, 4)["b_hh"])]  # one bias left out
-_BIAS_HINTS = [Hint(lambda got, exp: isinstance(got, dict) and any(_near(got.get("h"), wrong, 1e-5) for wrong in _ONE_BIAS),
-                    "both biases, b_ih and b_hh, are added inside the tanh", mistake="a bias left out")]
+_ONE_BIAS = [
+    torch.tanh(b).expand(2, 4) for b in (_rnn_arrays(40, 2, 3, 4)["b_ih"], _rnn_arrays(40, 2, 3, 4)["b_hh"])
+]  # one bias left out
+_BIAS_HINTS = [
+    Hint(
+        lambda got, exp: isinstance(got, dict) and any(_near(got.get("h"), wrong, 1e-5) for wrong in _ONE_BIAS),
+        "both biases, b_ih and b_hh, are added inside the tanh",
+        mistake="a bias left out",
+    )
+]
 
 
-@suite.case("rnn_cell", "zero input and zero state: tanh(b_ih + b_hh) in every row", points=1,
-            check=_Named(1e-5, 1e-6, hints=_BIAS_HINTS), expected=REFERENCE, builds_on=(_RNN_FIXED,))
+@suite.case(
+    "rnn_cell",
+    "zero input and zero state: tanh(b_ih + b_hh) in every row",
+    points=1,
+    check=_Named(1e-5, 1e-6, hints=_BIAS_HINTS),
+    expected=REFERENCE,
+    builds_on=(_RNN_FIXED,),
+)
 def _(ns):
     a = _rnn_arrays(40, 2, 3, 4)
     with torch.no_grad():
@@ -248,8 +311,13 @@ def _init_problem(got):
     return None
 
 
-@suite.case("lstm_cell", "fresh parameters: uniform within 1/sqrt(H), as nn.LSTMCell's (H=16)", points=1, check=satisfies(_init_problem),
-            builds_on=(_CELL_PARAMETERS,))
+@suite.case(
+    "lstm_cell",
+    "fresh parameters: uniform within 1/sqrt(H), as nn.LSTMCell's (H=16)",
+    points=1,
+    check=satisfies(_init_problem),
+    builds_on=(_CELL_PARAMETERS,),
+)
 def _(ns):
     cell = ns.LSTMCell(6, 16)
     return {name: p.detach().clone() for name, p in cell.named_parameters()}
@@ -275,8 +343,13 @@ def _lstm_twin(seed, B, I, H, with_state=True):
     return {"h": h, "c": c}
 
 
-_SWAPPED = Hint(lambda got, exp: isinstance(got, dict) and _near(got.get("h"), exp["c"], 1e-5) and _near(got.get("c"), exp["h"], 1e-5),
-                "return the pair in the order (h, c)", mistake="(c, h) returned")
+_SWAPPED = Hint(
+    lambda got, exp: (
+        isinstance(got, dict) and _near(got.get("h"), exp["c"], 1e-5) and _near(got.get("c"), exp["h"], 1e-5)
+    ),
+    "return the pair in the order (h, c)",
+    mistake="(c, h) returned",
+)
 
 
 def _swap_aware(check):
@@ -288,7 +361,14 @@ def _swap_aware(check):
 _CELL_FIXED = "fixed weights and a given state (B=4, I=5, H=3)"
 
 
-@suite.case("lstm_cell", _CELL_FIXED, points=2, check=_swap_aware(_Named(1e-5, 1e-6)), expected=REFERENCE, builds_on=(_CELL_PARAMETERS,))
+@suite.case(
+    "lstm_cell",
+    _CELL_FIXED,
+    points=2,
+    check=_swap_aware(_Named(1e-5, 1e-6)),
+    expected=REFERENCE,
+    builds_on=(_CELL_PARAMETERS,),
+)
 def _(ns):
     return _lstm_probe(ns, 100, 4, 5, 3)
 
@@ -300,31 +380,86 @@ GATE_BIAS = randn(4 * 3, seed=140) * 1.5
 _GATE_STATE = (randn(2, 3, seed=141), randn(2, 3, seed=142))
 _GATE_MISTAKES = {
     "gates in another order": [
-        ([[-0.015545, 0.355522, -0.335209], [0.032867, -0.615766, 0.640515]], [[-0.248665, 0.414357, -0.510018], [0.569785, -0.827691, 1.461772]]),
-        ([[0.026319, 0.231614, -0.7108], [0.088766, -0.291558, 0.734347]], [[0.038855, 0.530351, -1.077043], [0.131734, -0.711061, 1.15177]]),
+        (
+            [[-0.015545, 0.355522, -0.335209], [0.032867, -0.615766, 0.640515]],
+            [[-0.248665, 0.414357, -0.510018], [0.569785, -0.827691, 1.461772]],
+        ),
+        (
+            [[0.026319, 0.231614, -0.7108], [0.088766, -0.291558, 0.734347]],
+            [[0.038855, 0.530351, -1.077043], [0.131734, -0.711061, 1.15177]],
+        ),
     ],
-    "forget bias added": [([[-0.533836, 0.241214, -0.723077], [0.044891, -0.306458, 0.804944]], [[-1.065321, 0.557041, -1.114879], [0.066335, -0.762563, 1.45671]])],
-    "sigmoid for the candidate": [([[-0.296065, 0.228811, -0.55572], [0.228038, -0.294024, 0.760701]], [[-0.468336, 0.522688, -0.72384], [0.350114, -0.71936, 1.24795]])],
-    "tanh of the new cell forgotten": [([[-0.594121, 0.253024, -0.643297], [-0.03944, -0.339327, 1.126112]], [[-0.876645, 0.530544, -0.716876], [-0.058194, -0.711505, 1.254914]])],
-    "a bias left out of the gates": [([[-0.203094, 0.151941, -0.407587], [0.179477, -0.208802, 0.283517]], [[-0.408104, 0.297936, -1.036208], [0.356214, -0.420953, 0.604233]])],
+    "forget bias added": [
+        (
+            [[-0.533836, 0.241214, -0.723077], [0.044891, -0.306458, 0.804944]],
+            [[-1.065321, 0.557041, -1.114879], [0.066335, -0.762563, 1.45671]],
+        )
+    ],
+    "sigmoid for the candidate": [
+        (
+            [[-0.296065, 0.228811, -0.55572], [0.228038, -0.294024, 0.760701]],
+            [[-0.468336, 0.522688, -0.72384], [0.350114, -0.71936, 1.24795]],
+        )
+    ],
+    "tanh of the new cell forgotten": [
+        (
+            [[-0.594121, 0.253024, -0.643297], [-0.03944, -0.339327, 1.126112]],
+            [[-0.876645, 0.530544, -0.716876], [-0.058194, -0.711505, 1.254914]],
+        )
+    ],
+    "a bias left out of the gates": [
+        (
+            [[-0.203094, 0.151941, -0.407587], [0.179477, -0.208802, 0.283517]],
+            [[-0.408104, 0.297936, -1.036208], [0.356214, -0.420953, 0.604233]],
+        )
+    ],
 }
 
 
 def _made(mistake):
-    return lambda got, exp: isinstance(got, dict) and any(_near(got.get("h"), h, 1e-5) and _near(got.get("c"), c, 1e-5) for h, c in _GATE_MISTAKES[mistake])
+    return lambda got, exp: (
+        isinstance(got, dict)
+        and any(_near(got.get("h"), h, 1e-5) and _near(got.get("c"), c, 1e-5) for h, c in _GATE_MISTAKES[mistake])
+    )
 
 
 _GATE_HINTS = [
-    Hint(_made("gates in another order"), "read the four blocks of rows as the gates in PyTorch's order: input, forget, cell (candidate), output", mistake="gates in another order"),
-    Hint(_made("forget bias added"), "add no extra bias to the forget gate: bias_ih and bias_hh are all there is", mistake="forget bias added"),
-    Hint(_made("sigmoid for the candidate"), "the candidate g uses tanh (it may be negative); the three gates use the sigmoid", mistake="sigmoid for the candidate"),
-    Hint(_made("tanh of the new cell forgotten"), "the new h is o * tanh(c'), not o * c'", mistake="tanh of the new cell forgotten"),
-    Hint(_made("a bias left out of the gates"), "both biases, bias_ih and bias_hh, are added to the gates", mistake="a bias left out of the gates"),
+    Hint(
+        _made("gates in another order"),
+        "read the four blocks of rows as the gates in PyTorch's order: input, forget, cell (candidate), output",
+        mistake="gates in another order",
+    ),
+    Hint(
+        _made("forget bias added"),
+        "add no extra bias to the forget gate: bias_ih and bias_hh are all there is",
+        mistake="forget bias added",
+    ),
+    Hint(
+        _made("sigmoid for the candidate"),
+        "the candidate g uses tanh (it may be negative); the three gates use the sigmoid",
+        mistake="sigmoid for the candidate",
+    ),
+    Hint(
+        _made("tanh of the new cell forgotten"),
+        "the new h is o * tanh(c'), not o * c'",
+        mistake="tanh of the new cell forgotten",
+    ),
+    Hint(
+        _made("a bias left out of the gates"),
+        "both biases, bias_ih and bias_hh, are added to the gates",
+        mistake="a bias left out of the gates",
+    ),
 ]
 
 
-@suite.case("lstm_cell", "gates from the biases alone (zero weights): order, activations, the new c and h", points=1,
-            check=_swap_aware(_Named(1e-5, 1e-6, hints=_GATE_HINTS)), expected=REFERENCE, builds_on=(_CELL_PARAMETERS,))
+@suite.case(
+    "lstm_cell",
+    "gates from the biases alone (zero weights): order, activations, the new c and h",
+    points=1,
+    check=_swap_aware(_Named(1e-5, 1e-6, hints=_GATE_HINTS)),
+    expected=REFERENCE,
+    builds_on=(_CELL_PARAMETERS,),
+)
 def _(ns):
     cell = ns.LSTMCell(4, 3)
     with torch.no_grad():
@@ -336,8 +471,13 @@ def _(ns):
     return {"h": h, "c": c}
 
 
-@suite.case("lstm_cell", "equals nn.LSTMCell with a given state (B=3, I=4, H=6)", points=2,
-            check=_swap_aware(_Named(1e-5, 1e-6, twin=lambda: _lstm_twin(110, 3, 4, 6), what="against nn.LSTMCell, ")), builds_on=(_CELL_FIXED,))
+@suite.case(
+    "lstm_cell",
+    "equals nn.LSTMCell with a given state (B=3, I=4, H=6)",
+    points=2,
+    check=_swap_aware(_Named(1e-5, 1e-6, twin=lambda: _lstm_twin(110, 3, 4, 6), what="against nn.LSTMCell, ")),
+    builds_on=(_CELL_FIXED,),
+)
 def _(ns):
     return _lstm_probe(ns, 110, 3, 4, 6)
 
@@ -345,9 +485,20 @@ def _(ns):
 _CELL_ZERO = "state=None equals nn.LSTMCell's zero state (B=2, I=3, H=5)"
 
 
-@suite.case("lstm_cell", _CELL_ZERO, points=1,
-            check=_swap_aware(_Named(1e-5, 1e-6, twin=lambda: _lstm_twin(120, 2, 3, 5, with_state=False), what="against nn.LSTMCell without a state, ")),
-            builds_on=(_CELL_FIXED,))
+@suite.case(
+    "lstm_cell",
+    _CELL_ZERO,
+    points=1,
+    check=_swap_aware(
+        _Named(
+            1e-5,
+            1e-6,
+            twin=lambda: _lstm_twin(120, 2, 3, 5, with_state=False),
+            what="against nn.LSTMCell without a state, ",
+        )
+    ),
+    builds_on=(_CELL_FIXED,),
+)
 def _(ns):
     return _lstm_probe(ns, 120, 2, 3, 5, with_state=False)
 
@@ -359,15 +510,30 @@ def _lstm_cell_grads(cell, seed=130, B=3, I=4, H=5):
     return _grads({**a, **{name: getattr(cell, name) for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}})
 
 
-@suite.case("lstm_cell", "gradients with respect to x, h, c and the four parameters equal nn.LSTMCell's", points=2,
-            check=_Named(1e-4, 1e-6, twin=lambda: _lstm_cell_grads(_load(nn.LSTMCell(4, 5), _lstm_weights(130, 4, 5))), what="gradient of "),
-            builds_on=(_CELL_FIXED,))
+@suite.case(
+    "lstm_cell",
+    "gradients with respect to x, h, c and the four parameters equal nn.LSTMCell's",
+    points=2,
+    check=_Named(
+        1e-4,
+        1e-6,
+        twin=lambda: _lstm_cell_grads(_load(nn.LSTMCell(4, 5), _lstm_weights(130, 4, 5))),
+        what="gradient of ",
+    ),
+    builds_on=(_CELL_FIXED,),
+)
 def _(ns):
     return _lstm_cell_grads(_load(ns.LSTMCell(4, 5), _lstm_weights(130, 4, 5)))
 
 
-@suite.case("lstm_cell", "a float64 cell and input with state=None: the zero state follows the input's dtype", points=1,
-            check=_Named(1e-6, 1e-8, dtype=torch.float64), expected=REFERENCE, builds_on=(_CELL_ZERO,))
+@suite.case(
+    "lstm_cell",
+    "a float64 cell and input with state=None: the zero state follows the input's dtype",
+    points=1,
+    check=_Named(1e-6, 1e-8, dtype=torch.float64),
+    expected=REFERENCE,
+    builds_on=(_CELL_ZERO,),
+)
 def _(ns):
     cell = _load(ns.LSTMCell(3, 4), _lstm_weights(150, 3, 4)).double()
     with torch.no_grad():
@@ -377,13 +543,20 @@ def _(ns):
 
 def _meta_problem(got):
     if got != [["meta", [2, 4]], ["meta", [2, 4]]]:
-        return ("with the cell and the input on another device (here PyTorch's meta device) and state=None, the call failed or "
-                "its (h, c) were not (B, H) tensors on that device: make the zero state on the input's device (x.new_zeros(...))")
+        return (
+            "with the cell and the input on another device (here PyTorch's meta device) and state=None, the call failed or "
+            "its (h, c) were not (B, H) tensors on that device: make the zero state on the input's device (x.new_zeros(...))"
+        )
     return None
 
 
-@suite.case("lstm_cell", "a cell and an input on another device with state=None: the zero state is made on the input's device", points=1,
-            check=satisfies(_meta_problem), builds_on=(_CELL_ZERO,))
+@suite.case(
+    "lstm_cell",
+    "a cell and an input on another device with state=None: the zero state is made on the input's device",
+    points=1,
+    check=satisfies(_meta_problem),
+    builds_on=(_CELL_ZERO,),
+)
 def _(ns):
     cell = ns.LSTMCell(3, 4).to("meta")
     with torch.no_grad():
@@ -405,12 +578,18 @@ class _TorchCell(nn.Module):
         self.calls = []
 
     def forward(self, x, state=None):
-        self.calls.append({"x": x.detach().clone(), "state": None if state is None else [s.detach().clone() for s in state]})
+        self.calls.append(
+            {"x": x.detach().clone(), "state": None if state is None else [s.detach().clone() for s in state]}
+        )
         return self.cell(x, state)
 
 
 def _layer_arrays(seed, B, T, I, H):
-    return {"x": randn(B, T, I, seed=seed + 10), "h0": randn(B, H, seed=seed + 11) * 0.5, "c0": randn(B, H, seed=seed + 12)}
+    return {
+        "x": randn(B, T, I, seed=seed + 10),
+        "h0": randn(B, H, seed=seed + 11) * 0.5,
+        "c0": randn(B, H, seed=seed + 12),
+    }
 
 
 def _layer_probe(ns, seed, B, T, I, H, with_state):
@@ -446,12 +625,21 @@ _LAYER_SHAPES = "shapes: outputs (B, T, H), h_T and c_T (B, H) each (B=2, T=3, I
     "lstm_layer",
     _LAYER_SHAPES,
     points=1,
-    check=satisfies(_shapes_problem, hints=[
-        Hint(lambda got, exp: isinstance(got, dict) and got.get("h") == [1, 2, 5], "run_lstm returns the final state as (B, H) tensors, not nn.LSTM's (1, B, H)",
-             mistake="final state (1, B, H)"),
-        Hint(lambda got, exp: isinstance(got, dict) and got.get("outputs") == [3, 2, 5], "stack the step outputs on dim 1: outputs are batch-first, (B, T, H)",
-             mistake="outputs stacked time-first"),
-    ]),
+    check=satisfies(
+        _shapes_problem,
+        hints=[
+            Hint(
+                lambda got, exp: isinstance(got, dict) and got.get("h") == [1, 2, 5],
+                "run_lstm returns the final state as (B, H) tensors, not nn.LSTM's (1, B, H)",
+                mistake="final state (1, B, H)",
+            ),
+            Hint(
+                lambda got, exp: isinstance(got, dict) and got.get("outputs") == [3, 2, 5],
+                "stack the step outputs on dim 1: outputs are batch-first, (B, T, H)",
+                mistake="outputs stacked time-first",
+            ),
+        ],
+    ),
 )
 def _(ns):
     return {k: list(v.shape) for k, v in _layer_probe(ns, 240, 2, 3, 4, 5, False).items()}
@@ -465,7 +653,9 @@ def _layer_calls_problem(got):
     for t, call in enumerate(calls):
         if not torch.equal(call["x"], x[:, t]):
             return f"call {t} must get x[:, {t}], the inputs of step {t} for the whole batch"
-    if calls[0]["state"] is None or not (torch.equal(calls[0]["state"][0], h0) and torch.equal(calls[0]["state"][1], c0)):
+    if calls[0]["state"] is None or not (
+        torch.equal(calls[0]["state"][0], h0) and torch.equal(calls[0]["state"][1], c0)
+    ):
         return "the first call must get the state given to run_lstm"
     outputs = got["outputs"]
     for t in range(1, T):
@@ -474,8 +664,13 @@ def _layer_calls_problem(got):
     return None
 
 
-@suite.case("lstm_layer", "the grader's cell is called once per step with x[:, t], starting from the given state", points=1,
-            check=satisfies(_layer_calls_problem), builds_on=(_LAYER_SHAPES,))
+@suite.case(
+    "lstm_layer",
+    "the grader's cell is called once per step with x[:, t], starting from the given state",
+    points=1,
+    check=satisfies(_layer_calls_problem),
+    builds_on=(_LAYER_SHAPES,),
+)
 def _(ns):
     a = _layer_arrays(250, 2, 4, 3, 3)
     cell = _TorchCell(_lstm_weights(250, 3, 3))
@@ -492,8 +687,13 @@ def _none_first_problem(got):
     return None
 
 
-@suite.case("lstm_layer", "state=None: the first step gets None (the cell's zero state)", points=1, check=satisfies(_none_first_problem),
-            builds_on=(_LAYER_SHAPES,))
+@suite.case(
+    "lstm_layer",
+    "state=None: the first step gets None (the cell's zero state)",
+    points=1,
+    check=satisfies(_none_first_problem),
+    builds_on=(_LAYER_SHAPES,),
+)
 def _(ns):
     a = _layer_arrays(255, 2, 3, 3, 4)
     cell = _TorchCell(_lstm_weights(255, 3, 4))
@@ -505,21 +705,38 @@ def _(ns):
 _FROM_ZERO = "equals nn.LSTM(batch_first=True) from a zero state (B=3, T=6, I=4, H=5)"
 
 
-@suite.case("lstm_layer", _FROM_ZERO, points=2,
-            check=_Named(1e-5, 1e-6, twin=lambda: _layer_twin(200, 3, 6, 4, 5, False), what="against a one-layer nn.LSTM, "),
-            builds_on=(_LAYER_SHAPES,))
+@suite.case(
+    "lstm_layer",
+    _FROM_ZERO,
+    points=2,
+    check=_Named(1e-5, 1e-6, twin=lambda: _layer_twin(200, 3, 6, 4, 5, False), what="against a one-layer nn.LSTM, "),
+    builds_on=(_LAYER_SHAPES,),
+)
 def _(ns):
     return _layer_probe(ns, 200, 3, 6, 4, 5, False)
 
 
-@suite.case("lstm_layer", "equals nn.LSTM(batch_first=True) from a given state (B=2, T=5, I=3, H=4)", points=2,
-            check=_Named(1e-5, 1e-6, twin=lambda: _layer_twin(210, 2, 5, 3, 4, True), what="against a one-layer nn.LSTM given (h0, c0), "),
-            builds_on=(_FROM_ZERO,))
+@suite.case(
+    "lstm_layer",
+    "equals nn.LSTM(batch_first=True) from a given state (B=2, T=5, I=3, H=4)",
+    points=2,
+    check=_Named(
+        1e-5, 1e-6, twin=lambda: _layer_twin(210, 2, 5, 3, 4, True), what="against a one-layer nn.LSTM given (h0, c0), "
+    ),
+    builds_on=(_FROM_ZERO,),
+)
 def _(ns):
     return _layer_probe(ns, 210, 2, 5, 3, 4, True)
 
 
-@suite.case("lstm_layer", "T = 1: one step of the cell", points=1, check=_Named(1e-5, 1e-6), expected=REFERENCE, builds_on=(_LAYER_SHAPES,))
+@suite.case(
+    "lstm_layer",
+    "T = 1: one step of the cell",
+    points=1,
+    check=_Named(1e-5, 1e-6),
+    expected=REFERENCE,
+    builds_on=(_LAYER_SHAPES,),
+)
 def _(ns):
     return _layer_probe(ns, 230, 3, 1, 2, 3, True)
 
@@ -527,7 +744,11 @@ def _(ns):
 def _layer_grads(module, run, seed=220, B=2, T=5, I=3, H=4, suffix=""):
     a = {k: v.clone().requires_grad_(True) for k, v in _layer_arrays(seed, B, T, I, H).items()}
     outputs, h, c = run(a)
-    loss = (outputs * randn(B, T, H, seed=seed + 20)).sum() + (h * randn(B, H, seed=seed + 21)).sum() + (c * randn(B, H, seed=seed + 22)).sum()
+    loss = (
+        (outputs * randn(B, T, H, seed=seed + 20)).sum()
+        + (h * randn(B, H, seed=seed + 21)).sum()
+        + (c * randn(B, H, seed=seed + 22)).sum()
+    )
     (loss + 0.0 * a["x"].sum()).backward()  # the second term: a backward pass even when no gradient reaches the inputs
     params = {name: getattr(module, name + suffix) for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
     return _grads({**a, **params})
@@ -545,14 +766,33 @@ def _layer_grad_twin():
 
 def _only_last_step(got, exp):
     """Only the last step's input gets a gradient: the state was cut at every step."""
-    return isinstance(got, dict) and type(got.get("x")) is torch.Tensor and got["x"].dim() == 3 and float(got["x"][:, :-1].abs().max()) < 1e-3 * float(exp["x"].abs().max())
+    return (
+        isinstance(got, dict)
+        and type(got.get("x")) is torch.Tensor
+        and got["x"].dim() == 3
+        and float(got["x"][:, :-1].abs().max()) < 1e-3 * float(exp["x"].abs().max())
+    )
 
 
-@suite.case("lstm_layer", "gradients with respect to x, h0, c0 and the weights equal nn.LSTM's", points=2,
-            check=_Named(1e-4, 1e-6, twin=_layer_grad_twin, what="gradient of ", hints=[
-                Hint(_only_last_step, "a step's gradient never reaches the steps before it: detach nothing inside run_lstm, so that backpropagation runs through time",
-                     mistake="state detached at every step")]),
-            builds_on=(_FROM_ZERO,))
+@suite.case(
+    "lstm_layer",
+    "gradients with respect to x, h0, c0 and the weights equal nn.LSTM's",
+    points=2,
+    check=_Named(
+        1e-4,
+        1e-6,
+        twin=_layer_grad_twin,
+        what="gradient of ",
+        hints=[
+            Hint(
+                _only_last_step,
+                "a step's gradient never reaches the steps before it: detach nothing inside run_lstm, so that backpropagation runs through time",
+                mistake="state detached at every step",
+            )
+        ],
+    ),
+    builds_on=(_FROM_ZERO,),
+)
 def _(ns):
     cell = _TorchCell(_lstm_weights(220, 3, 4))
 
@@ -588,9 +828,21 @@ _LM_PARTS = "the parts: emb, a batch-first nn.LSTM of one layer without dropout,
     "rnn_lm",
     _LM_PARTS,
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, dict) and got.get("batch_first") == "False", "the LSTM reads (B, T, E) inputs: create it with batch_first=True",
-                      mistake="LSTM not batch-first")]),
-    expected={"emb": ["Embedding", 13, 6], "lstm": ["LSTM", 6, 8, 1, 0.0], "batch_first": "True", "head": ["Linear", 8, 13, [13]]},
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, dict) and got.get("batch_first") == "False",
+                "the LSTM reads (B, T, E) inputs: create it with batch_first=True",
+                mistake="LSTM not batch-first",
+            )
+        ]
+    ),
+    expected={
+        "emb": ["Embedding", 13, 6],
+        "lstm": ["LSTM", 6, 8, 1, 0.0],
+        "batch_first": "True",
+        "head": ["Linear", 8, 13, [13]],
+    },
 )
 def _(ns):
     model = ns.RNNLM(V, E, HID)
@@ -599,7 +851,12 @@ def _(ns):
         "emb": [type(emb).__name__, emb.num_embeddings, emb.embedding_dim],
         "lstm": [type(lstm).__name__, lstm.input_size, lstm.hidden_size, lstm.num_layers, float(lstm.dropout)],
         "batch_first": str(lstm.batch_first),
-        "head": [type(head).__name__, head.in_features, head.out_features, None if head.bias is None else list(head.bias.shape)],
+        "head": [
+            type(head).__name__,
+            head.in_features,
+            head.out_features,
+            None if head.bias is None else list(head.bias.shape),
+        ],
     }
 
 
@@ -607,11 +864,20 @@ def _(ns):
     "rnn_lm",
     "num_layers=3 and dropout=0.25 are passed to the nn.LSTM; its state is (3, B, H) each",
     points=1,
-    check=equal([
-        Hint(lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 1, "pass num_layers on to nn.LSTM", mistake="num_layers not passed on"),
-        Hint(lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 3 and got.get("dropout") == 0.0,
-             "pass dropout on to nn.LSTM, which applies it between stacked layers", mistake="dropout not passed on"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 1,
+                "pass num_layers on to nn.LSTM",
+                mistake="num_layers not passed on",
+            ),
+            Hint(
+                lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 3 and got.get("dropout") == 0.0,
+                "pass dropout on to nn.LSTM, which applies it between stacked layers",
+                mistake="dropout not passed on",
+            ),
+        ]
+    ),
     expected={"num_layers": 3, "dropout": 0.25, "state": [[3, 3, 8], [3, 3, 8]]},
     builds_on=(_LM_PARTS,),
 )
@@ -619,31 +885,51 @@ def _(ns):
     model = ns.RNNLM(V, E, HID, num_layers=3, dropout=0.25).eval()
     with torch.no_grad():
         _, _, state = model(LM_IDX.clone())
-    return {"num_layers": model.lstm.num_layers, "dropout": float(model.lstm.dropout), "state": [list(s.shape) for s in state]}
+    return {
+        "num_layers": model.lstm.num_layers,
+        "dropout": float(model.lstm.dropout),
+        "state": [list(s.shape) for s in state],
+    }
 
 
 _LM_LOGITS = "logits with fixed weights: one layer (B=3, T=7, V=13)"
 
 
-@suite.case("rnn_lm", _LM_LOGITS, points=2, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_LM_PARTS,))
+@suite.case(
+    "rnn_lm", _LM_LOGITS, points=2, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=(_LM_PARTS,)
+)
 def _(ns):
     with torch.no_grad():
         return _lm(ns, 310)(LM_IDX.clone())[0]
 
 
-@suite.case("rnn_lm", "logits with fixed weights: two layers with dropout 0.3, in eval mode", points=2, check=close(rtol=1e-4, atol=1e-5),
-            expected=REFERENCE, builds_on=(_LM_LOGITS,))
+@suite.case(
+    "rnn_lm",
+    "logits with fixed weights: two layers with dropout 0.3, in eval mode",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_LM_LOGITS,),
+)
 def _(ns):
     with torch.no_grad():
         return _lm(ns, 320, num_layers=2, dropout=0.3)(LM_IDX.clone())[0]
 
 
-@suite.case("rnn_lm", "losses with targets: all kept, and some -100", points=1, check=close(rtol=1e-5, atol=1e-5, dtype=None), expected=REFERENCE,
-            builds_on=(_LM_LOGITS,))
+@suite.case(
+    "rnn_lm",
+    "losses with targets: all kept, and some -100",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5, dtype=None),
+    expected=REFERENCE,
+    builds_on=(_LM_LOGITS,),
+)
 def _(ns):
     model = _lm(ns, 330)
     with torch.no_grad():
-        return torch.tensor([float(model(LM_IDX.clone(), targets=t.clone())[1]) for t in (LM_TARGETS, LM_SOME)], dtype=torch.float64)
+        return torch.tensor(
+            [float(model(LM_IDX.clone(), targets=t.clone())[1]) for t in (LM_TARGETS, LM_SOME)], dtype=torch.float64
+        )
 
 
 def _no_loss_problem(got):
@@ -652,30 +938,51 @@ def _no_loss_problem(got):
     return None
 
 
-@suite.case("rnn_lm", "without targets the loss is None", points=1, check=satisfies(_no_loss_problem), builds_on=(_LM_PARTS,))
+@suite.case(
+    "rnn_lm", "without targets the loss is None", points=1, check=satisfies(_no_loss_problem), builds_on=(_LM_PARTS,)
+)
 def _(ns):
     with torch.no_grad():
         loss = _lm(ns, 340)(LM_IDX.clone())[1]
     return "None" if loss is None else type(loss).__name__
 
 
-@suite.case("rnn_lm", "the loss back-propagates: gradients of head.bias and the embedding", points=1, check=_Named(1e-4, 1e-6), expected=REFERENCE,
-            builds_on=(_LM_LOGITS,))
+@suite.case(
+    "rnn_lm",
+    "the loss back-propagates: gradients of head.bias and the embedding",
+    points=1,
+    check=_Named(1e-4, 1e-6),
+    expected=REFERENCE,
+    builds_on=(_LM_LOGITS,),
+)
 def _(ns):
     model = _lm(ns, 350)
     model(LM_IDX.clone(), targets=LM_TARGETS.clone())[1].backward()
     return {"head.bias": model.head.bias.grad.clone(), "emb.weight": model.emb.weight.grad.clone()}
 
 
-@suite.case("rnn_lm", "the final state (h, c) of a two-layer model", points=1, check=_Named(1e-4, 1e-5), expected=REFERENCE, builds_on=(_LM_LOGITS,))
+@suite.case(
+    "rnn_lm",
+    "the final state (h, c) of a two-layer model",
+    points=1,
+    check=_Named(1e-4, 1e-5),
+    expected=REFERENCE,
+    builds_on=(_LM_LOGITS,),
+)
 def _(ns):
     with torch.no_grad():
         h, c = _lm(ns, 360, num_layers=2)(LM_IDX.clone())[2]
     return {"h": h, "c": c}
 
 
-@suite.case("rnn_lm", "a given initial state (h, c) is where the LSTM starts", points=1, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE,
-            builds_on=(_LM_LOGITS,))
+@suite.case(
+    "rnn_lm",
+    "a given initial state (h, c) is where the LSTM starts",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=(_LM_LOGITS,),
+)
 def _(ns):
     state = (randn(1, 3, HID, seed=371), randn(1, 3, HID, seed=372))
     with torch.no_grad():
@@ -688,13 +995,20 @@ def _continues_problem(got):
         return "the two calls together should give logits of the shape that one call on all 7 tokens gives"
     err = float((whole - parts).abs().max())
     if not err <= 1e-5:
-        return (f"reading 5 tokens, then the last 2 with the returned state, differs from reading all 7 at once by up to {err:.3g}: "
-                "start the LSTM from the state you are given, and return the state after the last position")
+        return (
+            f"reading 5 tokens, then the last 2 with the returned state, differs from reading all 7 at once by up to {err:.3g}: "
+            "start the LSTM from the state you are given, and return the state after the last position"
+        )
     return None
 
 
-@suite.case("rnn_lm", "the state continues the text: 5 tokens, then 2 more, equal 7 at once (two layers)", points=1, check=satisfies(_continues_problem),
-            builds_on=(_LM_LOGITS,))
+@suite.case(
+    "rnn_lm",
+    "the state continues the text: 5 tokens, then 2 more, equal 7 at once (two layers)",
+    points=1,
+    check=satisfies(_continues_problem),
+    builds_on=(_LM_LOGITS,),
+)
 def _(ns):
     model = _lm(ns, 380, num_layers=2)
     with torch.no_grad():
@@ -714,7 +1028,13 @@ def _causal_problem(got):
     return None
 
 
-@suite.case("rnn_lm", "later tokens leave earlier logits unchanged", points=1, check=satisfies(_causal_problem), builds_on=(_LM_LOGITS,))
+@suite.case(
+    "rnn_lm",
+    "later tokens leave earlier logits unchanged",
+    points=1,
+    check=satisfies(_causal_problem),
+    builds_on=(_LM_LOGITS,),
+)
 def _(ns):
     model = _lm(ns, 390)
     with torch.no_grad():
@@ -726,16 +1046,33 @@ def _(ns):
 _STREAM_ROWS = "stream_batches: 23 tokens in 4 streams of 5, the last 3 dropped"
 
 
-@suite.case("tbptt", _STREAM_ROWS, points=1,
-            check=equal([Hint(lambda got, exp: type(got) is torch.Tensor and got.shape == (4, 5) and got[0, 1].item() == 4,
-                              "each row is one contiguous piece of the data: shape it (batch_size, N), not (N, batch_size)", mistake="streams made as (N, B)")]),
-            expected=torch.arange(20).view(4, 5))
+@suite.case(
+    "tbptt",
+    _STREAM_ROWS,
+    points=1,
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: type(got) is torch.Tensor and got.shape == (4, 5) and got[0, 1].item() == 4,
+                "each row is one contiguous piece of the data: shape it (batch_size, N), not (N, batch_size)",
+                mistake="streams made as (N, B)",
+            )
+        ]
+    ),
+    expected=torch.arange(20).view(4, 5),
+)
 def _(ns):
     return ns.stream_batches(torch.arange(23), 4)
 
 
-@suite.case("tbptt", "stream_batches: divisible lengths and one stream", points=1, check=equal(),
-            expected=[torch.arange(12).view(3, 4), torch.arange(7).view(1, 7)], builds_on=(_STREAM_ROWS,))
+@suite.case(
+    "tbptt",
+    "stream_batches: divisible lengths and one stream",
+    points=1,
+    check=equal(),
+    expected=[torch.arange(12).view(3, 4), torch.arange(7).view(1, 7)],
+    builds_on=(_STREAM_ROWS,),
+)
 def _(ns):
     return [ns.stream_batches(torch.arange(12), 3), ns.stream_batches(torch.arange(7), 1)]
 
@@ -746,19 +1083,39 @@ def _one_column_problem(got):
     return None
 
 
-@suite.case("tbptt", "stream_batches: as many tokens as streams gives (B, 1)", points=1, check=satisfies(_one_column_problem),
-            builds_on=(_STREAM_ROWS,))
+@suite.case(
+    "tbptt",
+    "stream_batches: as many tokens as streams gives (B, 1)",
+    points=1,
+    check=satisfies(_one_column_problem),
+    builds_on=(_STREAM_ROWS,),
+)
 def _(ns):
     return list(ns.stream_batches(torch.arange(5), 5).shape)
 
 
-@suite.case("tbptt", "stream_batches: fewer tokens than streams, no tokens, or batch_size=0 raise ValueError", points=1,
-            check=satisfies(_errors_problem(["4 tokens in 5 streams", "no tokens in 2 streams", "batch_size=0"])))
+@suite.case(
+    "tbptt",
+    "stream_batches: fewer tokens than streams, no tokens, or batch_size=0 raise ValueError",
+    points=1,
+    check=satisfies(_errors_problem(["4 tokens in 5 streams", "no tokens in 2 streams", "batch_size=0"])),
+)
 def _(ns):
-    return [catch(ns.stream_batches, torch.arange(4), 5), catch(ns.stream_batches, torch.arange(0), 2), catch(ns.stream_batches, torch.arange(5), 0)]
+    return [
+        catch(ns.stream_batches, torch.arange(4), 5),
+        catch(ns.stream_batches, torch.arange(0), 2),
+        catch(ns.stream_batches, torch.arange(5), 0),
+    ]
 
 
-@suite.case("tbptt", "stream_batches: random ids keep their values and dtype", points=1, check=equal(), expected=REFERENCE, builds_on=(_STREAM_ROWS,))
+@suite.case(
+    "tbptt",
+    "stream_batches: random ids keep their values and dtype",
+    points=1,
+    check=equal(),
+    expected=REFERENCE,
+    builds_on=(_STREAM_ROWS,),
+)
 def _(ns):
     return ns.stream_batches(torch.randint(50, (50,), generator=generator(400)), 6)
 
@@ -784,7 +1141,9 @@ class _Recorder(nn.Module):
             "idx": idx.detach().clone(),
             "targets": None if targets is None else targets.detach().clone(),
             "state": None if state is None else [s.detach().clone() for s in state],
-            "attached": None if state is None else [None if s.grad_fn is None else type(s.grad_fn).__name__ for s in state],
+            "attached": None
+            if state is None
+            else [None if s.grad_fn is None else type(s.grad_fn).__name__ for s in state],
         }
         out, new_state = self.lstm(self.emb(idx), state)
         logits = self.head(out)
@@ -802,8 +1161,13 @@ def _optimizer_watch():
 
     def hook(optimizer, args, kwargs):
         grads = [p.grad.reshape(-1) for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-        steps.append({"kind": type(optimizer).__name__, "lr": [float(g["lr"]) for g in optimizer.param_groups],
-                      "norm": float(torch.cat(grads).norm()) if grads else 0.0})
+        steps.append(
+            {
+                "kind": type(optimizer).__name__,
+                "lr": [float(g["lr"]) for g in optimizer.param_groups],
+                "norm": float(torch.cat(grads).norm()) if grads else 0.0,
+            }
+        )
 
     handle = register_optimizer_step_pre_hook(hook)
     try:
@@ -828,8 +1192,10 @@ def _windows_problem(got):
         return f"8 steps should run the model 8 times, once per window; it ran {len(got)} times"
     for step, (entry, p) in enumerate(zip(got, WINDOW_STARTS)):
         if not torch.equal(entry["idx"], streams[:, p : p + 4]):
-            return (f"step {step}: the window is not the expected columns of the streams (windows of seq_len consecutive "
-                    "columns, p advancing by seq_len, and a restart at 0 only when the next full window and its targets do not fit)")
+            return (
+                f"step {step}: the window is not the expected columns of the streams (windows of seq_len consecutive "
+                "columns, p advancing by seq_len, and a restart at 0 only when the next full window and its targets do not fit)"
+            )
         if entry["targets"] is None or not torch.equal(entry["targets"], streams[:, p + 1 : p + 5]):
             return f"step {step}: the targets must be the window shifted by one column, passed to the model"
     return None
@@ -852,15 +1218,24 @@ def _state_problem(got):
                 return f"step {step} starts again at p = 0 and must start from a fresh zero state (None)"
             continue
         before = got[step - 1]["state_out"]
-        if entry["state"] is None or len(entry["state"]) != 2 or not all(torch.equal(a, b) for a, b in zip(entry["state"], before)):
+        if (
+            entry["state"] is None
+            or len(entry["state"]) != 2
+            or not all(torch.equal(a, b) for a, b in zip(entry["state"], before))
+        ):
             return f"step {step} must start from the state (h, c) that the previous window ended in"
         if any(a is not None for a in entry["attached"]):
             return f"at step {step} the state is still attached to the previous window's graph: detach h and c between windows"
     return None
 
 
-@suite.case("tbptt", "the state: carried from window to window, detached, fresh at each restart", points=2, check=satisfies(_state_problem),
-            builds_on=(_WINDOWS,))
+@suite.case(
+    "tbptt",
+    "the state: carried from window to window, detached, fresh at each restart",
+    points=2,
+    check=satisfies(_state_problem),
+    builds_on=(_WINDOWS,),
+)
 def _(ns):
     return _window_run(ns)
 
@@ -876,22 +1251,35 @@ def _one_window_problem(got):
     return None
 
 
-@suite.case("tbptt", "streams of exactly one window: every step restarts at 0 from a zero state", points=1, check=satisfies(_one_window_problem),
-            builds_on=(_WINDOWS,))
+@suite.case(
+    "tbptt",
+    "streams of exactly one window: every step restarts at 0 from a zero state",
+    points=1,
+    check=satisfies(_one_window_problem),
+    builds_on=(_WINDOWS,),
+)
 def _(ns):
     model = _Recorder(12, 420)
     ns.train_tbptt(model, torch.arange(12), seq_len=5, batch_size=2, steps=3, lr=0.01)
     return model.log
 
 
-@suite.case("tbptt", "streams too short for one window raise ValueError", points=1,
-            check=satisfies(_errors_problem(["streams of 5 tokens for seq_len=5 (a window needs 6 with its targets)"])))
+@suite.case(
+    "tbptt",
+    "streams too short for one window raise ValueError",
+    points=1,
+    check=satisfies(_errors_problem(["streams of 5 tokens for seq_len=5 (a window needs 6 with its targets)"])),
+)
 def _(ns):
     return [catch(ns.train_tbptt, _Recorder(12, 430), torch.arange(10), seq_len=5, batch_size=2, steps=3, lr=0.01)]
 
 
-@suite.case("tbptt", "seq_len=0, steps=0, lr=0 and grad_clip=0 raise ValueError", points=1,
-            check=satisfies(_errors_problem(["seq_len=0", "steps=0", "lr=0", "grad_clip=0"])))
+@suite.case(
+    "tbptt",
+    "seq_len=0, steps=0, lr=0 and grad_clip=0 raise ValueError",
+    points=1,
+    check=satisfies(_errors_problem(["seq_len=0", "steps=0", "lr=0", "grad_clip=0"])),
+)
 def _(ns):
     good = dict(seq_len=2, batch_size=2, steps=2, lr=0.01)
     bad = [dict(seq_len=0), dict(steps=0), dict(lr=0.0), dict(grad_clip=0.0)]
@@ -914,8 +1302,13 @@ def _history_problem(got):
     return None
 
 
-@suite.case("tbptt", "history: step indices and the batch losses before each update", points=1, check=satisfies(_history_problem),
-            builds_on=(_WINDOWS,))
+@suite.case(
+    "tbptt",
+    "history: step indices and the batch losses before each update",
+    points=1,
+    check=satisfies(_history_problem),
+    builds_on=(_WINDOWS,),
+)
 def _(ns):
     model = _Recorder(11, 450)
     history = ns.train_tbptt(model, LOSS_DATA.clone(), seq_len=4, batch_size=2, steps=9, lr=0.02)
@@ -930,16 +1323,27 @@ def _training_mode_problem(got):
     return None
 
 
-@suite.case("tbptt", "a model handed over in eval mode trains in training mode", points=1, check=satisfies(_training_mode_problem),
-            builds_on=(_WINDOWS,))
+@suite.case(
+    "tbptt",
+    "a model handed over in eval mode trains in training mode",
+    points=1,
+    check=satisfies(_training_mode_problem),
+    builds_on=(_WINDOWS,),
+)
 def _(ns):
     model = _Recorder(11, 455).eval()
     ns.train_tbptt(model, LOSS_DATA.clone(), seq_len=4, batch_size=2, steps=3, lr=0.02)
     return [e["mode"] for e in model.log]
 
 
-@suite.case("tbptt", "the losses of 12 steps of training from fixed weights", points=2, check=close(rtol=1e-4, atol=1e-5, dtype=None), expected=REFERENCE,
-            builds_on=(_WINDOWS,))
+@suite.case(
+    "tbptt",
+    "the losses of 12 steps of training from fixed weights",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5, dtype=None),
+    expected=REFERENCE,
+    builds_on=(_WINDOWS,),
+)
 def _(ns):
     model = _Recorder(11, 460)
     history = ns.train_tbptt(model, LOSS_DATA.clone(), seq_len=5, batch_size=2, steps=12, lr=0.02)
@@ -957,7 +1361,9 @@ def _adam_problem(got):
     return None
 
 
-@suite.case("tbptt", "one Adam step per step with the lr given", points=1, check=satisfies(_adam_problem), builds_on=(_WINDOWS,))
+@suite.case(
+    "tbptt", "one Adam step per step with the lr given", points=1, check=satisfies(_adam_problem), builds_on=(_WINDOWS,)
+)
 def _(ns):
     with _optimizer_watch() as seen:
         ns.train_tbptt(_Recorder(11, 470), LOSS_DATA.clone(), seq_len=4, batch_size=3, steps=6, lr=0.003)
@@ -978,25 +1384,47 @@ def _clip_problem(bound):
     return test
 
 
-@suite.case("tbptt", "grad_clip=0.05 scales the total gradient norm to 0.05", points=1, check=satisfies(_clip_problem(0.05)), builds_on=(_WINDOWS,))
+@suite.case(
+    "tbptt",
+    "grad_clip=0.05 scales the total gradient norm to 0.05",
+    points=1,
+    check=satisfies(_clip_problem(0.05)),
+    builds_on=(_WINDOWS,),
+)
 def _(ns):
     with _optimizer_watch() as seen:
-        ns.train_tbptt(_Recorder(11, 480, scale=1.5), LOSS_DATA.clone(), seq_len=5, batch_size=2, steps=4, lr=0.01, grad_clip=0.05)
+        ns.train_tbptt(
+            _Recorder(11, 480, scale=1.5), LOSS_DATA.clone(), seq_len=5, batch_size=2, steps=4, lr=0.01, grad_clip=0.05
+        )
     return seen
 
 
-@suite.case("tbptt", "the default grad_clip=1.0 clips large gradients to norm 1", points=1, check=satisfies(_clip_problem(1.0)), builds_on=(_WINDOWS,))
+@suite.case(
+    "tbptt",
+    "the default grad_clip=1.0 clips large gradients to norm 1",
+    points=1,
+    check=satisfies(_clip_problem(1.0)),
+    builds_on=(_WINDOWS,),
+)
 def _(ns):
     with _optimizer_watch() as seen:
         ns.train_tbptt(_Recorder(11, 480, scale=1.5), LOSS_DATA.clone(), seq_len=5, batch_size=2, steps=4, lr=0.01)
     return seen
 
 
-@suite.case("tbptt", "grad_clip=None leaves the gradients as they are (each step's own, zeroed before)", points=1, check=close(rtol=1e-4, atol=1e-6, dtype=None),
-            expected=REFERENCE, builds_on=(_WINDOWS,))
+@suite.case(
+    "tbptt",
+    "grad_clip=None leaves the gradients as they are (each step's own, zeroed before)",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-6, dtype=None),
+    expected=REFERENCE,
+    builds_on=(_WINDOWS,),
+)
 def _(ns):
     with _optimizer_watch() as seen:
-        ns.train_tbptt(_Recorder(11, 480, scale=1.5), LOSS_DATA.clone(), seq_len=5, batch_size=2, steps=4, lr=0.01, grad_clip=None)
+        ns.train_tbptt(
+            _Recorder(11, 480, scale=1.5), LOSS_DATA.clone(), seq_len=5, batch_size=2, steps=4, lr=0.01, grad_clip=None
+        )
     return torch.tensor([s["norm"] for s in seen], dtype=torch.float64)
 
 
@@ -1013,7 +1441,7 @@ class _Elsewhere(nn.Module):
 
     def forward(self, idx, state=None, targets=None):
         self.seen.append([str(idx.device), None if targets is None else str(targets.device)])
-        loss = (self.weight ** 2).sum()
+        loss = (self.weight**2).sum()
         return None, loss, (self.weight * 1.0, self.weight * 2.0)
 
 
@@ -1021,12 +1449,20 @@ def _device_problem(got):
     if not got:
         return "train_tbptt never called the model"
     if any(devices != ["meta", "meta"] for devices in got):
-        return ("the windows or their targets did not arrive on the model's device (a model on another device, here PyTorch's "
-                "meta device): move each window and its targets there, to next(model.parameters()).device")
+        return (
+            "the windows or their targets did not arrive on the model's device (a model on another device, here PyTorch's "
+            "meta device): move each window and its targets there, to next(model.parameters()).device"
+        )
     return None
 
 
-@suite.case("tbptt", "each window and its targets are moved to the model's device", points=1, check=satisfies(_device_problem), builds_on=(_WINDOWS,))
+@suite.case(
+    "tbptt",
+    "each window and its targets are moved to the model's device",
+    points=1,
+    check=satisfies(_device_problem),
+    builds_on=(_WINDOWS,),
+)
 def _(ns):
     model = _Elsewhere()
     ns.train_tbptt(model, torch.arange(40), seq_len=4, batch_size=2, steps=3, lr=0.01, generator=generator(490))
@@ -1045,10 +1481,21 @@ def _sample(ns, model, prompt, new, **kwargs):
 _GREEDY = "greedy tokens of a model with fixed weights"
 
 
-@suite.case("sample_rnn", _GREEDY, points=1,
-            check=equal([Hint(lambda got, exp: type(got) is torch.Tensor and got.dim() == 2 and got.size(1) < exp.size(1), "return the prompt followed by the new tokens",
-                              mistake="prompt dropped")]),
-            expected=REFERENCE)
+@suite.case(
+    "sample_rnn",
+    _GREEDY,
+    points=1,
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: type(got) is torch.Tensor and got.dim() == 2 and got.size(1) < exp.size(1),
+                "return the prompt followed by the new tokens",
+                mistake="prompt dropped",
+            )
+        ]
+    ),
+    expected=REFERENCE,
+)
 def _(ns):
     return _sample(ns, _Recorder(12, 525, width=8, scale=1.5), PROMPT, 8, temperature=0)
 
@@ -1063,17 +1510,26 @@ def _reads_problem(got):
         return f"6 new tokens need 6 calls of the model (the prompt once, then 5 single tokens); it was called {len(log)} times"
     for k, entry in enumerate(log[1:6], start=1):
         if list(entry["idx"].shape) != [2, 1]:
-            return (f"call {k} gave the model {entry['idx'].size(1)} tokens per row: after the prompt, feed only the newest "
-                    "token with the carried state")
+            return (
+                f"call {k} gave the model {entry['idx'].size(1)} tokens per row: after the prompt, feed only the newest "
+                "token with the carried state"
+            )
         if not torch.equal(entry["idx"], out[:, 2 + k : 3 + k]):
             return f"call {k} must feed the token just chosen"
-        if entry["state"] is None or not all(torch.equal(a, b) for a, b in zip(entry["state"], log[k - 1]["state_out"])):
+        if entry["state"] is None or not all(
+            torch.equal(a, b) for a, b in zip(entry["state"], log[k - 1]["state_out"])
+        ):
             return f"call {k} must pass the state (h, c) that the previous call returned"
     return None
 
 
-@suite.case("sample_rnn", "the prompt once, then one token per call with the carried state", points=1, check=satisfies(_reads_problem),
-            builds_on=(_GREEDY,))
+@suite.case(
+    "sample_rnn",
+    "the prompt once, then one token per call with the carried state",
+    points=1,
+    check=satisfies(_reads_problem),
+    builds_on=(_GREEDY,),
+)
 def _(ns):
     model = _Recorder(12, 520, width=8)
     out = _sample(ns, model, PROMPT, 6, generator=generator(521))
@@ -1093,7 +1549,12 @@ def _modes_problem(got):
     return None
 
 
-@suite.case("sample_rnn", "eval mode and no gradients inside; the caller's mode (train or eval) after", points=1, check=satisfies(_modes_problem))
+@suite.case(
+    "sample_rnn",
+    "eval mode and no gradients inside; the caller's mode (train or eval) after",
+    points=1,
+    check=satisfies(_modes_problem),
+)
 def _(ns):
     out = []
     for mode in (True, False):
@@ -1105,7 +1566,9 @@ def _(ns):
     return out
 
 
-TABLE = torch.tensor([[0.0, 1.0, -1.0, 2.0, 0.5, -0.5], [1.5, 0.0, 0.0, -1.0, 0.5, 1.0], [2.0, 0.3, 1.2, -0.8, 0.0, 0.9]] * 2)
+TABLE = torch.tensor(
+    [[0.0, 1.0, -1.0, 2.0, 0.5, -0.5], [1.5, 0.0, 0.0, -1.0, 0.5, 1.0], [2.0, 0.3, 1.2, -0.8, 0.0, 0.9]] * 2
+)
 
 
 class _Table(nn.Module):
@@ -1121,7 +1584,7 @@ class _Table(nn.Module):
 
 
 def _frequencies_problem(got):
-    for (temperature, out) in got:
+    for temperature, out in got:
         if type(out) is not torch.Tensor or list(out.shape) != [4000, 2]:
             return f"for a (4000, 1) prompt and one new token expected a (4000, 2) tensor, got {list(getattr(out, 'shape', []))}"
         freq = torch.bincount(out[:, 1].clamp(0, 5), minlength=6).double() / 4000
@@ -1129,17 +1592,26 @@ def _frequencies_problem(got):
         err = (freq - want).abs()
         if float(err.max()) > 0.035:
             k = int(err.argmax())
-            return (f"at temperature {temperature} token {k} came with frequency {float(freq[k]):.3f} in 4000 draws, "
-                    "which is not the probability softmax(logits / temperature) gives it")
+            return (
+                f"at temperature {temperature} token {k} came with frequency {float(freq[k]):.3f} in 4000 draws, "
+                "which is not the probability softmax(logits / temperature) gives it"
+            )
     return None
 
 
-@suite.case("sample_rnn", "frequencies follow softmax(logits / temperature): default 1.0, and 0.5", points=1, check=satisfies(_frequencies_problem),
-            builds_on=(_GREEDY,))
+@suite.case(
+    "sample_rnn",
+    "frequencies follow softmax(logits / temperature): default 1.0, and 0.5",
+    points=1,
+    check=satisfies(_frequencies_problem),
+    builds_on=(_GREEDY,),
+)
 def _(ns):
     prompt = torch.full((4000, 1), 2)
-    return [(1.0, _sample(ns, _Table(), prompt, 1, generator=generator(540))),
-            (0.5, _sample(ns, _Table(), prompt, 1, temperature=0.5, generator=generator(541)))]
+    return [
+        (1.0, _sample(ns, _Table(), prompt, 1, generator=generator(540))),
+        (0.5, _sample(ns, _Table(), prompt, 1, temperature=0.5, generator=generator(541))),
+    ]
 
 
 def _same_problem(got):
@@ -1155,7 +1627,13 @@ def _same_problem(got):
     return None
 
 
-@suite.case("sample_rnn", "the same seeded generator gives the same draws", points=0.5, check=satisfies(_same_problem), builds_on=(_GREEDY,))
+@suite.case(
+    "sample_rnn",
+    "the same seeded generator gives the same draws",
+    points=0.5,
+    check=satisfies(_same_problem),
+    builds_on=(_GREEDY,),
+)
 def _(ns):
     model = _Recorder(12, 550)
     a = _sample(ns, model, PROMPT, 7, generator=generator(551))
@@ -1170,16 +1648,31 @@ def _no_new_problem(got):
     return None
 
 
-@suite.case("sample_rnn", "max_new_tokens=0 returns the prompt", points=0.25, check=satisfies(_no_new_problem), builds_on=(_GREEDY,))
+@suite.case(
+    "sample_rnn",
+    "max_new_tokens=0 returns the prompt",
+    points=0.25,
+    check=satisfies(_no_new_problem),
+    builds_on=(_GREEDY,),
+)
 def _(ns):
     return _sample(ns, _Recorder(12, 560), PROMPT, 0, temperature=0).tolist()
 
 
-@suite.case("sample_rnn", "bad arguments raise ValueError: a negative temperature or max_new_tokens, a 1-D or empty prompt", points=0.25,
-            check=satisfies(_errors_problem(["temperature=-1", "max_new_tokens=-1", "a 1-D prompt", "a prompt of no tokens"])))
+@suite.case(
+    "sample_rnn",
+    "bad arguments raise ValueError: a negative temperature or max_new_tokens, a 1-D or empty prompt",
+    points=0.25,
+    check=satisfies(_errors_problem(["temperature=-1", "max_new_tokens=-1", "a 1-D prompt", "a prompt of no tokens"])),
+)
 def _(ns):
     model = _Recorder(12, 560)
-    bad = [((PROMPT.clone(), 3), dict(temperature=-1.0)), ((PROMPT.clone(), -1), {}), ((PROMPT[0].clone(), 3), {}), ((PROMPT[:, :0].clone(), 3), {})]
+    bad = [
+        ((PROMPT.clone(), 3), dict(temperature=-1.0)),
+        ((PROMPT.clone(), -1), {}),
+        ((PROMPT[0].clone(), 3), {}),
+        ((PROMPT[:, :0].clone(), 3), {}),
+    ]
     return [catch(ns.generate_rnn, model, *args, **kwargs) for args, kwargs in bad]
 
 
@@ -1201,13 +1694,20 @@ class _Far(nn.Module):
 def _far_problem(got):
     seen, out = got
     if not seen or any(device != "meta" for device in seen) or out != ["meta", [2, 5]]:
-        return ("with a model on another device (here PyTorch's meta device) the prompt and every new token must be fed to the "
-                "model on its device (move the prompt to next(model.parameters()).device), and the result stays there")
+        return (
+            "with a model on another device (here PyTorch's meta device) the prompt and every new token must be fed to the "
+            "model on its device (move the prompt to next(model.parameters()).device), and the result stays there"
+        )
     return None
 
 
-@suite.case("sample_rnn", "the prompt is moved to the model's device (greedy, a model on another device)", points=0.5, check=satisfies(_far_problem),
-            builds_on=(_GREEDY,))
+@suite.case(
+    "sample_rnn",
+    "the prompt is moved to the model's device (greedy, a model on another device)",
+    points=0.5,
+    check=satisfies(_far_problem),
+    builds_on=(_GREEDY,),
+)
 def _(ns):
     model = _Far()
     out = ns.generate_rnn(model, torch.tensor([[1, 2, 3], [4, 5, 0]]), 2, temperature=0)

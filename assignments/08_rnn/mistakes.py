@@ -11,10 +11,10 @@ from autograder.authoring.catalogue import Variant
 
 # ---------------------------------------------------------------- rnn_cell
 
-_RNN = '''
+_RNN = """
 def rnn_cell(x, h, W_ih, W_hh, b_ih, b_hh):
     return {act}({from_x} + {from_h})
-'''
+"""
 
 _RNN_RIGHT = {"act": "torch.tanh", "from_x": "x @ W_ih.T + b_ih", "from_h": "h @ W_hh.T + b_hh"}
 
@@ -25,7 +25,7 @@ def _rnn(**changes: str) -> str:
 
 # ---------------------------------------------------------------- lstm_cell
 
-_LSTM = '''
+_LSTM = """
 class LSTMCell(nn.Module):
     def __init__(self, input_size, hidden_size):
         super().__init__()
@@ -49,7 +49,7 @@ class LSTMCell(nn.Module):
         c = {new_c}
         h = {new_h}
         return {result}
-'''
+"""
 
 _LSTM_RIGHT = {
     "init": "nn.init.uniform_(p, -1 / math.sqrt(H), 1 / math.sqrt(H))",
@@ -70,14 +70,14 @@ def _lstm(**changes: str) -> str:
 
 # ---------------------------------------------------------------- lstm_layer
 
-_LAYER = '''
+_LAYER = """
 def run_lstm(cell, x, state=None):
     outputs = []
     for t in range(x.size(1)):
         {call}
         outputs.append({keep})
     return torch.stack(outputs, dim={dim}), {final}
-'''
+"""
 
 _LAYER_RIGHT = {"call": "state = cell(x[:, t], state)", "keep": "state[0]", "dim": "1", "final": "state"}
 
@@ -88,7 +88,7 @@ def _layer(**changes: str) -> str:
 
 # ---------------------------------------------------------------- rnn_lm
 
-_LM = '''
+_LM = """
 class RNNLM(nn.Module):
     def __init__(self, vocab_size, embed_dim, hidden_size, num_layers=1, dropout=0.0):
         super().__init__()
@@ -104,7 +104,7 @@ class RNNLM(nn.Module):
         if targets is not None:
             loss = {loss}
         return logits, loss, {result}
-'''
+"""
 
 _LM_RIGHT = {
     "layers": "num_layers",
@@ -122,22 +122,25 @@ def _lm(**changes: str) -> str:
 
 # ---------------------------------------------------------------- tbptt
 
-_STREAMS = '''
+_STREAMS = """
 def stream_batches(data, batch_size):
     if {too_few}:
         raise ValueError(f"{{len(data)}} tokens cannot fill {{batch_size}} streams")
     n = len(data) // batch_size
     return {streams}
-'''
+"""
 
-_STREAMS_RIGHT = {"too_few": "batch_size < 1 or len(data) < batch_size", "streams": "data[: batch_size * n].view(batch_size, n)"}
+_STREAMS_RIGHT = {
+    "too_few": "batch_size < 1 or len(data) < batch_size",
+    "streams": "data[: batch_size * n].view(batch_size, n)",
+}
 
 
 def _streams(**changes: str) -> str:
     return _STREAMS.format(**{**_STREAMS_RIGHT, **changes})
 
 
-_TBPTT = '''
+_TBPTT = """
 def train_tbptt(model, data, *, seq_len, batch_size, steps, lr, generator=None, grad_clip=1.0):
     if seq_len < 1 or steps < 1 or lr <= 0 or (grad_clip is not None and grad_clip <= 0):
         raise ValueError("seq_len, steps, lr and grad_clip must be positive")
@@ -166,14 +169,13 @@ def train_tbptt(model, data, *, seq_len, batch_size, steps, lr, generator=None, 
         history["loss"].append({record})
         p += {advance}
     return history
-'''
+"""
 
 _TBPTT_RIGHT = {
     "no_fit": "p + seq_len + 1 > n",
     "restart": "0, None",
     "carry": "tuple(s.detach() for s in state)",
-    "clip": ("if grad_clip is not None:\n"
-             "            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)"),
+    "clip": ("if grad_clip is not None:\n            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)"),
     "record": "loss.item()",
     "advance": "seq_len",
     "to_device": ".to(device)",
@@ -186,7 +188,7 @@ def _tbptt(**changes: str) -> str:
 
 # ---------------------------------------------------------------- sample_rnn
 
-_SAMPLE = '''
+_SAMPLE = """
 def generate_rnn(model, idx, max_new_tokens, temperature=1.0, generator=None):
     if temperature < 0 or max_new_tokens < 0 or idx.dim() != 2 or idx.size(1) == 0:
         raise ValueError("temperature and max_new_tokens must be non-negative, idx a non-empty (B, T0) tensor")
@@ -205,14 +207,16 @@ def generate_rnn(model, idx, max_new_tokens, temperature=1.0, generator=None):
             {feed}
     {restore}
     return {result}
-'''
+"""
 
 _SAMPLE_RIGHT = {
     "move": "idx.to(next(model.parameters()).device)",
     "grad": "torch.no_grad()",
     "position": "-1",
-    "draw": ("probs = F.softmax(last / temperature, dim=-1)\n"
-             "                next_id = torch.multinomial(probs, 1, generator=generator)"),
+    "draw": (
+        "probs = F.softmax(last / temperature, dim=-1)\n"
+        "                next_id = torch.multinomial(probs, 1, generator=generator)"
+    ),
     "feed": "logits, _, state = model(next_id, state)",
     "restore": "model.train(was_training)",
     "result": "idx",
@@ -224,85 +228,253 @@ def _sample(**changes: str) -> str:
 
 
 MISTAKES = [
-    Variant("rnn_cell", "sigmoid instead of tanh", {"rnn_cell": _rnn(act="torch.sigmoid")}, hints=('sigmoid instead of tanh',)),
+    Variant(
+        "rnn_cell",
+        "sigmoid instead of tanh",
+        {"rnn_cell": _rnn(act="torch.sigmoid")},
+        hints=("sigmoid instead of tanh",),
+    ),
     Variant("rnn_cell", "ReLU instead of tanh", {"rnn_cell": _rnn(act="torch.relu")}),
-    Variant("rnn_cell", "the hidden-to-hidden bias left out", {"rnn_cell": _rnn(from_h="h @ W_hh.T")}, hints=('a bias left out',)),
-    Variant("rnn_cell", "h multiplied by W_hh without the transpose", {"rnn_cell": _rnn(from_h="h @ W_hh + b_hh")}, hints=('W_hh not transposed',)),
-    Variant("rnn_cell", "tanh of each half, added", {"rnn_cell": _rnn(act="", from_x="torch.tanh(x @ W_ih.T + b_ih)", from_h="torch.tanh(h @ W_hh.T + b_hh)")}),
-
-    Variant("lstm_cell", "gates read in the order input, forget, output, cell", {"LSTMCell": _lstm(split="i, f, o, g = gates.chunk(4, dim=1)")}, hints=('gates in another order',)),
-    Variant("lstm_cell", "gates read in TensorFlow's order input, cell, forget, output", {"LSTMCell": _lstm(split="i, g, f, o = gates.chunk(4, dim=1)")}, hints=('gates in another order',)),
-    Variant("lstm_cell", "a forget bias of 1 added in forward", {"LSTMCell": _lstm(forget_shift=" + 1.0")}, hints=('forget bias added',)),
-    Variant("lstm_cell", "sigmoid for the candidate g", {"LSTMCell": _lstm(g_act="torch.sigmoid")}, hints=('sigmoid for the candidate',)),
-    Variant("lstm_cell", "bias_ih left out of the gates", {"LSTMCell": _lstm(bias_ih="0")}, hints=('a bias left out of the gates',)),
-    Variant("lstm_cell", "h = o * c, the tanh of the new cell forgotten", {"LSTMCell": _lstm(new_h="o * c")}, hints=('tanh of the new cell forgotten',)),
-    Variant("lstm_cell", "returns (c, h)", {"LSTMCell": _lstm(result="c, h")}, hints=('(c, h) returned',)),
+    Variant(
+        "rnn_cell",
+        "the hidden-to-hidden bias left out",
+        {"rnn_cell": _rnn(from_h="h @ W_hh.T")},
+        hints=("a bias left out",),
+    ),
+    Variant(
+        "rnn_cell",
+        "h multiplied by W_hh without the transpose",
+        {"rnn_cell": _rnn(from_h="h @ W_hh + b_hh")},
+        hints=("W_hh not transposed",),
+    ),
+    Variant(
+        "rnn_cell",
+        "tanh of each half, added",
+        {"rnn_cell": _rnn(act="", from_x="torch.tanh(x @ W_ih.T + b_ih)", from_h="torch.tanh(h @ W_hh.T + b_hh)")},
+    ),
+    Variant(
+        "lstm_cell",
+        "gates read in the order input, forget, output, cell",
+        {"LSTMCell": _lstm(split="i, f, o, g = gates.chunk(4, dim=1)")},
+        hints=("gates in another order",),
+    ),
+    Variant(
+        "lstm_cell",
+        "gates read in TensorFlow's order input, cell, forget, output",
+        {"LSTMCell": _lstm(split="i, g, f, o = gates.chunk(4, dim=1)")},
+        hints=("gates in another order",),
+    ),
+    Variant(
+        "lstm_cell",
+        "a forget bias of 1 added in forward",
+        {"LSTMCell": _lstm(forget_shift=" + 1.0")},
+        hints=("forget bias added",),
+    ),
+    Variant(
+        "lstm_cell",
+        "sigmoid for the candidate g",
+        {"LSTMCell": _lstm(g_act="torch.sigmoid")},
+        hints=("sigmoid for the candidate",),
+    ),
+    Variant(
+        "lstm_cell",
+        "bias_ih left out of the gates",
+        {"LSTMCell": _lstm(bias_ih="0")},
+        hints=("a bias left out of the gates",),
+    ),
+    Variant(
+        "lstm_cell",
+        "h = o * c, the tanh of the new cell forgotten",
+        {"LSTMCell": _lstm(new_h="o * c")},
+        hints=("tanh of the new cell forgotten",),
+    ),
+    Variant("lstm_cell", "returns (c, h)", {"LSTMCell": _lstm(result="c, h")}, hints=("(c, h) returned",)),
     Variant("lstm_cell", "a coupled gate: c = f * c + (1 - f) * g", {"LSTMCell": _lstm(new_c="f * c + (1 - f) * g")}),
     Variant("lstm_cell", "parameters drawn from torch.randn", {"LSTMCell": _lstm(init="nn.init.normal_(p)")}),
-    Variant("lstm_cell", "the zero state always float32", {"LSTMCell": _lstm(zeros="zeros = torch.zeros(x.size(0), self.hidden_size)")}),
-    Variant("lstm_cell", "the zero state made on the default device", {"LSTMCell": _lstm(zeros="zeros = torch.zeros(x.size(0), self.hidden_size, dtype=x.dtype)")},
-            hidden_only="needs an input on another device than the default one: grading uses PyTorch's meta device, whose first use costs seconds in a notebook"),
-
-    Variant("lstm_layer", "outputs stacked time-first", {"run_lstm": _layer(dim="0")}, hints=('outputs stacked time-first',)),
-    Variant("lstm_layer", "every step starts from the initial state", {"run_lstm": _layer(call="step = cell(x[:, t], state)", keep="step[0]", final="step")}, hints=('every step from the initial state',)),
-    Variant("lstm_layer", "the given initial state ignored", {"run_lstm": _layer(call="state = cell(x[:, t], None if t == 0 else state)")}, hints=('given state ignored',)),
-    Variant("lstm_layer", "the outputs are the cell states c", {"run_lstm": _layer(keep="state[1]")}, hints=('outputs are the cell states',)),
-    Variant("lstm_layer", "the state detached at every step", {"run_lstm": _layer(call="state = tuple(s.detach() for s in cell(x[:, t], state))")}, hints=('state detached at every step',)),
-    Variant("lstm_layer", "the final state returned as (1, B, H), as nn.LSTM does", {"run_lstm": _layer(final="tuple(s.unsqueeze(0) for s in state)")}, hints=('final state (1, B, H)',)),
-
-    Variant("rnn_lm", "nn.LSTM without batch_first", {"RNNLM": _lm(batch_first="False")}, hints=('LSTM not batch-first',)),
+    Variant(
+        "lstm_cell",
+        "the zero state always float32",
+        {"LSTMCell": _lstm(zeros="zeros = torch.zeros(x.size(0), self.hidden_size)")},
+    ),
+    Variant(
+        "lstm_cell",
+        "the zero state made on the default device",
+        {"LSTMCell": _lstm(zeros="zeros = torch.zeros(x.size(0), self.hidden_size, dtype=x.dtype)")},
+        hidden_only="needs an input on another device than the default one: grading uses PyTorch's meta device, whose first use costs seconds in a notebook",
+    ),
+    Variant(
+        "lstm_layer", "outputs stacked time-first", {"run_lstm": _layer(dim="0")}, hints=("outputs stacked time-first",)
+    ),
+    Variant(
+        "lstm_layer",
+        "every step starts from the initial state",
+        {"run_lstm": _layer(call="step = cell(x[:, t], state)", keep="step[0]", final="step")},
+        hints=("every step from the initial state",),
+    ),
+    Variant(
+        "lstm_layer",
+        "the given initial state ignored",
+        {"run_lstm": _layer(call="state = cell(x[:, t], None if t == 0 else state)")},
+        hints=("given state ignored",),
+    ),
+    Variant(
+        "lstm_layer",
+        "the outputs are the cell states c",
+        {"run_lstm": _layer(keep="state[1]")},
+        hints=("outputs are the cell states",),
+    ),
+    Variant(
+        "lstm_layer",
+        "the state detached at every step",
+        {"run_lstm": _layer(call="state = tuple(s.detach() for s in cell(x[:, t], state))")},
+        hints=("state detached at every step",),
+    ),
+    Variant(
+        "lstm_layer",
+        "the final state returned as (1, B, H), as nn.LSTM does",
+        {"run_lstm": _layer(final="tuple(s.unsqueeze(0) for s in state)")},
+        hints=("final state (1, B, H)",),
+    ),
+    Variant(
+        "rnn_lm", "nn.LSTM without batch_first", {"RNNLM": _lm(batch_first="False")}, hints=("LSTM not batch-first",)
+    ),
     Variant("rnn_lm", "the given state ignored", {"RNNLM": _lm(state="None")}),
     Variant("rnn_lm", "only h returned as the state", {"RNNLM": _lm(result="new_state[0]")}),
-    Variant("rnn_lm", "the targets shifted a second time", {"RNNLM": _lm(
-        loss="F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), targets[:, 1:].reshape(-1))")}),
-    Variant("rnn_lm", "the loss summed instead of averaged", {"RNNLM": _lm(
-        loss="F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction='sum')")}, hints=("loss summed",)),
-    Variant("rnn_lm", "num_layers ignored", {"RNNLM": _lm(layers="1", dropout="0.0")}, hints=('num_layers not passed on',)),
-    Variant("rnn_lm", "dropout never reaches the LSTM", {"RNNLM": _lm(dropout="0.0")}, hints=('dropout not passed on',)),
-
-    Variant("tbptt", "streams made with view(N, B) and transposed", {"stream_batches": _streams(streams="data[: batch_size * n].view(n, batch_size).t()")}, hints=('streams made as (N, B)',)),
-    Variant("tbptt", "no ValueError for fewer tokens than streams", {"stream_batches": _streams(too_few="batch_size < 1")}),
+    Variant(
+        "rnn_lm",
+        "the targets shifted a second time",
+        {"RNNLM": _lm(loss="F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), targets[:, 1:].reshape(-1))")},
+    ),
+    Variant(
+        "rnn_lm",
+        "the loss summed instead of averaged",
+        {
+            "RNNLM": _lm(
+                loss="F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction='sum')"
+            )
+        },
+        hints=("loss summed",),
+    ),
+    Variant(
+        "rnn_lm", "num_layers ignored", {"RNNLM": _lm(layers="1", dropout="0.0")}, hints=("num_layers not passed on",)
+    ),
+    Variant(
+        "rnn_lm", "dropout never reaches the LSTM", {"RNNLM": _lm(dropout="0.0")}, hints=("dropout not passed on",)
+    ),
+    Variant(
+        "tbptt",
+        "streams made with view(N, B) and transposed",
+        {"stream_batches": _streams(streams="data[: batch_size * n].view(n, batch_size).t()")},
+        hints=("streams made as (N, B)",),
+    ),
+    Variant(
+        "tbptt", "no ValueError for fewer tokens than streams", {"stream_batches": _streams(too_few="batch_size < 1")}
+    ),
     Variant("tbptt", "the state not detached between windows", {"train_tbptt": _tbptt(carry="state")}),
-    Variant("tbptt", "only h detached, c still attached", {"train_tbptt": _tbptt(carry="(state[0].detach(), state[1])")}),
+    Variant(
+        "tbptt", "only h detached, c still attached", {"train_tbptt": _tbptt(carry="(state[0].detach(), state[1])")}
+    ),
     Variant("tbptt", "the state reset at every window", {"train_tbptt": _tbptt(carry="None")}),
     Variant("tbptt", "windows overlapping: p advances by 1", {"train_tbptt": _tbptt(advance="1")}),
     Variant("tbptt", "p advances by seq_len + 1, skipping a token", {"train_tbptt": _tbptt(advance="seq_len + 1")}),
     Variant("tbptt", "a restart one window too early", {"train_tbptt": _tbptt(no_fit="p + seq_len + 1 >= n")}),
     Variant("tbptt", "the restart keeps the old state", {"train_tbptt": _tbptt(restart="0, state")}),
-    Variant("tbptt", "the running mean of the losses recorded", {"train_tbptt": _tbptt(
-        record="(sum(history['loss']) + loss.item()) / (len(history['loss']) + 1)")}),
+    Variant(
+        "tbptt",
+        "the running mean of the losses recorded",
+        {"train_tbptt": _tbptt(record="(sum(history['loss']) + loss.item()) / (len(history['loss']) + 1)")},
+    ),
     Variant("tbptt", "no gradient clipping", {"train_tbptt": _tbptt(clip="pass")}),
-    Variant("tbptt", "the windows left on the CPU", {"train_tbptt": _tbptt(to_device="")},
-            hidden_only="needs a model on another device than the data: grading uses PyTorch's meta device, whose first use costs seconds in a notebook"),
-
-    Variant("sample_rnn", "the whole text re-read at every step", {"generate_rnn": _sample(feed="logits, _, state = model(idx)")}),
-    Variant("sample_rnn", "the whole text fed again with the carried state", {"generate_rnn": _sample(feed="logits, _, state = model(idx, state)")}),
+    Variant(
+        "tbptt",
+        "the windows left on the CPU",
+        {"train_tbptt": _tbptt(to_device="")},
+        hidden_only="needs a model on another device than the data: grading uses PyTorch's meta device, whose first use costs seconds in a notebook",
+    ),
+    Variant(
+        "sample_rnn",
+        "the whole text re-read at every step",
+        {"generate_rnn": _sample(feed="logits, _, state = model(idx)")},
+    ),
+    Variant(
+        "sample_rnn",
+        "the whole text fed again with the carried state",
+        {"generate_rnn": _sample(feed="logits, _, state = model(idx, state)")},
+    ),
     Variant("sample_rnn", "the model left in eval mode", {"generate_rnn": _sample(restore="pass")}),
-    Variant("sample_rnn", "temperature applied after the softmax", {"generate_rnn": _sample(draw=(
-        "probs = F.softmax(last, dim=-1) / temperature\n"
-        "                next_id = torch.multinomial(probs, 1, generator=generator)"))}),
-    Variant("sample_rnn", "the generator not used", {"generate_rnn": _sample(draw=(
-        "probs = F.softmax(last / temperature, dim=-1)\n"
-        "                next_id = torch.multinomial(probs, 1)"))}),
+    Variant(
+        "sample_rnn",
+        "temperature applied after the softmax",
+        {
+            "generate_rnn": _sample(
+                draw=(
+                    "probs = F.softmax(last, dim=-1) / temperature\n"
+                    "                next_id = torch.multinomial(probs, 1, generator=generator)"
+                )
+            )
+        },
+    ),
+    Variant(
+        "sample_rnn",
+        "the generator not used",
+        {
+            "generate_rnn": _sample(
+                draw=(
+                    "probs = F.softmax(last / temperature, dim=-1)\n"
+                    "                next_id = torch.multinomial(probs, 1)"
+                )
+            )
+        },
+    ),
     Variant("sample_rnn", "gradients left on", {"generate_rnn": _sample(grad="torch.enable_grad()")}),
-    Variant("sample_rnn", "the first position's logits used", {"generate_rnn": _sample(position="0")}, hints=("first position's logits",)),
-    Variant("sample_rnn", "only the new tokens returned", {"generate_rnn": _sample(result="idx[:, -max_new_tokens:] if max_new_tokens else idx[:, :0]")}, hints=('prompt dropped',)),
-    Variant("sample_rnn", "the prompt left on its own device", {"generate_rnn": _sample(move="idx")},
-            hidden_only="needs a model on another device than the prompt: grading uses PyTorch's meta device, whose first use costs seconds in a notebook"),
+    Variant(
+        "sample_rnn",
+        "the first position's logits used",
+        {"generate_rnn": _sample(position="0")},
+        hints=("first position's logits",),
+    ),
+    Variant(
+        "sample_rnn",
+        "only the new tokens returned",
+        {"generate_rnn": _sample(result="idx[:, -max_new_tokens:] if max_new_tokens else idx[:, :0]")},
+        hints=("prompt dropped",),
+    ),
+    Variant(
+        "sample_rnn",
+        "the prompt left on its own device",
+        {"generate_rnn": _sample(move="idx")},
+        hidden_only="needs a model on another device than the prompt: grading uses PyTorch's meta device, whose first use costs seconds in a notebook",
+    ),
 ]
 
 
 ALTERNATIVES = [
-    Variant("rnn_cell", "F.linear for each part", {"rnn_cell": '''
+    Variant(
+        "rnn_cell",
+        "F.linear for each part",
+        {
+            "rnn_cell": """
         def rnn_cell(x, h, W_ih, W_hh, b_ih, b_hh):
             return torch.tanh(F.linear(x, W_ih, b_ih) + F.linear(h, W_hh, b_hh))
-    '''}),
-    Variant("rnn_cell", "one matmul on the concatenation [x, h]", {"rnn_cell": '''
+    """
+        },
+    ),
+    Variant(
+        "rnn_cell",
+        "one matmul on the concatenation [x, h]",
+        {
+            "rnn_cell": """
         def rnn_cell(x, h, W_ih, W_hh, b_ih, b_hh):
             W = torch.cat([W_ih, W_hh], dim=1)  # (H, I + H)
             return torch.tanh(torch.cat([x, h], dim=1) @ W.t() + (b_ih + b_hh))
-    '''}),
-    Variant("lstm_cell", "one matmul on [x, h], gates unbound from a view, zeros made with torch.zeros", {"LSTMCell": '''
+    """
+        },
+    ),
+    Variant(
+        "lstm_cell",
+        "one matmul on [x, h], gates unbound from a view, zeros made with torch.zeros",
+        {
+            "LSTMCell": """
         class LSTMCell(nn.Module):
             def __init__(self, input_size, hidden_size):
                 super().__init__()
@@ -325,8 +497,14 @@ ALTERNATIVES = [
                 i, f, g, o = z.view(B, 4, H).unbind(1)
                 c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
                 return torch.sigmoid(o) * torch.tanh(c_new), c_new
-    '''}),
-    Variant("lstm_cell", "explicit slices and F.linear, a reset_parameters method", {"LSTMCell": '''
+    """
+        },
+    ),
+    Variant(
+        "lstm_cell",
+        "explicit slices and F.linear, a reset_parameters method",
+        {
+            "LSTMCell": """
         class LSTMCell(nn.Module):
             def __init__(self, input_size, hidden_size):
                 super().__init__()
@@ -357,8 +535,14 @@ ALTERNATIVES = [
                 c = forget_gate * c + input_gate * candidate
                 h = output_gate * torch.tanh(c)
                 return (h, c)
-    '''}),
-    Variant("lstm_layer", "a loop over x.unbind(1) into a preallocated output", {"run_lstm": '''
+    """
+        },
+    ),
+    Variant(
+        "lstm_layer",
+        "a loop over x.unbind(1) into a preallocated output",
+        {
+            "run_lstm": """
         def run_lstm(cell, x, state=None):
             steps = x.unbind(dim=1)
             outputs = None
@@ -369,8 +553,14 @@ ALTERNATIVES = [
                 outputs[:, t] = h
                 state = (h, c)
             return outputs, (h, c)
-    '''}),
-    Variant("rnn_lm", "an nn.Sequential-free forward with view and a stored vocabulary size", {"RNNLM": '''
+    """
+        },
+    ),
+    Variant(
+        "rnn_lm",
+        "an nn.Sequential-free forward with view and a stored vocabulary size",
+        {
+            "RNNLM": """
         class RNNLM(nn.Module):
             def __init__(self, vocab_size, embed_dim, hidden_size, num_layers=1, dropout=0.0):
                 super().__init__()
@@ -388,16 +578,21 @@ ALTERNATIVES = [
                     return logits, None, (h, c)
                 loss = F.cross_entropy(logits.view(B * T, self.vocab_size), targets.view(B * T))
                 return logits, loss, (h, c)
-    '''}),
-    Variant("tbptt", "narrow and reshape, a while loop over windows, detach per tensor", {
-        "stream_batches": '''
+    """
+        },
+    ),
+    Variant(
+        "tbptt",
+        "narrow and reshape, a while loop over windows, detach per tensor",
+        {
+            "stream_batches": """
             def stream_batches(data, batch_size):
                 if batch_size <= 0 or data.shape[0] < batch_size:
                     raise ValueError("need at least batch_size tokens")
                 length = data.shape[0] // batch_size
                 return data.narrow(0, 0, length * batch_size).reshape(batch_size, length)
-        ''',
-        "train_tbptt": '''
+        """,
+            "train_tbptt": """
             def train_tbptt(model, data, *, seq_len, batch_size, steps, lr, generator=None, grad_clip=1.0):
                 for name, value in (("seq_len", seq_len), ("steps", steps), ("lr", lr), ("grad_clip", grad_clip)):
                     if value is not None and value <= 0:
@@ -424,9 +619,14 @@ ALTERNATIVES = [
                     losses.append(float(loss.detach()))
                     start += seq_len
                 return {"step": list(range(len(losses))), "loss": losses}
-        ''',
-    }),
-    Variant("sample_rnn", "inference_mode, inverse-CDF draws, restored in finally", {"generate_rnn": '''
+        """,
+        },
+    ),
+    Variant(
+        "sample_rnn",
+        "inference_mode, inverse-CDF draws, restored in finally",
+        {
+            "generate_rnn": """
         def generate_rnn(model, idx, max_new_tokens, temperature=1.0, generator=None):
             if temperature < 0 or max_new_tokens < 0 or len(idx.shape) != 2 or idx.shape[1] < 1:
                 raise ValueError("temperature and max_new_tokens must be >= 0, idx a non-empty (B, T0) tensor")
@@ -451,5 +651,7 @@ ALTERNATIVES = [
             finally:
                 model.train(mode)
             return torch.cat(tokens, dim=1)
-    '''}),
+    """
+        },
+    ),
 ]

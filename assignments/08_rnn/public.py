@@ -32,11 +32,20 @@ suite = Suite(public=True)
 
 def _near(got, want, atol=1e-5):
     want = want.detach() if isinstance(want, torch.Tensor) else torch.tensor(want)
-    return type(got) is torch.Tensor and got.shape == want.shape and bool(torch.allclose(got.double(), want.double(), atol=atol, rtol=0))
+    return (
+        type(got) is torch.Tensor
+        and got.shape == want.shape
+        and bool(torch.allclose(got.double(), want.double(), atol=atol, rtol=0))
+    )
 
 
 def _pair_near(got, want, atol=1e-5):
-    return isinstance(got, (list, tuple)) and len(got) == 2 and _near(got[0], want[0], atol) and _near(got[1], want[1], atol)
+    return (
+        isinstance(got, (list, tuple))
+        and len(got) == 2
+        and _near(got[0], want[0], atol)
+        and _near(got[1], want[1], atol)
+    )
 
 
 # ---------------------------------------------------------------- rnn_cell
@@ -72,14 +81,27 @@ def _(ns):
     "rnn_cell",
     "a worked example: B=2, I=3, H=2",
     points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=[
-        Hint(lambda got, exp: _near(got, [[0.6046791, 0.2788848], [0.7595109, 0.5744425]]),
-             "the new state squashes with tanh (values in -1..1), not with the sigmoid", mistake="sigmoid instead of tanh"),
-        Hint(lambda got, exp: _near(got, [[0.3583574, -0.8482836], [0.8004990, 0.0]]),
-             "both biases, b_ih and b_hh, are added", mistake="a bias left out"),
-        Hint(lambda got, exp: _near(got, [[0.2682712, -0.8482836], [0.8177541, -0.2913126]]),
-             "multiply h by W_hh transposed (h @ W_hh.T): row j of W_hh holds the weights into unit j", mistake="W_hh not transposed"),
-    ]),
+    check=close(
+        rtol=1e-5,
+        atol=1e-6,
+        hints=[
+            Hint(
+                lambda got, exp: _near(got, [[0.6046791, 0.2788848], [0.7595109, 0.5744425]]),
+                "the new state squashes with tanh (values in -1..1), not with the sigmoid",
+                mistake="sigmoid instead of tanh",
+            ),
+            Hint(
+                lambda got, exp: _near(got, [[0.3583574, -0.8482836], [0.8004990, 0.0]]),
+                "both biases, b_ih and b_hh, are added",
+                mistake="a bias left out",
+            ),
+            Hint(
+                lambda got, exp: _near(got, [[0.2682712, -0.8482836], [0.8177541, -0.2913126]]),
+                "multiply h by W_hh transposed (h @ W_hh.T): row j of W_hh holds the weights into unit j",
+                mistake="W_hh not transposed",
+            ),
+        ],
+    ),
     expected=torch.tensor([[0.40113428235054016, -0.7397830486297607], [0.8177540898323059, 0.29131263494491577]]),
     builds_on=(_RNN_SHAPE,),
 )
@@ -112,16 +134,25 @@ def _init_problem(got):
         if type(values) is not torch.Tensor or not values.numel():
             return f"{name} is not a tensor of numbers"
         if not bool(torch.isfinite(values).all()) or not float(values.abs().max()) <= bound * (1 + 1e-6):
-            return (f"a fresh cell's {name} must lie within +-1/sqrt(hidden_size) = +-{bound:.3g}, as nn.LSTMCell's does; "
-                    f"its largest value is {float(values.abs().max()):.3g}")
+            return (
+                f"a fresh cell's {name} must lie within +-1/sqrt(hidden_size) = +-{bound:.3g}, as nn.LSTMCell's does; "
+                f"its largest value is {float(values.abs().max()):.3g}"
+            )
         if not float(values.std()) >= 0.2 * bound:
-            return (f"a fresh cell's {name} must be drawn uniformly from [-1/sqrt(hidden_size), 1/sqrt(hidden_size)]; "
-                    "its values hardly vary (all zero, or left uninitialised?)")
+            return (
+                f"a fresh cell's {name} must be drawn uniformly from [-1/sqrt(hidden_size), 1/sqrt(hidden_size)]; "
+                "its values hardly vary (all zero, or left uninitialised?)"
+            )
     return None
 
 
-@suite.case("lstm_cell", "fresh parameters: uniform within +-1/sqrt(H), as nn.LSTMCell's (H=16)", points=1,
-            check=satisfies(_init_problem), builds_on=(_PARAMETERS,))
+@suite.case(
+    "lstm_cell",
+    "fresh parameters: uniform within +-1/sqrt(H), as nn.LSTMCell's (H=16)",
+    points=1,
+    check=satisfies(_init_problem),
+    builds_on=(_PARAMETERS,),
+)
 def _(ns):
     cell = ns.LSTMCell(6, 16)
     return {name: p.detach().clone() for name, p in cell.named_parameters()}
@@ -157,14 +188,28 @@ GATE_BIAS_IH = torch.tensor([0.5, -0.5, 1.0, 2.0, 0.3, -0.7, -1.0, 1.5])
 GATE_BIAS_HH = torch.tensor([0.25, 0.25, 0.0, 0.0, 0.2, 0.2, 0.0, 0.0])
 C0 = torch.tensor([[0.4, -0.6]])
 
-_SWAPPED = Hint(lambda got, exp: _pair_near(got, (exp[1], exp[0])), "return (h, c) in this order", mistake="(c, h) returned")
+_SWAPPED = Hint(
+    lambda got, exp: _pair_near(got, (exp[1], exp[0])), "return (h, c) in this order", mistake="(c, h) returned"
+)
 _GATE_HINTS = [
-    Hint(lambda got, exp: _pair_near(got, ([[-0.1376392, -0.0496159]], [[-0.2248351, -0.1321831]])) or _pair_near(got, ([[0.1733970, 0.1578691]], [[0.7662423, 0.1955495]])),
-         "the four blocks of rows are the gates in PyTorch's order: input, forget, cell (candidate), output", mistake="gates in another order"),
-    Hint(lambda got, exp: _pair_near(got, ([[0.1566478, -0.5307484]], [[0.6661789, -0.7738703]])),
-         "add no extra bias to the forget gate: the two bias vectors are all there is", mistake="forget bias added"),
-    Hint(lambda got, exp: _pair_near(got, ([[0.1630548, -0.5974867]], [[0.6062836, -0.7308040]])),
-         "the new h is o * tanh(c'), the output gate times the squashed new cell", mistake="tanh of the new cell forgotten"),
+    Hint(
+        lambda got, exp: (
+            _pair_near(got, ([[-0.1376392, -0.0496159]], [[-0.2248351, -0.1321831]]))
+            or _pair_near(got, ([[0.1733970, 0.1578691]], [[0.7662423, 0.1955495]]))
+        ),
+        "the four blocks of rows are the gates in PyTorch's order: input, forget, cell (candidate), output",
+        mistake="gates in another order",
+    ),
+    Hint(
+        lambda got, exp: _pair_near(got, ([[0.1566478, -0.5307484]], [[0.6661789, -0.7738703]])),
+        "add no extra bias to the forget gate: the two bias vectors are all there is",
+        mistake="forget bias added",
+    ),
+    Hint(
+        lambda got, exp: _pair_near(got, ([[0.1630548, -0.5974867]], [[0.6062836, -0.7308040]])),
+        "the new h is o * tanh(c'), the output gate times the squashed new cell",
+        mistake="tanh of the new cell forgotten",
+    ),
     _SWAPPED,
 ]
 _STATE_NONE = "state=None starts from zeros"
@@ -175,7 +220,10 @@ _STATE_NONE = "state=None starts from zeros"
     "gates from the biases alone: the order input, forget, cell, output",
     points=1,
     check=_pair_close(_GATE_HINTS),
-    expected=(torch.tensor([[0.14563333988189697, -0.5098042488098145]]), torch.tensor([[0.6062836050987244, -0.7308040261268616]])),
+    expected=(
+        torch.tensor([[0.14563333988189697, -0.5098042488098145]]),
+        torch.tensor([[0.6062836050987244, -0.7308040261268616]]),
+    ),
     builds_on=(_PARAMETERS,),
 )
 def _(ns):
@@ -210,7 +258,9 @@ XL = torch.tensor([[1.0, -0.5, 2.0], [-1.5, 0.5, 0.0]])
 )
 def _(ns):
     with torch.no_grad():
-        return _full_cell(ns)(XL.clone(), (torch.tensor([[0.3, -0.2], [0.0, 0.7]]), torch.tensor([[1.0, -0.5], [0.2, 0.0]])))
+        return _full_cell(ns)(
+            XL.clone(), (torch.tensor([[0.3, -0.2], [0.0, 0.7]]), torch.tensor([[1.0, -0.5], [0.2, 0.0]]))
+        )
 
 
 _ZERO_STATE = (
@@ -219,14 +269,22 @@ _ZERO_STATE = (
 )
 
 
-@suite.case("lstm_cell", _STATE_NONE, points=1, check=_pair_close([_SWAPPED]), expected=_ZERO_STATE, builds_on=(_PARAMETERS,))
+@suite.case(
+    "lstm_cell", _STATE_NONE, points=1, check=_pair_close([_SWAPPED]), expected=_ZERO_STATE, builds_on=(_PARAMETERS,)
+)
 def _(ns):
     with torch.no_grad():
         return _full_cell(ns)(XL.clone())
 
 
-@suite.case("lstm_cell", "a float64 cell with state=None: the zero state takes the input's dtype", points=1,
-            check=_pair_close([_SWAPPED], dtype=torch.float64, rtol=1e-5, atol=1e-6), expected=_ZERO_STATE, builds_on=(_STATE_NONE,))
+@suite.case(
+    "lstm_cell",
+    "a float64 cell with state=None: the zero state takes the input's dtype",
+    points=1,
+    check=_pair_close([_SWAPPED], dtype=torch.float64, rtol=1e-5, atol=1e-6),
+    expected=_ZERO_STATE,
+    builds_on=(_STATE_NONE,),
+)
 def _(ns):
     with torch.no_grad():
         return _full_cell(ns).double()(XL.double())
@@ -249,7 +307,9 @@ class _AddCell(torch.nn.Module):
             h, c = torch.zeros(x.size(0), self.size), torch.zeros(x.size(0), self.size)
         else:
             h, c = state
-        self.calls.append({"x": x.detach().clone(), "state": None if state is None else (h.detach().clone(), c.detach().clone())})
+        self.calls.append(
+            {"x": x.detach().clone(), "state": None if state is None else (h.detach().clone(), c.detach().clone())}
+        )
         return h + x, c + 1
 
 
@@ -273,15 +333,35 @@ _SUMS = "with an adding cell: outputs (B, T, H) are the running sums, the final 
     "lstm_layer",
     _SUMS,
     points=1,
-    check=equal([
-        Hint(_first_is([4, 2, 3]), "stack the step outputs on dim 1: outputs are batch-first, (B, T, H)", mistake="outputs stacked time-first"),
-        Hint(lambda got, exp: _first_is([2, 4, 3])(got, exp) and torch.equal(got[0], SEQ),
-             "each step must start from the state the previous step returned", mistake="every step from the initial state"),
-        Hint(lambda got, exp: _first_is([2, 4, 3])(got, exp) and torch.equal(got[0], _STEPS_OF_C),
-             "the outputs are the hidden states h of the steps, not the cell states c", mistake="outputs are the cell states"),
-        Hint(lambda got, exp: isinstance(got, list) and len(got) == 3 and type(got[1]) is torch.Tensor and list(got[1].shape) == [1, 2, 3],
-             "return the final state as (B, H) tensors, not nn.LSTM's (1, B, H)", mistake="final state (1, B, H)"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                _first_is([4, 2, 3]),
+                "stack the step outputs on dim 1: outputs are batch-first, (B, T, H)",
+                mistake="outputs stacked time-first",
+            ),
+            Hint(
+                lambda got, exp: _first_is([2, 4, 3])(got, exp) and torch.equal(got[0], SEQ),
+                "each step must start from the state the previous step returned",
+                mistake="every step from the initial state",
+            ),
+            Hint(
+                lambda got, exp: _first_is([2, 4, 3])(got, exp) and torch.equal(got[0], _STEPS_OF_C),
+                "the outputs are the hidden states h of the steps, not the cell states c",
+                mistake="outputs are the cell states",
+            ),
+            Hint(
+                lambda got, exp: (
+                    isinstance(got, list)
+                    and len(got) == 3
+                    and type(got[1]) is torch.Tensor
+                    and list(got[1].shape) == [1, 2, 3]
+                ),
+                "return the final state as (B, H) tensors, not nn.LSTM's (1, B, H)",
+                mistake="final state (1, B, H)",
+            ),
+        ]
+    ),
     expected=[SEQ.cumsum(dim=1), SEQ.sum(dim=1), torch.full((2, 3), 4.0)],
 )
 def _(ns):
@@ -292,8 +372,20 @@ def _(ns):
     "lstm_layer",
     "a given initial state is where the first step starts",
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, list) and len(got) == 3 and type(got[2]) is torch.Tensor and torch.equal(got[2], torch.full((2, 3), 4.0)),
-                      "pass the given state to the first step", mistake="given state ignored")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: (
+                    isinstance(got, list)
+                    and len(got) == 3
+                    and type(got[2]) is torch.Tensor
+                    and torch.equal(got[2], torch.full((2, 3), 4.0))
+                ),
+                "pass the given state to the first step",
+                mistake="given state ignored",
+            )
+        ]
+    ),
     expected=[SEQ.cumsum(dim=1) + 10.0, SEQ.sum(dim=1) + 10.0, torch.full((2, 3), 9.0)],
     builds_on=(_SUMS,),
 )
@@ -316,8 +408,12 @@ def _calls_problem(got):
     return None
 
 
-@suite.case("lstm_layer", "the cell is called once per step with x[:, t] and the state the last call returned", points=1,
-            check=satisfies(_calls_problem))
+@suite.case(
+    "lstm_layer",
+    "the cell is called once per step with x[:, t] and the state the last call returned",
+    points=1,
+    check=satisfies(_calls_problem),
+)
 def _(ns):
     cell = _AddCell(3)
     ns.run_lstm(cell, SEQ.clone())
@@ -330,26 +426,39 @@ def _gradient_problem(got):
     if type(grad) is not torch.Tensor or tuple(grad.shape) != (2, 4, 3):
         return "no gradient of shape (2, 4, 3) reached x"
     if not torch.equal(grad, want):
-        return (f"the gradient of the sum of the outputs with respect to x[:, t] should be T - t = 4, 3, 2, 1 (each input counts "
-                f"in every later output); got {grad[0, :, 0].tolist()}")
+        return (
+            f"the gradient of the sum of the outputs with respect to x[:, t] should be T - t = 4, 3, 2, 1 (each input counts "
+            f"in every later output); got {grad[0, :, 0].tolist()}"
+        )
     return None
 
 
 def _cut_at_every_step(got, exp):
     """The outputs are right, but no gradient reaches the inputs: the state was detached."""
     outputs, grad = got
-    return (type(outputs) is torch.Tensor and outputs.shape == SEQ.shape and torch.equal(outputs, SEQ.cumsum(dim=1))
-            and type(grad) is torch.Tensor and float(grad.abs().max()) == 0.0)
+    return (
+        type(outputs) is torch.Tensor
+        and outputs.shape == SEQ.shape
+        and torch.equal(outputs, SEQ.cumsum(dim=1))
+        and type(grad) is torch.Tensor
+        and float(grad.abs().max()) == 0.0
+    )
 
 
 @suite.case(
     "lstm_layer",
     "gradients flow back through every step: d(sum of outputs)/dx[:, t] = T - t with the adding cell",
     points=1,
-    check=satisfies(_gradient_problem, hints=[
-        Hint(_cut_at_every_step, "the outputs are right but no gradient reaches the inputs: detach nothing inside run_lstm, so that backpropagation runs through time",
-             mistake="state detached at every step"),
-    ]),
+    check=satisfies(
+        _gradient_problem,
+        hints=[
+            Hint(
+                _cut_at_every_step,
+                "the outputs are right but no gradient reaches the inputs: detach nothing inside run_lstm, so that backpropagation runs through time",
+                mistake="state detached at every step",
+            ),
+        ],
+    ),
     builds_on=(_SUMS,),
 )
 def _(ns):
@@ -382,8 +491,15 @@ _LM_PARTS = "the parts, the logits (B, T, V) and the state ((1, B, H), (1, B, H)
     "rnn_lm",
     _LM_PARTS,
     points=1,
-    check=equal([Hint(lambda got, exp: isinstance(got, dict) and "batch_first=False" in str(got.get("lstm")),
-                      "the inputs are (B, T, E): create the LSTM with batch_first=True", mistake="LSTM not batch-first")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, dict) and "batch_first=False" in str(got.get("lstm")),
+                "the inputs are (B, T, E): create the LSTM with batch_first=True",
+                mistake="LSTM not batch-first",
+            )
+        ]
+    ),
     expected={
         "emb": "Embedding [11, 6]",
         "lstm": "LSTM input_size=6 hidden_size=8 batch_first=True",
@@ -403,11 +519,20 @@ def _(ns):
     "rnn_lm",
     "num_layers=2 and dropout=0.3 reach the nn.LSTM; the state is (2, B, H) each",
     points=1,
-    check=equal([
-        Hint(lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 1, "pass num_layers on to nn.LSTM", mistake="num_layers not passed on"),
-        Hint(lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 2 and got.get("dropout") == 0.0,
-             "pass dropout on to nn.LSTM, which applies it between stacked layers", mistake="dropout not passed on"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 1,
+                "pass num_layers on to nn.LSTM",
+                mistake="num_layers not passed on",
+            ),
+            Hint(
+                lambda got, exp: isinstance(got, dict) and got.get("num_layers") == 2 and got.get("dropout") == 0.0,
+                "pass dropout on to nn.LSTM, which applies it between stacked layers",
+                mistake="dropout not passed on",
+            ),
+        ]
+    ),
     expected={"num_layers": 2, "dropout": 0.3, "state": [[2, 3, 8], [2, 3, 8]]},
     builds_on=(_LM_PARTS,),
 )
@@ -416,7 +541,11 @@ def _(ns):
     model = ns.RNNLM(11, 6, 8, num_layers=2, dropout=0.3).eval()
     with torch.no_grad():
         _, _, state = model(torch.randint(11, (3, 5)))
-    return {"num_layers": model.lstm.num_layers, "dropout": float(model.lstm.dropout), "state": [list(s.shape) for s in state]}
+    return {
+        "num_layers": model.lstm.num_layers,
+        "dropout": float(model.lstm.dropout),
+        "state": [list(s.shape) for s in state],
+    }
 
 
 def _loss_problem(got):
@@ -433,12 +562,23 @@ def _loss_problem(got):
 def _summed(got, exp):
     loss, logits, targets = got
     keep = targets != -100
-    return type(loss) is torch.Tensor and loss.dim() == 0 and abs(float(loss) - float(F.cross_entropy(logits[keep].double(), targets[keep], reduction="sum"))) < 1e-3
+    return (
+        type(loss) is torch.Tensor
+        and loss.dim() == 0
+        and abs(float(loss) - float(F.cross_entropy(logits[keep].double(), targets[keep], reduction="sum"))) < 1e-3
+    )
 
 
-@suite.case("rnn_lm", "the loss is the mean cross-entropy, targets of -100 left out", points=1,
-            check=satisfies(_loss_problem, hints=[Hint(_summed, "the loss is the mean over the positions, not their sum", mistake="loss summed")]),
-            builds_on=(_LM_PARTS,))
+@suite.case(
+    "rnn_lm",
+    "the loss is the mean cross-entropy, targets of -100 left out",
+    points=1,
+    check=satisfies(
+        _loss_problem,
+        hints=[Hint(_summed, "the loss is the mean over the positions, not their sum", mistake="loss summed")],
+    ),
+    builds_on=(_LM_PARTS,),
+)
 def _(ns):
     torch.manual_seed(1)
     model = ns.RNNLM(7, 4, 5)
@@ -454,13 +594,20 @@ def _carried_problem(got):
         return f"the two calls together should give logits of shape {list(whole.shape)}, got {list(getattr(parts, 'shape', []))}"
     err = float((whole - parts).abs().max())
     if not err <= 1e-5:
-        return (f"reading 4 tokens, then the last 2 with the state the first call returned, differs from reading all 6 "
-                f"at once by up to {err:.3g}: start the LSTM from the state you are given and return the state after the last position")
+        return (
+            f"reading 4 tokens, then the last 2 with the state the first call returned, differs from reading all 6 "
+            f"at once by up to {err:.3g}: start the LSTM from the state you are given and return the state after the last position"
+        )
     return None
 
 
-@suite.case("rnn_lm", "the returned state continues the text: 4 tokens, then 2 more, equal 6 at once", points=1,
-            check=satisfies(_carried_problem), builds_on=(_LM_PARTS,))
+@suite.case(
+    "rnn_lm",
+    "the returned state continues the text: 4 tokens, then 2 more, equal 6 at once",
+    points=1,
+    check=satisfies(_carried_problem),
+    builds_on=(_LM_PARTS,),
+)
 def _(ns):
     torch.manual_seed(2)
     model = ns.RNNLM(9, 5, 7)
@@ -482,16 +629,24 @@ _STREAMS = "stream_batches(arange(11), 3): three contiguous rows, the tail dropp
     "tbptt",
     _STREAMS,
     points=1,
-    check=equal([Hint(lambda got, exp: type(got) is torch.Tensor and got.tolist() == [[0, 3, 6], [1, 4, 7], [2, 5, 8]],
-                      "each row must be one contiguous piece of the data: shape the data as (batch_size, N), not (N, batch_size)",
-                      mistake="streams made as (N, B)")]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: type(got) is torch.Tensor and got.tolist() == [[0, 3, 6], [1, 4, 7], [2, 5, 8]],
+                "each row must be one contiguous piece of the data: shape the data as (batch_size, N), not (N, batch_size)",
+                mistake="streams made as (N, B)",
+            )
+        ]
+    ),
     expected=torch.tensor([[0, 1, 2], [3, 4, 5], [6, 7, 8]]),
 )
 def _(ns):
     return ns.stream_batches(torch.arange(11), 3)
 
 
-@suite.case("tbptt", "stream_batches raises ValueError for fewer tokens than batch_size", points=1, check=raises("ValueError"))
+@suite.case(
+    "tbptt", "stream_batches raises ValueError for fewer tokens than batch_size", points=1, check=raises("ValueError")
+)
 def _(ns):
     return catch(ns.stream_batches, torch.arange(3), 4)
 
@@ -518,9 +673,14 @@ class _Leaky(torch.nn.Module):
     def forward(self, idx, state=None, targets=None):
         B, T = idx.shape
         h, c = (torch.zeros(1, B, self.table.embedding_dim), torch.zeros(1, B, 1)) if state is None else state
-        call = {"idx": idx.clone(), "targets": None if targets is None else targets.clone(),
-                "state": None if state is None else (h.detach().clone(), c.detach().clone()),
-                "graph": None if state is None else [None if s.grad_fn is None else type(s.grad_fn).__name__ for s in (h, c)]}
+        call = {
+            "idx": idx.clone(),
+            "targets": None if targets is None else targets.clone(),
+            "state": None if state is None else (h.detach().clone(), c.detach().clone()),
+            "graph": None
+            if state is None
+            else [None if s.grad_fn is None else type(s.grad_fn).__name__ for s in (h, c)],
+        }
         steps = []
         for t in range(T):
             h = self.decay * h + self.table(idx[:, t]).unsqueeze(0)
@@ -537,7 +697,9 @@ class _Leaky(torch.nn.Module):
 def _windows_problem(got):
     calls, seq_len, starts, streams = got["calls"], got["seq_len"], got["starts"], got["streams"]
     if len(calls) != len(starts):
-        return f"{len(starts)} steps should run the model {len(starts)} times, once per window; it ran {len(calls)} times"
+        return (
+            f"{len(starts)} steps should run the model {len(starts)} times, once per window; it ran {len(calls)} times"
+        )
     for step, (call, p) in enumerate(zip(calls, starts)):
         x, y = streams[:, p : p + seq_len], streams[:, p + 1 : p + seq_len + 1]
         if not torch.equal(call["idx"], x):
@@ -558,13 +720,23 @@ def _windows_problem(got):
     return None
 
 
-@suite.case("tbptt", "train_tbptt: consecutive windows, the state carried and detached, a restart at p = 0", points=1,
-            check=satisfies(_windows_problem), builds_on=(_STREAMS,))
+@suite.case(
+    "tbptt",
+    "train_tbptt: consecutive windows, the state carried and detached, a restart at p = 0",
+    points=1,
+    check=satisfies(_windows_problem),
+    builds_on=(_STREAMS,),
+)
 def _(ns):
     model = _Leaky(42)
     ns.train_tbptt(model, torch.arange(42), seq_len=4, batch_size=2, steps=7, lr=0.01)
     # streams are (2, 21): windows start at 0, 4, 8, 12, 16 (its targets end at column 20); at 20 nothing fits
-    return {"calls": model.calls, "seq_len": 4, "starts": [0, 4, 8, 12, 16, 0, 4], "streams": torch.arange(42).view(2, 21)}
+    return {
+        "calls": model.calls,
+        "seq_len": 4,
+        "starts": [0, 4, 8, 12, 16, 0, 4],
+        "streams": torch.arange(42).view(2, 21),
+    }
 
 
 def _history_problem(got):
@@ -572,7 +744,9 @@ def _history_problem(got):
     if not isinstance(history, dict) or "step" not in history or "loss" not in history:
         return "train_tbptt must return a dict with 'step' and 'loss'"
     if list(history["step"]) != [0, 1, 2, 3, 4]:
-        return f"'step' holds the 0-based index of each update, [0, 1, 2, 3, 4] for steps=5, got {list(history['step'])}"
+        return (
+            f"'step' holds the 0-based index of each update, [0, 1, 2, 3, 4] for steps=5, got {list(history['step'])}"
+        )
     if any(type(v) is not float for v in history["loss"]):
         return "each entry of 'loss' is a Python float (loss.item())"
     if len(history["loss"]) != 5 or any(not abs(a - b) <= 1e-6 * (1 + abs(b)) for a, b in zip(history["loss"], losses)):
@@ -580,8 +754,13 @@ def _history_problem(got):
     return None
 
 
-@suite.case("tbptt", "train_tbptt returns the step indices and each batch loss as a float", points=1, check=satisfies(_history_problem),
-            builds_on=(_STREAMS,))
+@suite.case(
+    "tbptt",
+    "train_tbptt returns the step indices and each batch loss as a float",
+    points=1,
+    check=satisfies(_history_problem),
+    builds_on=(_STREAMS,),
+)
 def _(ns):
     model = _Leaky(12)
     history = ns.train_tbptt(model, torch.arange(120) % 12, seq_len=5, batch_size=3, steps=5, lr=0.05)
@@ -608,13 +787,20 @@ def _clipped_problem(got):
     if not got:
         return "no optimiser step was taken"
     if not all(abs(norm - 1.0) <= 1e-3 for norm in got):
-        return (f"the gradients of this model are far larger than 1, and by default (grad_clip=1.0) their total norm must be clipped "
-                f"to 1.0 before each step (torch.nn.utils.clip_grad_norm_); the norms at the steps were {[round(n, 3) for n in got]}")
+        return (
+            f"the gradients of this model are far larger than 1, and by default (grad_clip=1.0) their total norm must be clipped "
+            f"to 1.0 before each step (torch.nn.utils.clip_grad_norm_); the norms at the steps were {[round(n, 3) for n in got]}"
+        )
     return None
 
 
-@suite.case("tbptt", "the default grad_clip=1.0 clips the total gradient norm to 1 before each step", points=1,
-            check=satisfies(_clipped_problem), builds_on=(_STREAMS,))
+@suite.case(
+    "tbptt",
+    "the default grad_clip=1.0 clips the total gradient norm to 1 before each step",
+    points=1,
+    check=satisfies(_clipped_problem),
+    builds_on=(_STREAMS,),
+)
 def _(ns):
     with _step_norms() as norms:
         ns.train_tbptt(_Leaky(12, gain=20.0), torch.arange(120) % 12, seq_len=5, batch_size=3, steps=3, lr=0.05)
@@ -638,7 +824,14 @@ class _Successor(torch.nn.Module):
 
     def forward(self, idx, state=None, targets=None):
         count = torch.zeros(1, idx.size(0), 1) if state is None else state[0]
-        self.calls.append({"idx": idx.clone(), "state": None if state is None else count.clone(), "mode": mode_of(self), "grad": grad_mode()})
+        self.calls.append(
+            {
+                "idx": idx.clone(),
+                "state": None if state is None else count.clone(),
+                "mode": mode_of(self),
+                "grad": grad_mode(),
+            }
+        )
         count = count + idx.size(1)
         return self.drop(self.table(idx)), None, (count, count.clone())
 
@@ -650,11 +843,22 @@ _GREEDY = "greedy continuation: shape (B, T0 + N), the prompt kept"
     "sample_rnn",
     _GREEDY,
     points=1,
-    check=equal([
-        Hint(lambda got, exp: isinstance(got, list) and len(got) == 2 and len(got[0]) == 5, "return the prompt followed by the new tokens", mistake="prompt dropped"),
-        Hint(lambda got, exp: isinstance(got, list) and len(got) == 2 and len(got[0]) == 7 and got[0][2] == 2 and got[1][2] == 6,
-             "choose the first new token from the logits of the prompt's last position, logits[:, -1]", mistake="first position's logits"),
-    ]),
+    check=equal(
+        [
+            Hint(
+                lambda got, exp: isinstance(got, list) and len(got) == 2 and len(got[0]) == 5,
+                "return the prompt followed by the new tokens",
+                mistake="prompt dropped",
+            ),
+            Hint(
+                lambda got, exp: (
+                    isinstance(got, list) and len(got) == 2 and len(got[0]) == 7 and got[0][2] == 2 and got[1][2] == 6
+                ),
+                "choose the first new token from the logits of the prompt's last position, logits[:, -1]",
+                mistake="first position's logits",
+            ),
+        ]
+    ),
     expected=[[1, 2, 3, 4, 5, 6, 0], [5, 6, 0, 1, 2, 3, 4]],
 )
 def _(ns):
@@ -670,8 +874,10 @@ def _reads_problem(got):
         return "the first call reads the whole prompt, from no state (state=None)"
     for k, call in enumerate(calls[1:], start=1):
         if list(call["idx"].shape) != [1, 1]:
-            return (f"call {k} gave the model {list(call['idx'].shape[1:])[0]} tokens: after the prompt, feed only the newest "
-                    "token with the carried state (the state already holds everything before it)")
+            return (
+                f"call {k} gave the model {list(call['idx'].shape[1:])[0]} tokens: after the prompt, feed only the newest "
+                "token with the carried state (the state already holds everything before it)"
+            )
         if call["idx"].item() != out[0][2 + k]:
             return f"call {k} must feed the token that was just chosen"
         if call["state"] is None or call["state"].item() != 2 + k:
@@ -681,8 +887,13 @@ def _reads_problem(got):
     return None
 
 
-@suite.case("sample_rnn", "the prompt is read once, then one token per call with the carried state", points=1, check=satisfies(_reads_problem),
-            builds_on=(_GREEDY,))
+@suite.case(
+    "sample_rnn",
+    "the prompt is read once, then one token per call with the carried state",
+    points=1,
+    check=satisfies(_reads_problem),
+    builds_on=(_GREEDY,),
+)
 def _(ns):
     model = _Successor(9)
     out = ns.generate_rnn(model, torch.tensor([[3, 1, 4]]), 4, temperature=0)
@@ -702,7 +913,9 @@ def _mode_problem(got):
     return None
 
 
-@suite.case("sample_rnn", "eval mode and no gradients inside, the caller's mode after", points=1, check=satisfies(_mode_problem))
+@suite.case(
+    "sample_rnn", "eval mode and no gradients inside, the caller's mode after", points=1, check=satisfies(_mode_problem)
+)
 def _(ns):
     model = _Successor(7, dropout=0.5)
     model.train()
@@ -731,15 +944,24 @@ def _tempered_problem(got):
     freq = torch.bincount(got[:, 1].clamp(0, 2), minlength=3).double() / 2000
     want = torch.softmax(torch.tensor(_Row.ROW, dtype=torch.float64) / 2.0, dim=-1)
     if not float((freq - want).abs().max()) <= 0.05:
-        return (f"at temperature 2 the three tokens came with frequencies {[round(v, 3) for v in freq.tolist()]} in 2000 draws; "
-                f"softmax(logits / temperature) gives {[round(v, 3) for v in want.tolist()]}: divide the logits by the temperature before the softmax")
+        return (
+            f"at temperature 2 the three tokens came with frequencies {[round(v, 3) for v in freq.tolist()]} in 2000 draws; "
+            f"softmax(logits / temperature) gives {[round(v, 3) for v in want.tolist()]}: divide the logits by the temperature before the softmax"
+        )
     return None
 
 
-@suite.case("sample_rnn", "temperature=2 draws from softmax(logits / 2): frequencies of 2000 draws", points=1,
-            check=satisfies(_tempered_problem), builds_on=(_GREEDY,))
+@suite.case(
+    "sample_rnn",
+    "temperature=2 draws from softmax(logits / 2): frequencies of 2000 draws",
+    points=1,
+    check=satisfies(_tempered_problem),
+    builds_on=(_GREEDY,),
+)
 def _(ns):
-    return ns.generate_rnn(_Row(), torch.zeros(2000, 1, dtype=torch.long), 1, temperature=2.0, generator=torch.Generator().manual_seed(0))
+    return ns.generate_rnn(
+        _Row(), torch.zeros(2000, 1, dtype=torch.long), 1, temperature=2.0, generator=torch.Generator().manual_seed(0)
+    )
 
 
 def _repeatable_problem(got):
@@ -747,13 +969,20 @@ def _repeatable_problem(got):
     if type(first) is not torch.Tensor or type(second) is not torch.Tensor or first.shape != second.shape:
         return "expected two (50, 4) tensors"
     if not torch.equal(first, second):
-        return ("two calls with generators seeded alike (and another global random state between them) gave different tokens: "
-                "draw with torch.multinomial(..., generator=generator)")
+        return (
+            "two calls with generators seeded alike (and another global random state between them) gave different tokens: "
+            "draw with torch.multinomial(..., generator=generator)"
+        )
     return None
 
 
-@suite.case("sample_rnn", "the same seeded generator gives the same draws, whatever the global random state", points=1,
-            check=satisfies(_repeatable_problem), builds_on=(_GREEDY,))
+@suite.case(
+    "sample_rnn",
+    "the same seeded generator gives the same draws, whatever the global random state",
+    points=1,
+    check=satisfies(_repeatable_problem),
+    builds_on=(_GREEDY,),
+)
 def _(ns):
     prompt = torch.zeros(50, 1, dtype=torch.long)
     torch.manual_seed(1)

@@ -20,11 +20,11 @@ import torch.nn.functional as F
 
 import solutions.rnn
 from autograder.build.fixtures import stage_tests
+from autograder.course import get_stage, questions
 from autograder.engine.suites import exec_suite
 from autograder.kit.cases import REFERENCE, Namespace
 from autograder.kit.check_cell import run_public
-from autograder.course import get_stage, questions
-from solutions.rnn import LSTMCell, RNNLM, generate_rnn, rnn_cell, run_lstm, stream_batches, train_tbptt
+from solutions.rnn import RNNLM, LSTMCell, generate_rnn, rnn_cell, run_lstm, stream_batches, train_tbptt
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -55,13 +55,17 @@ def test_rnn_cell_equals_nn_rnncell_with_gradients(B, I, H):
     torch.manual_seed(B * 100 + I * 10 + H)
     twin = nn.RNNCell(I, H)
     x, h = torch.randn(B, I, requires_grad=True), torch.randn(B, H, requires_grad=True)
-    weights = [p.detach().clone().requires_grad_(True) for p in (twin.weight_ih, twin.weight_hh, twin.bias_ih, twin.bias_hh)]
+    weights = [
+        p.detach().clone().requires_grad_(True) for p in (twin.weight_ih, twin.weight_hh, twin.bias_ih, twin.bias_hh)
+    ]
     ours = rnn_cell(x, h, *weights)
     theirs = twin(x, h)
     torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
     upstream = torch.randn(B, H)
     ours_grads = torch.autograd.grad((ours * upstream).sum(), [x, h, *weights])
-    theirs_grads = torch.autograd.grad((theirs * upstream).sum(), [x, h, twin.weight_ih, twin.weight_hh, twin.bias_ih, twin.bias_hh])
+    theirs_grads = torch.autograd.grad(
+        (theirs * upstream).sum(), [x, h, twin.weight_ih, twin.weight_hh, twin.bias_ih, twin.bias_hh]
+    )
     for a, b in zip(ours_grads, theirs_grads):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
@@ -90,7 +94,9 @@ def test_lstm_cell_equals_nn_lstmcell_with_gradients(with_state):
     up_h, up_c = torch.randn(3, 6), torch.randn(3, 6)
     inputs = [x, *(state or [])]
     g_ours = torch.autograd.grad((ours[0] * up_h).sum() + (ours[1] * up_c).sum(), inputs + list(cell.parameters()))
-    g_theirs = torch.autograd.grad((theirs[0] * up_h).sum() + (theirs[1] * up_c).sum(), inputs + list(twin.parameters()))
+    g_theirs = torch.autograd.grad(
+        (theirs[0] * up_h).sum() + (theirs[1] * up_c).sum(), inputs + list(twin.parameters())
+    )
     for a, b in zip(g_ours, g_theirs):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
@@ -119,8 +125,12 @@ def test_run_lstm_equals_nn_lstm_with_gradients(with_state):
     assert h.shape == (2, 5) and torch.equal(out[:, -1], h)
     ups = torch.randn(2, 7, 5), torch.randn(2, 5), torch.randn(2, 5)
     inputs = [x, h0, c0] if with_state else [x]
-    g_ours = torch.autograd.grad((out * ups[0]).sum() + (h * ups[1]).sum() + (c * ups[2]).sum(), inputs + list(cell.parameters()))
-    g_theirs = torch.autograd.grad((out_t * ups[0]).sum() + (h_t[0] * ups[1]).sum() + (c_t[0] * ups[2]).sum(), inputs + list(lstm.parameters()))
+    g_ours = torch.autograd.grad(
+        (out * ups[0]).sum() + (h * ups[1]).sum() + (c * ups[2]).sum(), inputs + list(cell.parameters())
+    )
+    g_theirs = torch.autograd.grad(
+        (out_t * ups[0]).sum() + (h_t[0] * ups[1]).sum() + (c_t[0] * ups[2]).sum(), inputs + list(lstm.parameters())
+    )
     for a, b in zip(g_ours, g_theirs):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
@@ -183,8 +193,12 @@ class Recording(RNNLM):
         self.seen = []
 
     def forward(self, idx, state=None, targets=None):
-        record = {"idx": idx.clone(), "targets": targets.clone(), "state": None if state is None else [s.clone() for s in state],
-                  "attached": None if state is None else [s.requires_grad for s in state]}
+        record = {
+            "idx": idx.clone(),
+            "targets": targets.clone(),
+            "state": None if state is None else [s.clone() for s in state],
+            "attached": None if state is None else [s.requires_grad for s in state],
+        }
         logits, loss, new_state = super().forward(idx, state, targets)
         record["out"] = [s.detach().clone() for s in new_state]
         record["loss"] = loss.item()
@@ -269,7 +283,12 @@ def test_generate_rnn_reads_the_prompt_once_and_restores_the_mode():
         for t in range(5, 11):
             assert torch.equal(out[:, t], model(out[:, :t])[0][:, -1].argmax(-1))
     assert torch.equal(generate_rnn(model, prompt, 0), prompt)
-    for args, kwargs in [((prompt, 3), dict(temperature=-0.5)), ((prompt, -1), {}), ((prompt[0], 3), {}), ((prompt[:, :0], 3), {})]:
+    for args, kwargs in [
+        ((prompt, 3), dict(temperature=-0.5)),
+        ((prompt, -1), {}),
+        ((prompt[0], 3), {}),
+        ((prompt[:, :0], 3), {}),
+    ]:
         with pytest.raises(ValueError):
             generate_rnn(model, *args, **kwargs)
 
@@ -334,7 +353,9 @@ def test_fixtures_that_should_equal_nn_modules_do():
     model = RNNLM(hidden.V, hidden.E, hidden.HID)
     hidden.set_parameters(model, 310, scale=0.5)
     with torch.no_grad():
-        torch.testing.assert_close(fixtures["rnn_lm: logits with fixed weights: one layer (B=3, T=7, V=13)"], model.eval()(hidden.LM_IDX)[0])
+        torch.testing.assert_close(
+            fixtures["rnn_lm: logits with fixed weights: one layer (B=3, T=7, V=13)"], model.eval()(hidden.LM_IDX)[0]
+        )
 
 
 def test_greedy_fixture_has_clear_margins():
@@ -364,14 +385,25 @@ def test_reference_notebook_runs_top_to_bottom_in_quick_mode(tmp_path):
     previous = os.environ.get("GPTCOURSE_QUICK")
     os.environ["GPTCOURSE_QUICK"] = "1"
     try:
-        NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}).execute()
+        NotebookClient(
+            notebook,
+            timeout=300,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(tmp_path)}},
+        ).execute()
     finally:
         if previous is None:
             os.environ.pop("GPTCOURSE_QUICK")
         else:
             os.environ["GPTCOURSE_QUICK"] = previous
-    errors = [(i, o["ename"], o["evalue"]) for i, cell in enumerate(notebook.cells) if cell.cell_type == "code"
-              for o in cell.outputs if o.get("output_type") == "error"]
+    errors = [
+        (i, o["ename"], o["evalue"])
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code"
+        for o in cell.outputs
+        if o.get("output_type") == "error"
+    ]
     assert not errors
     reports = [cell for cell in notebook.cells if cell.cell_type == "code" and cell.source.startswith("check(")]
     assert reports and all("public tests passed" in "".join(o.get("text", "") for o in c.outputs) for c in reports)

@@ -71,7 +71,21 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from autograder.kit import REFERENCE, Hint, Suite, catch, close, equal, generator, grad_mode, mode_of, raises, randn, satisfies, set_parameters
+from autograder.kit import (
+    REFERENCE,
+    Hint,
+    Suite,
+    catch,
+    close,
+    equal,
+    generator,
+    grad_mode,
+    mode_of,
+    raises,
+    randn,
+    satisfies,
+    set_parameters,
+)
 
 suite = Suite(public=False)
 
@@ -111,16 +125,39 @@ class _TorchEncoder(nn.Module):
     ``log`` (a list) receives the arguments it was built with.
     """
 
-    def __init__(self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0, *, log=None):
+    def __init__(
+        self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0, *, log=None
+    ):
         super().__init__()
         if log is not None:
-            log.append({"part": "Encoder", "vocab_size": vocab_size, "max_len": max_len, "n_layer": n_layer,
-                        "n_head": n_head, "n_embd": n_embd, "pad_id": pad_id})
+            log.append(
+                {
+                    "part": "Encoder",
+                    "vocab_size": vocab_size,
+                    "max_len": max_len,
+                    "n_layer": n_layer,
+                    "n_head": n_head,
+                    "n_embd": n_embd,
+                    "pad_id": pad_id,
+                }
+            )
         self.pad_id, self.n_head = pad_id, n_head
-        self.register_buffer("is_pad", torch.zeros(vocab_size, dtype=torch.bool).index_fill_(0, torch.tensor([pad_id]), True), persistent=False)
+        self.register_buffer(
+            "is_pad",
+            torch.zeros(vocab_size, dtype=torch.bool).index_fill_(0, torch.tensor([pad_id]), True),
+            persistent=False,
+        )
         self.tok_emb, self.pos_emb = nn.Embedding(vocab_size, n_embd), nn.Embedding(max_len, n_embd)
         self.layers = nn.ModuleList(
-            nn.TransformerEncoderLayer(n_embd, n_head, ff_dim or 4 * n_embd, dropout=dropout, activation="gelu", batch_first=True, norm_first=True)
+            nn.TransformerEncoderLayer(
+                n_embd,
+                n_head,
+                ff_dim or 4 * n_embd,
+                dropout=dropout,
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
+            )
             for _ in range(n_layer)
         )
         self.norm = nn.LayerNorm(n_embd)
@@ -155,16 +192,36 @@ class _TorchDecoderBlock(nn.Module):
     def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True, *, log=None):
         super().__init__()
         if log is not None:
-            log.append({"part": "DecoderBlock", "embed_dim": embed_dim, "num_heads": num_heads, "ff_dim": ff_dim,
-                        "dropout": float(dropout), "activation": activation, "norm": "pre" if norm_first else "post"})
+            log.append(
+                {
+                    "part": "DecoderBlock",
+                    "embed_dim": embed_dim,
+                    "num_heads": num_heads,
+                    "ff_dim": ff_dim,
+                    "dropout": float(dropout),
+                    "activation": activation,
+                    "norm": "pre" if norm_first else "post",
+                }
+            )
         self.heads = num_heads
-        self.layer = nn.TransformerDecoderLayer(embed_dim, num_heads, ff_dim, dropout=dropout, activation=activation,
-                                                batch_first=True, norm_first=norm_first)
+        self.layer = nn.TransformerDecoderLayer(
+            embed_dim,
+            num_heads,
+            ff_dim,
+            dropout=dropout,
+            activation=activation,
+            batch_first=True,
+            norm_first=norm_first,
+        )
 
     def forward(self, x, memory, self_mask=None, memory_mask=None):
         n, t, s = x.size(0), x.size(1), memory.size(1)
-        return self.layer(x, memory, tgt_mask=_heads_mask(self_mask, n, t, t, self.heads),
-                          memory_mask=_heads_mask(memory_mask, n, t, s, self.heads))
+        return self.layer(
+            x,
+            memory,
+            tgt_mask=_heads_mask(self_mask, n, t, t, self.heads),
+            memory_mask=_heads_mask(memory_mask, n, t, s, self.heads),
+        )
 
 
 def _torch_parts(log=None):
@@ -172,8 +229,11 @@ def _torch_parts(log=None):
     PyTorch's own (nn.TransformerEncoderLayer, nn.MultiheadAttention, nn.TransformerDecoderLayer):
     nothing here implements a graded class. ``log`` (a list) receives the arguments each Encoder
     and DecoderBlock was built with."""
-    return {"Encoder": functools.partial(_TorchEncoder, log=log), "CrossAttention": _TorchCrossAttention,
-            "DecoderBlock": functools.partial(_TorchDecoderBlock, log=log)}
+    return {
+        "Encoder": functools.partial(_TorchEncoder, log=log),
+        "CrossAttention": _TorchCrossAttention,
+        "DecoderBlock": functools.partial(_TorchDecoderBlock, log=log),
+    }
 
 
 # ======================================================================== encoder
@@ -202,10 +262,24 @@ def _encoder(ns, seed, **kwargs):
     return encoder.eval()
 
 
-@suite.case("encoder", "defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions", points=1,
-            check=equal(), expected={"blocks": 2, "kind": "TransformerBlock", "tok_emb": [15, 64], "pos_emb": [9, 64],
-                                     "ff_dim": 256, "heads": 4, "ln_f": "LayerNorm", "pad_id": 0, "out": [2, 3, 64],
-                                     "training_repeat": 0.0})
+@suite.case(
+    "encoder",
+    "defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",
+    points=1,
+    check=equal(),
+    expected={
+        "blocks": 2,
+        "kind": "TransformerBlock",
+        "tok_emb": [15, 64],
+        "pos_emb": [9, 64],
+        "ff_dim": 256,
+        "heads": 4,
+        "ln_f": "LayerNorm",
+        "pad_id": 0,
+        "out": [2, 3, 64],
+        "training_repeat": 0.0,
+    },
+)
 def _(ns):
     encoder = ns.Encoder(15, 9).train()
     with torch.no_grad():
@@ -224,30 +298,58 @@ def _(ns):
     }
 
 
-@suite.case("encoder", "ff_dim=None means 4 * n_embd, and a given ff_dim is used", points=1,
-            check=equal(), expected=[96, 40, 40])
+@suite.case(
+    "encoder",
+    "ff_dim=None means 4 * n_embd, and a given ff_dim is used",
+    points=1,
+    check=equal(),
+    expected=[96, 40, 40],
+)
 def _(ns):
     plain = ns.Encoder(15, 8, n_layer=1, n_head=H, n_embd=C)
     given = ns.Encoder(15, 8, n_layer=2, n_head=H, n_embd=C, ff_dim=FF)
-    return [plain.blocks[0].ff.fc1.out_features, given.blocks[0].ff.fc1.out_features, given.blocks[1].ff.fc1.out_features]
+    return [
+        plain.blocks[0].ff.fc1.out_features,
+        given.blocks[0].ff.fc1.out_features,
+        given.blocks[1].ff.fc1.out_features,
+    ]
 
 
-@suite.case("encoder", "fixed weights, no padding: outputs", points=2, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions',))
+@suite.case(
+    "encoder",
+    "fixed weights, no padding: outputs",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+    builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
+)
 def _(ns):
     with torch.no_grad():
         return _encoder(ns, 1)(_IDS.clone())
 
 
-@suite.case("encoder", "fixed weights, padding at the end and in the middle: outputs at the real positions", points=2,
-            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions',))
+@suite.case(
+    "encoder",
+    "fixed weights, padding at the end and in the middle: outputs at the real positions",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+    builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
+)
 def _(ns):
     with torch.no_grad():
         out = _encoder(ns, 2)(_PADDED.clone())
     return out[_REAL]
 
 
-@suite.case("encoder", "fixed weights, 3 blocks of 2 heads, ff_dim 40: outputs", points=1, check=close(rtol=1e-4, atol=1e-4),
-            expected=REFERENCE, builds_on=('defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions',))
+@suite.case(
+    "encoder",
+    "fixed weights, 3 blocks of 2 heads, ff_dim 40: outputs",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+    builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
+)
 def _(ns):
     with torch.no_grad():
         return _encoder(ns, 3, n_layer=3, n_head=2)(_IDS.clone())
@@ -255,12 +357,16 @@ def _(ns):
 
 def _future_seen(got):
     if not got > 1e-4:
-        return ("changing the token at position 4 left the outputs at positions 0 to 3 unchanged: an encoder "
-                "has no causal mask, every position sees the whole sequence")
+        return (
+            "changing the token at position 4 left the outputs at positions 0 to 3 unchanged: an encoder "
+            "has no causal mask, every position sees the whole sequence"
+        )
     return None
 
 
-@suite.case("encoder", "a later token changes the outputs at every earlier position", points=1, check=satisfies(_future_seen))
+@suite.case(
+    "encoder", "a later token changes the outputs at every earlier position", points=1, check=satisfies(_future_seen)
+)
 def _(ns):
     encoder = _encoder(ns, 4)
     changed = _IDS.clone()
@@ -272,13 +378,19 @@ def _(ns):
 
 def _padding_never_matters(got):
     if not got <= 1e-5:
-        return (f"the outputs at the real positions changed by up to {got:.3g} when padding was added or moved: "
-                "keys equal to pad_id must be blocked for every query")
+        return (
+            f"the outputs at the real positions changed by up to {got:.3g} when padding was added or moved: "
+            "keys equal to pad_id must be blocked for every query"
+        )
     return None
 
 
-@suite.case("encoder", "padding (1 or 3 tokens at the end) never changes the outputs at the real positions", points=2,
-            check=satisfies(_padding_never_matters))
+@suite.case(
+    "encoder",
+    "padding (1 or 3 tokens at the end) never changes the outputs at the real positions",
+    points=2,
+    check=satisfies(_padding_never_matters),
+)
 def _(ns):
     encoder = _encoder(ns, 5)
     sentence = torch.tensor([[4, 9, 2, 11]])
@@ -289,8 +401,14 @@ def _(ns):
     return max(_change(alone, one), _change(alone, three))
 
 
-@suite.case("encoder", "pad_id=5: tokens 5 are blocked wherever they stand, token 0 is ordinary", points=2,
-            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions',))
+@suite.case(
+    "encoder",
+    "pad_id=5: tokens 5 are blocked wherever they stand, token 0 is ordinary",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+    builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
+)
 def _(ns):
     with torch.no_grad():
         out = _encoder(ns, 6, pad_id=5)(_PAD5.clone())
@@ -306,13 +424,22 @@ def _max_len_problem(got):
     return None
 
 
-@suite.case("encoder", "max_len tokens are read; one more raises ValueError", points=1, check=satisfies(_max_len_problem))
+@suite.case(
+    "encoder", "max_len tokens are read; one more raises ValueError", points=1, check=satisfies(_max_len_problem)
+)
 def _(ns):
     encoder = ns.Encoder(15, 7, n_layer=1, n_head=H, n_embd=C)
     return catch(encoder, torch.ones(2, 8, dtype=torch.long)), list(encoder(torch.ones(2, 7, dtype=torch.long)).shape)
 
 
-@suite.case("encoder", "dropout=0.3 changes nothing in eval mode", points=1, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions',))
+@suite.case(
+    "encoder",
+    "dropout=0.3 changes nothing in eval mode",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+    builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
+)
 def _(ns):
     with torch.no_grad():
         return _encoder(ns, 7, dropout=0.3)(_PADDED.clone())[_REAL]
@@ -324,7 +451,9 @@ def _random_in_training(got):
     return None
 
 
-@suite.case("encoder", "dropout=0.3 makes the output random in training mode", points=1, check=satisfies(_random_in_training))
+@suite.case(
+    "encoder", "dropout=0.3 makes the output random in training mode", points=1, check=satisfies(_random_in_training)
+)
 def _(ns):
     encoder = _encoder(ns, 8, dropout=0.3).train()
     with torch.no_grad():
@@ -346,28 +475,45 @@ def _classifier(ns, encoder, seed, **kwargs):
     return clf.eval()
 
 
-@suite.case("classifier", "mean pooling over the real positions, padding at the end and in the middle", points=2,
-            check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
+@suite.case(
+    "classifier",
+    "mean pooling over the real positions, padding at the end and in the middle",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+)
 def _(ns):
     with torch.no_grad():
         return _classifier(ns, _torch_encoder(ns, 10), 11, pooling="mean")(_PADDED.clone())
 
 
-@suite.case("classifier", "first pooling takes position 0", points=2, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE)
+@suite.case(
+    "classifier", "first pooling takes position 0", points=2, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE
+)
 def _(ns):
     with torch.no_grad():
         return _classifier(ns, _torch_encoder(ns, 12), 13, pooling="first")(_PADDED.clone())
 
 
-@suite.case("classifier", "default pooling (no pooling argument) is the mean", points=1, check=close(rtol=1e-4, atol=1e-4),
-            expected=REFERENCE)
+@suite.case(
+    "classifier",
+    "default pooling (no pooling argument) is the mean",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+)
 def _(ns):
     with torch.no_grad():
         return _classifier(ns, _torch_encoder(ns, 14), 15)(_PADDED.clone())
 
 
-@suite.case("classifier", "mean pooling with an encoder whose pad_id is 4", points=1, check=close(rtol=1e-4, atol=1e-4),
-            expected=REFERENCE)
+@suite.case(
+    "classifier",
+    "mean pooling with an encoder whose pad_id is 4",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+)
 def _(ns):
     with torch.no_grad():
         return _classifier(ns, _torch_encoder(ns, 16, pad_id=4), 17)(_PAD4.clone())
@@ -381,8 +527,18 @@ class _Table(nn.Module):
         self.pad_id = pad_id
         self.tok_emb = nn.Embedding(6, 3)
         with torch.no_grad():
-            self.tok_emb.weight.copy_(torch.tensor([[1.0, 0.0, 2.0], [0.0, 3.0, -1.0], [2.0, 2.0, 2.0],
-                                                    [-4.0, 1.0, 0.5], [50.0, 50.0, -50.0], [1.5, -0.5, 0.0]]))
+            self.tok_emb.weight.copy_(
+                torch.tensor(
+                    [
+                        [1.0, 0.0, 2.0],
+                        [0.0, 3.0, -1.0],
+                        [2.0, 2.0, 2.0],
+                        [-4.0, 1.0, 0.5],
+                        [50.0, 50.0, -50.0],
+                        [1.5, -0.5, 0.0],
+                    ]
+                )
+            )
         self.pos_emb = nn.Embedding(8, 3)
         self.blocks = nn.ModuleList()
         self.ln_f = nn.Identity()
@@ -407,6 +563,7 @@ def _pooled_hint(kind, text, mistake):
             return False
         alt = _table_alternatives()[kind]
         return got["mean"].shape == alt.shape and torch.allclose(got["mean"].double(), alt, atol=1e-4)
+
     return Hint(when, text, mistake=mistake)
 
 
@@ -414,13 +571,25 @@ def _pooled_hint(kind, text, mistake):
     "classifier",
     "pooled vectors by hand (an identity head on a table encoder whose pad_id is 4)",
     points=2,
-    check=equal([
-        _pooled_hint("all positions", "the padding positions were averaged in: average over the real positions only", "padding averaged in"),
-        _pooled_hint("over T", "the sum over the real positions was divided by T: divide by the number of real positions", "divided by T"),
-        _pooled_hint("sum", "the outputs were summed, not averaged", "summed, not averaged"),
-    ]),
-    expected={"mean": torch.tensor([[1.0, 2.5, 0.5], [-0.375, 0.875, 0.375], [2.0, 2.0, 2.0]]),
-              "first": torch.tensor([[0.0, 3.0, -1.0], [-4.0, 1.0, 0.5], [2.0, 2.0, 2.0]])},
+    check=equal(
+        [
+            _pooled_hint(
+                "all positions",
+                "the padding positions were averaged in: average over the real positions only",
+                "padding averaged in",
+            ),
+            _pooled_hint(
+                "over T",
+                "the sum over the real positions was divided by T: divide by the number of real positions",
+                "divided by T",
+            ),
+            _pooled_hint("sum", "the outputs were summed, not averaged", "summed, not averaged"),
+        ]
+    ),
+    expected={
+        "mean": torch.tensor([[1.0, 2.5, 0.5], [-0.375, 0.875, 0.375], [2.0, 2.0, 2.0]]),
+        "first": torch.tensor([[0.0, 3.0, -1.0], [-4.0, 1.0, 0.5], [2.0, 2.0, 2.0]]),
+    },
 )
 def _(ns):
     out = {}
@@ -439,7 +608,9 @@ def _same_logits(got):
     return None
 
 
-@suite.case("classifier", "more padding at the end never changes mean-pooled logits", points=1, check=satisfies(_same_logits))
+@suite.case(
+    "classifier", "more padding at the end never changes mean-pooled logits", points=1, check=satisfies(_same_logits)
+)
 def _(ns):
     clf = _classifier(ns, _torch_encoder(ns, 18), 19)
     with torch.no_grad():
@@ -448,8 +619,13 @@ def _(ns):
     return _change(a, b)
 
 
-@suite.case("classifier", "head is nn.Linear(C, num_classes) with C the encoder's width", points=1, check=equal(),
-            expected=[["Linear", [5, 24], [5]], ["Linear", [2, 3], [2]]])
+@suite.case(
+    "classifier",
+    "head is nn.Linear(C, num_classes) with C the encoder's width",
+    points=1,
+    check=equal(),
+    expected=[["Linear", [5, 24], [5]], ["Linear", [2, 3], [2]]],
+)
 def _(ns):
     wide = ns.SequenceClassifier(_torch_encoder(ns, 20), 5).head
     narrow = ns.SequenceClassifier(_Table(4), 2, pooling="first").head
@@ -491,20 +667,33 @@ def _fraction_problem(target, margin):
         if not torch.equal(inputs[~chosen], ids[~chosen]):
             return "a position that was not chosen was changed in inputs"
         return None
+
     return test
 
 
-@suite.case("mlm_mask", "default prob: 15% of the non-special positions chosen (within 0.012)", points=2,
-            check=satisfies(_fraction_problem(0.15, 0.012)))
+@suite.case(
+    "mlm_mask",
+    "default prob: 15% of the non-special positions chosen (within 0.012)",
+    points=2,
+    check=satisfies(_fraction_problem(0.15, 0.012)),
+)
 def _(ns):
-    inputs, labels = ns.mlm_mask_tokens(_WITH_SPECIALS.clone(), 3, 5000, special_ids=_SPECIALS, generator=generator(201))
+    inputs, labels = ns.mlm_mask_tokens(
+        _WITH_SPECIALS.clone(), 3, 5000, special_ids=_SPECIALS, generator=generator(201)
+    )
     return _WITH_SPECIALS.clone(), inputs, labels
 
 
-@suite.case("mlm_mask", "prob=0.4: 40% chosen (within 0.015), labels and untouched positions right", points=1,
-            check=satisfies(_fraction_problem(0.4, 0.015)))
+@suite.case(
+    "mlm_mask",
+    "prob=0.4: 40% chosen (within 0.015), labels and untouched positions right",
+    points=1,
+    check=satisfies(_fraction_problem(0.4, 0.015)),
+)
 def _(ns):
-    inputs, labels = ns.mlm_mask_tokens(_WITH_SPECIALS.clone(), 3, 5000, special_ids=_SPECIALS, prob=0.4, generator=generator(202))
+    inputs, labels = ns.mlm_mask_tokens(
+        _WITH_SPECIALS.clone(), 3, 5000, special_ids=_SPECIALS, prob=0.4, generator=generator(202)
+    )
     return _WITH_SPECIALS.clone(), inputs, labels
 
 
@@ -517,13 +706,19 @@ def _eighty_ten_ten(got):
     kept = float((inputs == ids).float().mean())
     other = 1.0 - masked - kept
     if not (abs(masked - 0.8) <= 0.02 and abs(other - 0.1) <= 0.012 and abs(kept - 0.1) <= 0.012):
-        return (f"of the chosen positions {masked:.3f} became mask_id, {other:.3f} a random token and {kept:.3f} kept "
-                "their token; expected 0.8, 0.1 and 0.1")
+        return (
+            f"of the chosen positions {masked:.3f} became mask_id, {other:.3f} a random token and {kept:.3f} kept "
+            "their token; expected 0.8, 0.1 and 0.1"
+        )
     return None
 
 
-@suite.case("mlm_mask", "80/10/10: mask_id, a random token, unchanged, over 25,600 chosen positions", points=2,
-            check=satisfies(_eighty_ten_ten))
+@suite.case(
+    "mlm_mask",
+    "80/10/10: mask_id, a random token, unchanged, over 25,600 chosen positions",
+    points=2,
+    check=satisfies(_eighty_ten_ten),
+)
 def _(ns):
     inputs, labels = ns.mlm_mask_tokens(_BIG.clone(), 3, 5000, prob=1.0, generator=generator(203))
     return _BIG.clone(), inputs, labels
@@ -539,13 +734,19 @@ def _uniform_problem(got):
     counts = got.double() / got.sum()
     for token, (freq, want, margin) in enumerate(zip(counts.tolist(), _UNIFORM_EXPECTED, _UNIFORM_MARGINS)):
         if not abs(freq - want) <= margin:
-            return (f"token {token} makes {freq:.4f} of the inputs, expected {want:.4f}: the random replacement is drawn "
-                    "uniformly from the whole vocabulary 0 .. vocab_size-1 (mask_id, special ids and the original included)")
+            return (
+                f"token {token} makes {freq:.4f} of the inputs, expected {want:.4f}: the random replacement is drawn "
+                "uniformly from the whole vocabulary 0 .. vocab_size-1 (mask_id, special ids and the original included)"
+            )
     return None
 
 
-@suite.case("mlm_mask", "random replacements are uniform over the whole vocabulary, mask and special ids included", points=2,
-            check=satisfies(_uniform_problem))
+@suite.case(
+    "mlm_mask",
+    "random replacements are uniform over the whole vocabulary, mask and special ids included",
+    points=2,
+    check=satisfies(_uniform_problem),
+)
 def _(ns):
     ids = torch.full((200, 300), 5)
     inputs, _ = ns.mlm_mask_tokens(ids, 0, 6, special_ids=(1,), prob=1.0, generator=generator(204))
@@ -566,8 +767,12 @@ def _labels_problem(got):
     return None
 
 
-@suite.case("mlm_mask", "labels: the original id where chosen, -100 elsewhere; nothing else changes; ids kept", points=2,
-            check=satisfies(_labels_problem))
+@suite.case(
+    "mlm_mask",
+    "labels: the original id where chosen, -100 elsewhere; nothing else changes; ids kept",
+    points=2,
+    check=satisfies(_labels_problem),
+)
 def _(ns):
     ids = _BIG[:32].clone()
     inputs, labels = ns.mlm_mask_tokens(ids, 3, 5000, prob=0.3, generator=generator(205))
@@ -587,8 +792,12 @@ def _specials_problem(got):
     return None
 
 
-@suite.case("mlm_mask", "special ids (0 and 7 here) are never chosen; by default no id is special", points=1,
-            check=satisfies(_specials_problem))
+@suite.case(
+    "mlm_mask",
+    "special ids (0 and 7 here) are never chosen; by default no id is special",
+    points=1,
+    check=satisfies(_specials_problem),
+)
 def _(ns):
     ids = torch.randint(0, 12, (40, 50), generator=generator(206))
     before = ids.clone()
@@ -606,8 +815,12 @@ def _generator_problem(got):
     return None
 
 
-@suite.case("mlm_mask", "every draw uses the generator: same seed, same result; another seed, another result", points=1,
-            check=satisfies(_generator_problem))
+@suite.case(
+    "mlm_mask",
+    "every draw uses the generator: same seed, same result; another seed, another result",
+    points=1,
+    check=satisfies(_generator_problem),
+)
 def _(ns):
     ids = _BIG[:16].clone()
     torch.manual_seed(3)
@@ -630,8 +843,11 @@ def _edges_problem(got):
 @suite.case("mlm_mask", "prob=0 and prob=1 edge cases", points=1, check=satisfies(_edges_problem))
 def _(ns):
     ids = _BIG[:8, :50].clone()
-    return ids.clone(), ns.mlm_mask_tokens(ids.clone(), 3, 5000, prob=0.0, generator=generator(211)), \
-        ns.mlm_mask_tokens(ids.clone(), 3, 5000, prob=1.0, generator=generator(212))
+    return (
+        ids.clone(),
+        ns.mlm_mask_tokens(ids.clone(), 3, 5000, prob=0.0, generator=generator(211)),
+        ns.mlm_mask_tokens(ids.clone(), 3, 5000, prob=1.0, generator=generator(212)),
+    )
 
 
 def _prob_errors(got):
@@ -647,11 +863,19 @@ def _(ns):
     return [catch(ns.mlm_mask_tokens, ids, 3, 5000, prob=p, generator=generator(213)) for p in (-0.1, 1.5)]
 
 
-@suite.case("mlm_mask", "shapes and dtypes: inputs like ids, labels long, also for one row", points=1, check=equal(),
-            expected=[[[4, 9], "torch.int64", [4, 9], "torch.int64"], [[1, 30], "torch.int64", [1, 30], "torch.int64"]])
+@suite.case(
+    "mlm_mask",
+    "shapes and dtypes: inputs like ids, labels long, also for one row",
+    points=1,
+    check=equal(),
+    expected=[[[4, 9], "torch.int64", [4, 9], "torch.int64"], [[1, 30], "torch.int64", [1, 30], "torch.int64"]],
+)
 def _(ns):
     out = []
-    for ids in (torch.randint(4, 50, (4, 9), generator=generator(214)), torch.randint(4, 50, (1, 30), generator=generator(215))):
+    for ids in (
+        torch.randint(4, 50, (4, 9), generator=generator(214)),
+        torch.randint(4, 50, (1, 30), generator=generator(215)),
+    ):
         inputs, labels = ns.mlm_mask_tokens(ids, 3, 50, generator=generator(216))
         out.append([list(inputs.shape), str(inputs.dtype), list(labels.shape), str(labels.dtype)])
     return out
@@ -661,7 +885,9 @@ def _(ns):
 
 _XQ = randn(B, TQ, C, seed=300)
 _MEM = randn(B, TK, C, seed=301) * 2 + 0.5
-_KEY_PAD = torch.tensor([[0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 1, 1, 1]], dtype=torch.bool)[:, None, :]
+_KEY_PAD = torch.tensor([[0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 1, 1, 1]], dtype=torch.bool)[
+    :, None, :
+]
 _PER_QUERY = _KEY_PAD.expand(B, TQ, TK).clone()
 _PER_QUERY[0, 1, 2:] = True
 _PER_QUERY[2, 4, 0] = True
@@ -669,51 +895,92 @@ _PER_QUERY[2, 4, 0] = True
 
 def _cross(ns, seed, heads=H, **kwargs):
     module = ns.CrossAttention(C, heads, **kwargs)
-    set_parameters(module, seed, scale=0.2)  # scores of spread about 2: softmaxes not so peaked that float32 rounding shows
+    set_parameters(
+        module, seed, scale=0.2
+    )  # scores of spread about 2: softmaxes not so peaked that float32 rounding shows
     return module.eval()
 
 
-@suite.case("cross_attention", "projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default", points=1,
-            check=equal(), expected=[["Linear", [24, 24], [24]]] * 4 + [[B, TQ, C], 0.0])
+@suite.case(
+    "cross_attention",
+    "projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default",
+    points=1,
+    check=equal(),
+    expected=[["Linear", [24, 24], [24]]] * 4 + [[B, TQ, C], 0.0],
+)
 def _(ns):
     module = ns.CrossAttention(C, H).train()
-    parts = [[type(p).__name__, list(p.weight.shape), list(p.bias.shape)] for p in (module.q_proj, module.k_proj, module.v_proj, module.out_proj)]
+    parts = [
+        [type(p).__name__, list(p.weight.shape), list(p.bias.shape)]
+        for p in (module.q_proj, module.k_proj, module.v_proj, module.out_proj)
+    ]
     with torch.no_grad():
         out = module(_XQ.clone(), _MEM.clone())
         return parts + [list(out.shape), _change(out, module(_XQ.clone(), _MEM.clone()))]
 
 
-@suite.case("cross_attention", "fixed weights, 5 queries, 7 memory positions, no mask", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
+@suite.case(
+    "cross_attention",
+    "fixed weights, 5 queries, 7 memory positions, no mask",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default",),
+)
 def _(ns):
     with torch.no_grad():
         return _cross(ns, 1)(_XQ.clone(), _MEM.clone())
 
 
-@suite.case("cross_attention", "fixed weights with a (B, 1, T_k) padding mask", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
+@suite.case(
+    "cross_attention",
+    "fixed weights with a (B, 1, T_k) padding mask",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default",),
+)
 def _(ns):
     with torch.no_grad():
         return _cross(ns, 2)(_XQ.clone(), _MEM.clone(), memory_mask=_KEY_PAD.clone())
 
 
-@suite.case("cross_attention", "fixed weights with a per-query (B, T_q, T_k) mask", points=1,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
+@suite.case(
+    "cross_attention",
+    "fixed weights with a per-query (B, T_q, T_k) mask",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default",),
+)
 def _(ns):
     with torch.no_grad():
         return _cross(ns, 3)(_XQ.clone(), _MEM.clone(), memory_mask=_PER_QUERY.clone())
 
 
-@suite.case("cross_attention", "2 and 6 heads on the same input", points=1, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
+@suite.case(
+    "cross_attention",
+    "2 and 6 heads on the same input",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default",),
+)
 def _(ns):
     with torch.no_grad():
-        return torch.stack([_cross(ns, 4, heads=2)(_XQ.clone(), _MEM.clone(), memory_mask=_KEY_PAD.clone()),
-                            _cross(ns, 4, heads=6)(_XQ.clone(), _MEM.clone())])
+        return torch.stack(
+            [
+                _cross(ns, 4, heads=2)(_XQ.clone(), _MEM.clone(), memory_mask=_KEY_PAD.clone()),
+                _cross(ns, 4, heads=6)(_XQ.clone(), _MEM.clone()),
+            ]
+        )
 
 
 def _cross_state(module):
     return {
-        "in_proj_weight": torch.cat([module.q_proj.weight, module.k_proj.weight, module.v_proj.weight]).detach().clone(),
+        "in_proj_weight": torch.cat([module.q_proj.weight, module.k_proj.weight, module.v_proj.weight])
+        .detach()
+        .clone(),
         "in_proj_bias": torch.cat([module.q_proj.bias, module.k_proj.bias, module.v_proj.bias]).detach().clone(),
         "out_proj.weight": module.out_proj.weight.detach().clone(),
         "out_proj.bias": module.out_proj.bias.detach().clone(),
@@ -740,17 +1007,33 @@ def _mha_probe(ns, seed, mask):
     return out, _cross_state(module), _XQ.clone(), _MEM.clone(), mask
 
 
-@suite.case("cross_attention", "agrees with nn.MultiheadAttention(x, memory, memory), no mask", points=1, check=satisfies(_against_mha), builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
+@suite.case(
+    "cross_attention",
+    "agrees with nn.MultiheadAttention(x, memory, memory), no mask",
+    points=1,
+    check=satisfies(_against_mha),
+    builds_on=("projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default",),
+)
 def _(ns):
     return _mha_probe(ns, 5, None)
 
 
-@suite.case("cross_attention", "agrees with nn.MultiheadAttention(x, memory, memory), padding mask", points=1, check=satisfies(_against_mha))
+@suite.case(
+    "cross_attention",
+    "agrees with nn.MultiheadAttention(x, memory, memory), padding mask",
+    points=1,
+    check=satisfies(_against_mha),
+)
 def _(ns):
     return _mha_probe(ns, 6, _KEY_PAD)
 
 
-@suite.case("cross_attention", "agrees with nn.MultiheadAttention(x, memory, memory), per-query mask", points=1, check=satisfies(_against_mha))
+@suite.case(
+    "cross_attention",
+    "agrees with nn.MultiheadAttention(x, memory, memory), per-query mask",
+    points=1,
+    check=satisfies(_against_mha),
+)
 def _(ns):
     return _mha_probe(ns, 7, _PER_QUERY)
 
@@ -764,8 +1047,12 @@ def _memory_matters(got):
     return None
 
 
-@suite.case("cross_attention", "memory matters: new memory values change the output, and so do new queries", points=1,
-            check=satisfies(_memory_matters))
+@suite.case(
+    "cross_attention",
+    "memory matters: new memory values change the output, and so do new queries",
+    points=1,
+    check=satisfies(_memory_matters),
+)
 def _(ns):
     module = _cross(ns, 8)
     with torch.no_grad():
@@ -784,8 +1071,12 @@ def _queries_apart(got):
     return None
 
 
-@suite.case("cross_attention", "queries apart: other queries and blocked memory positions never matter", points=1,
-            check=satisfies(_queries_apart))
+@suite.case(
+    "cross_attention",
+    "queries apart: other queries and blocked memory positions never matter",
+    points=1,
+    check=satisfies(_queries_apart),
+)
 def _(ns):
     module = _cross(ns, 9)
     other_x = _XQ.clone()
@@ -799,20 +1090,37 @@ def _(ns):
     return _change(a[:, 0], b[:, 0]), _change(a, c)
 
 
-@suite.case("cross_attention", "dropout=0.5 does nothing in eval mode", points=1, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default',))
+@suite.case(
+    "cross_attention",
+    "dropout=0.5 does nothing in eval mode",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default",),
+)
 def _(ns):
     with torch.no_grad():
         return _cross(ns, 10, dropout=0.5)(_XQ.clone(), _MEM.clone(), memory_mask=_KEY_PAD.clone())
 
 
-@suite.case("cross_attention", "dropout=0.5 makes the output random in training mode", points=1, check=satisfies(_random_in_training))
+@suite.case(
+    "cross_attention",
+    "dropout=0.5 makes the output random in training mode",
+    points=1,
+    check=satisfies(_random_in_training),
+)
 def _(ns):
     module = _cross(ns, 11, dropout=0.5).train()
     with torch.no_grad():
         return _change(module(_XQ.clone(), _MEM.clone()), module(_XQ.clone(), _MEM.clone()))
 
 
-@suite.case("cross_attention", "ValueError when num_heads does not divide embed_dim (24 and 5)", points=1, check=raises("ValueError"))
+@suite.case(
+    "cross_attention",
+    "ValueError when num_heads does not divide embed_dim (24 and 5)",
+    points=1,
+    check=raises("ValueError"),
+)
 def _(ns):
     return catch(ns.CrossAttention, C, 5)
 
@@ -831,35 +1139,72 @@ def _block(ns, seed, **kwargs):
     return block.eval()
 
 
-@suite.case("decoder_block", "parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default", points=1, check=equal(),
-            expected={"self_attn": "MultiHeadAttention", "cross_attn": "_TorchCrossAttention", "ff": "FeedForward",
-                      "ln1": "LayerNorm", "ln2": "LayerNorm", "ln3": "LayerNorm", "ff_dim": FF, "training_repeat": 0.0})
+@suite.case(
+    "decoder_block",
+    "parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default",
+    points=1,
+    check=equal(),
+    expected={
+        "self_attn": "MultiHeadAttention",
+        "cross_attn": "_TorchCrossAttention",
+        "ff": "FeedForward",
+        "ln1": "LayerNorm",
+        "ln2": "LayerNorm",
+        "ln3": "LayerNorm",
+        "ff_dim": FF,
+        "training_repeat": 0.0,
+    },
+)
 def _(ns):
     block = _block(ns, 1).train()
-    parts = {name: type(getattr(block, name, None)).__name__ for name in ("self_attn", "cross_attn", "ff", "ln1", "ln2", "ln3")}
+    parts = {
+        name: type(getattr(block, name, None)).__name__
+        for name in ("self_attn", "cross_attn", "ff", "ln1", "ln2", "ln3")
+    }
     parts["ff_dim"] = block.ff.fc1.out_features
     with torch.no_grad():
         parts["training_repeat"] = _change(block(_XD.clone(), _MEMD.clone()), block(_XD.clone(), _MEMD.clone()))
     return parts
 
 
-@suite.case("decoder_block", "pre-norm, fixed weights, causal self-mask and a padded memory", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default',))
+@suite.case(
+    "decoder_block",
+    "pre-norm, fixed weights, causal self-mask and a padded memory",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default",),
+)
 def _(ns):
     with torch.no_grad():
-        return _block(ns, 2, norm_first=True)(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(), memory_mask=_KEY_PAD.clone())
+        return _block(ns, 2, norm_first=True)(
+            _XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(), memory_mask=_KEY_PAD.clone()
+        )
 
 
-@suite.case("decoder_block", "post-norm with relu, fixed weights, causal self-mask and a per-query memory mask", points=2,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default',))
+@suite.case(
+    "decoder_block",
+    "post-norm with relu, fixed weights, causal self-mask and a per-query memory mask",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default",),
+)
 def _(ns):
     with torch.no_grad():
-        return _block(ns, 3, norm_first=False, activation="relu")(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(),
-                                                                  memory_mask=_PER_QUERY.clone())
+        return _block(ns, 3, norm_first=False, activation="relu")(
+            _XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(), memory_mask=_PER_QUERY.clone()
+        )
 
 
-@suite.case("decoder_block", "the default block (no norm_first, no masks) is pre-norm with gelu", points=1,
-            check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default',))
+@suite.case(
+    "decoder_block",
+    "the default block (no norm_first, no masks) is pre-norm with gelu",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default",),
+)
 def _(ns):
     with torch.no_grad():
         return _block(ns, 4)(_XD.clone(), _MEMD.clone())
@@ -888,7 +1233,9 @@ def _layer_state(block):
 
 
 def _against_decoder_layer(got):
-    twin = nn.TransformerDecoderLayer(C, H, FF, dropout=0.0, activation=got["activation"], batch_first=True, norm_first=got["norm"] == "pre")
+    twin = nn.TransformerDecoderLayer(
+        C, H, FF, dropout=0.0, activation=got["activation"], batch_first=True, norm_first=got["norm"] == "pre"
+    )
     twin.load_state_dict(got["state"])
     x, memory = got["x"], got["memory"]
     pad = got["pad"].expand(x.size(0), x.size(1), memory.size(1)).repeat_interleave(H, dim=0)
@@ -904,18 +1251,34 @@ def _layer_probe(ns, seed, norm_first, activation):
     block = _block(ns, seed, norm_first=norm_first, activation=activation)
     with torch.no_grad():
         out = block(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(), memory_mask=_KEY_PAD.clone())
-    return {"out": out, "state": _layer_state(block), "x": _XD.clone(), "memory": _MEMD.clone(), "causal": _CAUSAL.clone(),
-            "pad": _KEY_PAD.clone(), "norm": "pre" if norm_first else "post", "activation": activation}
+    return {
+        "out": out,
+        "state": _layer_state(block),
+        "x": _XD.clone(),
+        "memory": _MEMD.clone(),
+        "causal": _CAUSAL.clone(),
+        "pad": _KEY_PAD.clone(),
+        "norm": "pre" if norm_first else "post",
+        "activation": activation,
+    }
 
 
-@suite.case("decoder_block", "agrees with nn.TransformerDecoderLayer(norm_first=True, gelu), weights copied", points=2,
-            check=satisfies(_against_decoder_layer))
+@suite.case(
+    "decoder_block",
+    "agrees with nn.TransformerDecoderLayer(norm_first=True, gelu), weights copied",
+    points=2,
+    check=satisfies(_against_decoder_layer),
+)
 def _(ns):
     return _layer_probe(ns, 5, True, "gelu")
 
 
-@suite.case("decoder_block", "agrees with nn.TransformerDecoderLayer(norm_first=False, relu), weights copied", points=2,
-            check=satisfies(_against_decoder_layer))
+@suite.case(
+    "decoder_block",
+    "agrees with nn.TransformerDecoderLayer(norm_first=False, relu), weights copied",
+    points=2,
+    check=satisfies(_against_decoder_layer),
+)
 def _(ns):
     return _layer_probe(ns, 6, False, "relu")
 
@@ -929,8 +1292,12 @@ def _causal_problem(got):
     return None
 
 
-@suite.case("decoder_block", "causal self-mask: later target positions never change earlier outputs (both orders)", points=1,
-            check=satisfies(_causal_problem))
+@suite.case(
+    "decoder_block",
+    "causal self-mask: later target positions never change earlier outputs (both orders)",
+    points=1,
+    check=satisfies(_causal_problem),
+)
 def _(ns):
     changed = _XD.clone()
     changed[:, 3:] = randn(B, TQ - 3, C, seed=402)
@@ -950,8 +1317,12 @@ def _memory_padding_problem(got):
     return None
 
 
-@suite.case("decoder_block", "memory padding: blocked memory positions never change the output (both orders)", points=1,
-            check=satisfies(_memory_padding_problem))
+@suite.case(
+    "decoder_block",
+    "memory padding: blocked memory positions never change the output (both orders)",
+    points=1,
+    check=satisfies(_memory_padding_problem),
+)
 def _(ns):
     other = _MEMD.clone()
     other[_KEY_PAD[:, 0]] = -5.0
@@ -969,13 +1340,19 @@ def _silenced_problem(got):
     x, out = got
     moved = _change(x, out)
     if not moved <= 1e-6:
-        return (f"with all three sublayers silenced (their output projections zero) a pre-norm block must return x itself, "
-                f"but yours moved it by up to {moved:.3g}: each sublayer's output is added to the unnormalised x")
+        return (
+            f"with all three sublayers silenced (their output projections zero) a pre-norm block must return x itself, "
+            f"but yours moved it by up to {moved:.3g}: each sublayer's output is added to the unnormalised x"
+        )
     return None
 
 
-@suite.case("decoder_block", "pre-norm with its three sublayers silenced returns its input (a residual around each)", points=1,
-            check=satisfies(_silenced_problem))
+@suite.case(
+    "decoder_block",
+    "pre-norm with its three sublayers silenced returns its input (a residual around each)",
+    points=1,
+    check=satisfies(_silenced_problem),
+)
 def _(ns):
     block = _block(ns, 9, norm_first=True)
     with torch.no_grad():
@@ -985,13 +1362,25 @@ def _(ns):
         return _XD.clone(), block(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(), memory_mask=_KEY_PAD.clone())
 
 
-@suite.case("decoder_block", "dropout=0.3 changes nothing in eval mode", points=1, check=close(rtol=1e-4, atol=1e-5), expected=REFERENCE, builds_on=('parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default',))
+@suite.case(
+    "decoder_block",
+    "dropout=0.3 changes nothing in eval mode",
+    points=1,
+    check=close(rtol=1e-4, atol=1e-5),
+    expected=REFERENCE,
+    builds_on=("parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default",),
+)
 def _(ns):
     with torch.no_grad():
         return _block(ns, 10, dropout=0.3)(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone())
 
 
-@suite.case("decoder_block", "dropout=0.3 makes the output random in training mode", points=1, check=satisfies(_random_in_training))
+@suite.case(
+    "decoder_block",
+    "dropout=0.3 makes the output random in training mode",
+    points=1,
+    check=satisfies(_random_in_training),
+)
 def _(ns):
     block = _block(ns, 11, dropout=0.3).train()
     with torch.no_grad():
@@ -1018,13 +1407,35 @@ _SRC_PAD2[_SRC_PAD2 == 2] = 5
 _SRC_PAD2[1, 3:], _SRC_PAD2[2, 5:] = 2, 2
 
 
-@suite.case("seq2seq", "built with Encoder(src_vocab, max_len, n_layer, n_head, n_embd, pad_id) and n_layer pre-norm GELU DecoderBlock(C, H, 4C)",
-            points=2, check=equal(),
-            expected={"parts": [{"part": "Encoder", "vocab_size": 15, "max_len": 8, "n_layer": 3, "n_head": 2, "n_embd": 12, "pad_id": 6}]
-                      + [{"part": "DecoderBlock", "embed_dim": 12, "num_heads": 2, "ff_dim": 48, "dropout": 0.0,
-                          "activation": "gelu", "norm": "pre"}] * 3,
-                      "decoder_blocks": "ModuleList of 3", "tgt_emb": [11, 12], "tgt_pos_emb": [8, 12], "ln_f": "LayerNorm",
-                      "head": ["Linear", [11, 12], [11]], "pad_id": 6})
+@suite.case(
+    "seq2seq",
+    "built with Encoder(src_vocab, max_len, n_layer, n_head, n_embd, pad_id) and n_layer pre-norm GELU DecoderBlock(C, H, 4C)",
+    points=2,
+    check=equal(),
+    expected={
+        "parts": [
+            {"part": "Encoder", "vocab_size": 15, "max_len": 8, "n_layer": 3, "n_head": 2, "n_embd": 12, "pad_id": 6}
+        ]
+        + [
+            {
+                "part": "DecoderBlock",
+                "embed_dim": 12,
+                "num_heads": 2,
+                "ff_dim": 48,
+                "dropout": 0.0,
+                "activation": "gelu",
+                "norm": "pre",
+            }
+        ]
+        * 3,
+        "decoder_blocks": "ModuleList of 3",
+        "tgt_emb": [11, 12],
+        "tgt_pos_emb": [8, 12],
+        "ln_f": "LayerNorm",
+        "head": ["Linear", [11, 12], [11]],
+        "pad_id": 6,
+    },
+)
 def _(ns):
     log = []
     model = _seq2seq(ns, 1, log, n_layer=3, n_head=2, n_embd=12, pad_id=6)
@@ -1035,36 +1446,69 @@ def _(ns):
         "tgt_emb": list(model.tgt_emb.weight.shape),
         "tgt_pos_emb": list(model.tgt_pos_emb.weight.shape),
         "ln_f": type(model.ln_f).__name__,
-        "head": [type(model.head).__name__, list(model.head.weight.shape), list(model.head.bias.shape) if model.head.bias is not None else None],
+        "head": [
+            type(model.head).__name__,
+            list(model.head.weight.shape),
+            list(model.head.bias.shape) if model.head.bias is not None else None,
+        ],
         "pad_id": model.pad_id,
     }
 
 
-@suite.case("seq2seq", "defaults: 2 layers, 4 heads, width 64, pad_id 0", points=1, check=equal(),
-            expected={"encoder": {"n_layer": 2, "n_head": 4, "n_embd": 64, "pad_id": 0}, "blocks": 2, "width": 64, "pad_id": 0})
+@suite.case(
+    "seq2seq",
+    "defaults: 2 layers, 4 heads, width 64, pad_id 0",
+    points=1,
+    check=equal(),
+    expected={"encoder": {"n_layer": 2, "n_head": 4, "n_embd": 64, "pad_id": 0}, "blocks": 2, "width": 64, "pad_id": 0},
+)
 def _(ns):
     log = []
     known = _torch_parts(log)
     with _standing_in(ns, Encoder=known["Encoder"], DecoderBlock=known["DecoderBlock"]):
         model = ns.Seq2Seq(15, 11, 8)
     encoder = next(entry for entry in log if entry["part"] == "Encoder")
-    return {"encoder": {key: encoder[key] for key in ("n_layer", "n_head", "n_embd", "pad_id")},
-            "blocks": sum(entry["part"] == "DecoderBlock" for entry in log), "width": model.tgt_emb.weight.shape[1], "pad_id": model.pad_id}
+    return {
+        "encoder": {key: encoder[key] for key in ("n_layer", "n_head", "n_embd", "pad_id")},
+        "blocks": sum(entry["part"] == "DecoderBlock" for entry in log),
+        "width": model.tgt_emb.weight.shape[1],
+        "pad_id": model.pad_id,
+    }
 
 
-@suite.case("seq2seq", "fixed weights: logits for a padded source", points=3, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('built with Encoder(src_vocab, max_len, n_layer, n_head, n_embd, pad_id) and n_layer pre-norm GELU DecoderBlock(C, H, 4C)',))
+@suite.case(
+    "seq2seq",
+    "fixed weights: logits for a padded source",
+    points=3,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+    builds_on=(
+        "built with Encoder(src_vocab, max_len, n_layer, n_head, n_embd, pad_id) and n_layer pre-norm GELU DecoderBlock(C, H, 4C)",
+    ),
+)
 def _(ns):
     with torch.no_grad():
         return _seq2seq(ns, 2)(_SRC.clone(), _TGT_IN.clone())
 
 
-@suite.case("seq2seq", "fixed weights, pad_id=2 (token 0 ordinary): logits", points=2, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE, builds_on=('built with Encoder(src_vocab, max_len, n_layer, n_head, n_embd, pad_id) and n_layer pre-norm GELU DecoderBlock(C, H, 4C)',))
+@suite.case(
+    "seq2seq",
+    "fixed weights, pad_id=2 (token 0 ordinary): logits",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-4),
+    expected=REFERENCE,
+    builds_on=(
+        "built with Encoder(src_vocab, max_len, n_layer, n_head, n_embd, pad_id) and n_layer pre-norm GELU DecoderBlock(C, H, 4C)",
+    ),
+)
 def _(ns):
     with torch.no_grad():
         return _seq2seq(ns, 3, n_layer=1, pad_id=2)(_SRC_PAD2.clone(), _TGT_IN.clone())
 
 
-@suite.case("seq2seq", "causal: later decoder inputs never change earlier logits", points=1, check=satisfies(_causal_problem))
+@suite.case(
+    "seq2seq", "causal: later decoder inputs never change earlier logits", points=1, check=satisfies(_causal_problem)
+)
 def _(ns):
     model = _seq2seq(ns, 4)
     changed = _TGT_IN.clone()
@@ -1076,12 +1520,16 @@ def _(ns):
 
 def _source_padding_problem(got):
     if not got <= 1e-5:
-        return (f"padding added to the source changed the logits by up to {got:.3g}: block the source's padding "
-                "(tokens equal to pad_id) in cross-attention")
+        return (
+            f"padding added to the source changed the logits by up to {got:.3g}: block the source's padding "
+            "(tokens equal to pad_id) in cross-attention"
+        )
     return None
 
 
-@suite.case("seq2seq", "source padding (pad_id=9) never changes the logits", points=2, check=satisfies(_source_padding_problem))
+@suite.case(
+    "seq2seq", "source padding (pad_id=9) never changes the logits", points=2, check=satisfies(_source_padding_problem)
+)
 def _(ns):
     model = _seq2seq(ns, 5, pad_id=9)
     tgt_in = torch.tensor([[1, 3, 4], [1, 5, 6]])
@@ -1106,32 +1554,56 @@ class _Scripted(nn.Module):
         self.calls = []
 
     def forward(self, src, tgt_in):
-        self.calls.append({"mode": mode_of(self), "grad": grad_mode(), "src": src.detach().clone(),
-                           "tgt_in": tgt_in.detach().clone()})
+        self.calls.append(
+            {"mode": mode_of(self), "grad": grad_mode(), "src": src.detach().clone(), "tgt_in": tgt_in.detach().clone()}
+        )
         n, t = tgt_in.shape
         scores = torch.full((n, t, self.vocab_size), -1.0)
         scores.scatter_(2, self.script[:, :t, None], 2.0)
         return scores * self.scale
 
 
-_START_INCLUDED = Hint(lambda got, exp: isinstance(got, list) and len(got) == len(exp) and all(
-    isinstance(r, list) and len(r) == len(e) + 1 and r[1:] == e for r, e in zip(got, exp)),
-    "the start token is not part of the result: return only the generated tokens", mistake="start token returned")
-_END_DROPPED = Hint(lambda got, exp: isinstance(got, list) and len(got) == len(exp) and any(
-    isinstance(r, list) and 2 in e and 2 not in r for r, e in zip(got, exp)), "keep each row's end token in its output", mistake="end token dropped")
+_START_INCLUDED = Hint(
+    lambda got, exp: (
+        isinstance(got, list)
+        and len(got) == len(exp)
+        and all(isinstance(r, list) and len(r) == len(e) + 1 and r[1:] == e for r, e in zip(got, exp))
+    ),
+    "the start token is not part of the result: return only the generated tokens",
+    mistake="start token returned",
+)
+_END_DROPPED = Hint(
+    lambda got, exp: (
+        isinstance(got, list)
+        and len(got) == len(exp)
+        and any(isinstance(r, list) and 2 in e and 2 not in r for r, e in zip(got, exp))
+    ),
+    "keep each row's end token in its output",
+    mistake="end token dropped",
+)
 
 _SCRIPT = [[5, 6, 2, 7, 8, 9, 10, 11], [4, 2, 9, 9, 9, 9, 9, 9], [8, 8, 8, 2, 3, 3, 3, 3]]
 
 
-@suite.case("seq2seq", "greedy: rows end at different steps, end token kept, then model.pad_id (here 7)", points=2,
-            check=equal([_START_INCLUDED, _END_DROPPED]), expected=[[5, 6, 2, 7], [4, 2, 7, 7], [8, 8, 8, 2]])
+@suite.case(
+    "seq2seq",
+    "greedy: rows end at different steps, end token kept, then model.pad_id (here 7)",
+    points=2,
+    check=equal([_START_INCLUDED, _END_DROPPED]),
+    expected=[[5, 6, 2, 7], [4, 2, 7, 7], [8, 8, 8, 2]],
+)
 def _(ns):
     model = _Scripted(_SCRIPT, pad_id=7)
     return ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6], [7, 8]]), start_id=1, end_id=2, max_len=8).tolist()
 
 
-@suite.case("seq2seq", "greedy: no row ends, so max_len=5 tokens come back", points=1, check=equal([_START_INCLUDED]),
-            expected=[[5, 6, 3, 7, 8], [4, 4, 9, 9, 9]])
+@suite.case(
+    "seq2seq",
+    "greedy: no row ends, so max_len=5 tokens come back",
+    points=1,
+    check=equal([_START_INCLUDED]),
+    expected=[[5, 6, 3, 7, 8], [4, 4, 9, 9, 9]],
+)
 def _(ns):
     model = _Scripted([[5, 6, 3, 7, 8, 9, 10, 11], [4, 4, 9, 9, 9, 9, 9, 9]])
     return ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6]]), start_id=1, end_id=2, max_len=5).tolist()
@@ -1146,26 +1618,38 @@ def _(ns):
 def _inputs_problem(got):
     out, calls = got
     if out != [[5, 6, 2, 0], [4, 2, 0, 0], [8, 8, 8, 2]]:
-        return (f"with start_id=10 and end_id=2 the tokens are not those of greedy decoding (each row's best tokens "
-                f"up to its end token, then padding); got {out}")
+        return (
+            f"with start_id=10 and end_id=2 the tokens are not those of greedy decoding (each row's best tokens "
+            f"up to its end token, then padding); got {out}"
+        )
     if len(calls) != 4:
-        return (f"the model was called {len(calls)} times; every row has ended after 4 tokens, so decoding stops there "
-                "(one call per generated token)")
+        return (
+            f"the model was called {len(calls)} times; every row has ended after 4 tokens, so decoding stops there "
+            "(one call per generated token)"
+        )
     for step, call in enumerate(calls):
         tgt_in = call["tgt_in"]
         if tuple(tgt_in.shape) != (3, step + 1) or not bool((tgt_in[:, 0] == 10).all()):
-            return f"call {step + 1} should get a decoder input of shape (3, {step + 1}) starting with the start token 10"
+            return (
+                f"call {step + 1} should get a decoder input of shape (3, {step + 1}) starting with the start token 10"
+            )
         for row, ended in enumerate([2, 1, 3]):  # the step at which each row produced its end token
             width = min(step, ended + 1)
-            if tgt_in[row, 1:1 + width].tolist() != out[row][:width]:
-                return f"call {step + 1} should feed back the tokens chosen so far; row {row} got {tgt_in[row].tolist()}"
+            if tgt_in[row, 1 : 1 + width].tolist() != out[row][:width]:
+                return (
+                    f"call {step + 1} should feed back the tokens chosen so far; row {row} got {tgt_in[row].tolist()}"
+                )
         if not torch.equal(call["src"], torch.tensor([[3, 4], [5, 6], [7, 8]])):
             return "the source must be passed to the model unchanged at every step"
     return None
 
 
-@suite.case("seq2seq", "greedy: inputs start with start_id and feed back the chosen tokens; stops when all rows have ended",
-            points=2, check=satisfies(_inputs_problem))
+@suite.case(
+    "seq2seq",
+    "greedy: inputs start with start_id and feed back the chosen tokens; stops when all rows have ended",
+    points=2,
+    check=satisfies(_inputs_problem),
+)
 def _(ns):
     model = _Scripted(_SCRIPT)
     out = ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6], [7, 8]]), start_id=10, end_id=2, max_len=8)
@@ -1190,11 +1674,18 @@ class _Copier(nn.Module):
         return F.one_hot(wanted, self.vocab_size).float() * self.scale
 
 
-@suite.case("seq2seq", "greedy: copies the source with a model that reads it (each row its own source)", points=1, check=equal(),
-            expected=[[5, 6, 7, 3], [8, 3, 0, 0], [9, 10, 11, 3]])
+@suite.case(
+    "seq2seq",
+    "greedy: copies the source with a model that reads it (each row its own source)",
+    points=1,
+    check=equal(),
+    expected=[[5, 6, 7, 3], [8, 3, 0, 0], [9, 10, 11, 3]],
+)
 def _(ns):
     model = _Copier(end_id=3)
-    return ns.greedy_decode(model, torch.tensor([[5, 6, 7], [8, 0, 0], [9, 10, 11]]), start_id=1, end_id=3, max_len=6).tolist()
+    return ns.greedy_decode(
+        model, torch.tensor([[5, 6, 7], [8, 0, 0], [9, 10, 11]]), start_id=1, end_id=3, max_len=6
+    ).tolist()
 
 
 def _greedy_mode_problem(got):
@@ -1208,8 +1699,12 @@ def _greedy_mode_problem(got):
     return None
 
 
-@suite.case("seq2seq", "greedy: eval mode and no gradients inside; the caller's mode (train or eval) restored", points=1,
-            check=satisfies(_greedy_mode_problem))
+@suite.case(
+    "seq2seq",
+    "greedy: eval mode and no gradients inside; the caller's mode (train or eval) restored",
+    points=1,
+    check=satisfies(_greedy_mode_problem),
+)
 def _(ns):
     src = torch.tensor([[3, 4], [5, 6], [7, 8]])
     model = _Scripted(_SCRIPT).train()
@@ -1241,15 +1736,34 @@ class _Recorder(nn.Module):
 
     def forward(self, src, tgt_in):
         logits = self.scale * self.table(tgt_in)
-        self.calls.append({"mode": mode_of(self), "grad": grad_mode(), "src": src.detach().cpu().clone(),
-                           "tgt_in": tgt_in.detach().cpu().clone(), "logits": logits.detach().cpu().clone()})
+        self.calls.append(
+            {
+                "mode": mode_of(self),
+                "grad": grad_mode(),
+                "src": src.detach().cpu().clone(),
+                "tgt_in": tgt_in.detach().cpu().clone(),
+                "logits": logits.detach().cpu().clone(),
+            }
+        )
         return logits
 
 
 # pad_id 9 (so that a hard-coded 0 shows), start token 8; every source row distinct
-_W_SRC = torch.tensor([[3, 4, 5, 9], [6, 7, 9, 9], [0, 3, 4, 6], [5, 5, 7, 9], [4, 0, 9, 9], [7, 6, 5, 4], [1, 1, 1, 9], [2, 3, 9, 9]])
-_W_TGT = torch.tensor([[5, 4, 3, 2, 9], [7, 6, 2, 9, 9], [6, 4, 3, 0, 2], [7, 5, 5, 2, 9], [0, 4, 2, 9, 9], [4, 5, 6, 7, 2],
-                       [1, 1, 1, 2, 9], [3, 2, 2, 9, 9]])
+_W_SRC = torch.tensor(
+    [[3, 4, 5, 9], [6, 7, 9, 9], [0, 3, 4, 6], [5, 5, 7, 9], [4, 0, 9, 9], [7, 6, 5, 4], [1, 1, 1, 9], [2, 3, 9, 9]]
+)
+_W_TGT = torch.tensor(
+    [
+        [5, 4, 3, 2, 9],
+        [7, 6, 2, 9, 9],
+        [6, 4, 3, 0, 2],
+        [7, 5, 5, 2, 9],
+        [0, 4, 2, 9, 9],
+        [4, 5, 6, 7, 2],
+        [1, 1, 1, 2, 9],
+        [3, 2, 2, 9, 9],
+    ]
+)
 _W_IN = torch.cat([torch.full((8, 1), 8), _W_TGT[:, :-1]], dim=1)
 
 
@@ -1294,8 +1808,13 @@ def _record(ns, steps=6, batch=4, seed=0, **kwargs):
     return losses, model
 
 
-@suite.case("seq2seq_works", "train_seq2seq: pairs kept together, decoder input shifted right behind start_id, one float per step",
-            points=2, check=satisfies(_pairs_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "train_seq2seq: pairs kept together, decoder input shifted right behind start_id, one float per step",
+    points=2,
+    check=satisfies(_pairs_problem),
+    timeout=30,
+)
 def _(ns):
     losses, model = _record(ns)
     return losses, model.calls, 4
@@ -1306,7 +1825,11 @@ def _expected_loss(call):
     if None in rows:
         return None
     labels = _W_TGT[rows].masked_fill(_W_TGT[rows] == 9, -100)
-    return float(F.cross_entropy(call["logits"].reshape(-1, call["logits"].size(-1)).double(), labels.reshape(-1), ignore_index=-100))
+    return float(
+        F.cross_entropy(
+            call["logits"].reshape(-1, call["logits"].size(-1)).double(), labels.reshape(-1), ignore_index=-100
+        )
+    )
 
 
 def _losses_problem(got):
@@ -1319,13 +1842,20 @@ def _losses_problem(got):
         if want is None:
             return "a source row fed to the model is not one of src's rows"
         if not isinstance(loss, float) or not abs(loss - want) <= 1e-6 + 1e-5 * abs(want):
-            return (f"the loss of step {step} is {loss!r}, which is not the mean cross-entropy of that batch over the "
-                    "positions that are not padding (model.pad_id, here 9)")
+            return (
+                f"the loss of step {step} is {loss!r}, which is not the mean cross-entropy of that batch over the "
+                "positions that are not padding (model.pad_id, here 9)"
+            )
     return None
 
 
-@suite.case("seq2seq_works", "losses: mean cross-entropy over the non-padding positions (model.pad_id = 9)", points=2,
-            check=satisfies(_losses_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "losses: mean cross-entropy over the non-padding positions (model.pad_id = 9)",
+    points=2,
+    check=satisfies(_losses_problem),
+    timeout=30,
+)
 def _(ns):
     losses, model = _record(ns, seed=1)
     return losses, model.calls
@@ -1337,8 +1867,14 @@ def _watching_steps():
     seen = []
 
     def hook(optimizer, args, kwargs):
-        grads = [p.grad.detach().clone() if p.grad is not None else None for group in optimizer.param_groups for p in group["params"]]
-        seen.append({"class": type(optimizer).__name__, "lr": [float(g["lr"]) for g in optimizer.param_groups], "grads": grads})
+        grads = [
+            p.grad.detach().clone() if p.grad is not None else None
+            for group in optimizer.param_groups
+            for p in group["params"]
+        ]
+        seen.append(
+            {"class": type(optimizer).__name__, "lr": [float(g["lr"]) for g in optimizer.param_groups], "grads": grads}
+        )
 
     handle = register_optimizer_step_pre_hook(hook)
     try:
@@ -1371,13 +1907,20 @@ def _gradients_problem(got):
             return "at each optimiser step the model's one parameter should have a gradient"
         verdict = close(rtol=1e-4, atol=1e-7, dtype=None)(grads[0], _expected_grad(call), False)
         if not verdict.passed:
-            return (f"at step {number} the gradients are not those of that step's batch loss (zero them at every step, "
-                    f"before the backward pass, and leave padding out of the loss): {verdict.message}")
+            return (
+                f"at step {number} the gradients are not those of that step's batch loss (zero them at every step, "
+                f"before the backward pass, and leave padding out of the loss): {verdict.message}"
+            )
     return None
 
 
-@suite.case("seq2seq_works", "gradients: each step's are those of its own batch (zeroed first), grad_clip=None", points=2,
-            check=satisfies(_gradients_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "gradients: each step's are those of its own batch (zeroed first), grad_clip=None",
+    points=2,
+    check=satisfies(_gradients_problem),
+    timeout=30,
+)
 def _(ns):
     with _watching_steps() as seen:
         _, model = _record(ns, steps=4, seed=2, grad_clip=None)
@@ -1398,8 +1941,13 @@ def _step_norms(seen):
     return [float(torch.sqrt(sum((g.double() ** 2).sum() for g in step["grads"] if g is not None))) for step in seen]
 
 
-@suite.case("seq2seq_works", "grad_clip=1e-3 clips the total gradient norm before each step", points=1,
-            check=satisfies(_clipping_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "grad_clip=1e-3 clips the total gradient norm before each step",
+    points=1,
+    check=satisfies(_clipping_problem),
+    timeout=30,
+)
 def _(ns):
     with _watching_steps() as seen:
         _record(ns, steps=3, seed=3, grad_clip=1e-3)
@@ -1414,11 +1962,19 @@ def _default_clip_problem(got):
     return None
 
 
-@suite.case("seq2seq_works", "by default the total gradient norm is clipped to 1.0", points=1, check=satisfies(_default_clip_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "by default the total gradient norm is clipped to 1.0",
+    points=1,
+    check=satisfies(_default_clip_problem),
+    timeout=30,
+)
 def _(ns):
     model = _Recorder(pad_id=9, seed=8, scale=50.0)  # large logits: gradient norms far above 1
     with _watching_steps() as seen:
-        ns.train_seq2seq(model, _W_SRC.clone(), _W_TGT.clone(), steps=3, batch_size=4, lr=0.01, start_id=8, generator=generator(516))
+        ns.train_seq2seq(
+            model, _W_SRC.clone(), _W_TGT.clone(), steps=3, batch_size=4, lr=0.01, start_id=8, generator=generator(516)
+        )
     return _step_norms(seen)
 
 
@@ -1433,15 +1989,22 @@ def _adamw_problem(got):
     return None
 
 
-@suite.case("seq2seq_works", "AdamW with learning rate lr: one step moves each weight by about lr", points=1,
-            check=satisfies(_adamw_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "AdamW with learning rate lr: one step moves each weight by about lr",
+    points=1,
+    check=satisfies(_adamw_problem),
+    timeout=30,
+)
 def _(ns):
     model = _Recorder(pad_id=9, seed=4)
     with torch.no_grad():
         model.table.weight.zero_()  # so that weight decay, whatever its setting, moves nothing
     before = model.table.weight.detach().clone()
     with _watching_steps() as seen:
-        ns.train_seq2seq(model, _W_SRC.clone(), _W_TGT.clone(), steps=1, batch_size=8, lr=0.05, start_id=8, generator=generator(514))
+        ns.train_seq2seq(
+            model, _W_SRC.clone(), _W_TGT.clone(), steps=1, batch_size=8, lr=0.05, start_id=8, generator=generator(514)
+        )
     moved = float((model.table.weight.detach() - before).abs().max())
     return (seen[0]["class"] if seen else "no optimiser step"), (seen[0]["lr"] if seen else []), moved
 
@@ -1453,11 +2016,18 @@ def _mode_problem(got):
     return None
 
 
-@suite.case("seq2seq_works", "training mode: a model handed over in eval mode is trained in training mode", points=1,
-            check=satisfies(_mode_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "training mode: a model handed over in eval mode is trained in training mode",
+    points=1,
+    check=satisfies(_mode_problem),
+    timeout=30,
+)
 def _(ns):
     model = _Recorder(pad_id=9, seed=5).eval()
-    ns.train_seq2seq(model, _W_SRC.clone(), _W_TGT.clone(), steps=2, batch_size=3, lr=0.01, start_id=8, generator=generator(515))
+    ns.train_seq2seq(
+        model, _W_SRC.clone(), _W_TGT.clone(), steps=2, batch_size=3, lr=0.01, start_id=8, generator=generator(515)
+    )
     return model.calls
 
 
@@ -1475,14 +2045,21 @@ def _generator_rows_problem(got):
     return None
 
 
-@suite.case("seq2seq_works", "rows drawn with the generator: same seed, same rows; another seed, other rows", points=1,
-            check=satisfies(_generator_rows_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "rows drawn with the generator: same seed, same rows; another seed, other rows",
+    points=1,
+    check=satisfies(_generator_rows_problem),
+    timeout=30,
+)
 def _(ns):
     drawn = []
     for global_seed, seed in ((5, 520), (6, 520), (5, 521)):
         torch.manual_seed(global_seed)
         model = _Recorder(pad_id=9, seed=6)
-        ns.train_seq2seq(model, _W_SRC.clone(), _W_TGT.clone(), steps=5, batch_size=4, lr=0.01, start_id=8, generator=generator(seed))
+        ns.train_seq2seq(
+            model, _W_SRC.clone(), _W_TGT.clone(), steps=5, batch_size=4, lr=0.01, start_id=8, generator=generator(seed)
+        )
         drawn.append(model.calls)
     return drawn
 
@@ -1499,7 +2076,13 @@ def _coverage_problem(got):
     return None
 
 
-@suite.case("seq2seq_works", "every row of the data is drawn (uniformly, over 60 steps)", points=1, check=satisfies(_coverage_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "every row of the data is drawn (uniformly, over 60 steps)",
+    points=1,
+    check=satisfies(_coverage_problem),
+    timeout=30,
+)
 def _(ns):
     _, model = _record(ns, steps=60, seed=7)
     return model.calls
@@ -1550,9 +2133,11 @@ def _reversed_enough(got):
         return f"expected predictions of shape {tuple(targets.shape)}"
     right = float(((predictions == targets) | (targets == 0)).all(dim=1).float().mean())
     if not right >= THRESHOLD:
-        return (f"after training, {right:.1%} of the unseen strings come out exactly reversed, fewer than {THRESHOLD:.0%}: "
-                "look for a decoder input that is not the shifted target, labels shifted too, gradients zeroed between "
-                "backward and step, the same rows at every step, or sources and targets drawn with different rows")
+        return (
+            f"after training, {right:.1%} of the unseen strings come out exactly reversed, fewer than {THRESHOLD:.0%}: "
+            "look for a decoder input that is not the shifted target, labels shifted too, gradients zeroed between "
+            "backward and step, the same rows at every step, or sources and targets drawn with different rows"
+        )
     return None
 
 
@@ -1584,8 +2169,13 @@ def _reinitialised(ns, model, seed):
                 reset(part)
 
 
-@suite.case("seq2seq_works", f"200 steps on other digit strings: at least {THRESHOLD:.0%} of unseen strings exactly reversed",
-            points=3, check=satisfies(_reversed_enough), timeout=60)
+@suite.case(
+    "seq2seq_works",
+    f"200 steps on other digit strings: at least {THRESHOLD:.0%} of unseen strings exactly reversed",
+    points=3,
+    check=satisfies(_reversed_enough),
+    timeout=60,
+)
 def _(ns):
     src, tgt, seen = _reversals(2000, 2)
     test_src, test_tgt, _ = _reversals(200, 3, seen)

@@ -14,7 +14,7 @@ from autograder.authoring.catalogue import Variant
 
 # ---------------------------------------------------------------- encoder
 
-_ENCODER = '''
+_ENCODER = """
 class Encoder(nn.Module):
     def __init__(self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0):
         super().__init__()
@@ -37,12 +37,13 @@ class Encoder(nn.Module):
         for block in self.blocks:
             x = block(x, mask=mask)
         return {final}
-'''
+"""
 
 _ENCODER_RIGHT = {
     "norm_first": "True",
-    "length_check": ('if T > self.max_len:\n'
-                     '            raise ValueError(f"{{T}} tokens, but max_len is {{self.max_len}}")'),
+    "length_check": (
+        'if T > self.max_len:\n            raise ValueError(f"{{T}} tokens, but max_len is {{self.max_len}}")'
+    ),
     "embed": "self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device))",
     "mask": "padding_mask(idx, self.pad_id)",
     "final": "self.ln_f(x)",
@@ -55,7 +56,7 @@ def _encoder(**changes: str) -> str:
 
 # ---------------------------------------------------------------- classifier
 
-_CLASSIFIER = '''
+_CLASSIFIER = """
 class SequenceClassifier(nn.Module):
     def __init__(self, encoder, num_classes, pooling="mean"):
         super().__init__()
@@ -72,7 +73,7 @@ class SequenceClassifier(nn.Module):
             real = {real}
             pooled = {mean}
         return self.head(pooled)
-'''
+"""
 
 _CLASSIFIER_RIGHT = {
     "check": 'if pooling not in ("mean", "first"):\n            raise ValueError(f"unknown pooling {pooling!r}")',
@@ -88,7 +89,7 @@ def _classifier(**changes: str) -> str:
 
 # ---------------------------------------------------------------- mlm_mask
 
-_MLM = '''
+_MLM = """
 def mlm_mask_tokens(ids, mask_id, vocab_size, special_ids=(), prob=0.15, generator=None):
     if not 0 <= prob <= 1:
         raise ValueError(f"prob must be in [0, 1], got {{prob}}")
@@ -103,7 +104,7 @@ def mlm_mask_tokens(ids, mask_id, vocab_size, special_ids=(), prob=0.15, generat
     inputs[to_mask] = mask_id
     inputs[to_random] = random_ids[to_random]
     return inputs, labels
-'''
+"""
 
 _MLM_RIGHT = {
     "inputs": "inputs = ids.clone()",
@@ -121,7 +122,7 @@ def _mlm(**changes: str) -> str:
 
 # ---------------------------------------------------------------- cross_attention
 
-_CROSS = '''
+_CROSS = """
 class CrossAttention(nn.Module):
     def __init__(self, embed_dim, num_heads, dropout=0.0):
         super().__init__()
@@ -143,7 +144,7 @@ class CrossAttention(nn.Module):
             {masking}
         weights = F.softmax(scores, dim={softmax_dim})
         return self.drop({output})
-'''
+"""
 
 _CROSS_RIGHT = {
     "keys_from": "memory",
@@ -161,7 +162,7 @@ def _cross(**changes: str) -> str:
 
 # ---------------------------------------------------------------- decoder_block
 
-_DECODER = '''
+_DECODER = """
 class DecoderBlock(nn.Module):
     def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
         super().__init__()
@@ -181,11 +182,13 @@ class DecoderBlock(nn.Module):
             x = self.ln2(x + self.cross_attn(x, memory, memory_mask={memory_mask}))
             x = self.ln3(x + self.ff(x))
         return x
-'''
+"""
 
-_PRE_NORM = ("x = x + self.self_attn(self.ln1(x), mask={self_mask})\n"
-             "            x = {cross_residual}self.cross_attn(self.ln2(x), {memory}, memory_mask={memory_mask})\n"
-             "            x = x + self.ff({ff_norm}(x))")
+_PRE_NORM = (
+    "x = x + self.self_attn(self.ln1(x), mask={self_mask})\n"
+    "            x = {cross_residual}self.cross_attn(self.ln2(x), {memory}, memory_mask={memory_mask})\n"
+    "            x = x + self.ff({ff_norm}(x))"
+)
 
 _DECODER_RIGHT = {
     "norm_first": "norm_first",
@@ -199,13 +202,20 @@ _DECODER_RIGHT = {
 
 def _decoder(**changes: str) -> str:
     slots = {**_DECODER_RIGHT, **changes}
-    pre_norm = changes.get("pre_norm") or _PRE_NORM.format(**{k: slots[k] for k in ("self_mask", "cross_residual", "memory", "memory_mask", "ff_norm")})
-    return _DECODER.format(pre_norm=pre_norm, norm_first=slots["norm_first"], self_mask=slots["self_mask"], memory_mask=slots["memory_mask"])
+    pre_norm = changes.get("pre_norm") or _PRE_NORM.format(
+        **{k: slots[k] for k in ("self_mask", "cross_residual", "memory", "memory_mask", "ff_norm")}
+    )
+    return _DECODER.format(
+        pre_norm=pre_norm,
+        norm_first=slots["norm_first"],
+        self_mask=slots["self_mask"],
+        memory_mask=slots["memory_mask"],
+    )
 
 
 # ---------------------------------------------------------------- seq2seq
 
-_SEQ2SEQ = '''
+_SEQ2SEQ = """
 class Seq2Seq(nn.Module):
     def __init__(self, src_vocab, tgt_vocab, max_len, n_layer=2, n_head=4, n_embd=64, pad_id=0):
         super().__init__()
@@ -224,7 +234,7 @@ class Seq2Seq(nn.Module):
         for block in self.decoder_blocks:
             x = block(x, memory, self_mask={self_mask}, memory_mask={memory_mask})
         return self.head(self.ln_f(x))
-'''
+"""
 
 _SEQ2SEQ_RIGHT = {
     "target_positions": "self.tgt_pos_emb",
@@ -237,7 +247,7 @@ def _seq2seq(**changes: str) -> str:
     return _SEQ2SEQ.format(**{**_SEQ2SEQ_RIGHT, **changes})
 
 
-_GREEDY = '''
+_GREEDY = """
 def greedy_decode(model, src, start_id, end_id, max_len):
     if max_len < 0:
         raise ValueError(f"max_len must be >= 0, got {{max_len}}")
@@ -254,7 +264,7 @@ def greedy_decode(model, src, start_id, end_id, max_len):
             {stop}
     model.train(was_training)
     return {result}
-'''
+"""
 
 _GREEDY_RIGHT = {
     "finished": "next_id = next_id.masked_fill(done, model.pad_id)",
@@ -269,7 +279,7 @@ def _greedy(**changes: str) -> str:
 
 # ---------------------------------------------------------------- seq2seq_works
 
-_TRAIN = '''
+_TRAIN = """
 def train_seq2seq(model, src, tgt, *, steps, batch_size, lr, start_id, generator=None, grad_clip=1.0):
     if steps < 1 or batch_size < 1 or lr <= 0:
         raise ValueError("steps, batch_size and lr must be positive")
@@ -289,18 +299,20 @@ def train_seq2seq(model, src, tgt, *, steps, batch_size, lr, start_id, generator
         {update}
         losses.append(loss.item())
     return losses
-'''
+"""
 
 _TRAIN_RIGHT = {
     "rows": "rows = torch.randint(src.size(0), (batch_size,), generator=generator)",
     "batch": "src[rows].to(device), tgt[rows].to(device)",
     "decoder_input": "shift_right(target, start_id)",
     "labels": "target.masked_fill(target == model.pad_id, -100)",
-    "update": ("optimizer.zero_grad()\n"
-               "        loss.backward()\n"
-               "        if grad_clip is not None:\n"
-               "            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)\n"
-               "        optimizer.step()"),
+    "update": (
+        "optimizer.zero_grad()\n"
+        "        loss.backward()\n"
+        "        if grad_clip is not None:\n"
+        "            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)\n"
+        "        optimizer.step()"
+    ),
 }
 
 
@@ -310,95 +322,195 @@ def _train(**changes: str) -> str:
 
 MISTAKES = [
     # encoder
-    Variant("encoder", "a causal mask left in the encoder", {"Encoder": _encoder(
-        mask="causal_mask(T, device=idx.device) | padding_mask(idx, self.pad_id)")}),
+    Variant(
+        "encoder",
+        "a causal mask left in the encoder",
+        {"Encoder": _encoder(mask="causal_mask(T, device=idx.device) | padding_mask(idx, self.pad_id)")},
+    ),
     Variant("encoder", "no padding mask", {"Encoder": _encoder(mask="None")}),
-    Variant("encoder", "padding blocks the queries (B, T, 1) instead of the keys", {"Encoder": _encoder(
-        mask="(idx == self.pad_id).unsqueeze(-1)")}),
+    Variant(
+        "encoder",
+        "padding blocks the queries (B, T, 1) instead of the keys",
+        {"Encoder": _encoder(mask="(idx == self.pad_id).unsqueeze(-1)")},
+    ),
     Variant("encoder", "no final LayerNorm", {"Encoder": _encoder(final="x")}),
-    Variant("encoder", "post-norm blocks", {"Encoder": _encoder(norm_first="False")},
-            hidden_only="pre- and post-norm blocks give outputs of the same shape and properties; only an encoder's exact values "
-                        "tell them apart, which the hidden tests take from the reference with fixed weights"),
+    Variant(
+        "encoder",
+        "post-norm blocks",
+        {"Encoder": _encoder(norm_first="False")},
+        hidden_only="pre- and post-norm blocks give outputs of the same shape and properties; only an encoder's exact values "
+        "tell them apart, which the hidden tests take from the reference with fixed weights",
+    ),
     Variant("encoder", "pad_id taken as 0 whatever the argument", {"Encoder": _encoder(mask="padding_mask(idx, 0)")}),
     Variant("encoder", "no position embeddings", {"Encoder": _encoder(embed="self.tok_emb(idx)")}),
     Variant("encoder", "no ValueError past max_len", {"Encoder": _encoder(length_check="pass")}),
     # classifier
-    Variant("classifier", "mean over every position, padding included", {"SequenceClassifier": _classifier(mean="h.mean(dim=1)")},
-            hints=("padding averaged in",)),
-    Variant("classifier", "padding zeroed but the sum divided by T", {"SequenceClassifier": _classifier(
-        mean="(h * real).sum(dim=1) / h.size(1)")}, hints=("divided by T",)),
-    Variant("classifier", "the real positions summed, not averaged", {"SequenceClassifier": _classifier(mean="(h * real).sum(dim=1)")},
-            hints=("summed, not averaged",)),
-    Variant("classifier", "first pooling takes the last position", {"SequenceClassifier": _classifier(first="h[:, -1]")}),
+    Variant(
+        "classifier",
+        "mean over every position, padding included",
+        {"SequenceClassifier": _classifier(mean="h.mean(dim=1)")},
+        hints=("padding averaged in",),
+    ),
+    Variant(
+        "classifier",
+        "padding zeroed but the sum divided by T",
+        {"SequenceClassifier": _classifier(mean="(h * real).sum(dim=1) / h.size(1)")},
+        hints=("divided by T",),
+    ),
+    Variant(
+        "classifier",
+        "the real positions summed, not averaged",
+        {"SequenceClassifier": _classifier(mean="(h * real).sum(dim=1)")},
+        hints=("summed, not averaged",),
+    ),
+    Variant(
+        "classifier", "first pooling takes the last position", {"SequenceClassifier": _classifier(first="h[:, -1]")}
+    ),
     Variant("classifier", "no ValueError for an unknown pooling", {"SequenceClassifier": _classifier(check="pass")}),
-    Variant("classifier", "padding recognised as token 0, not encoder.pad_id", {"SequenceClassifier": _classifier(
-        real="(idx != 0).unsqueeze(-1).float()")}),
+    Variant(
+        "classifier",
+        "padding recognised as token 0, not encoder.pad_id",
+        {"SequenceClassifier": _classifier(real="(idx != 0).unsqueeze(-1).float()")},
+    ),
     # mlm_mask
-    Variant("mlm_mask", "80/10/10 applied to every position, not only the chosen ones", {"mlm_mask_tokens": _mlm(
-        split="to_mask = u < 0.8\n    to_random = (u >= 0.8) & (u < 0.9)")}),
+    Variant(
+        "mlm_mask",
+        "80/10/10 applied to every position, not only the chosen ones",
+        {"mlm_mask_tokens": _mlm(split="to_mask = u < 0.8\n    to_random = (u >= 0.8) & (u < 0.9)")},
+    ),
     Variant("mlm_mask", "labels keep the original id everywhere", {"mlm_mask_tokens": _mlm(labels="ids.clone()")}),
     Variant("mlm_mask", "ids modified in place", {"mlm_mask_tokens": _mlm(inputs="inputs = ids")}),
     Variant("mlm_mask", "special tokens may be chosen", {"mlm_mask_tokens": _mlm(not_special="")}),
     Variant("mlm_mask", "the choice drawn from the global random state", {"mlm_mask_tokens": _mlm(draw="")}),
-    Variant("mlm_mask", "random ids from 0 to vocab_size - 2", {"mlm_mask_tokens": _mlm(random_range="vocab_size - 1")}),
-    Variant("mlm_mask", "separate draws for the 80% and the 10%", {"mlm_mask_tokens": _mlm(
-        split=("to_mask = chosen & (u < 0.8)\n"
-               "    to_random = chosen & (torch.rand(ids.shape, generator=generator, device=device).to(ids.device) < 0.1)"))}),
+    Variant(
+        "mlm_mask", "random ids from 0 to vocab_size - 2", {"mlm_mask_tokens": _mlm(random_range="vocab_size - 1")}
+    ),
+    Variant(
+        "mlm_mask",
+        "separate draws for the 80% and the 10%",
+        {
+            "mlm_mask_tokens": _mlm(
+                split=(
+                    "to_mask = chosen & (u < 0.8)\n"
+                    "    to_random = chosen & (torch.rand(ids.shape, generator=generator, device=device).to(ids.device) < 0.1)"
+                )
+            )
+        },
+    ),
     # cross_attention
     Variant("cross_attention", "keys from the decoder", {"CrossAttention": _cross(keys_from="x")}),
-    Variant("cross_attention", "keys and values from the decoder (self-attention)", {"CrossAttention": _cross(
-        keys_from="x", values_from="x")}),
+    Variant(
+        "cross_attention",
+        "keys and values from the decoder (self-attention)",
+        {"CrossAttention": _cross(keys_from="x", values_from="x")},
+    ),
     Variant("cross_attention", "memory_mask ignored", {"CrossAttention": _cross(masking="pass")}),
-    Variant("cross_attention", "scores divided by sqrt(C), not sqrt(D)", {"CrossAttention": _cross(width="x.size(-1)")}),
+    Variant(
+        "cross_attention", "scores divided by sqrt(C), not sqrt(D)", {"CrossAttention": _cross(width="x.size(-1)")}
+    ),
     Variant("cross_attention", "softmax over the queries", {"CrossAttention": _cross(softmax_dim="-2")}),
-    Variant("cross_attention", "no output projection", {"CrossAttention": _cross(output="merge_heads(self.drop(weights) @ v)")}),
+    Variant(
+        "cross_attention",
+        "no output projection",
+        {"CrossAttention": _cross(output="merge_heads(self.drop(weights) @ v)")},
+    ),
     # decoder_block
     Variant("decoder_block", "self-attention without the causal mask", {"DecoderBlock": _decoder(self_mask="None")}),
-    Variant("decoder_block", "the memory normalised with ln2 too", {"DecoderBlock": _decoder(memory="self.ln2(memory)")}),
+    Variant(
+        "decoder_block", "the memory normalised with ln2 too", {"DecoderBlock": _decoder(memory="self.ln2(memory)")}
+    ),
     Variant("decoder_block", "no residual around the cross-attention", {"DecoderBlock": _decoder(cross_residual="")}),
     Variant("decoder_block", "memory_mask not passed on", {"DecoderBlock": _decoder(memory_mask="None")}),
     Variant("decoder_block", "ln2 reused before the feed-forward", {"DecoderBlock": _decoder(ff_norm="self.ln2")}),
     Variant("decoder_block", "always pre-norm", {"DecoderBlock": _decoder(norm_first="True")}),
-    Variant("decoder_block", "cross-attention before self-attention", {"DecoderBlock": _decoder(pre_norm=(
-        "x = x + self.cross_attn(self.ln2(x), memory, memory_mask=memory_mask)\n"
-        "            x = x + self.self_attn(self.ln1(x), mask=self_mask)\n"
-        "            x = x + self.ff(self.ln3(x))"))}),
+    Variant(
+        "decoder_block",
+        "cross-attention before self-attention",
+        {
+            "DecoderBlock": _decoder(
+                pre_norm=(
+                    "x = x + self.cross_attn(self.ln2(x), memory, memory_mask=memory_mask)\n"
+                    "            x = x + self.self_attn(self.ln1(x), mask=self_mask)\n"
+                    "            x = x + self.ff(self.ln3(x))"
+                )
+            )
+        },
+    ),
     # seq2seq
     Variant("seq2seq", "no causal self-mask in the decoder", {"Seq2Seq": _seq2seq(self_mask="None")}),
     Variant("seq2seq", "source padding not blocked in cross-attention", {"Seq2Seq": _seq2seq(memory_mask="None")}),
-    Variant("seq2seq", "target positions from the encoder's table", {"Seq2Seq": _seq2seq(target_positions="self.encoder.pos_emb")}),
+    Variant(
+        "seq2seq",
+        "target positions from the encoder's table",
+        {"Seq2Seq": _seq2seq(target_positions="self.encoder.pos_emb")},
+    ),
     Variant("seq2seq", "greedy decoding keeps going after the end token", {"greedy_decode": _greedy(finished="pass")}),
-    Variant("seq2seq", "greedy decoding returns the start token too", {"greedy_decode": _greedy(result="out")}, hints=("start token returned",)),
-    Variant("seq2seq", "greedy decoding replaces the end tokens by padding in the result", {"greedy_decode": _greedy(
-        result="out[:, 1:].masked_fill(out[:, 1:] == end_id, model.pad_id)")}, hints=("end token dropped",)),
+    Variant(
+        "seq2seq",
+        "greedy decoding returns the start token too",
+        {"greedy_decode": _greedy(result="out")},
+        hints=("start token returned",),
+    ),
+    Variant(
+        "seq2seq",
+        "greedy decoding replaces the end tokens by padding in the result",
+        {"greedy_decode": _greedy(result="out[:, 1:].masked_fill(out[:, 1:] == end_id, model.pad_id)")},
+        hints=("end token dropped",),
+    ),
     Variant("seq2seq", "greedy decoding always runs max_len steps", {"greedy_decode": _greedy(stop="pass")}),
-    Variant("seq2seq", "finished rows padded with 0, not model.pad_id", {"greedy_decode": _greedy(
-        finished="next_id = next_id.masked_fill(done, 0)")}),
+    Variant(
+        "seq2seq",
+        "finished rows padded with 0, not model.pad_id",
+        {"greedy_decode": _greedy(finished="next_id = next_id.masked_fill(done, 0)")},
+    ),
     # seq2seq_works
-    Variant("seq2seq_works", "the decoder reads the targets unshifted", {"train_seq2seq": _train(decoder_input="target")}),
-    Variant("seq2seq_works", "the labels are shifted too", {"train_seq2seq": _train(
-        labels="shift_right(target, start_id).masked_fill(target == model.pad_id, -100)")}),
+    Variant(
+        "seq2seq_works", "the decoder reads the targets unshifted", {"train_seq2seq": _train(decoder_input="target")}
+    ),
+    Variant(
+        "seq2seq_works",
+        "the labels are shifted too",
+        {"train_seq2seq": _train(labels="shift_right(target, start_id).masked_fill(target == model.pad_id, -100)")},
+    ),
     Variant("seq2seq_works", "padding scored in the loss", {"train_seq2seq": _train(labels="target")}),
-    Variant("seq2seq_works", "gradients zeroed between backward and step", {"train_seq2seq": _train(update=(
-        "loss.backward()\n"
-        "        optimizer.zero_grad()\n"
-        "        optimizer.step()"))}),
-    Variant("seq2seq_works", "sources and targets drawn with different rows", {"train_seq2seq": _train(
-        batch=("src[rows].to(device), "
-               "tgt[torch.randint(src.size(0), (batch_size,), generator=generator)].to(device)"))}),
-    Variant("seq2seq_works", "rows drawn from the global random state", {"train_seq2seq": _train(
-        rows="rows = torch.randint(src.size(0), (batch_size,))")}),
-    Variant("seq2seq_works", "no gradient clipping", {"train_seq2seq": _train(update=(
-        "optimizer.zero_grad()\n"
-        "        loss.backward()\n"
-        "        optimizer.step()"))},
-            hidden_only="AdamW's step hides the gradient's scale, so clipping shows only in the gradients at the optimiser's step: "
-                        "the hidden tests record them by wrapping the optimiser's step, which a public test in the student's notebook does not do"),
+    Variant(
+        "seq2seq_works",
+        "gradients zeroed between backward and step",
+        {"train_seq2seq": _train(update=("loss.backward()\n        optimizer.zero_grad()\n        optimizer.step()"))},
+    ),
+    Variant(
+        "seq2seq_works",
+        "sources and targets drawn with different rows",
+        {
+            "train_seq2seq": _train(
+                batch=(
+                    "src[rows].to(device), "
+                    "tgt[torch.randint(src.size(0), (batch_size,), generator=generator)].to(device)"
+                )
+            )
+        },
+    ),
+    Variant(
+        "seq2seq_works",
+        "rows drawn from the global random state",
+        {"train_seq2seq": _train(rows="rows = torch.randint(src.size(0), (batch_size,))")},
+    ),
+    Variant(
+        "seq2seq_works",
+        "no gradient clipping",
+        {"train_seq2seq": _train(update=("optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()"))},
+        hidden_only="AdamW's step hides the gradient's scale, so clipping shows only in the gradients at the optimiser's step: "
+        "the hidden tests record them by wrapping the optimiser's step, which a public test in the student's notebook does not do",
+    ),
 ]
 
 
 ALTERNATIVES = [
-    Variant("encoder", "an inline key mask, positions expanded, GPT-2 initialisation", {"Encoder": '''
+    Variant(
+        "encoder",
+        "an inline key mask, positions expanded, GPT-2 initialisation",
+        {
+            "Encoder": """
         class Encoder(nn.Module):
             def __init__(self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0):
                 super().__init__()
@@ -425,8 +537,14 @@ ALTERNATIVES = [
                 for block in self.blocks:
                     h = block(h, keys_blocked)
                 return self.ln_f(h)
-    '''}),
-    Variant("classifier", "the head on every position, then a masked average of the logits", {"SequenceClassifier": '''
+    """
+        },
+    ),
+    Variant(
+        "classifier",
+        "the head on every position, then a masked average of the logits",
+        {
+            "SequenceClassifier": """
         class SequenceClassifier(nn.Module):
             def __init__(self, encoder, num_classes, pooling="mean"):
                 super().__init__()
@@ -444,8 +562,14 @@ ALTERNATIVES = [
                 padding = (idx == self.encoder.pad_id).unsqueeze(-1)
                 total = scores.masked_fill(padding, 0.0).sum(1)
                 return total / (~padding).sum(1)
-    '''}),
-    Variant("mlm_mask", "Bernoulli choice and one multinomial draw for the 80/10/10", {"mlm_mask_tokens": '''
+    """
+        },
+    ),
+    Variant(
+        "mlm_mask",
+        "Bernoulli choice and one multinomial draw for the 80/10/10",
+        {
+            "mlm_mask_tokens": """
         def mlm_mask_tokens(ids, mask_id, vocab_size, special_ids=(), prob=0.15, generator=None):
             if prob < 0 or prob > 1:
                 raise ValueError("prob must lie in [0, 1]")
@@ -463,8 +587,14 @@ ALTERNATIVES = [
             out = torch.where(chosen & (action == 1), noise, out)
             labels = torch.where(chosen, flat, torch.full_like(flat, -100))
             return out.view_as(ids), labels.view_as(ids)
-    '''}),
-    Variant("cross_attention", "einsum scores and F.scaled_dot_product_attention's allowed-mask", {"CrossAttention": '''
+    """
+        },
+    ),
+    Variant(
+        "cross_attention",
+        "einsum scores and F.scaled_dot_product_attention's allowed-mask",
+        {
+            "CrossAttention": """
         class CrossAttention(nn.Module):
             def __init__(self, embed_dim, num_heads, dropout=0.0):
                 super().__init__()
@@ -484,8 +614,14 @@ ALTERNATIVES = [
                 allowed = None if memory_mask is None else ~memory_mask[:, None]
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=self.p if self.training else 0.0)
                 return self.out_drop(self.out_proj(torch.einsum("bhtd->bthd", y).reshape(b, t, c)))
-    '''}),
-    Variant("decoder_block", "the three sublayers in a loop over (norm, function) pairs", {"DecoderBlock": '''
+    """
+        },
+    ),
+    Variant(
+        "decoder_block",
+        "the three sublayers in a loop over (norm, function) pairs",
+        {
+            "DecoderBlock": """
         class DecoderBlock(nn.Module):
             def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
                 super().__init__()
@@ -504,9 +640,14 @@ ALTERNATIVES = [
                 for norm, f in sublayers:
                     x = x + f(norm(x)) if self.norm_first else norm(x + f(x))
                 return x
-    '''}),
-    Variant("seq2seq", "an expanded (B, T, S) memory mask, and decoding into a preallocated buffer", {
-        "Seq2Seq": '''
+    """
+        },
+    ),
+    Variant(
+        "seq2seq",
+        "an expanded (B, T, S) memory mask, and decoding into a preallocated buffer",
+        {
+            "Seq2Seq": """
         class Seq2Seq(nn.Module):
             def __init__(self, src_vocab, tgt_vocab, max_len, n_layer=2, n_head=4, n_embd=64, pad_id=0):
                 super().__init__()
@@ -527,8 +668,8 @@ ALTERNATIVES = [
                 for block in self.decoder_blocks:
                     h = block(h, memory, future, cross_mask)
                 return self.head(self.ln_f(h))
-        ''',
-        "greedy_decode": '''
+        """,
+            "greedy_decode": """
         def greedy_decode(model, src, start_id, end_id, max_len):
             if max_len < 0:
                 raise ValueError("max_len cannot be negative")
@@ -549,14 +690,27 @@ ALTERNATIVES = [
             finally:
                 model.train(mode)
             return buffer[:, 1 : length + 1]
-        '''}),
-    Variant("seq2seq", "GPT-2's initialisation of every layer (normal, std 0.02)", {"Seq2Seq": _seq2seq().replace(
-        "        self.head = nn.Linear(n_embd, tgt_vocab)\n",
-        "        self.head = nn.Linear(n_embd, tgt_vocab)\n"
-        "        for module in self.modules():\n"
-        "            if isinstance(module, (nn.Linear, nn.Embedding)):\n"
-        "                nn.init.normal_(module.weight, mean=0.0, std=0.02)\n")}),
-    Variant("seq2seq_works", "rows by randperm, labels by torch.where, cross-entropy on (B, V, T)", {"train_seq2seq": '''
+        """,
+        },
+    ),
+    Variant(
+        "seq2seq",
+        "GPT-2's initialisation of every layer (normal, std 0.02)",
+        {
+            "Seq2Seq": _seq2seq().replace(
+                "        self.head = nn.Linear(n_embd, tgt_vocab)\n",
+                "        self.head = nn.Linear(n_embd, tgt_vocab)\n"
+                "        for module in self.modules():\n"
+                "            if isinstance(module, (nn.Linear, nn.Embedding)):\n"
+                "                nn.init.normal_(module.weight, mean=0.0, std=0.02)\n",
+            )
+        },
+    ),
+    Variant(
+        "seq2seq_works",
+        "rows by randperm, labels by torch.where, cross-entropy on (B, V, T)",
+        {
+            "train_seq2seq": """
         def train_seq2seq(model, src, tgt, *, steps, batch_size, lr, start_id, generator=None, grad_clip=1.0):
             if min(steps, batch_size) <= 0 or not lr > 0:
                 raise ValueError("steps, batch_size and lr must be positive")
@@ -581,5 +735,7 @@ ALTERNATIVES = [
                 opt.step()
                 history.append(loss.item())
             return history
-    '''}),
+    """
+        },
+    ),
 ]

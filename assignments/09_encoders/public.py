@@ -12,13 +12,25 @@ values are literals or properties.
 """
 
 import contextlib
-import math
 import random
 
 import torch
 import torch.nn as nn
 
-from autograder.kit import Hint, Suite, catch, close, equal, generator, grad_mode, mode_of, raises, randn, satisfies, set_parameters
+from autograder.kit import (
+    Hint,
+    Suite,
+    catch,
+    close,
+    equal,
+    generator,
+    grad_mode,
+    mode_of,
+    raises,
+    randn,
+    satisfies,
+    set_parameters,
+)
 
 suite = Suite(public=True)
 
@@ -54,10 +66,22 @@ class _TorchEncoder(nn.Module):
     def __init__(self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0):
         super().__init__()
         self.pad_id, self.n_head = pad_id, n_head
-        self.register_buffer("is_pad", torch.zeros(vocab_size, dtype=torch.bool).index_fill_(0, torch.tensor([pad_id]), True), persistent=False)
+        self.register_buffer(
+            "is_pad",
+            torch.zeros(vocab_size, dtype=torch.bool).index_fill_(0, torch.tensor([pad_id]), True),
+            persistent=False,
+        )
         self.tok_emb, self.pos_emb = nn.Embedding(vocab_size, n_embd), nn.Embedding(max_len, n_embd)
         self.blocks = nn.ModuleList(
-            nn.TransformerEncoderLayer(n_embd, n_head, ff_dim or 4 * n_embd, dropout=dropout, activation="gelu", batch_first=True, norm_first=True)
+            nn.TransformerEncoderLayer(
+                n_embd,
+                n_head,
+                ff_dim or 4 * n_embd,
+                dropout=dropout,
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
+            )
             for _ in range(n_layer)
         )
         self.ln_f = nn.LayerNorm(n_embd)
@@ -89,12 +113,24 @@ class _TorchDecoderBlock(nn.Module):
     def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
         super().__init__()
         self.heads = num_heads
-        self.layer = nn.TransformerDecoderLayer(embed_dim, num_heads, ff_dim, dropout=dropout, activation=activation, batch_first=True, norm_first=norm_first)
+        self.layer = nn.TransformerDecoderLayer(
+            embed_dim,
+            num_heads,
+            ff_dim,
+            dropout=dropout,
+            activation=activation,
+            batch_first=True,
+            norm_first=norm_first,
+        )
 
     def forward(self, x, memory, self_mask=None, memory_mask=None):
         n, t, s = x.size(0), x.size(1), memory.size(1)
-        return self.layer(x, memory, tgt_mask=_heads_mask(self_mask, n, t, t, self.heads),
-                          memory_mask=_heads_mask(memory_mask, n, t, s, self.heads))
+        return self.layer(
+            x,
+            memory,
+            tgt_mask=_heads_mask(self_mask, n, t, t, self.heads),
+            memory_mask=_heads_mask(memory_mask, n, t, s, self.heads),
+        )
 
 
 def _torch_parts(ns):
@@ -145,13 +181,19 @@ def _(ns):
 
 def _sees_the_future(got):
     if not got > 1e-4:
-        return ("changing the last token did not change the output at position 0: an encoder has no causal mask, "
-                "every position sees the whole sequence")
+        return (
+            "changing the last token did not change the output at position 0: an encoder has no causal mask, "
+            "every position sees the whole sequence"
+        )
     return None
 
 
-@suite.case("encoder", "changing the last token changes the output at the first position (no causal mask)", points=1,
-            check=satisfies(_sees_the_future))
+@suite.case(
+    "encoder",
+    "changing the last token changes the output at the first position (no causal mask)",
+    points=1,
+    check=satisfies(_sees_the_future),
+)
 def _(ns):
     encoder = ns.Encoder(11, 8, n_layer=2, n_head=4, n_embd=PC).eval()
     idx = torch.tensor([[3, 4, 5, 6, 7], [8, 9, 10, 3, 4]])
@@ -166,13 +208,19 @@ def _padding_ignored(got):
     if shape != [1, 7, PC]:
         return f"expected outputs of shape (1, 7, {PC}) for the padded sequence, got {tuple(shape)}"
     if not change <= 1e-5:
-        return (f"the outputs at the four real positions changed by up to {change:.3g} when three padding tokens were added: "
-                "keys that are padding must be blocked for every query")
+        return (
+            f"the outputs at the four real positions changed by up to {change:.3g} when three padding tokens were added: "
+            "keys that are padding must be blocked for every query"
+        )
     return None
 
 
-@suite.case("encoder", "padding added at the end never changes the outputs at the real positions", points=1,
-            check=satisfies(_padding_ignored))
+@suite.case(
+    "encoder",
+    "padding added at the end never changes the outputs at the real positions",
+    points=1,
+    check=satisfies(_padding_ignored),
+)
 def _(ns):
     encoder = ns.Encoder(11, 8, n_layer=2, n_head=4, n_embd=PC).eval()
     set_parameters(encoder, 3)
@@ -183,7 +231,12 @@ def _(ns):
     return _largest_change(alone, longer[:, :4]), list(longer.shape)
 
 
-@suite.case("encoder", "pad_id=3: tokens 3 are the padding (and 0 is an ordinary token)", points=1, check=satisfies(_padding_ignored))
+@suite.case(
+    "encoder",
+    "pad_id=3: tokens 3 are the padding (and 0 is an ordinary token)",
+    points=1,
+    check=satisfies(_padding_ignored),
+)
 def _(ns):
     encoder = ns.Encoder(11, 8, n_layer=1, n_head=4, n_embd=PC, pad_id=3).eval()
     set_parameters(encoder, 4)
@@ -201,8 +254,12 @@ def _normalised_and_placed(got):
     return None
 
 
-@suite.case("encoder", "a fresh model's outputs come out of ln_f, and positions tell equal tokens apart", points=1,
-            check=satisfies(_normalised_and_placed))
+@suite.case(
+    "encoder",
+    "a fresh model's outputs come out of ln_f, and positions tell equal tokens apart",
+    points=1,
+    check=satisfies(_normalised_and_placed),
+)
 def _(ns):
     encoder = ns.Encoder(11, 8, n_layer=1, n_head=4, n_embd=PC).eval()
     with torch.no_grad():
@@ -248,9 +305,11 @@ def _classifier(ns, pooling=None):
     return clf
 
 
-_WITH_PADDING = Hint(lambda got, exp: isinstance(got, torch.Tensor) and got.shape == (2, 3) and float(got.abs().max()) > 15,
-                     "the padding positions were averaged in: take the mean over the real (non-padding) positions only",
-                     mistake="padding averaged in")
+_WITH_PADDING = Hint(
+    lambda got, exp: isinstance(got, torch.Tensor) and got.shape == (2, 3) and float(got.abs().max()) > 15,
+    "the padding positions were averaged in: take the mean over the real (non-padding) positions only",
+    mistake="padding averaged in",
+)
 
 
 @suite.case(
@@ -294,7 +353,9 @@ def _(ns):
         return _classifier(ns, "first")(torch.tensor([[2, 1, 1, 0], [3, 2, 0, 0]]))
 
 
-@suite.case("classifier", "head is nn.Linear(C, num_classes)", points=1, check=equal(), expected=["Linear", [3, 2], [3]])
+@suite.case(
+    "classifier", "head is nn.Linear(C, num_classes)", points=1, check=equal(), expected=["Linear", [3, 2], [3]]
+)
 def _(ns):
     head = ns.SequenceClassifier(_TableEncoder(_ROWS), 3).head
     return [type(head).__name__, list(head.weight.shape), list(getattr(head.bias, "shape", []))]
@@ -328,8 +389,12 @@ def _mlm_problem(got):
     return None
 
 
-@suite.case("mlm_mask", "about 15% of positions chosen; labels -100 elsewhere; only chosen inputs change; ids kept", points=1,
-            check=satisfies(_mlm_problem))
+@suite.case(
+    "mlm_mask",
+    "about 15% of positions chosen; labels -100 elsewhere; only chosen inputs change; ids kept",
+    points=1,
+    check=satisfies(_mlm_problem),
+)
 def _(ns):
     ids = _MLM_IDS.clone()
     inputs, labels = ns.mlm_mask_tokens(ids, mask_id=3, vocab_size=1000, generator=generator(12))
@@ -346,13 +411,19 @@ def _split_problem(got):
     kept = float((inputs[chosen] == ids[chosen]).float().mean())
     other = 1.0 - masked - kept
     if not (abs(masked - 0.8) < 0.03 and abs(kept - 0.1) < 0.02 and abs(other - 0.1) < 0.02):
-        return (f"of the chosen positions {masked:.3f} became mask_id, {other:.3f} another token and {kept:.3f} stayed; "
-                "expected about 0.8, 0.1 and 0.1")
+        return (
+            f"of the chosen positions {masked:.3f} became mask_id, {other:.3f} another token and {kept:.3f} stayed; "
+            "expected about 0.8, 0.1 and 0.1"
+        )
     return None
 
 
-@suite.case("mlm_mask", "prob=1: of the chosen positions 80% become mask_id, 10% a random token, 10% stay", points=1,
-            check=satisfies(_split_problem))
+@suite.case(
+    "mlm_mask",
+    "prob=1: of the chosen positions 80% become mask_id, 10% a random token, 10% stay",
+    points=1,
+    check=satisfies(_split_problem),
+)
 def _(ns):
     ids = _MLM_IDS[:16].clone()
     inputs, labels = ns.mlm_mask_tokens(ids, mask_id=3, vocab_size=1000, prob=1.0, generator=generator(13))
@@ -368,13 +439,19 @@ def _top_id_problem(got):
     if counts.numel() > 5:
         return f"with vocab_size=5 every input id must lie in 0..4; got ids up to {counts.numel() - 1}"
     if int(counts[4]) == 0:
-        return ("no chosen position became id 4 = vocab_size - 1 in about 100 random replacements: draw the random ids "
-                "from the whole vocabulary, 0 to vocab_size - 1 (torch.randint's upper bound is exclusive)")
+        return (
+            "no chosen position became id 4 = vocab_size - 1 in about 100 random replacements: draw the random ids "
+            "from the whole vocabulary, 0 to vocab_size - 1 (torch.randint's upper bound is exclusive)"
+        )
     return None
 
 
-@suite.case("mlm_mask", "prob=1, vocab_size=5: random replacements reach the last id, vocab_size - 1", points=1,
-            check=satisfies(_top_id_problem))
+@suite.case(
+    "mlm_mask",
+    "prob=1, vocab_size=5: random replacements reach the last id, vocab_size - 1",
+    points=1,
+    check=satisfies(_top_id_problem),
+)
 def _(ns):
     inputs, _ = ns.mlm_mask_tokens(_SMALL_VOCAB_IDS.clone(), mask_id=0, vocab_size=5, prob=1.0, generator=generator(15))
     return inputs
@@ -392,25 +469,37 @@ def _specials_problem(got):
     return None
 
 
-@suite.case("mlm_mask", "special_ids (here [CLS]=1, [SEP]=2) are never chosen, whatever prob", points=1,
-            check=satisfies(_specials_problem))
+@suite.case(
+    "mlm_mask",
+    "special_ids (here [CLS]=1, [SEP]=2) are never chosen, whatever prob",
+    points=1,
+    check=satisfies(_specials_problem),
+)
 def _(ns):
     ids = _MLM_IDS[:8].clone()
     ids[:, 0], ids[:, -1], ids[:, 100] = 1, 2, 2
-    inputs, labels = ns.mlm_mask_tokens(ids.clone(), mask_id=3, vocab_size=1000, special_ids=(1, 2), prob=1.0, generator=generator(14))
+    inputs, labels = ns.mlm_mask_tokens(
+        ids.clone(), mask_id=3, vocab_size=1000, special_ids=(1, 2), prob=1.0, generator=generator(14)
+    )
     return ids, inputs, labels
 
 
 def _repeatable(got):
     first, second = got
     if not (torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])):
-        return ("two calls with generators of the same seed gave different results: draw every random number "
-                "with the generator (torch.rand(..., generator=generator)), not from the global random state")
+        return (
+            "two calls with generators of the same seed gave different results: draw every random number "
+            "with the generator (torch.rand(..., generator=generator)), not from the global random state"
+        )
     return None
 
 
-@suite.case("mlm_mask", "the same generator seed gives the same result, whatever the global random state", points=1,
-            check=satisfies(_repeatable))
+@suite.case(
+    "mlm_mask",
+    "the same generator seed gives the same result, whatever the global random state",
+    points=1,
+    check=satisfies(_repeatable),
+)
 def _(ns):
     ids = _MLM_IDS[:8].clone()
     torch.manual_seed(1)
@@ -426,7 +515,9 @@ def _(ns):
 def _mha_state(module):
     """The four projections of a CrossAttention as nn.MultiheadAttention's state dict."""
     return {
-        "in_proj_weight": torch.cat([module.q_proj.weight, module.k_proj.weight, module.v_proj.weight]).detach().clone(),
+        "in_proj_weight": torch.cat([module.q_proj.weight, module.k_proj.weight, module.v_proj.weight])
+        .detach()
+        .clone(),
         "in_proj_bias": torch.cat([module.q_proj.bias, module.k_proj.bias, module.v_proj.bias]).detach().clone(),
         "out_proj.weight": module.out_proj.weight.detach().clone(),
         "out_proj.bias": module.out_proj.bias.detach().clone(),
@@ -441,19 +532,32 @@ def _agrees_with_mha(got):
     with torch.no_grad():
         theirs = twin.eval()(x, memory, memory, attn_mask=blocked, need_weights=False)[0]
     verdict = close(rtol=1e-4, atol=1e-5)(out, theirs, True)
-    return None if verdict.passed else f"your output and nn.MultiheadAttention's (same weights, called with (x, memory, memory)) differ: {verdict.message}"
+    return (
+        None
+        if verdict.passed
+        else f"your output and nn.MultiheadAttention's (same weights, called with (x, memory, memory)) differ: {verdict.message}"
+    )
 
 
-@suite.case("cross_attention", "the projections, and the shape (B, T_q, C) for T_q=3 queries and T_k=5 memory positions",
-            points=1, check=equal(), expected=[[PC, PC], [PC, PC], [PC, PC], [PC, PC], [PB, PQ, PC]])
+@suite.case(
+    "cross_attention",
+    "the projections, and the shape (B, T_q, C) for T_q=3 queries and T_k=5 memory positions",
+    points=1,
+    check=equal(),
+    expected=[[PC, PC], [PC, PC], [PC, PC], [PC, PC], [PB, PQ, PC]],
+)
 def _(ns):
     module = ns.CrossAttention(PC, PH)
     shapes = [list(getattr(module, name).weight.shape) for name in ("q_proj", "k_proj", "v_proj", "out_proj")]
     return shapes + [list(module(randn(PB, PQ, PC, seed=20), randn(PB, PK, PC, seed=21)).shape)]
 
 
-@suite.case("cross_attention", "equals nn.MultiheadAttention(x, memory, memory) with copied weights and a padding mask",
-            points=1, check=satisfies(_agrees_with_mha))
+@suite.case(
+    "cross_attention",
+    "equals nn.MultiheadAttention(x, memory, memory) with copied weights and a padding mask",
+    points=1,
+    check=satisfies(_agrees_with_mha),
+)
 def _(ns):
     module = ns.CrossAttention(PC, PH)
     set_parameters(module, 22, scale=0.2)
@@ -467,15 +571,21 @@ def _(ns):
 def _separate_queries(got):
     other_queries, blocked_memory = got
     if not other_queries <= 1e-6:
-        return (f"changing the queries at positions 1 and 2 changed the output at position 0 (by up to {other_queries:.3g}): "
-                "keys and values come from memory only, never from x")
+        return (
+            f"changing the queries at positions 1 and 2 changed the output at position 0 (by up to {other_queries:.3g}): "
+            "keys and values come from memory only, never from x"
+        )
     if not blocked_memory <= 1e-6:
         return f"changing blocked memory positions changed the output (by up to {blocked_memory:.3g}): is memory_mask applied?"
     return None
 
 
-@suite.case("cross_attention", "each query reads the memory only: other queries and blocked memory positions do not matter",
-            points=1, check=satisfies(_separate_queries))
+@suite.case(
+    "cross_attention",
+    "each query reads the memory only: other queries and blocked memory positions do not matter",
+    points=1,
+    check=satisfies(_separate_queries),
+)
 def _(ns):
     module = ns.CrossAttention(PC, PH).eval()
     set_parameters(module, 25, scale=0.2)
@@ -492,7 +602,9 @@ def _(ns):
     return _largest_change(a[:, 0], b[:, 0]), _largest_change(a, c)
 
 
-@suite.case("cross_attention", "embed_dim not divisible by num_heads raises ValueError", points=1, check=raises("ValueError"))
+@suite.case(
+    "cross_attention", "embed_dim not divisible by num_heads raises ValueError", points=1, check=raises("ValueError")
+)
 def _(ns):
     return catch(ns.CrossAttention, PC, 3)
 
@@ -535,11 +647,22 @@ def _run_against_torch(ns, seed, norm_first, activation):
     with torch.no_grad():
         out = block(x, memory, self_mask=causal, memory_mask=pad)
         state = {k: v.detach().clone() for k, v in _decoder_state(block).items()}
-    return {"out": out, "state": state, "x": x, "memory": memory, "causal": causal, "pad": pad, "norm": "pre" if norm_first else "post", "activation": activation}
+    return {
+        "out": out,
+        "state": state,
+        "x": x,
+        "memory": memory,
+        "causal": causal,
+        "pad": pad,
+        "norm": "pre" if norm_first else "post",
+        "activation": activation,
+    }
 
 
 def _agrees_with_decoder_layer(got):
-    twin = nn.TransformerDecoderLayer(PC, PH, PF, dropout=0.0, activation=got["activation"], batch_first=True, norm_first=got["norm"] == "pre")
+    twin = nn.TransformerDecoderLayer(
+        PC, PH, PF, dropout=0.0, activation=got["activation"], batch_first=True, norm_first=got["norm"] == "pre"
+    )
     twin.load_state_dict(got["state"])
     x, memory = got["x"], got["memory"]
     pad = got["pad"].expand(x.size(0), x.size(1), memory.size(1)).repeat_interleave(PH, dim=0)
@@ -551,23 +674,41 @@ def _agrees_with_decoder_layer(got):
     return f"your block and nn.TransformerDecoderLayer(norm_first={got['norm'] == 'pre'}) (same weights) differ: {verdict.message}"
 
 
-@suite.case("decoder_block", "has self_attn, cross_attn, ff, ln1, ln2 and ln3, and keeps the shape (B, T, C)", points=1,
-            check=equal(), expected=[["MultiHeadAttention", "_TorchCrossAttention", "FeedForward", "LayerNorm", "LayerNorm", "LayerNorm"], [PB, PQ, PC]])
+@suite.case(
+    "decoder_block",
+    "has self_attn, cross_attn, ff, ln1, ln2 and ln3, and keeps the shape (B, T, C)",
+    points=1,
+    check=equal(),
+    expected=[
+        ["MultiHeadAttention", "_TorchCrossAttention", "FeedForward", "LayerNorm", "LayerNorm", "LayerNorm"],
+        [PB, PQ, PC],
+    ],
+)
 def _(ns):
     block = _decoder_block(ns, 30)
-    parts = [type(getattr(block, name, None)).__name__ for name in ("self_attn", "cross_attn", "ff", "ln1", "ln2", "ln3")]
+    parts = [
+        type(getattr(block, name, None)).__name__ for name in ("self_attn", "cross_attn", "ff", "ln1", "ln2", "ln3")
+    ]
     with torch.no_grad():
         return parts, list(block(randn(PB, PQ, PC, seed=31), randn(PB, PK, PC, seed=32)).shape)
 
 
-@suite.case("decoder_block", "pre-norm (the default order) equals nn.TransformerDecoderLayer(norm_first=True), gelu", points=1,
-            check=satisfies(_agrees_with_decoder_layer))
+@suite.case(
+    "decoder_block",
+    "pre-norm (the default order) equals nn.TransformerDecoderLayer(norm_first=True), gelu",
+    points=1,
+    check=satisfies(_agrees_with_decoder_layer),
+)
 def _(ns):
     return _run_against_torch(ns, 33, True, "gelu")
 
 
-@suite.case("decoder_block", "post-norm equals nn.TransformerDecoderLayer(norm_first=False), relu", points=1,
-            check=satisfies(_agrees_with_decoder_layer))
+@suite.case(
+    "decoder_block",
+    "post-norm equals nn.TransformerDecoderLayer(norm_first=False), relu",
+    points=1,
+    check=satisfies(_agrees_with_decoder_layer),
+)
 def _(ns):
     return _run_against_torch(ns, 36, False, "relu")
 
@@ -581,8 +722,12 @@ def _causal_self_attention(got):
     return None
 
 
-@suite.case("decoder_block", "with a causal self_mask, the last position never changes earlier outputs", points=1,
-            check=satisfies(_causal_self_attention))
+@suite.case(
+    "decoder_block",
+    "with a causal self_mask, the last position never changes earlier outputs",
+    points=1,
+    check=satisfies(_causal_self_attention),
+)
 def _(ns):
     block = _decoder_block(ns, 39)
     x, memory = randn(PB, PQ, PC, seed=40), randn(PB, PK, PC, seed=41)
@@ -611,9 +756,17 @@ def _model(ns, seed, **kwargs):
     "the parts and the shape of the logits (B, T, tgt_vocab)",
     points=1,
     check=equal(),
-    expected={"encoder": "_TorchEncoder", "tgt_emb": "Embedding (11, 20)", "tgt_pos_emb": "Embedding (8, 20)",
-              "decoder_blocks": "ModuleList of 2", "ln_f": "LayerNorm", "head": "Linear (11, 20)", "head_bias": [11], "pad_id": 0,
-              "logits": [2, 4, 11]},
+    expected={
+        "encoder": "_TorchEncoder",
+        "tgt_emb": "Embedding (11, 20)",
+        "tgt_pos_emb": "Embedding (8, 20)",
+        "decoder_blocks": "ModuleList of 2",
+        "ln_f": "LayerNorm",
+        "head": "Linear (11, 20)",
+        "head_bias": [11],
+        "pad_id": 0,
+        "logits": [2, 4, 11],
+    },
 )
 def _(ns):
     model = _model(ns, 50)
@@ -634,8 +787,12 @@ def _(ns):
     }
 
 
-@suite.case("seq2seq", "later decoder inputs never change the logits of earlier positions (causal self-mask)", points=1,
-            check=satisfies(_causal_self_attention))
+@suite.case(
+    "seq2seq",
+    "later decoder inputs never change the logits of earlier positions (causal self-mask)",
+    points=1,
+    check=satisfies(_causal_self_attention),
+)
 def _(ns):
     model = _model(ns, 51)
     src = torch.tensor([[4, 5, 6, 0, 0], [7, 8, 9, 10, 12]])
@@ -654,8 +811,12 @@ def _target_positions_problem(got):
     return None
 
 
-@suite.case("seq2seq", "the target positions come from tgt_pos_emb: changing its weights changes the logits", points=1,
-            check=satisfies(_target_positions_problem))
+@suite.case(
+    "seq2seq",
+    "the target positions come from tgt_pos_emb: changing its weights changes the logits",
+    points=1,
+    check=satisfies(_target_positions_problem),
+)
 def _(ns):
     model = _model(ns, 53)
     src, tgt_in = torch.tensor([[4, 5, 6, 0, 0], [7, 8, 9, 10, 12]]), torch.tensor([[1, 3, 4, 5], [1, 6, 7, 8]])
@@ -667,13 +828,19 @@ def _(ns):
 
 def _source_padding_ignored(got):
     if not got <= 1e-5:
-        return (f"adding padding to the end of the source changed the logits (by up to {got:.3g}): "
-                "the source's padding must be blocked in cross-attention (memory_mask)")
+        return (
+            f"adding padding to the end of the source changed the logits (by up to {got:.3g}): "
+            "the source's padding must be blocked in cross-attention (memory_mask)"
+        )
     return None
 
 
-@suite.case("seq2seq", "padding added to the source never changes the logits (blocked in cross-attention)", points=1,
-            check=satisfies(_source_padding_ignored))
+@suite.case(
+    "seq2seq",
+    "padding added to the source never changes the logits (blocked in cross-attention)",
+    points=1,
+    check=satisfies(_source_padding_ignored),
+)
 def _(ns):
     model = _model(ns, 52)
     tgt_in = torch.tensor([[1, 3, 4], [1, 6, 7]])
@@ -705,8 +872,11 @@ class _Scripted(nn.Module):
         return logits * self.scale
 
 
-_START_KEPT = Hint(lambda got, exp: isinstance(got, list) and len(got) == 2 and all(isinstance(r, list) and r[:1] == [1] for r in got),
-                   "the start token is not part of the result: return only the generated tokens", mistake="start token returned")
+_START_KEPT = Hint(
+    lambda got, exp: isinstance(got, list) and len(got) == 2 and all(isinstance(r, list) and r[:1] == [1] for r in got),
+    "the start token is not part of the result: return only the generated tokens",
+    mistake="start token returned",
+)
 
 
 @suite.case(
@@ -735,8 +905,12 @@ def _greedy_calls(got):
     return None
 
 
-@suite.case("seq2seq", "greedy_decode: at most max_len tokens; starts from the start token; eval mode and no gradients inside",
-            points=1, check=satisfies(_greedy_calls))
+@suite.case(
+    "seq2seq",
+    "greedy_decode: at most max_len tokens; starts from the start token; eval mode and no gradients inside",
+    points=1,
+    check=satisfies(_greedy_calls),
+)
 def _(ns):
     model = _Scripted([[5, 6, 7, 8, 9, 9, 9, 9], [4, 4, 4, 4, 4, 4, 4, 4]]).train()
     out = ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6]]), start_id=1, end_id=2, max_len=4)
@@ -757,13 +931,21 @@ class _Recorder(nn.Module):
 
     def forward(self, src, tgt_in):
         logits = self.table(tgt_in)
-        self.calls.append({"mode": mode_of(self), "src": src.detach().cpu().clone(), "tgt_in": tgt_in.detach().cpu().clone(),
-                           "logits": logits.detach().cpu().clone()})
+        self.calls.append(
+            {
+                "mode": mode_of(self),
+                "src": src.detach().cpu().clone(),
+                "tgt_in": tgt_in.detach().cpu().clone(),
+                "logits": logits.detach().cpu().clone(),
+            }
+        )
         return logits
 
 
 _SRC = torch.tensor([[3, 4, 5, 0], [6, 7, 0, 0], [8, 3, 4, 6], [5, 5, 7, 0], [4, 8, 0, 0], [7, 6, 5, 4]])
-_TGT = torch.tensor([[5, 4, 3, 2, 0], [7, 6, 2, 0, 0], [6, 4, 3, 8, 2], [7, 5, 5, 2, 0], [8, 4, 2, 0, 0], [4, 5, 6, 7, 2]])
+_TGT = torch.tensor(
+    [[5, 4, 3, 2, 0], [7, 6, 2, 0, 0], [6, 4, 3, 8, 2], [7, 5, 5, 2, 0], [8, 4, 2, 0, 0], [4, 5, 6, 7, 2]]
+)
 
 
 def _pairs_problem(got):
@@ -789,11 +971,18 @@ def _pairs_problem(got):
 
 
 # 30 s: the first optimiser a process makes imports torch._dynamo, seconds on a busy machine
-@suite.case("seq2seq_works", "train_seq2seq: one loss per step; each row's source with its own target shifted right", points=1,
-            check=satisfies(_pairs_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "train_seq2seq: one loss per step; each row's source with its own target shifted right",
+    points=1,
+    check=satisfies(_pairs_problem),
+    timeout=30,
+)
 def _(ns):
     model = _Recorder()
-    losses = ns.train_seq2seq(model, _SRC.clone(), _TGT.clone(), steps=5, batch_size=3, lr=0.01, start_id=1, generator=generator(60))
+    losses = ns.train_seq2seq(
+        model, _SRC.clone(), _TGT.clone(), steps=5, batch_size=3, lr=0.01, start_id=1, generator=generator(60)
+    )
     return losses, model.calls
 
 
@@ -813,37 +1002,59 @@ def _loss_problem(got):
         if None in rows:
             return "a source row fed to the model is not one of src's rows"
         labels = _TGT[rows].masked_fill(_TGT[rows] == 0, -100)
-        want = float(torch.nn.functional.cross_entropy(call["logits"].double().reshape(-1, 9), labels.reshape(-1), ignore_index=-100))
+        want = float(
+            torch.nn.functional.cross_entropy(
+                call["logits"].double().reshape(-1, 9), labels.reshape(-1), ignore_index=-100
+            )
+        )
         if not abs(float(loss) - want) <= 1e-5 * abs(want) + 1e-6:
-            return (f"the loss of step {number} is not the mean cross-entropy of the model's logits against the target rows "
-                    "with padding (model.pad_id) left out: replace padding by -100 in the labels")
+            return (
+                f"the loss of step {number} is not the mean cross-entropy of the model's logits against the target rows "
+                "with padding (model.pad_id) left out: replace padding by -100 in the labels"
+            )
     return None
 
 
-@suite.case("seq2seq_works", "train_seq2seq: each loss is the mean cross-entropy over the non-padding target positions", points=1,
-            check=satisfies(_loss_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "train_seq2seq: each loss is the mean cross-entropy over the non-padding target positions",
+    points=1,
+    check=satisfies(_loss_problem),
+    timeout=30,
+)
 def _(ns):
     model = _Recorder()
-    losses = ns.train_seq2seq(model, _SRC.clone(), _TGT.clone(), steps=3, batch_size=4, lr=0.01, start_id=1, generator=generator(62))
+    losses = ns.train_seq2seq(
+        model, _SRC.clone(), _TGT.clone(), steps=3, batch_size=4, lr=0.01, start_id=1, generator=generator(62)
+    )
     return losses, model.calls
 
 
 def _same_rows_problem(got):
     first, second = ([[_source_rows(c)] for c in calls if c["mode"] == "train"] for calls in got)
     if first != second:
-        return ("the same seeded generator drew different rows after different global seeds (torch.manual_seed): "
-                "draw the rows with torch.randint(..., generator=generator)")
+        return (
+            "the same seeded generator drew different rows after different global seeds (torch.manual_seed): "
+            "draw the rows with torch.randint(..., generator=generator)"
+        )
     return None
 
 
-@suite.case("seq2seq_works", "train_seq2seq: the same seeded generator draws the same rows, whatever the global random state", points=1,
-            check=satisfies(_same_rows_problem), timeout=30)
+@suite.case(
+    "seq2seq_works",
+    "train_seq2seq: the same seeded generator draws the same rows, whatever the global random state",
+    points=1,
+    check=satisfies(_same_rows_problem),
+    timeout=30,
+)
 def _(ns):
     runs = []
     for global_seed in (1, 2):
         torch.manual_seed(global_seed)
         model = _Recorder()
-        ns.train_seq2seq(model, _SRC.clone(), _TGT.clone(), steps=3, batch_size=3, lr=0.01, start_id=1, generator=generator(63))
+        ns.train_seq2seq(
+            model, _SRC.clone(), _TGT.clone(), steps=3, batch_size=3, lr=0.01, start_id=1, generator=generator(63)
+        )
         runs.append(model.calls)
     return runs
 
@@ -879,8 +1090,10 @@ def _exact_match(got):
         return f"expected predictions of shape {tuple(targets.shape)}, got {tuple(predictions.shape)}"
     right = ((predictions == targets) | (targets == 0)).all(dim=1).float().mean().item()
     if not right >= THRESHOLD:
-        return (f"after training, {right:.1%} of the unseen strings come out exactly reversed, fewer than {THRESHOLD:.0%} "
-                "(the reference reaches 97 to 100%; section 8 of the notebook lists what to look for)")
+        return (
+            f"after training, {right:.1%} of the unseen strings come out exactly reversed, fewer than {THRESHOLD:.0%} "
+            "(the reference reaches 97 to 100%; section 8 of the notebook lists what to look for)"
+        )
     return None
 
 
@@ -916,14 +1129,28 @@ def _train_and_predict(ns):
     with _torch_parts(ns):
         model = ns.Seq2Seq(13, 13, 8, n_layer=1, n_head=2, n_embd=32)
     _default_init(ns, model, 0)
-    ns.train_seq2seq(model, _TRAIN_SRC.clone(), _TRAIN_TGT.clone(), steps=200, batch_size=32, lr=3e-3, start_id=1, generator=generator(0))
+    ns.train_seq2seq(
+        model,
+        _TRAIN_SRC.clone(),
+        _TRAIN_TGT.clone(),
+        steps=200,
+        batch_size=32,
+        lr=3e-3,
+        start_id=1,
+        generator=generator(0),
+    )
     tgt_in = torch.cat([torch.ones(len(_TEST_TGT), 1, dtype=torch.long), _TEST_TGT[:, :-1]], dim=1)
     model.cpu().eval()
     with torch.no_grad():
         return model(_TEST_SRC.clone(), tgt_in).argmax(dim=-1)
 
 
-@suite.case("seq2seq_works", f"200 steps on reversing digit strings: at least {THRESHOLD:.0%} of unseen strings exactly right",
-            points=1, check=satisfies(_exact_match), timeout=60)
+@suite.case(
+    "seq2seq_works",
+    f"200 steps on reversing digit strings: at least {THRESHOLD:.0%} of unseen strings exactly right",
+    points=1,
+    check=satisfies(_exact_match),
+    timeout=60,
+)
 def _(ns):
     return _train_and_predict(ns)

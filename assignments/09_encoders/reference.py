@@ -64,7 +64,10 @@ class Encoder(nn.Module):
         self.pos_emb = nn.Embedding(max_len, n_embd)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            [TransformerBlock(n_embd, n_head, hidden, dropout=dropout, activation="gelu", norm_first=True) for _ in range(n_layer)]
+            [
+                TransformerBlock(n_embd, n_head, hidden, dropout=dropout, activation="gelu", norm_first=True)
+                for _ in range(n_layer)
+            ]
         )
         self.ln_f = LayerNorm(n_embd)
 

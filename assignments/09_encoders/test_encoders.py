@@ -9,10 +9,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from autograder.build.notebooks import make_notebook
+from autograder.course import get_stage
+from autograder.engine.submission import code_cells
 from autograder.engine.suites import exec_suite
 from autograder.kit.check_cell import run_public
-from autograder.engine.submission import code_cells
-from autograder.course import get_stage
 from solutions.encoders import (
     CrossAttention,
     DecoderBlock,
@@ -57,22 +57,40 @@ def mha_state(module: nn.Module) -> dict:
 
 
 def encoder_layer_twin(block: nn.Module, ff_dim: int) -> nn.TransformerEncoderLayer:
-    twin = nn.TransformerEncoderLayer(C, block.attn.num_heads, ff_dim, dropout=0.0, activation="gelu", batch_first=True, norm_first=True)
+    twin = nn.TransformerEncoderLayer(
+        C, block.attn.num_heads, ff_dim, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+    )
     state = {f"self_attn.{k}": v for k, v in mha_state(block.attn).items()}
-    state.update({"linear1.weight": block.ff.fc1.weight, "linear1.bias": block.ff.fc1.bias,
-                  "linear2.weight": block.ff.fc2.weight, "linear2.bias": block.ff.fc2.bias,
-                  "norm1.weight": block.ln1.weight, "norm1.bias": block.ln1.bias,
-                  "norm2.weight": block.ln2.weight, "norm2.bias": block.ln2.bias})
+    state.update(
+        {
+            "linear1.weight": block.ff.fc1.weight,
+            "linear1.bias": block.ff.fc1.bias,
+            "linear2.weight": block.ff.fc2.weight,
+            "linear2.bias": block.ff.fc2.bias,
+            "norm1.weight": block.ln1.weight,
+            "norm1.bias": block.ln1.bias,
+            "norm2.weight": block.ln2.weight,
+            "norm2.bias": block.ln2.bias,
+        }
+    )
     twin.load_state_dict({k: v.detach().clone() for k, v in state.items()})
     return twin.eval()
 
 
 def decoder_layer_twin(block: DecoderBlock, norm_first: bool, activation: str) -> nn.TransformerDecoderLayer:
-    twin = nn.TransformerDecoderLayer(C, H, block.ff.fc1.out_features, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first)
+    twin = nn.TransformerDecoderLayer(
+        C, H, block.ff.fc1.out_features, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first
+    )
     state = {f"self_attn.{k}": v for k, v in mha_state(block.self_attn).items()}
     state.update({f"multihead_attn.{k}": v for k, v in mha_state(block.cross_attn).items()})
-    state.update({"linear1.weight": block.ff.fc1.weight, "linear1.bias": block.ff.fc1.bias,
-                  "linear2.weight": block.ff.fc2.weight, "linear2.bias": block.ff.fc2.bias})
+    state.update(
+        {
+            "linear1.weight": block.ff.fc1.weight,
+            "linear1.bias": block.ff.fc1.bias,
+            "linear2.weight": block.ff.fc2.weight,
+            "linear2.bias": block.ff.fc2.bias,
+        }
+    )
     for i in (1, 2, 3):
         state[f"norm{i}.weight"] = getattr(block, f"ln{i}").weight
         state[f"norm{i}.bias"] = getattr(block, f"ln{i}").bias
@@ -181,7 +199,9 @@ BIG = torch.randint(10, 5000, (128, 200), generator=torch.Generator().manual_see
 def test_mlm_chooses_prob_of_the_positions_and_splits_80_10_10(prob):
     ids = BIG.clone()
     ids[:, 0], ids[:, -1] = 1, 2
-    inputs, labels = mlm_mask_tokens(ids, 3, 5000, special_ids=(1, 2), prob=prob, generator=torch.Generator().manual_seed(7))
+    inputs, labels = mlm_mask_tokens(
+        ids, 3, 5000, special_ids=(1, 2), prob=prob, generator=torch.Generator().manual_seed(7)
+    )
     assert torch.equal(ids[:, 1:-1], BIG[:, 1:-1])  # ids untouched
     chosen = labels != -100
     assert not chosen[:, [0, -1]].any()
@@ -193,7 +213,9 @@ def test_mlm_chooses_prob_of_the_positions_and_splits_80_10_10(prob):
 
 
 def test_mlm_random_replacements_are_uniform_over_the_whole_vocabulary():
-    inputs, _ = mlm_mask_tokens(torch.full((200, 300), 5), 0, 6, special_ids=(1,), prob=1.0, generator=torch.Generator().manual_seed(8))
+    inputs, _ = mlm_mask_tokens(
+        torch.full((200, 300), 5), 0, 6, special_ids=(1,), prob=1.0, generator=torch.Generator().manual_seed(8)
+    )
     freq = torch.bincount(inputs.flatten(), minlength=6).double() / inputs.numel()
     expected = torch.tensor([0.8 + 0.1 / 6] + [0.1 / 6] * 4 + [0.1 + 0.1 / 6], dtype=torch.float64)
     margins = torch.tensor([0.008] + [0.0035] * 4 + [0.007], dtype=torch.float64)  # 5 standard deviations or more
@@ -210,7 +232,9 @@ def test_mlm_generator_edges_and_errors():
     none_in, none_labels = mlm_mask_tokens(ids, 3, 5000, prob=0.0)
     assert torch.equal(none_in, ids) and (none_labels == -100).all()
     assert torch.equal(mlm_mask_tokens(ids, 3, 5000, prob=1.0)[1], ids)
-    assert (mlm_mask_tokens(torch.zeros(2, 3, dtype=torch.long), 3, 10, prob=1.0)[1] == 0).all()  # no special by default
+    assert (
+        mlm_mask_tokens(torch.zeros(2, 3, dtype=torch.long), 3, 10, prob=1.0)[1] == 0
+    ).all()  # no special by default
     for prob in (-0.1, 1.5):
         with pytest.raises(ValueError, match="prob"):
             mlm_mask_tokens(ids, 3, 5000, prob=prob)
@@ -236,7 +260,9 @@ def test_cross_attention_equals_torch_multihead_attention(mask_kind, heads):
             mask[0, 1, 3:] = True
     with torch.no_grad():
         out = cross(x, memory, memory_mask=mask)
-        expected = twin.eval()(x, memory, memory, attn_mask=None if mask is None else heads_mask(mask, T, heads), need_weights=False)[0]
+        expected = twin.eval()(
+            x, memory, memory, attn_mask=None if mask is None else heads_mask(mask, T, heads), need_weights=False
+        )[0]
     assert out.shape == (B, T, C)
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
 
@@ -270,7 +296,7 @@ def test_decoder_block_equals_torch_decoder_layer(norm_first, activation):
 def test_seq2seq_equals_its_parts_composed_by_hand():
     torch.manual_seed(6)
     model = randomise(Seq2Seq(15, 11, 8, n_layer=2, n_head=H, n_embd=C, pad_id=0), 30)
-    src = ids_with_padding()[:, :S - 2]
+    src = ids_with_padding()[:, : S - 2]
     tgt_in = torch.tensor([[1, 3, 4, 5], [1, 6, 7, 2], [1, 9, 10, 9]])
     with torch.no_grad():
         memory = model.encoder(src)
@@ -318,7 +344,10 @@ def test_greedy_decode_stops_pads_and_restores_the_mode():
     out = greedy_decode(model, torch.zeros(2, 3, dtype=torch.long), start_id=1, end_id=2, max_len=5)
     assert out.tolist() == [[5, 6, 2], [4, 2, 7]] and model.calls == 3 and model.training
     never = Scripted([[5, 6, 3, 7, 8], [4, 4, 9, 9, 9]]).eval()
-    assert greedy_decode(never, torch.zeros(2, 3, dtype=torch.long), 1, 2, max_len=4).tolist() == [[5, 6, 3, 7], [4, 4, 9, 9]]
+    assert greedy_decode(never, torch.zeros(2, 3, dtype=torch.long), 1, 2, max_len=4).tolist() == [
+        [5, 6, 3, 7],
+        [4, 4, 9, 9],
+    ]
     assert not never.training
     assert greedy_decode(never, torch.zeros(2, 3, dtype=torch.long), 1, 2, max_len=0).shape == (2, 0)
     with pytest.raises(ValueError):
@@ -364,7 +393,16 @@ def test_reference_learns_reversal_and_greedy_equals_teacher_forced_exact_match(
     test_src, test_tgt, _ = reversal_pairs(200, test_seed, seen)
     torch.manual_seed(train_seed)
     model = Seq2Seq(13, 13, 8, n_layer=1, n_head=2, n_embd=32)
-    losses = train_seq2seq(model, src, tgt, steps=200, batch_size=32, lr=3e-3, start_id=1, generator=torch.Generator().manual_seed(train_seed))
+    losses = train_seq2seq(
+        model,
+        src,
+        tgt,
+        steps=200,
+        batch_size=32,
+        lr=3e-3,
+        start_id=1,
+        generator=torch.Generator().manual_seed(train_seed),
+    )
     assert len(losses) == 200 and losses[-1] < 0.2 * losses[0]
     greedy = greedy_decode(model, test_src, 1, 2, max_len=7)
     greedy = F.pad(greedy, (0, 7 - greedy.size(1)), value=0)
@@ -396,7 +434,9 @@ def _reference_names() -> dict:
     return names
 
 
-@pytest.mark.parametrize("qid", ["encoder", "classifier", "mlm_mask", "cross_attention", "decoder_block", "seq2seq", "seq2seq_works"])
+@pytest.mark.parametrize(
+    "qid", ["encoder", "classifier", "mlm_mask", "cross_attention", "decoder_block", "seq2seq", "seq2seq_works"]
+)
 def test_reference_passes_every_public_test(qid):
     passed, report, _ = run_public(_suite_module("public").suite.cases, qid, _reference_names())
     assert passed, report
@@ -409,8 +449,12 @@ def test_public_stand_ins_compute_what_the_reference_parts_compute():
     torch.manual_seed(8)
     encoder = randomise(Encoder(15, 8, n_layer=2, n_head=H, n_embd=C, pad_id=0), 40)
     stand_in = public._TorchEncoder(15, 8, n_layer=2, n_head=H, n_embd=C, pad_id=0)
-    state = {"tok_emb.weight": encoder.tok_emb.weight, "pos_emb.weight": encoder.pos_emb.weight,
-             "ln_f.weight": encoder.ln_f.weight, "ln_f.bias": encoder.ln_f.bias}
+    state = {
+        "tok_emb.weight": encoder.tok_emb.weight,
+        "pos_emb.weight": encoder.pos_emb.weight,
+        "ln_f.weight": encoder.ln_f.weight,
+        "ln_f.bias": encoder.ln_f.bias,
+    }
     for i, block in enumerate(encoder.blocks):
         state.update({f"blocks.{i}.{k}": v for k, v in encoder_layer_twin(block, 4 * C).state_dict().items()})
     stand_in.load_state_dict({k: v.detach().clone() for k, v in state.items()})
@@ -428,8 +472,12 @@ def test_public_stand_ins_compute_what_the_reference_parts_compute():
     pad[0, 0, 3:] = True
     with torch.no_grad():
         expected = block(x, memory, self_mask=causal_mask(T), memory_mask=pad)
-        torch.testing.assert_close(twin_block.eval()(x, memory, self_mask=causal_mask(T), memory_mask=pad), expected, rtol=1e-4, atol=1e-5)
-        torch.testing.assert_close(cross.eval()(x, memory, memory_mask=pad), block.cross_attn(x, memory, memory_mask=pad), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(
+            twin_block.eval()(x, memory, self_mask=causal_mask(T), memory_mask=pad), expected, rtol=1e-4, atol=1e-5
+        )
+        torch.testing.assert_close(
+            cross.eval()(x, memory, memory_mask=pad), block.cross_attn(x, memory, memory_mask=pad), rtol=1e-4, atol=1e-5
+        )
 
 
 def test_hidden_stand_ins_compute_what_the_reference_parts_compute():
@@ -439,8 +487,12 @@ def test_hidden_stand_ins_compute_what_the_reference_parts_compute():
     torch.manual_seed(9)
     encoder = randomise(Encoder(15, 8, n_layer=2, n_head=H, n_embd=C, pad_id=3), 50)
     stand_in = hidden._TorchEncoder(15, 8, n_layer=2, n_head=H, n_embd=C, pad_id=3)
-    state = {"tok_emb.weight": encoder.tok_emb.weight, "pos_emb.weight": encoder.pos_emb.weight,
-             "norm.weight": encoder.ln_f.weight, "norm.bias": encoder.ln_f.bias}
+    state = {
+        "tok_emb.weight": encoder.tok_emb.weight,
+        "pos_emb.weight": encoder.pos_emb.weight,
+        "norm.weight": encoder.ln_f.weight,
+        "norm.bias": encoder.ln_f.bias,
+    }
     for i, block in enumerate(encoder.blocks):
         state.update({f"layers.{i}.{k}": v for k, v in encoder_layer_twin(block, 4 * C).state_dict().items()})
     stand_in.load_state_dict({k: v.detach().clone() for k, v in state.items()})
@@ -455,7 +507,12 @@ def test_hidden_stand_ins_compute_what_the_reference_parts_compute():
     cross.mha.load_state_dict({k: v.detach().clone() for k, v in mha_state(block.cross_attn).items()})
     with torch.no_grad():
         torch.testing.assert_close(stand_in.eval()(idx)[idx != 3], encoder(idx)[idx != 3], rtol=1e-4, atol=1e-5)
-        torch.testing.assert_close(twin_block.eval()(x, memory, causal_mask(T), pad), block(x, memory, causal_mask(T), pad), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(
+            twin_block.eval()(x, memory, causal_mask(T), pad),
+            block(x, memory, causal_mask(T), pad),
+            rtol=1e-4,
+            atol=1e-5,
+        )
         torch.testing.assert_close(cross.eval()(x, memory, pad), block.cross_attn(x, memory, pad), rtol=1e-4, atol=1e-5)
 
 
@@ -464,8 +521,18 @@ def test_hidden_stand_ins_log_how_they_were_built():
     parts = _suite_module("hidden")._torch_parts(log)
     parts["Encoder"](15, 8, n_layer=1, n_head=2, n_embd=12, pad_id=6)
     parts["DecoderBlock"](12, 2, 48, activation="relu", norm_first=False)
-    assert log == [{"part": "Encoder", "vocab_size": 15, "max_len": 8, "n_layer": 1, "n_head": 2, "n_embd": 12, "pad_id": 6},
-                   {"part": "DecoderBlock", "embed_dim": 12, "num_heads": 2, "ff_dim": 48, "dropout": 0.0, "activation": "relu", "norm": "post"}]
+    assert log == [
+        {"part": "Encoder", "vocab_size": 15, "max_len": 8, "n_layer": 1, "n_head": 2, "n_embd": 12, "pad_id": 6},
+        {
+            "part": "DecoderBlock",
+            "embed_dim": 12,
+            "num_heads": 2,
+            "ff_dim": 48,
+            "dropout": 0.0,
+            "activation": "relu",
+            "norm": "post",
+        },
+    ]
 
 
 @pytest.mark.slow
@@ -494,10 +561,20 @@ def test_reference_notebook_runs_top_to_bottom_quickly_in_a_kernel(tmp_path, mon
     path = tmp_path / "09 reference.ipynb"
     path.write_text(json.dumps(notebook))
     executed = nbformat.read(path, as_version=4)
-    NotebookClient(executed, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}).execute()
-    errors = [(i, o["ename"], o["evalue"][:200]) for i, cell in enumerate(executed.cells) if cell.cell_type == "code"
-              for o in cell.outputs if o.get("output_type") == "error"]
+    NotebookClient(
+        executed, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    errors = [
+        (i, o["ename"], o["evalue"][:200])
+        for i, cell in enumerate(executed.cells)
+        if cell.cell_type == "code"
+        for o in cell.outputs
+        if o.get("output_type") == "error"
+    ]
     assert errors == []
-    checks = ["".join(o.get("text", "") for o in cell.outputs) for cell in executed.cells
-              if "gptcourse:check" in cell.metadata.get("tags", [])]
+    checks = [
+        "".join(o.get("text", "") for o in cell.outputs)
+        for cell in executed.cells
+        if "gptcourse:check" in cell.metadata.get("tags", [])
+    ]
     assert len(checks) == 7 and all("public tests passed" in text for text in checks)

@@ -56,7 +56,11 @@ def clause_problems(path: Path, tests: dict[str, set[str]]) -> list[str]:
         for clause, names in rows:
             if not names:
                 problems.append(f"{path.name}: {question}: no test covers {clause!r}")
-            problems += [f"{path.name}: {question}: {name!r} names no test of {question}" for name in names if name not in tests[question]]
+            problems += [
+                f"{path.name}: {question}: {name!r} names no test of {question}"
+                for name in names
+                if name not in tests[question]
+            ]
     return problems
 
 

@@ -45,15 +45,18 @@ def fired(grades: CatalogueGrades, name: str) -> set[str]:
 def hint_problems(grades: CatalogueGrades) -> list[str]:
     """Where the stage's hints are not right-or-absent (see the module's docstring)."""
     problems = []
-    for qid, key, mistake in stage_hints(grades):
+    for _qid, key, mistake in stage_hints(grades):
         if not mistake:
-            problems.append(f"a hint of {key!r} has no mistake name: Hint(when, text, mistake=\"...\")")
+            problems.append(f'a hint of {key!r} has no mistake name: Hint(when, text, mistake="...")')
     for variant in grades.mistakes:
         got, declared = fired(grades, variant.slug), set(variant.hints)
         if got != declared:
             extra = ", ".join(sorted(got - declared)) or "none"
             missing = ", ".join(sorted(declared - got)) or "none"
-            problems.append(f"mistake {variant.slug!r} triggers hints it does not declare: {extra}; declares hints that do not fire: {missing}")
+            problems.append(
+                f"mistake {variant.slug!r} triggers hints it does not declare: "
+                f"{extra}; declares hints that do not fire: {missing}"
+            )
     for name in ["reference", *(v.slug for v in grades.alternatives)]:
         if fired(grades, name):
             problems.append(f"{name!r} (correct) triggers hints: {', '.join(sorted(fired(grades, name)))}")
@@ -63,7 +66,9 @@ def hint_problems(grades: CatalogueGrades) -> list[str]:
         if not on:
             problems.append(f"the hint {mistake!r} of {qid} fires on no catalogued mistake")
         elif len(on) == len(mine):
-            problems.append(f"the hint {mistake!r} of {qid} fires on every mistake of its question: it is never shown silent")
+            problems.append(
+                f"the hint {mistake!r} of {qid} fires on every mistake of its question: it is never shown silent"
+            )
     return problems
 
 
@@ -72,11 +77,18 @@ def public_catch_problems(grades: CatalogueGrades) -> list[str]:
     and ``hidden_only`` mistakes that a public test does catch."""
     problems = []
     for variant in grades.mistakes:
-        caught = [r.name for r in grades.by_name[variant.slug].results if r.public and r.qid == variant.qid and not r.passed]
+        caught = [
+            r.name for r in grades.by_name[variant.slug].results if r.public and r.qid == variant.qid and not r.passed
+        ]
         if not caught and not variant.hidden_only:
-            problems.append(f"mistake {variant.slug!r} passes every public test of {variant.qid} (catch it, or say why only hidden tests can: hidden_only=...)")
+            problems.append(
+                f"mistake {variant.slug!r} passes every public test of {variant.qid} "
+                "(catch it, or say why only hidden tests can: hidden_only=...)"
+            )
         if caught and variant.hidden_only:
-            problems.append(f"mistake {variant.slug!r} is declared hidden_only, but the public test {caught[0]!r} catches it")
+            problems.append(
+                f"mistake {variant.slug!r} is declared hidden_only, but the public test {caught[0]!r} catches it"
+            )
     return problems
 
 
@@ -192,7 +204,12 @@ def hidden_value_problems(grades: CatalogueGrades) -> list[str]:
     for name, graded in grades.by_name.items():
         for result in graded.results:
             case = cases.get(result.key)
-            if case is None or result.passed or result.key in graded.outcome.errors or result.key not in graded.outcome.values:
+            if (
+                case is None
+                or result.passed
+                or result.key in graded.outcome.errors
+                or result.key not in graded.outcome.values
+            ):
                 continue
             expected = grades.fixtures.get(case.key) if case.expected is REFERENCE else case.expected
             found = revealed(result.message, expected, graded.outcome.values[result.key])

@@ -6,7 +6,7 @@ Static checks (seconds, ``--quick``):
   class of the reference; every ``reference`` block names one of an earlier stage;
 - the suites load; every question has public and hidden tests and exactly one check cell,
   and every check cell names a question;
-- the public suite can be pasted into the notebook (no ``'''``, single-line kit imports,
+- the public suite can be pasted into the notebook (no ``'''``, top-level kit imports,
   no name that clashes with the kit's);
 - no probe, nor a helper it reaches, compares the student's objects (``verdicts``: the
   parent computes every verdict);
@@ -42,8 +42,8 @@ from autograder.kit import PASTED
 
 from .catalogue import catalogue
 from .clauses import clause_problems
-from .verdicts import verdict_problems
 from .variants import write_variant
+from .verdicts import verdict_problems
 
 MIN_MISTAKES = 4
 KIT = Path(__file__).resolve().parent.parent / "kit"
@@ -66,7 +66,9 @@ class LintReport:
         what = "static checks and the graded catalogue" if self.graded else "static checks"
         if self.ok:
             return f"{self.stage}: OK ({what}; {self.summary})"
-        return "\n".join([f"{self.stage}: {len(self.problems)} problem(s) ({what})", *(f"  - {p}" for p in self.problems)])
+        return "\n".join(
+            [f"{self.stage}: {len(self.problems)} problem(s) ({what})", *(f"  - {p}" for p in self.problems)]
+        )
 
 
 class CatalogueGrades:
@@ -126,15 +128,21 @@ def public_suite_problems(stage: Stage) -> list[str]:
     if "'''" in text:
         problems.append(f"{stage.public.name} contains three single quotes in a row (the paste is a ''' string)")
     tree = ast.parse(text)
+    top_level = set(map(id, tree.body))
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("autograder"):
-            if node.module != "autograder.kit" or node.lineno != node.end_lineno:
-                problems.append(f"{stage.public.name}:{node.lineno}: import the kit on one line, as `from autograder.kit import ...`")
+            if node.module != "autograder.kit" or id(node) not in top_level:
+                problems.append(
+                    f"{stage.public.name}:{node.lineno}: import the kit at the top of the file, "
+                    "as `from autograder.kit import ...` (the paste drops that statement)"
+                )
         elif isinstance(node, ast.Import) and any(a.name.startswith("autograder") for a in node.names):
             problems.append(f"{stage.public.name}:{node.lineno}: import the kit as `from autograder.kit import ...`")
     clashes = sorted((_defined(tree, imports=False) - {"suite"}) & _kit_names())
     if clashes:
-        problems.append(f"{stage.public.name} defines {', '.join(clashes)}, which the kit pasted beside it defines too: rename")
+        problems.append(
+            f"{stage.public.name} defines {', '.join(clashes)}, which the kit pasted beside it defines too: rename"
+        )
     return problems
 
 
@@ -206,7 +214,9 @@ def static_problems(stage: Stage) -> tuple[list[str], str]:
             problems.append(f"variant {variant.slug!r} names no question of the stage")
         unknown = sorted(set(variant.cells) - set(stubs))
         if unknown:
-            problems.append(f"variant {variant.slug!r} replaces {', '.join(unknown)}, which is no stub cell of the notebook")
+            problems.append(
+                f"variant {variant.slug!r} replaces {', '.join(unknown)}, which is no stub cell of the notebook"
+            )
     for qid in qids:
         count = sum(m.qid == qid for m in mistakes)
         if count < MIN_MISTAKES:
@@ -217,7 +227,10 @@ def static_problems(stage: Stage) -> tuple[list[str], str]:
     problems += [f"two variants share the file name {s!r}" for s in sorted({s for s in slugs if slugs.count(s) > 1})]
     problems += doctest_problems(reference)
     points = sum(p for _, p in questions)
-    summary = f"{len(qids)} questions, {points:g} points, {len(mistakes)} mistakes, {len(alternatives)} alternatives, {_examples(reference)} docstring examples"
+    summary = (
+        f"{len(qids)} questions, {points:g} points, {len(mistakes)} mistakes, "
+        f"{len(alternatives)} alternatives, {_examples(reference)} docstring examples"
+    )
     return problems, summary
 
 

@@ -8,7 +8,9 @@ from autograder.course import Stage
 from .catalogue import Variant
 
 
-def variant_notebook(stage: Stage, replace: dict[str, str] | None = None, extra_cells: list[str] | None = None, base: str = "reference") -> dict:
+def variant_notebook(
+    stage: Stage, replace: dict[str, str] | None = None, extra_cells: list[str] | None = None, base: str = "reference"
+) -> dict:
     """The reference (or student) notebook with some stub cells replaced and cells appended."""
     nb = make_notebook(stage, base)
     replace = dict(replace or {})
@@ -19,7 +21,16 @@ def variant_notebook(stage: Stage, replace: dict[str, str] | None = None, extra_
     if replace:
         raise KeyError(f"{stage.id} has no stub cell named {sorted(replace)}")
     for index, source in enumerate(extra_cells or []):
-        nb["cells"].append({"cell_type": "code", "execution_count": None, "id": f"extra-{index}", "metadata": {}, "outputs": [], "source": source})
+        nb["cells"].append(
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": f"extra-{index}",
+                "metadata": {},
+                "outputs": [],
+                "source": source,
+            }
+        )
     return nb
 
 

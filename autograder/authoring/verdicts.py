@@ -43,27 +43,51 @@ Example:
     ...     ns.f(x)
     ...     return torch.equal(x, _X)
     ... ''', "hidden.py")
-    ['hidden.py:6: probe `q: not modified` compares student-derived values (torch.equal(x, _X)): return them and let the check compare']
+    ['hidden.py:6: probe `q: not modified` compares student-derived values (torch.equal(x, _X)):
+    return them and let the check compare']
 """
 
 import ast
 import builtins
 
-COMPARING = frozenset({
-    "equal", "allclose", "isclose", "array_equal", "assert_close", "eq", "ne", "lt", "le", "gt", "ge",
-    "all", "any", "bool", "isinstance", "issubclass", "hasattr", "callable",
-})
+COMPARING = frozenset(
+    {
+        "equal",
+        "allclose",
+        "isclose",
+        "array_equal",
+        "assert_close",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "all",
+        "any",
+        "bool",
+        "isinstance",
+        "issubclass",
+        "hasattr",
+        "callable",
+    }
+)
 _BUILTINS = frozenset(dir(builtins))
 
 
 def _is_probe(node: ast.AST) -> bool:
     return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-        isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "case" for d in node.decorator_list
+        isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "case"
+        for d in node.decorator_list
     )
 
 
 def _probe_name(node: ast.FunctionDef) -> str:
-    call = next(d for d in node.decorator_list if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "case")
+    call = next(
+        d
+        for d in node.decorator_list
+        if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "case"
+    )
     parts = [a.value for a in call.args[:2] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return ": ".join(parts) if len(parts) == 2 else node.name
 
@@ -236,7 +260,10 @@ def verdict_problems(source: str, filename: str) -> list[str]:
                 flagged.add(node.lineno)
                 text = " ".join((ast.get_source_segment(source, node) or ast.unparse(node)).split())
                 text = text if len(text) <= 80 else text[:77] + "..."
-                problems.append(f"{filename}:{node.lineno}: {label} compares student-derived values ({text}): return them and let the check compare")
+                problems.append(
+                    f"{filename}:{node.lineno}: {label} compares student-derived values ({text}): "
+                    "return them and let the check compare"
+                )
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in units:
                 helper = units[node.id]
                 reach = _seeds(helper, callees.get(id(node)), tainted)

@@ -24,14 +24,20 @@ from .notebooks import make_notebook, write_notebook
 DEFAULT_DIR = ROOT / "release" / "fixtures"
 PACKAGE = Path(__file__).resolve().parent.parent
 # what a probe's output can depend on besides the stage's own files
-ENGINE_FILES = [*sorted((PACKAGE / "kit").glob("*.py")), *(PACKAGE / "engine" / n for n in ("child.py", "codec.py", "runner.py", "submission.py", "suites.py"))]
+ENGINE_FILES = [
+    *sorted((PACKAGE / "kit").glob("*.py")),
+    *(PACKAGE / "engine" / n for n in ("child.py", "codec.py", "runner.py", "submission.py", "suites.py")),
+]
 
 
 def source_hash(stage: Stage) -> str:
     """A hash of everything a stage's expected outputs depend on."""
     digest = hashlib.sha256()
     named = [(p.name, p) for p in (stage.source, stage.public, stage.hidden)]
-    named += [(str(p.relative_to(ROOT)), p) for p in (*sorted(ASSIGNMENTS.glob("*/reference.py")), ROOT / "solutions" / "data.py", *ENGINE_FILES)]
+    named += [
+        (str(p.relative_to(ROOT)), p)
+        for p in (*sorted(ASSIGNMENTS.glob("*/reference.py")), ROOT / "solutions" / "data.py", *ENGINE_FILES)
+    ]
     for name, path in named:
         digest.update(name.encode())
         digest.update(path.read_bytes() if path.exists() else b"")
@@ -50,7 +56,11 @@ def build_fixtures(stage: Stage, directory: Path = DEFAULT_DIR) -> Path:
     problems += [f"cell {i}: {msg}" for i, msg in outcome.cell_errors.items()]
     if problems:
         raise FixtureError(f"{stage.id}: the reference fails its own probes:\n" + "\n".join(problems))
-    doc = {"stage": stage.id, "source_hash": source_hash(stage), "values": {k: codec.encode(outcome.values[k]) for k in keys}}
+    doc = {
+        "stage": stage.id,
+        "source_hash": source_hash(stage),
+        "values": {k: codec.encode(outcome.values[k]) for k in keys},
+    }
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{stage.id}.json"
     target.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")

@@ -65,7 +65,10 @@ class Cgroup:
                 (cpu / "cpu.cfs_period_us").write_text(str(PERIOD_US))
                 (cpu / "cpu.cfs_quota_us").write_text(str(int(cpus * PERIOD_US)))
                 self.peak_file = memory / "memory.max_usage_in_bytes"
-                self.how = f"cgroup v1 ({memory} and {cpu}): memory.limit_in_bytes {memory_bytes}, cpu.cfs_quota_us {int(cpus * PERIOD_US)}/{PERIOD_US}"
+                self.how = (
+                    f"cgroup v1 ({memory} and {cpu}): memory.limit_in_bytes {memory_bytes}, "
+                    f"cpu.cfs_quota_us {int(cpus * PERIOD_US)}/{PERIOD_US}"
+                )
             elif "" in own:  # cgroup v2
                 folder = own[""] / name
                 folder.mkdir()
@@ -75,7 +78,9 @@ class Cgroup:
                     (folder / "memory.swap.max").write_text("0")
                 (folder / "cpu.max").write_text(f"{int(cpus * PERIOD_US)} {PERIOD_US}")
                 self.peak_file = folder / "memory.peak"
-                self.how = f"cgroup v2 ({folder}): memory.max {memory_bytes}, cpu.max {int(cpus * PERIOD_US)} {PERIOD_US}"
+                self.how = (
+                    f"cgroup v2 ({folder}): memory.max {memory_bytes}, cpu.max {int(cpus * PERIOD_US)} {PERIOD_US}"
+                )
             else:
                 raise OSError("no cgroup hierarchy with the memory and cpu controllers is mounted")
         except OSError:
@@ -129,7 +134,9 @@ def _own_cgroups() -> dict[str, Path]:
                 if folder.is_dir() and os.access(folder, os.W_OK):
                     own[controller] = folder
     if "" in own and not ({"memory", "cpu"} <= set(own)):
-        controllers = (own[""] / "cgroup.controllers").read_text().split() if (own[""] / "cgroup.controllers").exists() else []
+        controllers = (
+            (own[""] / "cgroup.controllers").read_text().split() if (own[""] / "cgroup.controllers").exists() else []
+        )
         if not {"memory", "cpu"} <= set(controllers):
             raise OSError(f"the cgroup v2 folder {own['']} does not offer the memory and cpu controllers")
         return {"": own[""]}
@@ -149,14 +156,22 @@ class Tryout:
     peak_memory: int | None = None  # bytes, where the cgroup says
 
 
-def run_zip(autograder_zip: Path, notebook: Path, gradescope_limits: bool = False, python: str = sys.executable, timeout: float = 3600.0) -> Tryout:
+def run_zip(
+    autograder_zip: Path,
+    notebook: Path,
+    gradescope_limits: bool = False,
+    python: str = sys.executable,
+    timeout: float = 3600.0,
+) -> Tryout:
     """Grade ``notebook`` with the zip's ``run_autograder`` in a fresh Gradescope-like root."""
     with tempfile.TemporaryDirectory(prefix="gptcourse-tryout-") as tmp:
         root = make_root(autograder_zip, Path(tmp), notebook)
         return run_root(root, gradescope_limits, python, timeout)
 
 
-def run_root(root: Path, gradescope_limits: bool = False, python: str = sys.executable, timeout: float = 3600.0) -> Tryout:
+def run_root(
+    root: Path, gradescope_limits: bool = False, python: str = sys.executable, timeout: float = 3600.0
+) -> Tryout:
     """Run ``root/source/run_autograder`` on ``root`` (see ``make_root``), confined if asked."""
     env = dict(os.environ, GRADESCOPE_ROOT=str(root), GPTCOURSE_PYTHON=python)
     command = f'exec "{root / "source" / "run_autograder"}"'
@@ -168,8 +183,10 @@ def run_root(root: Path, gradescope_limits: bool = False, python: str = sys.exec
             confined = cgroup.how
         except OSError as exc:
             command = f"ulimit -d {MEMORY_BYTES // 1024}; exec taskset -c 0 bash -c '{command}'"
-            confined = (f"ulimit -d {MEMORY_BYTES // 1024} (768 MB of data per process, not in all) and taskset -c 0 "
-                        f"(one whole CPU, not half): no cgroup could be made ({exc})")
+            confined = (
+                f"ulimit -d {MEMORY_BYTES // 1024} (768 MB of data per process, not in all) and taskset -c 0 "
+                f"(one whole CPU, not half): no cgroup could be made ({exc})"
+            )
     try:
         start = time.monotonic()
         done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=timeout)

@@ -36,11 +36,15 @@ from pathlib import Path
 from autograder.channels.gradescope.settings import GradescopeSettings, shipped_json, stage_settings
 from autograder.course import Stage
 
+
 def settings_note(stage: Stage) -> str:
     """The Gradescope settings to choose for a stage's zip, as the build prints them."""
     minutes = stage_settings(stage.id, stage.folder).timeout_minutes
-    return (f"on Gradescope set the timeout to {minutes:g} min" + (" (the default)" if minutes == 10 else "")
-            + "; the default 768 MB of memory and 0.5 CPU suffice")
+    return (
+        f"on Gradescope set the timeout to {minutes:g} min"
+        + (" (the default)" if minutes == 10 else "")
+        + "; the default 768 MB of memory and 0.5 CPU suffice"
+    )
 
 
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -63,12 +67,14 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends wget ca-certificates bzip2 >/dev/null
-wget -nv "https://github.com/conda-forge/miniforge/releases/download/{miniforge}/Miniforge3-Linux-$(uname -m).sh" -O /tmp/miniforge.sh
+wget -nv -O /tmp/miniforge.sh \\
+  "https://github.com/conda-forge/miniforge/releases/download/{miniforge}/Miniforge3-Linux-$(uname -m).sh"
 bash /tmp/miniforge.sh -b -p /root/miniforge3
 /root/miniforge3/bin/mamba env create -f /autograder/source/environment.yml
 # Fail the build now, not at a student's first submission: check the versions, grade an empty notebook.
 cd /autograder/source
-{env_python} -c "import torch, numpy, matplotlib, tqdm, autograder.channels.gradescope.entry as entry; raise SystemExit(entry.main(['--self-check']))"
+{env_python} -c "import torch, numpy, matplotlib, tqdm"
+{env_python} -m autograder.channels.gradescope.entry --self-check
 """
 
 RUN_AUTOGRADER = """\
@@ -81,7 +87,8 @@ PY="${{GPTCOURSE_PYTHON:-{env_python}}}"
 cd "$ROOT/source"
 if ! "$PY" -m autograder.channels.gradescope.entry --root "$ROOT"; then
   mkdir -p "$ROOT/results"
-  printf '%s\\n' '{{"score": 0, "output": "The autograder failed on this submission. Please tell your instructor.", "tests": []}}' > "$ROOT/results/results.json"
+  printf '%s%s\\n' '{{"score": 0, "output": "The autograder failed on this submission. ' \\
+    'Please tell your instructor.", "tests": []}}' > "$ROOT/results/results.json"
   exit 1
 fi
 """
@@ -132,7 +139,9 @@ def pinned_requirements() -> str:
             requirement = Requirement(text)
             if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
                 todo.append(requirement.name)
-    lines = [CPU_INDEX, f"torch=={torch_build()}"] + [f"{name}=={version}" for name, version in sorted(pins.items()) if name != "torch"]
+    lines = [CPU_INDEX, f"torch=={torch_build()}"] + [
+        f"{name}=={version}" for name, version in sorted(pins.items()) if name != "torch"
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -151,7 +160,9 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o644) ->
     archive.writestr(info, data)
 
 
-def build_gradescope_zip(stage: Stage, out_dir: Path, fixture_file: Path, settings: GradescopeSettings | None = None) -> Path:
+def build_gradescope_zip(
+    stage: Stage, out_dir: Path, fixture_file: Path, settings: GradescopeSettings | None = None
+) -> Path:
     """Write ``out_dir/<stage>.zip`` (deterministic bytes for the same inputs).
 
     ``settings`` default to the stage's (``assignments/<stage>/gradescope.json``).
@@ -160,7 +171,12 @@ def build_gradescope_zip(stage: Stage, out_dir: Path, fixture_file: Path, settin
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{stage.id}.zip"
     with zipfile.ZipFile(target, "w") as archive:
-        _add(archive, "setup.sh", SETUP_SH.format(python=PYTHON_VERSION, miniforge=MINIFORGE_VERSION, env_python=ENV_PYTHON).encode(), 0o755)
+        _add(
+            archive,
+            "setup.sh",
+            SETUP_SH.format(python=PYTHON_VERSION, miniforge=MINIFORGE_VERSION, env_python=ENV_PYTHON).encode(),
+            0o755,
+        )
         _add(archive, "run_autograder", RUN_AUTOGRADER.format(env_python=ENV_PYTHON).encode(), 0o755)
         _add(archive, "environment.yml", ENVIRONMENT_YML.format(env=ENV_NAME, python=PYTHON_VERSION).encode())
         _add(archive, "requirements.txt", pinned_requirements().encode())

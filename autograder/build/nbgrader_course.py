@@ -41,7 +41,8 @@ c = get_config()
 # nbgrader 0.9.6's Gradebook.add_submission builds a student's first submission before
 # adding it to the session, and SQLAlchemy 2 warns when a query flushes in between; the
 # submission is added right after, so nothing is lost: silence that warning only.
-warnings.filterwarnings("ignore", message=r"Object of type <(SubmittedAssignment|SubmittedNotebook)> not in session", category=RuntimeWarning)
+_NOT_IN_SESSION = r"Object of type <(SubmittedAssignment|SubmittedNotebook)> not in session"
+warnings.filterwarnings("ignore", message=_NOT_IN_SESSION, category=RuntimeWarning)
 # `nbgrader autograde` grades through the gptcourse engine: no kernel runs a submission;
 # the engine runs it in confined child processes, judges it outside them and fills each
 # question's grade cell with its report and points. nbgrader's own steps follow.
@@ -83,8 +84,17 @@ if not _os.environ.get("NBGRADER_EXECUTION"):
 """
 
 
-def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False, points: float = 0) -> dict:
-    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution, "task": False}
+def _meta(
+    grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False, points: float = 0
+) -> dict:
+    meta = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if grade:
         meta["points"] = points
     return meta
@@ -130,8 +140,11 @@ def write_configs(course_dir: Path, log=print) -> None:
     if not config.exists():
         config.write_text(NBGRADER_CONFIG, encoding="utf-8")
     elif "gptcourse_config.py" not in config.read_text(encoding="utf-8"):
-        log(f"warning: {config} does not load gptcourse_config.py, so nbgrader autograde will not grade through the engine: "
-            'add `load_subconfig("gptcourse_config.py")` after `c = get_config()`')
+        log(
+            f"warning: {config} does not load gptcourse_config.py, so nbgrader "
+            "autograde will not grade through the engine: "
+            'add `load_subconfig("gptcourse_config.py")` after `c = get_config()`'
+        )
 
 
 def build_nbgrader_course(stage: Stage, course_dir: Path, fixture_file: Path = DEFAULT_DIR, log=print) -> Path:

@@ -6,6 +6,7 @@ docstring, ``NotImplementedError``) in the student's. Output is deterministic: t
 same sources give byte-identical files.
 """
 
+import ast
 import base64
 import copy
 import json
@@ -52,15 +53,36 @@ HARNESS_METADATA = {
 }
 
 
+def _package_import(node: ast.stmt) -> bool:
+    """A top-level import of the kit or of a sibling module (``from .checks import ...``)."""
+    if isinstance(node, ast.ImportFrom):
+        return node.level > 0 or (node.module or "").split(".")[0] == "autograder"
+    return isinstance(node, ast.Import) and any(a.name.split(".")[0] == "autograder" for a in node.names)
+
+
 def _pasteable(text: str) -> str:
-    """A kit module or suite without its package imports (the paste makes them one module)."""
-    kept = [line for line in text.splitlines() if not line.startswith(("from autograder", "from .", "import autograder"))]
-    return "\n".join(kept)
+    """A kit module or suite without its package imports, each over however many lines the
+    formatter gave it (the paste makes them one module).
+
+    Example:
+        >>> _pasteable("import torch\\nfrom autograder.kit import (\\n    Suite,\\n    equal,\\n)\\nx = 1")
+        'import torch\\nx = 1'
+    """
+    dropped = {
+        line
+        for node in ast.parse(text).body
+        if _package_import(node)
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    }
+    return "\n".join(line for number, line in enumerate(text.splitlines(), 1) if number not in dropped)
 
 
 def harness_module(stage: Stage) -> str:
     """The module the harness cell runs: the kit and the stage's public tests, pasted together."""
-    parts = [*((KIT / f"{name}.py").read_text(encoding="utf-8") for name in PASTED), stage.public.read_text(encoding="utf-8")]
+    parts = [
+        *((KIT / f"{name}.py").read_text(encoding="utf-8") for name in PASTED),
+        stage.public.read_text(encoding="utf-8"),
+    ]
     return "\n\n".join(_pasteable(p) for p in parts) + "\n"
 
 
@@ -149,9 +171,15 @@ def check_cells_problems(stage: Stage) -> list[str]:
     """What is wrong between the notebook's check cells and the stage's questions (empty: nothing)."""
     checks = [b.arg for b in parse_source(stage.source) if b.kind == "check"]
     questions = [q for q, _ in stage.tests().questions()]
-    problems = [f"`check {q}` names no question (the questions are: {', '.join(questions)})" for q in checks if q not in questions]
+    problems = [
+        f"`check {q}` names no question (the questions are: {', '.join(questions)})"
+        for q in checks
+        if q not in questions
+    ]
     problems += [f"question {q} has no check cell" for q in questions if q not in checks]
-    problems += [f"question {q} has {checks.count(q)} check cells" for q in dict.fromkeys(checks) if checks.count(q) > 1]
+    problems += [
+        f"question {q} has {checks.count(q)} check cells" for q in dict.fromkeys(checks) if checks.count(q) > 1
+    ]
     return problems
 
 

@@ -29,5 +29,8 @@ def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
     fresh = is_fresh(stage, out / "fixtures")
     target = fixture_file(stage, out / "fixtures")
     log(f"{stage.id}: fixtures -> {target}{' (up to date)' if fresh else ''}")
-    log(f"{stage.id}: Gradescope autograder -> {build_gradescope_zip(stage, out / 'gradescope', target)} ({settings_note(stage)})")
+    log(
+        f"{stage.id}: Gradescope autograder -> {build_gradescope_zip(stage, out / 'gradescope', target)} "
+        f"({settings_note(stage)})"
+    )
     log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader', target)}")

@@ -52,7 +52,11 @@ def needed_imports(module: str, name: str, bound: set[str]) -> list[str]:
     code, never imports.
     """
     module_source = inspect.getsource(import_module(f"solutions.{module}"))
-    statements = {k: v for k, v in _import_statements(ast.parse(module_source)).items() if not v.split()[1].startswith("solutions")}
+    statements = {
+        k: v
+        for k, v in _import_statements(ast.parse(module_source)).items()
+        if not v.split()[1].startswith("solutions")
+    }
     used = set()
     for node in ast.walk(ast.parse(reference_source(module, name))):
         if isinstance(node, ast.Name):
@@ -63,7 +67,10 @@ def needed_imports(module: str, name: str, bound: set[str]) -> list[str]:
                 root = root.value
             if isinstance(root, ast.Name):
                 used.add(root.id)
-    return sorted({statements[n] for n in used if n in statements and n not in bound}, key=lambda line: (line.startswith("from"), line))
+    return sorted(
+        {statements[n] for n in used if n in statements and n not in bound},
+        key=lambda line: (line.startswith("from"), line),
+    )
 
 
 def _body_range(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
@@ -93,9 +100,17 @@ def make_stub(source: str, name: str, pointer: str = "", solution_region: bool =
         first, last = _body_range(func)
         indent = " " * (func.col_offset + 4)
         what = name if func.name == name else f"{name}.{func.name}"
-        text = message if func.name == name or pointer.strip() else f"Write {what}: see its docstring and the explanation above."
+        text = (
+            message
+            if func.name == name or pointer.strip()
+            else f"Write {what}: see its docstring and the explanation above."
+        )
         if solution_region:
-            lines[first - 1 : last] = [f"{indent}### BEGIN SOLUTION", *lines[first - 1 : last], f"{indent}### END SOLUTION"]
+            lines[first - 1 : last] = [
+                f"{indent}### BEGIN SOLUTION",
+                *lines[first - 1 : last],
+                f"{indent}### END SOLUTION",
+            ]
         else:
             lines[first - 1 : last] = [f"{indent}raise NotImplementedError({text!r})"]
     return "\n".join(lines) + "\n"

@@ -1,1 +1,1 @@
-"""The ways a course is delivered and graded besides ``gptcourse grade``: Gradescope and nbgrader."""
+"""The ways a course is delivered and graded: ``gptcourse grade`` on a folder (``local``), Gradescope and nbgrader."""

@@ -161,7 +161,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
 
     sys.path.insert(0, ROOT)
     _set_limits(job)
-    import torch
+
     for name in LAZY:
         importlib.import_module(name)
 
@@ -182,7 +182,9 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     threads.configure_threads(1)  # one thread per submission: the parent runs one child per usable CPU
     runtime.reseed(0)  # imports the random generators' modules while they are readable
     job["existing_processes"] = _count_processes(os.getuid()) if os.geteuid() != 0 else 0
-    isolation = sandbox.enter(job["workdir"], ROOT, int(job.get("disk_bytes") or 256 * 1024**2), job.get("sandbox") or "namespaces")
+    isolation = sandbox.enter(
+        job["workdir"], ROOT, int(job.get("disk_bytes") or 256 * 1024**2), job.get("sandbox") or "namespaces"
+    )
     os.environ.update(HOME=isolation["workdir"], TMPDIR=isolation["workdir"])
     import tempfile
 
@@ -201,7 +203,9 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     sys.modules["submission"] = submission
     runtime.reseed(0)
     skip = set(job.get("skip_cells", []))
-    labels = {f"<{_label(cell)}>": _label(cell) for cell in job["cells"]}  # file name -> the cell as the student names it
+    labels = {
+        f"<{_label(cell)}>": _label(cell) for cell in job["cells"]
+    }  # file name -> the cell as the student names it
     for cell in job["cells"]:  # tracebacks and error messages show the line of code
         filename = f"<{_label(cell)}>"
         linecache.cache[filename] = (len(cell["source"]), None, cell["source"].splitlines(True), filename)
@@ -230,7 +234,10 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
 
     names = Namespace(submission.__dict__)
     deferred, unloaded = bool(job.get("deferred")), "this test could not be loaded"
-    struck, strike = set(job.get("struck") or ()), job.get("strike_fraction")  # questions that ran out of time (runner.case_limit)
+    struck, strike = (
+        set(job.get("struck") or ()),
+        job.get("strike_fraction"),
+    )  # questions that ran out of time (runner.case_limit)
     for key in job["cases"]:
         if key not in cases and deferred:
             deferred = False
@@ -239,7 +246,10 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
                 for index, suite in enumerate(read_message(control_fd)["suites"], start=len(job["suites"])):
                     cases.update(_load_probes(suite, index))
             except Exception:  # the notebook broke what the tests need (it patched torch or the engine, say)
-                unloaded = "the tests could not be loaded in your notebook's process (did it replace or patch a module the tests use?)"
+                unloaded = (
+                    "the tests could not be loaded in your notebook's process (did "
+                    "it replace or patch a module the tests use?)"
+                )
         emit(ev="case", key=key)
         case = cases.get(key)
         if case is None:
@@ -256,7 +266,11 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         except CaseTimeout:
             struck.add(case.qid)
             note = "; a shorter limit, as an earlier test of this question ran out of time" if shortened else ""
-            emit(ev="result", key=key, error=f"did not finish within {timeout:g} s (an endless loop, or far too slow{note})")
+            emit(
+                ev="result",
+                key=key,
+                error=f"did not finish within {timeout:g} s (an endless loop, or far too slow{note})",
+            )
             continue
         except BaseException as exc:  # sys.exit and the like, or an output the codec cannot carry
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -308,6 +322,7 @@ def serve(sock_fd: int) -> None:
     sys.path.insert(0, ROOT)
     import numpy  # noqa: F401 - imported once here, shared by every forked job
     import torch  # noqa: F401
+
     for name in LAZY:
         importlib.import_module(name)
 

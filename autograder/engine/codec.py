@@ -45,7 +45,13 @@ MAX_DEPTH = 64
 # the base class's functions, taken now: later patches of torch.Tensor do not reach them
 _BASE = torch._C.TensorBase
 _AS_SUBCLASS, _DETACH, _CPU, _CONTIGUOUS = _BASE.as_subclass, _BASE.detach, _BASE.cpu, _BASE.contiguous
-_VIEW, _RESHAPE, _NUMPY, _DTYPE, _SHAPE = _BASE.view, _BASE.reshape, _BASE.numpy, _BASE.dtype.__get__, _BASE.shape.__get__
+_VIEW, _RESHAPE, _NUMPY, _DTYPE, _SHAPE = (
+    _BASE.view,
+    _BASE.reshape,
+    _BASE.numpy,
+    _BASE.dtype.__get__,
+    _BASE.shape.__get__,
+)
 _NO_OVERRIDES = torch._C.DisableTorchFunctionSubclass
 _TENSOR = torch.Tensor
 
@@ -137,7 +143,7 @@ def decode(data: Any, _depth: int = 0) -> Any:
         return [decode(v, _depth + 1) for v in data]
     if not isinstance(data, dict) or len(data) != 1:
         raise DecodeError("malformed value")
-    (tag, body), = data.items()
+    ((tag, body),) = data.items()
     if tag == "$tuple" and isinstance(body, list):
         return tuple(decode(v, _depth + 1) for v in body)
     if tag == "$dict" and isinstance(body, list):

@@ -140,12 +140,16 @@ def grading_budget(platform_timeout: float, elapsed: float = 0.0, reserve: float
     """
     budget = platform_timeout - elapsed - reserve
     if budget <= 0:
-        raise ValueError(f"a timeout of {platform_timeout:g} s leaves no time to grade (after {elapsed:.0f} s spent and {reserve:g} s kept)")
+        raise ValueError(
+            f"a timeout of {platform_timeout:g} s leaves no time to grade (after "
+            f"{elapsed:.0f} s spent and {reserve:g} s kept)"
+        )
     return budget
 
 
 def process_seconds() -> float:
-    """Seconds since this process started (Linux), 0 where unknown: the entry point's own start-up counts against the budget."""
+    """Seconds since this process started (Linux), 0 where unknown: the entry point's own start-up
+    counts against the budget."""
     try:
         ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
         uptime = float(Path("/proc/uptime").read_text().split()[0])

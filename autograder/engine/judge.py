@@ -11,7 +11,9 @@ from .runner import Outcome
 from .suites import StageTests
 
 MESSAGE_LIMIT = 1500  # characters of a failed test's message
-HIDDEN_ERROR_LIMIT = 400  # ... of a hidden test's error from the student's code: enough for an honest error, little room to smuggle anything out
+# ... of a hidden test's error from the student's code: enough for an honest error, little room to smuggle anything out
+HIDDEN_ERROR_LIMIT = 400
+
 
 @dataclass
 class TestResult:
@@ -69,7 +71,9 @@ def _expected(case: Case, fixtures: dict[str, Any]) -> Any:
     return fixtures[case.key]
 
 
-def judge_case(case: Case, outcome: Outcome, fixtures: dict[str, Any], calibration: dict[str, float] | None = None) -> Verdict:
+def judge_case(
+    case: Case, outcome: Outcome, fixtures: dict[str, Any], calibration: dict[str, float] | None = None
+) -> Verdict:
     """The verdict on one case (``CheckFault`` when the test's check fails on the output).
 
     A timed case is judged against the calibration workload's time measured here, in the

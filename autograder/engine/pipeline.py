@@ -6,10 +6,10 @@ written as (results.json, feedback, a gradebook) is the caller's business.
 """
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from tqdm import tqdm
 
@@ -40,17 +40,24 @@ class Graded:
         return [r.fault for r in self.results if r.fault]
 
 
-def grade_submission(path: Path | None, tests: StageTests, limits: Limits, name: str | None = None, missing: str = "") -> Graded:
+def grade_submission(
+    path: Path | None, tests: StageTests, limits: Limits, name: str | None = None, missing: str = ""
+) -> Graded:
     """Run and judge one notebook (``path`` None: nothing was submitted, ``missing`` says so)."""
     start = time.monotonic()
     if path is None:
-        outcome = Outcome(errors={c.key: "no notebook was submitted" for c in tests.cases}, fatal=missing or "no notebook was submitted")
+        outcome = Outcome(
+            errors={c.key: "no notebook was submitted" for c in tests.cases},
+            fatal=missing or "no notebook was submitted",
+        )
     else:
         outcome = run_submission(Path(path), tests, limits)
     results = judge(tests, outcome)
     outcome.cell_errors = {i: scrub(m, tests.secrets) for i, m in outcome.cell_errors.items()}
     label = name or (Path(path).stem if path is not None else "submission")
-    return Graded(label, tests.stage_id, None if path is None else Path(path), results, outcome, time.monotonic() - start)
+    return Graded(
+        label, tests.stage_id, None if path is None else Path(path), results, outcome, time.monotonic() - start
+    )
 
 
 def grade_batch(

@@ -48,7 +48,8 @@ def summary_line(results: list[TestResult], hidden_visibility: str = HIDDEN_VISI
     worth = sum(r.max_score for r in public)
     line = f"Public tests: {earned:g} of {worth:g} points."
     if hidden:
-        line += f" Hidden tests ({sum(r.max_score for r in hidden):g} points) {WHEN_SHOWN.get(hidden_visibility, WHEN_SHOWN['hidden'])}."
+        when = WHEN_SHOWN.get(hidden_visibility, WHEN_SHOWN["hidden"])
+        line += f" Hidden tests ({sum(r.max_score for r in hidden):g} points) {when}."
     return line
 
 
@@ -97,7 +98,9 @@ def gradescope_json(
             "output": explained[r.key] if not r.passed else ("public test passed" if r.public else "passed"),
             "visibility": "visible" if r.public else hidden_visibility,
         }
-        if r.hint and not r.passed:  # the known mistake, for the class report (Gradescope stores extra_data, shows nothing)
+        if (
+            r.hint and not r.passed
+        ):  # the known mistake, for the class report (Gradescope stores extra_data, shows nothing)
             test["extra_data"] = {"mistake": r.hint}
         tests.append(test)
     doc = {

@@ -49,8 +49,11 @@ class Limits:
     cell_timeout: float = 30.0
     case_timeout: float | None = None  # caps every test's own time limit (tests use it)
     total_timeout: float = 600.0  # the whole submission: cells, tests, restarts (see ``container.grading_budget``)
-    strike_fraction: float = 0.2  # once a test of a question runs out of time, that question's later tests get this share of their limit
-    unstoppable_tests: int = 2  # after this many tests of a question had to be killed (the code caught the time-out), its other tests are not run
+    strike_fraction: float = (
+        0.2  # once a test of a question runs out of time, that question's later tests get this share of their limit
+    )
+    # after this many tests of a question had to be killed (the code caught the time-out), its other tests are not run
+    unstoppable_tests: int = 2
     startup_timeout: float = 120.0
     grace: float = 5.0
     memory_bytes: int = 6 * 1024**3
@@ -70,8 +73,12 @@ class Outcome:
     values: dict[str, object] = field(default_factory=dict)  # case key -> decoded output
     errors: dict[str, str] = field(default_factory=dict)  # case key -> what went wrong
     cell_errors: dict[int, str] = field(default_factory=dict)  # cell index -> what went wrong ("raised ...")
-    cell_labels: dict[int, str] = field(default_factory=dict)  # cell index -> how the student names it ("code cell 5 (In [12])")
-    left_out: dict[int, tuple[str, ...]] = field(default_factory=dict)  # cell index -> what of its IPython syntax did not run
+    cell_labels: dict[int, str] = field(
+        default_factory=dict
+    )  # cell index -> how the student names it ("code cell 5 (In [12])")
+    left_out: dict[int, tuple[str, ...]] = field(
+        default_factory=dict
+    )  # cell index -> what of its IPython syntax did not run
     seconds: dict[str, float] = field(default_factory=dict)  # case key -> time measured here
     output: str = ""  # the student's own prints, capped
     fatal: str | None = None  # the submission could not be run at all
@@ -128,7 +135,7 @@ class _Feeder:
                     break
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(self._fd, view):]
+                    view = view[os.write(self._fd, view) :]
         except OSError:
             pass
         finally:
@@ -401,7 +408,8 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
                 if strikes.kills.get(case.qid, 0) >= limits.unstoppable_tests and case.key not in outcome.values:
                     outcome.errors.setdefault(
                         case.key,
-                        f"not run: {strikes.kills[case.qid]} tests of this question ran out of time and could not be stopped "
+                        f"not run: {strikes.kills[case.qid]} tests of this question "
+                        "ran out of time and could not be stopped "
                         "(does your code catch every exception, even the grader's time-out?)",
                     )
             remaining = [c.key for c in cases if c.key not in outcome.values and c.key not in outcome.errors]
@@ -547,7 +555,9 @@ def _watch(
                     outputs.append(child.finish())
                     return "done"
                 if script.hidden_due():
-                    child.control.send(_message({"suites": [{"label": s.label, "source": s.source} for s in script.deferred]}))
+                    child.control.send(
+                        _message({"suites": [{"label": s.label, "source": s.source} for s in script.deferred]})
+                    )
     except _Overflow:
         reason = "overflow"
     except _Flood:
@@ -579,7 +589,10 @@ def _watch(
             outcome.errors[pending[0]] = f"the process running your code {what} before this test began"
             return ("case", pending[0])
         return "done"
-    return ("startup", f"the grading process could not start ({what}); output: {child.output[:300].decode('utf-8', 'replace')}")
+    return (
+        "startup",
+        f"the grading process could not start ({what}); output: {child.output[:300].decode('utf-8', 'replace')}",
+    )
 
 
 def _record(event: dict, outcome: Outcome) -> None:

@@ -76,7 +76,9 @@ def _call(result: int, what: str) -> None:
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = (lambda s: s.encode() if s is not None else None)
+    def enc(text: str | None) -> bytes | None:
+        return text.encode() if text is not None else None
+
     _call(_libc().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
 
 
@@ -109,10 +111,19 @@ def _kept_flags(path: str) -> int:
     """The flags of the mount holding ``path`` that a user namespace may not clear."""
     have = os.statvfs(path).f_flag
     flags = 0
-    for st_flag, ms_flag in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC), (os.ST_RDONLY, MS_RDONLY)):
+    for st_flag, ms_flag in (
+        (os.ST_NOSUID, MS_NOSUID),
+        (os.ST_NODEV, MS_NODEV),
+        (os.ST_NOEXEC, MS_NOEXEC),
+        (os.ST_RDONLY, MS_RDONLY),
+    ):
         if have & st_flag:
             flags |= ms_flag
-    for st_flag, ms_flag in ((os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME), (os.ST_RELATIME, MS_RELATIME)):
+    for st_flag, ms_flag in (
+        (os.ST_NOATIME, MS_NOATIME),
+        (os.ST_NODIRATIME, MS_NODIRATIME),
+        (os.ST_RELATIME, MS_RELATIME),
+    ):
         if have & st_flag:
             flags |= ms_flag
     return flags
@@ -185,7 +196,12 @@ def build_root(workdir: str, project: str, uid: int, gid: int, disk_bytes: int, 
         _bind("/dev/" + name, root, writable=True, flags=MS_NOSUID | MS_NOEXEC)
     os.makedirs(root + "/dev/shm")
     _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_bytes // 4},mode=1777")
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, f"{root}/dev/{name}")
     _mount(None, root + "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
     os.makedirs(root + "/proc")

@@ -57,12 +57,17 @@ QUIET_MAGICS = frozenset(
     "notebook recall rerun alias_magic killbgscripts".split()
 )  # display and session settings: nothing to run, nothing to say
 INSTALL_MAGICS = frozenset("pip conda mamba micromamba uv".split())
-SHELL_MAGICS = frozenset("sx system sc ls ll lf lk lx ldir mkdir rmdir rm cp mv cat pwd dirs dhist bookmark alias unalias rehashx man more less clear".split())
+SHELL_MAGICS = frozenset(
+    "sx system sc ls ll lf lk lx ldir mkdir rmdir rm cp mv cat pwd dirs dhist bookmark alias unalias rehashx".split()
+    + "man more less clear".split()
+)
 SETTING_MAGICS = frozenset("cd pushd popd env set_env".split())  # the grader's folder and environment stay as they are
 TIMING_MAGICS = frozenset({"time"})  # run the statement as it is (the time is not printed)
 RUN_BODY_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})  # the body is Python: it runs once
 DISPLAY_CELL_MAGICS = frozenset({"html", "markdown", "latex", "javascript", "js", "svg"})  # nothing to run
-SHELL_CELL_MAGICS = frozenset({"bash", "sh", "script", "system", "!", "perl", "ruby", "python", "python2", "python3", "pypy", "sx"})
+SHELL_CELL_MAGICS = frozenset(
+    {"bash", "sh", "script", "system", "!", "perl", "ruby", "python", "python2", "python3", "pypy", "sx"}
+)
 NOT_RUN = "was not run: shell commands do not run when grading"
 _HELP = re.compile(r"^(\?{1,2}[\w.]+(\(\))?|[\w.]+(\(\))?\?{1,2})$")
 _ASSIGNED = re.compile(r"^([\w.\[\], ]+?)\s*=\s*([!%].*)$")
@@ -92,11 +97,18 @@ def _magic(stripped: str) -> tuple[str | None, str | None]:
     if name in QUIET_MAGICS:
         return "pass", None
     if name in INSTALL_MAGICS:
-        return "pass", f"{_quote(stripped)} was not run: packages are not installed when grading (the grader has what the course needs)"
+        return (
+            "pass",
+            f"{_quote(stripped)} was not run: packages are not installed when "
+            "grading (the grader has what the course needs)",
+        )
     if name in SHELL_MAGICS:
         return "pass", f"{_quote(stripped)} {NOT_RUN}"
     if name in SETTING_MAGICS:
-        return "pass", f"{_quote(stripped)} was not run: the grader's working folder and environment variables stay as they are"
+        return (
+            "pass",
+            f"{_quote(stripped)} was not run: the grader's working folder and environment variables stay as they are",
+        )
     if name == "timeit":
         return "pass", f"{_quote(stripped)} was not run: timing is skipped when grading"
     return "pass", f"{_quote(stripped)} was not run: the magic %{name} is not available when grading"
@@ -146,14 +158,18 @@ def _cell_magic(lines: list[str]) -> tuple[list[str], list[str]]:
     if name in RUN_BODY_CELL_MAGICS:
         target = args.split()[-1] if name == "capture" and args.split() and not args.split()[-1].startswith("-") else ""
         if target.isidentifier():
-            return [*blank[:-1], f"{target} = None", *body], [f"line {first + 1}: `{head}`: the cell ran, but `{target}` captures nothing when grading (it is None)"]
+            return [*blank[:-1], f"{target} = None", *body], [
+                f"line {first + 1}: `{head}`: the cell ran, but `{target}` captures nothing when grading (it is None)"
+            ]
         return blank + body, []
     if name in DISPLAY_CELL_MAGICS:
         return [], []
     if name in SHELL_CELL_MAGICS:
         return [], [f"the cell {_quote(head)} {NOT_RUN}"]
     if name == "writefile":
-        return [], [f"the cell {_quote(head)} was not run: no file is written when grading (put the code in a cell of its own)"]
+        return [], [
+            f"the cell {_quote(head)} was not run: no file is written when grading (put the code in a cell of its own)"
+        ]
     return [], [f"the cell {_quote(head)} was not run: the cell magic %%{name} is not available when grading"]
 
 
@@ -168,7 +184,8 @@ def translate(source: str) -> tuple[str, list[str]]:
 
     Example:
         >>> translate("!pip install tqdm\\n%time x = 1 + 1\\nprint(x)")
-        ('pass\\nx = 1 + 1\\nprint(x)', ['line 1: `!pip install tqdm` was not run: shell commands do not run when grading'])
+        ('pass\\nx = 1 + 1\\nprint(x)',
+         ['line 1: `!pip install tqdm` was not run: shell commands do not run when grading'])
     """
     lines = source.split("\n")
     if source.lstrip().startswith("%%"):
@@ -211,7 +228,9 @@ MAX_NOTEBOOK_BYTES = 64 * 1024**2  # a notebook larger than this (unzipped) is n
 def _read_bounded(handle, what: str) -> bytes:
     raw = handle.read(MAX_NOTEBOOK_BYTES + 1)
     if len(raw) > MAX_NOTEBOOK_BYTES:
-        raise SubmissionError(f"{what} is larger than {MAX_NOTEBOOK_BYTES // 1024**2} MB; clear its outputs and submit it again")
+        raise SubmissionError(
+            f"{what} is larger than {MAX_NOTEBOOK_BYTES // 1024**2} MB; clear its outputs and submit it again"
+        )
     return raw
 
 
@@ -237,7 +256,15 @@ def load_notebook_json(path: Path) -> dict:
         data = json.loads(raw.decode("utf-8"))
     except RecursionError:
         raise SubmissionError(f"could not read {path.name} as a notebook: its JSON is nested too deeply") from None
-    except (OSError, UnicodeDecodeError, ValueError, RuntimeError, zipfile.BadZipFile, NotImplementedError, EOFError) as exc:
+    except (
+        OSError,
+        UnicodeDecodeError,
+        ValueError,
+        RuntimeError,
+        zipfile.BadZipFile,
+        NotImplementedError,
+        EOFError,
+    ) as exc:
         if isinstance(exc, SubmissionError):
             raise
         raise SubmissionError(f"could not read {path.name} as a notebook: {exc}") from None

@@ -16,7 +16,9 @@ from typing import Any
 
 from autograder.kit.cases import Case, Suite
 
-_parse_lock = threading.Lock()  # CPython 3.11's ast is not safe across threads ("AST constructor recursion depth mismatch")
+_parse_lock = (
+    threading.Lock()
+)  # CPython 3.11's ast is not safe across threads ("AST constructor recursion depth mismatch")
 
 
 def exec_suite(source: str, filename: str, module_name: str) -> Suite:

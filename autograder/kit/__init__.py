@@ -6,8 +6,8 @@ Rules (checked by ``tests/test_layers.py`` and ``gptcourse check-stage``):
   in ``PASTED`` order and then the stage's public suite, into the notebook's first code
   cell as one module, so that ``check("question")`` works in any Jupyter front end with
   nothing installed but torch.
-- Modules of the kit import each other only with single-line ``from .module import ...``
-  statements (the build drops them when pasting); a suite imports the kit with single-line
+- Modules of the kit import each other only with top-level ``from .module import ...``
+  statements (the build drops them when pasting); a suite imports the kit with top-level
   ``from autograder.kit import ...`` statements, dropped likewise.
 - No three single quotes in a row: the paste is a raw string delimited by them.
 
@@ -16,13 +16,44 @@ A suite file is written with the names exported here::
     from autograder.kit import REFERENCE, Hint, Suite, close, equal, generator
 """
 
-from .cases import REFERENCE, Case, MissingName, Namespace, Suite, catch, failure_roots, generator, grad_mode, mode_of, randn, set_parameters
+from .cases import (
+    REFERENCE,
+    Case,
+    MissingName,
+    Namespace,
+    Suite,
+    catch,
+    failure_roots,
+    generator,
+    grad_mode,
+    mode_of,
+    randn,
+    set_parameters,
+)
 from .checks import Hint, Verdict, close, close_number, equal, raises, satisfies, tensor_problem, with_hint
 
 PASTED = ("checks", "cases", "runtime", "check_cell", "packaging", "threads")  # in dependency order
 
 __all__ = [
-    "REFERENCE", "Case", "Hint", "MissingName", "Namespace", "Suite", "Verdict",
-    "catch", "close", "close_number", "equal", "failure_roots", "generator", "grad_mode", "mode_of", "raises", "randn", "satisfies",
-    "set_parameters", "tensor_problem", "with_hint",
+    "REFERENCE",
+    "Case",
+    "Hint",
+    "MissingName",
+    "Namespace",
+    "Suite",
+    "Verdict",
+    "catch",
+    "close",
+    "close_number",
+    "equal",
+    "failure_roots",
+    "generator",
+    "grad_mode",
+    "mode_of",
+    "raises",
+    "randn",
+    "satisfies",
+    "set_parameters",
+    "tensor_problem",
+    "with_hint",
 ]

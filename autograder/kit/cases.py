@@ -28,12 +28,14 @@ bias), and the check decides. Boolean *state* is returned as a word: ``mode_of(m
 Part of the kit: standard library and torch only, pasted verbatim into every notebook.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 TEXT_LIMIT = 300  # characters of an exception's message kept in a probe's output or an error
+
 
 class _Reference:
     def __repr__(self) -> str:
@@ -96,7 +98,9 @@ class Suite:
             raise ValueError(f"test {qid}: {name} must carry positive points")
 
         def register(probe: Callable[["Namespace"], Any]) -> Callable[["Namespace"], Any]:
-            new = Case(qid, name, float(points), probe, check, expected, self.public, float(timeout), timed, tuple(builds_on))
+            new = Case(
+                qid, name, float(points), probe, check, expected, self.public, float(timeout), timed, tuple(builds_on)
+            )
             if any(c.key == new.key for c in self.cases):
                 raise ValueError(f"duplicate test name {new.key!r}")
             self.cases.append(new)
@@ -163,7 +167,8 @@ def failure_roots(tests: list[tuple[str, tuple[str, ...], bool]]) -> dict[str, l
     where a student should start.
 
     Example:
-        >>> failure_roots([("shape", (), False), ("values", ("shape",), False), ("grad", ("values",), False), ("eval", (), True)])
+        >>> failure_roots([("shape", (), False), ("values", ("shape",), False),
+        ...                ("grad", ("values",), False), ("eval", (), True)])
         {'shape': [], 'values': ['shape'], 'grad': ['shape']}
     """
     failed = {name: tuple(on) for name, on, passed in tests if not passed}

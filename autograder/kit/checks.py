@@ -11,8 +11,9 @@ where the public checks run.
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -56,7 +57,9 @@ def with_hint(verdict: Verdict, hints: list[Hint], got: Any, expected: Any) -> V
     return verdict
 
 
-def tensor_problem(got: Any, dtype: torch.dtype | None = None, shape: tuple[int, ...] | None = None, reveal: bool = True) -> str | None:
+def tensor_problem(
+    got: Any, dtype: torch.dtype | None = None, shape: tuple[int, ...] | None = None, reveal: bool = True
+) -> str | None:
     """Why ``got`` is not a plain tensor of the given dtype and shape, or None when it is.
 
     With ``reveal`` False (a hidden test), a wrong shape is described without the expected one.
@@ -66,9 +69,14 @@ def tensor_problem(got: Any, dtype: torch.dtype | None = None, shape: tuple[int,
         'your tensor has shape (2, 4), which is not the expected shape'
     """
     if type(got) is not torch.Tensor:
-        if isinstance(got, torch.Tensor) or getattr(type(got), "tensor_subclass", False):  # in the notebook, or as the parent decodes it
+        if isinstance(got, torch.Tensor) or getattr(
+            type(got), "tensor_subclass", False
+        ):  # in the notebook, or as the parent decodes it
             name = type(got).__qualname__ if isinstance(got, torch.Tensor) else got.type_name
-            return f"expected a plain torch.Tensor, got an instance of a subclass of it ({name}); nn.Parameter is one: return its .detach()"
+            return (
+                "expected a plain torch.Tensor, got an instance of a subclass "
+                f"of it ({name}); nn.Parameter is one: return its .detach()"
+            )
         return f"expected a torch.Tensor, got {type(got).__name__}"
     if dtype is not None and got.dtype != dtype:
         return f"expected dtype {dtype}, got {got.dtype}"
@@ -110,7 +118,10 @@ class Close:
             return Verdict(True)
         flat = int(torch.argmax(torch.where(bad, err, torch.zeros_like(err))).item()) if err.numel() else 0
         where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(e.shape))) if e.dim() else ()
-        message = f"values differ: {int(bad.sum())} of {bad.numel()} elements are outside the tolerance (rtol={self.rtol:g}, atol={self.atol:g})"
+        message = (
+            f"values differ: {int(bad.sum())} of {bad.numel()} elements are outside "
+            f"the tolerance (rtol={self.rtol:g}, atol={self.atol:g})"
+        )
         if reveal:
             message += (
                 f"; largest error {float(err.reshape(-1)[flat]):.3g} at index {where}: "
@@ -121,7 +132,9 @@ class Close:
         return with_hint(Verdict(False, message), self.hints, got, expected)
 
 
-def close(rtol: float, atol: float, dtype: torch.dtype | None = torch.float32, hints: list[Hint] | None = None) -> Close:
+def close(
+    rtol: float, atol: float, dtype: torch.dtype | None = torch.float32, hints: list[Hint] | None = None
+) -> Close:
     """A tensor comparison with its own relative and absolute tolerance (no default on purpose)."""
     return Close(rtol, atol, dtype, list(hints or []))
 
@@ -148,7 +161,10 @@ def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -
             where = tuple(int(i) for i in diff[0])
             value = got[where].item()
             shown = f"{value:.6g}" if isinstance(value, float) else repr(value)
-            return f"{at}{int((got != expected).sum())} of {got.numel()} elements differ, the first at index {where}, where you have {shown}"
+            return (
+                f"{at}{int((got != expected).sum())} of {got.numel()} elements "
+                f"differ, the first at index {where}, where you have {shown}"
+            )
         return None
     if isinstance(expected, bool) or isinstance(got, bool):
         if type(got) is not type(expected):
@@ -160,7 +176,11 @@ def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -
         if isinstance(got, bool) or not isinstance(got, (int, float)):
             return f"{at}expected a number, got {type(got).__name__}"
         if got != expected:
-            return f"{at}expected {_short(expected)}, got {_short(got)}" if reveal else f"{at}your value {_short(got)} is not the expected one"
+            return (
+                f"{at}expected {_short(expected)}, got {_short(got)}"
+                if reveal
+                else f"{at}your value {_short(got)} is not the expected one"
+            )
         return None
     if isinstance(expected, str):
         if not isinstance(got, str):
@@ -169,7 +189,10 @@ def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -
             n = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
             if reveal:
                 return f"{at}strings differ from character {n} on (lengths {len(got)} and {len(expected)} expected)"
-            return f"{at}your string {_short(got, 60)} ({len(got)} characters) differs from the expected one from character {n} on"
+            return (
+                f"{at}your string {_short(got, 60)} ({len(got)} characters) differs "
+                f"from the expected one from character {n} on"
+            )
         return None
     if isinstance(expected, dict):
         if not isinstance(got, dict):
@@ -202,10 +225,18 @@ def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -
     if expected is None:
         if got is None:
             return None
-        return f"{at}expected None, got {_short(got)}" if reveal else f"{at}your value {_short(got)} is not the expected one"
+        return (
+            f"{at}expected None, got {_short(got)}"
+            if reveal
+            else f"{at}your value {_short(got)} is not the expected one"
+        )
     if got == expected:
         return None
-    return f"{at}expected {_short(expected)}, got {_short(got)}" if reveal else f"{at}your value {_short(got)} is not the expected one"
+    return (
+        f"{at}expected {_short(expected)}, got {_short(got)}"
+        if reveal
+        else f"{at}your value {_short(got)} is not the expected one"
+    )
 
 
 @dataclass
@@ -239,14 +270,22 @@ class CloseNumber:
     def __call__(self, got: Any, expected: Any, reveal: bool = True) -> Verdict:
         if isinstance(got, bool) or not isinstance(got, (int, float)):
             hint = " (use .item() to turn a one-element tensor into a float)" if isinstance(got, torch.Tensor) else ""
-            return with_hint(Verdict(False, f"expected a Python float, got {type(got).__name__}{hint}"), self.hints, got, expected)
+            return with_hint(
+                Verdict(False, f"expected a Python float, got {type(got).__name__}{hint}"), self.hints, got, expected
+            )
         err = abs(float(got) - float(expected))
         if err <= self.atol + self.rtol * abs(float(expected)) or (math.isnan(got) and math.isnan(expected)):
             return Verdict(True)
         if reveal:
-            message = f"off by {err:.4g} (rtol={self.rtol:g}, atol={self.atol:g}); you returned {float(got):.6g}, expected {float(expected):.6g}"
+            message = (
+                f"off by {err:.4g} (rtol={self.rtol:g}, atol={self.atol:g}); you "
+                f"returned {float(got):.6g}, expected {float(expected):.6g}"
+            )
         else:  # how far off would give the expected value away
-            message = f"you returned {float(got):.6g}, which is outside the tolerance (rtol={self.rtol:g}, atol={self.atol:g}) of the expected value"
+            message = (
+                f"you returned {float(got):.6g}, which is outside the tolerance "
+                f"(rtol={self.rtol:g}, atol={self.atol:g}) of the expected value"
+            )
         return with_hint(Verdict(False, message), self.hints, got, expected)
 
 
@@ -285,7 +324,9 @@ class Raises:
         if not isinstance(got, dict) or "raised" not in got:
             return Verdict(False, "the test could not tell whether an exception was raised")
         if got["raised"] is None:
-            return with_hint(Verdict(False, f"expected {self.name} to be raised, but nothing was raised"), self.hints, got, expected)
+            return with_hint(
+                Verdict(False, f"expected {self.name} to be raised, but nothing was raised"), self.hints, got, expected
+            )
         if got["raised"] != self.name:
             return with_hint(
                 Verdict(False, f"expected {self.name}, got {got['raised']}: {_short(got.get('message', ''))}"),

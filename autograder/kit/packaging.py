@@ -115,7 +115,9 @@ def find_notebook(names: dict[str, Any], ran: list[str], folder: Path) -> Path:
 def package(path: Path | None, names: dict[str, Any], folder: Path) -> tuple[Path, str]:
     """Check the saved notebook against what ran and zip it; return the zip and a note."""
     if "google.colab" in sys.modules:
-        raise NotPackaged("In Colab your notebook lives in Google Drive: use File > Download > Download .ipynb and upload that file.")
+        raise NotPackaged(
+            "In Colab your notebook lives in Google Drive: use File > Download > Download .ipynb and upload that file."
+        )
     ran = _ran()
     notebook = Path(path) if path is not None else find_notebook(names, ran, folder)
     if not notebook.is_file():
@@ -128,9 +130,15 @@ def package(path: Path | None, names: dict[str, Any], folder: Path) -> tuple[Pat
         )
     note = ""
     if missing:
-        note = f"Note: you ran {', '.join(missing)}, which the saved file does not define (fine if you deleted them on purpose)."
+        note = (
+            f"Note: you ran {', '.join(missing)}, which the saved file does not "
+            "define (fine if you deleted them on purpose)."
+        )
     if not ran:
-        note = "Note: no cell has run since the kernel started, so nothing could be compared; the saved file is packaged as it is."
+        note = (
+            "Note: no cell has run since the kernel started, so nothing could "
+            "be compared; the saved file is packaged as it is."
+        )
     target = notebook.with_name(f"{notebook.stem}-submission.zip")
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.write(notebook, notebook.name)

@@ -13,7 +13,8 @@ import builtins
 import linecache
 import time
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -70,7 +71,9 @@ def _function(code: types.CodeType) -> str:
     return ".".join(parts)
 
 
-def error_location(exc: BaseException, cell_of: Callable[[str], str | None] = notebook_cell, current: str | None = None) -> str:
+def error_location(
+    exc: BaseException, cell_of: Callable[[str], str | None] = notebook_cell, current: str | None = None
+) -> str:
     """Where in the student's code ``exc`` was raised, as the student sees it, or "".
 
     ``cell_of(filename)`` names the cell that ``filename`` was compiled from ("code cell 5")
@@ -109,7 +112,9 @@ def error_location(exc: BaseException, cell_of: Callable[[str], str | None] = no
     return where
 
 
-def describe_error(exc: BaseException, cell_of: Callable[[str], str | None] = notebook_cell, current: str | None = None) -> str:
+def describe_error(
+    exc: BaseException, cell_of: Callable[[str], str | None] = notebook_cell, current: str | None = None
+) -> str:
     """A short, student-facing account of an exception raised by the student's code: what
     was raised and where (``error_location``)."""
     if isinstance(exc, NotImplementedError):
@@ -141,7 +146,9 @@ class CheckFault(Exception):
     """A test's check (or one of its hints) failed on an output: a fault of the test, not of the student."""
 
 
-def run_probe(case: Case, names: Namespace, cell_of: Callable[[str], str | None] = notebook_cell) -> tuple[Any, str | None, float]:
+def run_probe(
+    case: Case, names: Namespace, cell_of: Callable[[str], str | None] = notebook_cell
+) -> tuple[Any, str | None, float]:
     """Run ``case``'s probe once, reseeded: ``(output, None, seconds)`` or ``(None, error, seconds)``.
 
     ``cell_of`` names the cells of the student's code (see ``error_location``).
@@ -194,8 +201,9 @@ def refused_in(value: Any, path: str = "output", depth: int = 0) -> str | None:
     not carry, arrives as a stand-in marked ``refused_output``.
 
     Example:
-        >>> refused_in([torch.zeros(2), torch.nn.Parameter(torch.zeros(2))])
-        'output[1] is an instance of Parameter, a subclass of torch.Tensor: return a plain tensor (for a parameter, its .detach())'
+        >>> print(refused_in([torch.zeros(2), torch.nn.Parameter(torch.zeros(2))]))
+        output[1] is an instance of Parameter, a subclass of torch.Tensor:
+        return a plain tensor (for a parameter, its .detach())
     """
     kind = type(value)
     if isinstance(value, torch.Tensor) and kind is not torch.Tensor:
@@ -203,15 +211,20 @@ def refused_in(value: Any, path: str = "output", depth: int = 0) -> str | None:
     elif getattr(kind, "refused_output", False):
         name = getattr(value, "type_name", kind.__name__)
         if not getattr(kind, "tensor_subclass", False):
-            return (f"{path} is an object of type {name}, which the grader does not accept: "
-                    "return tensors, numbers, strings, None, or lists, tuples and dicts of them")
+            return (
+                f"{path} is an object of type {name}, which the grader does not accept: "
+                "return tensors, numbers, strings, None, or lists, tuples and dicts of them"
+            )
     else:
         if depth < 64 and kind in (list, tuple):
             return next((p for i, v in enumerate(value) if (p := refused_in(v, f"{path}[{i}]", depth + 1))), None)
         if depth < 64 and kind is dict:
             return next((p for k, v in value.items() if (p := refused_in(v, f"{path}[{k!r}]", depth + 1))), None)
         return None
-    return f"{path} is an instance of {name}, a subclass of torch.Tensor: return a plain tensor (for a parameter, its .detach())"
+    return (
+        f"{path} is an instance of {name}, a subclass of torch.Tensor: return "
+        "a plain tensor (for a parameter, its .detach())"
+    )
 
 
 def judge_output(case: Case, got: Any, expected: Any) -> Verdict:

@@ -37,7 +37,7 @@ import math
 import os
 import time
 import warnings
-from typing import Mapping
+from collections.abc import Mapping
 
 import torch
 
@@ -70,8 +70,8 @@ def _unescape(path: str) -> str:
     """Undo mountinfo's octal escapes (a space is written ``\\040``)."""
     out, i = [], 0
     while i < len(path):
-        if path[i] == "\\" and path[i + 1:i + 4].isdigit() and len(path[i + 1:i + 4]) == 3:
-            out.append(chr(int(path[i + 1:i + 4], 8)))
+        if path[i] == "\\" and path[i + 1 : i + 4].isdigit() and len(path[i + 1 : i + 4]) == 3:
+            out.append(chr(int(path[i + 1 : i + 4], 8)))
             i += 4
         else:
             out.append(path[i])
@@ -114,7 +114,7 @@ def _cgroup_dirs(root: str) -> list[tuple[str, str]]:
         mount_root, mount_point = _unescape(fields[3]), _unescape(fields[4])
         path = wanted[version]
         inside = "/" if mount_root == "/" else mount_root.rstrip("/")
-        rel = path[len(inside):] if path == inside or path.startswith(inside.rstrip("/") + "/") else ""
+        rel = path[len(inside) :] if path == inside or path.startswith(inside.rstrip("/") + "/") else ""
         top = os.path.join(root, mount_point.lstrip("/"))
         parts = [p for p in rel.split("/") if p]
         for depth in range(len(parts), -1, -1):
@@ -223,7 +223,9 @@ def _explicit(environ: Mapping[str, str]) -> int | None:
         first = text.split(",")[0].strip()
         if first.isdigit() and int(first) >= 1:
             return int(first)
-        warnings.warn(f"OMP_NUM_THREADS={text!r} is not a positive number of threads; gptcourse ignores it", stacklevel=3)
+        warnings.warn(
+            f"OMP_NUM_THREADS={text!r} is not a positive number of threads; gptcourse ignores it", stacklevel=3
+        )
     return None
 
 
@@ -285,8 +287,9 @@ def worker_count(environ: Mapping[str, str] | None = None, root: str = "/", affi
     4
     """
     env = os.environ if environ is None else environ
-    return thread_count(environ={ENV_VAR: env[ENV_VAR]} if env.get(ENV_VAR, "").strip() else {},
-                        root=root, affinity=affinity, busy=0.0)
+    return thread_count(
+        environ={ENV_VAR: env[ENV_VAR]} if env.get(ENV_VAR, "").strip() else {}, root=root, affinity=affinity, busy=0.0
+    )
 
 
 def configure_threads(override: int | None = None) -> int:

@@ -23,11 +23,11 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.channels.local.records import StudentFolder, read_folder
 from autograder.engine.results import write_atomic
 from autograder.errors import UsageError
 
 from .failures import Failure, classify
-from .records import StudentFolder, read_folder
 
 EXAMPLES = 3  # students named per mistake in report.md
 
@@ -100,8 +100,10 @@ def student_failures(tests: list[dict]) -> dict[str, Failure]:
     the same question named, when they named exactly one (hints are right or absent, and
     a hidden test without a hint often fails for the same mistake as a public one with).
 
-    >>> tests = [{"name": "q: a", "score": 0, "max_score": 1, "output": "got 2", "extra_data": {"mistake": "off by one"}},
-    ...          {"name": "q: b", "score": 0, "max_score": 1, "output": "wrong"}, {"name": "r: c", "score": 0, "max_score": 1, "output": "wrong"}]
+    >>> tests = [{"name": "q: a", "score": 0, "max_score": 1, "output": "got 2",
+    ...           "extra_data": {"mistake": "off by one"}},
+    ...          {"name": "q: b", "score": 0, "max_score": 1, "output": "wrong"},
+    ...          {"name": "r: c", "score": 0, "max_score": 1, "output": "wrong"}]
     >>> [f.label for f in student_failures(tests).values()]
     ['off by one', 'off by one', 'a wrong result that no known mistake explains, in: c']
     """
@@ -152,7 +154,9 @@ def summarise(folders: list[StudentFolder]) -> ClassReport:
             stats.submissions += 1
             stats.full_marks += got >= worth
             stats.total += got
-        students.append(StudentLine(folder.key, folder.score, folder.max_score, {q: v[0] for q, v in per_q.items()}, named))
+        students.append(
+            StudentLine(folder.key, folder.score, folder.max_score, {q: v[0] for q, v in per_q.items()}, named)
+        )
     for (qid, _), row in rows.items():
         questions[qid].mistakes.append(row)
     for stats in questions.values():
@@ -191,14 +195,25 @@ def render(report: ClassReport) -> str:
     ]
     for low, high, count in histogram(totals, top):
         lines.append(f"| {low:g}-{high:g} | {count} | {'#' * count} |")
-    lines += ["", "## Questions", "", "| question | full marks | mean score | most common mistake |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "## Questions",
+        "",
+        "| question | full marks | mean score | most common mistake |",
+        "|---|---|---|---|",
+    ]
     for q in report.questions:
         common = f"{_cell(q.mistakes[0].label)} ({len(q.mistakes[0].students)})" if q.mistakes else ""
-        lines.append(f"| {q.qid} | {q.full_marks}/{q.submissions} ({100 * q.pass_rate:.0f}%) | {q.mean:.2f} / {q.max_score:g} | {common} |")
+        lines.append(
+            f"| {q.qid} | {q.full_marks}/{q.submissions} ({100 * q.pass_rate:.0f}%) "
+            f"| {q.mean:.2f} / {q.max_score:g} | {common} |"
+        )
     lines += ["", "## Mistakes per question", ""]
-    lines.append("Each failed test is named by the known mistake its hint recognised (without a hint of its own, the one "
-                 "mistake the student's other tests of the question named), else by what stopped the code, else by the test "
-                 "that caught it; the counts of a question add up to its failed tests.")
+    lines.append(
+        "Each failed test is named by the known mistake its hint recognised (without a hint of its own, the one "
+        "mistake the student's other tests of the question named), else by what stopped the code, else by the test "
+        "that caught it; the counts of a question add up to its failed tests."
+    )
     for q in report.questions:
         if not q.mistakes:
             continue
@@ -209,7 +224,13 @@ def render(report: ClassReport) -> str:
             examples = ", ".join(row.students[:EXAMPLES]) + (f" and {more} more" if more > 0 else "")
             lines.append(f"| {_cell(row.label)} | {len(row.students)} | {row.tests} | {_cell(examples)} |")
     qids = [q.qid for q in report.questions]
-    lines += ["", "## Students", "", "| student | total | " + " | ".join(qids) + " | mistakes |", "|---" * (len(qids) + 3) + "|"]
+    lines += [
+        "",
+        "## Students",
+        "",
+        "| student | total | " + " | ".join(qids) + " | mistakes |",
+        "|---" * (len(qids) + 3) + "|",
+    ]
     for s in sorted(report.students, key=lambda s: (-s.score, s.key)):
         scores = " | ".join(f"{s.per_question.get(q, 0.0):g}" for q in qids)
         lines.append(f"| {_cell(s.key)} | {s.score:g} | {scores} | {_cell('; '.join(s.mistakes))} |")
@@ -223,7 +244,17 @@ def mistakes_csv(report: ClassReport) -> str:
     writer.writerow(["question", "mistake", "kind", "students", "failed_tests", "who", "tests"])
     for q in report.questions:
         for row in q.mistakes:
-            writer.writerow([q.qid, row.label, row.kind, len(row.students), row.tests, "; ".join(row.students), "; ".join(row.test_names)])
+            writer.writerow(
+                [
+                    q.qid,
+                    row.label,
+                    row.kind,
+                    len(row.students),
+                    row.tests,
+                    "; ".join(row.students),
+                    "; ".join(row.test_names),
+                ]
+            )
     return buffer.getvalue()
 
 
@@ -234,10 +265,19 @@ def plot(report: ClassReport, target: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = sorted((r for q in report.questions for r in q.mistakes), key=lambda r: (-len(r.students), r.qid, r.label))[:12]
+    rows = sorted((r for q in report.questions for r in q.mistakes), key=lambda r: (-len(r.students), r.qid, r.label))[
+        :12
+    ]
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), gridspec_kw={"width_ratios": [1, 1, 1.6]})
     bins = histogram(report.totals, report.max_score)
-    axes[0].bar([low for low, _, _ in bins], [c for _, _, c in bins], width=bins[0][1] - bins[0][0], align="edge", color="#4c72b0", edgecolor="white")
+    axes[0].bar(
+        [low for low, _, _ in bins],
+        [c for _, _, c in bins],
+        width=bins[0][1] - bins[0][0],
+        align="edge",
+        color="#4c72b0",
+        edgecolor="white",
+    )
     axes[0].set_xlabel(f"total (out of {report.max_score:g})")
     axes[0].set_ylabel("students")
     axes[0].set_title(f"Totals ({len(report.students)} submissions)")

@@ -26,11 +26,28 @@ KINDS = (
     ("not implemented", "not implemented (the stub still raises NotImplementedError)", ("not implemented yet",)),
     ("missing name", "a name the test needs is not defined", ("is not defined: run (or restore) the cell",)),
     ("not run", "not run: the submission's time was used up", ("used up its",)),
-    ("time", "ran out of time (an endless loop, or far too slow)", ("did not finish within", "did not finish in time", "could not be stopped")),
+    (
+        "time",
+        "ran out of time (an endless loop, or far too slow)",
+        ("did not finish within", "did not finish in time", "could not be stopped"),
+    ),
     ("output", "printed too much or sent too much data", ("printed more than", "far more data than expected")),
-    ("process", "ended the process running it (exit, crash or out of memory)", ("ended the process running it", "the process running your code")),
+    (
+        "process",
+        "ended the process running it (exit, crash or out of memory)",
+        ("ended the process running it", "the process running your code"),
+    ),
     ("fault", "the test could not judge the output (check the test)", ("the grader could not judge this output",)),
-    ("unreadable", "the notebook could not be read or run", ("could not be read", "no notebook was submitted", "the grading process could not start", "could not be loaded")),
+    (
+        "unreadable",
+        "the notebook could not be read or run",
+        (
+            "could not be read",
+            "no notebook was submitted",
+            "the grading process could not start",
+            "could not be loaded",
+        ),
+    ),
 )
 KNOWN_LABELS = frozenset({UNRECOGNISED, *(label for _, label, _ in KINDS)})
 RAISED = re.compile(r"raised (\w+(?:\.\w+)*)")
@@ -53,7 +70,7 @@ def hint_line(message: str) -> str:
     """
     for line in message.splitlines():
         if line.startswith("Hint:"):
-            return line[len("Hint:"):].strip()
+            return line[len("Hint:") :].strip()
     return ""
 
 
@@ -79,7 +96,8 @@ def classify(test: dict) -> Failure:
     'count from zero'
     >>> classify({"output": "raised IndexError: list index out of range (in cell 4, line 2: x[9])"}).label
     'raised IndexError'
-    >>> classify({"output": 'This follows from the failure of "a": fix that first.\\nthis test did not finish in time and was stopped'}).kind
+    >>> follows = 'This follows from the failure of "a": fix that first.\\n'
+    >>> classify({"output": follows + 'this test did not finish in time and was stopped'}).kind
     'time'
     >>> classify({"output": "expected ValueError, got KeyError: 'Z'"}).label
     'raised KeyError'

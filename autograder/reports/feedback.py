@@ -2,15 +2,17 @@
 
 Public results always; hidden results only when the instructor asks (after the
 deadline, say). Within a question, failures come first, the most basic ones before
-those that follow from them (``Case.builds_on``), each saying so. Never the hidden tests' code or expected values: messages were
-already scrubbed by the judge, and hidden-test messages never quote expected values.
+those that follow from them (``Case.builds_on``), each saying so. Never the hidden tests' code or
+expected values: messages were already scrubbed by the judge, and hidden-test messages never quote expected values.
 """
 
 from autograder.engine.judge import TestResult, by_cause
 from autograder.engine.results import explain_failures
 
 
-def feedback_markdown(name: str, stage_id: str, results: list[TestResult], notes: str = "", show_hidden: bool = False) -> str:
+def feedback_markdown(
+    name: str, stage_id: str, results: list[TestResult], notes: str = "", show_hidden: bool = False
+) -> str:
     """The feedback document for one submission."""
     lines = [f"# Feedback: {stage_id}", "", f"Submission: `{name}`", ""]
     public = [r for r in results if r.public]
@@ -19,7 +21,9 @@ def feedback_markdown(name: str, stage_id: str, results: list[TestResult], notes
     worth = sum(r.max_score for r in public)
     lines.append(f"**Public tests: {earned:g} of {worth:g} points.**")
     if hidden and show_hidden:
-        lines.append(f"**Hidden tests: {sum(r.score for r in hidden):g} of {sum(r.max_score for r in hidden):g} points.**")
+        lines.append(
+            f"**Hidden tests: {sum(r.score for r in hidden):g} of {sum(r.max_score for r in hidden):g} points.**"
+        )
     elif hidden:
         lines.append(f"Hidden tests ({sum(r.max_score for r in hidden):g} points) are not shown yet.")
     if notes:

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from autograder.engine import processes, sandbox
 from autograder.engine.container import container_limits, grading_budget, process_seconds
-from autograder.engine.judge import TestResult
 from autograder.engine.fixtures import read_fixtures
+from autograder.engine.judge import TestResult
 from autograder.engine.pipeline import grade_submission
 from autograder.engine.results import cell_notes, dump_json, gradescope_json, write_atomic
 from autograder.engine.runner import Limits
@@ -42,7 +42,9 @@ LATE = "not graded: grading did not finish within the time Gradescope allows"
 
 def find_submission(folder: Path) -> tuple[Path | None, str]:
     """The notebook (or exported zip) to grade, and a note when the choice was not obvious."""
-    candidates = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".ipynb", ".zip") and ".ipynb_checkpoints" not in p.parts)
+    candidates = sorted(
+        p for p in folder.rglob("*") if p.suffix.lower() in (".ipynb", ".zip") and ".ipynb_checkpoints" not in p.parts
+    )
     notebooks = [p for p in candidates if p.suffix.lower() == ".ipynb"] or candidates
     if not notebooks:
         return None, "No notebook (.ipynb) was found in your submission."
@@ -54,7 +56,9 @@ def find_submission(folder: Path) -> tuple[Path | None, str]:
 def shipped_tests(stage_id: str, source: Path = SOURCE) -> StageTests:
     """The zip's suites and fixtures."""
     folder = source / "stage"
-    return StageTests.load(stage_id, folder / "public.py", folder / "hidden.py", read_fixtures(folder / "fixtures.json"))
+    return StageTests.load(
+        stage_id, folder / "public.py", folder / "hidden.py", read_fixtures(folder / "fixtures.json")
+    )
 
 
 def grade(root: Path, tests: StageTests, settings: GradescopeSettings, limits: Limits | None = None) -> dict:
@@ -63,7 +67,9 @@ def grade(root: Path, tests: StageTests, settings: GradescopeSettings, limits: L
     graded = grade_submission(submission, tests, limits or Limits(), missing=note)
     processes.reap_strays()
     notes = "\n".join(x for x in (note if submission is not None else "", cell_notes(graded.outcome)) if x)
-    return gradescope_json(graded.results, output=notes, execution_time=graded.seconds, hidden_visibility=settings.hidden_visibility)
+    return gradescope_json(
+        graded.results, output=notes, execution_time=graded.seconds, hidden_visibility=settings.hidden_visibility
+    )
 
 
 class Watchdog:
@@ -87,8 +93,10 @@ class Watchdog:
 
     def late_document(self) -> dict:
         results = [TestResult(c.key, c.qid, c.name, c.public, 0.0, c.points, LATE) for c in self.tests.cases]
-        note = ("Grading did not finish within the time Gradescope allows, so nothing was scored. "
-                "Please tell your instructor, who can regrade this submission.")
+        note = (
+            "Grading did not finish within the time Gradescope allows, so nothing was scored. "
+            "Please tell your instructor, who can regrade this submission."
+        )
         return gradescope_json(results, output=note, hidden_visibility=self.settings.hidden_visibility)
 
     def _fire(self) -> None:
@@ -120,12 +128,19 @@ def self_check(settings: GradescopeSettings, torch_version: str) -> int:
 
     problems = []
     if torch.__version__ != torch_version or torch.version.cuda is not None:
-        problems.append(f"torch {torch.__version__} (CUDA {torch.version.cuda}) is installed; the fixtures need {torch_version}")
+        problems.append(
+            f"torch {torch.__version__} (CUDA {torch.version.cuda}) is installed; the fixtures need {torch_version}"
+        )
     tests = shipped_tests(settings.stage)
     with tempfile.TemporaryDirectory(prefix="gptcourse-selfcheck-") as tmp:
         root = Path(tmp)
         (root / "submission").mkdir()
-        empty = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "x = 1"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        empty = {
+            "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "x = 1"}],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
         (root / "submission" / "empty.ipynb").write_text(json.dumps(empty), encoding="utf-8")
         doc = grade(root, tests, settings)
     if len(doc["tests"]) != len(tests.cases) or doc["score"] != 0:
@@ -136,7 +151,10 @@ def self_check(settings: GradescopeSettings, torch_version: str) -> int:
         print(f"autograder self-check FAILED: {problem}", file=sys.stderr)
     if not problems:
         worth = sum(c.points for c in tests.cases)
-        print(f"autograder ready: {settings.stage}, {len(tests.cases)} tests worth {worth:g} points, torch {torch.__version__}")
+        print(
+            f"autograder ready: {settings.stage}, {len(tests.cases)} tests worth "
+            f"{worth:g} points, torch {torch.__version__}"
+        )
     return 1 if problems else 0
 
 
@@ -144,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--root", type=Path, default=Path("/autograder"))
     parser.add_argument("--settings", type=Path, default=SOURCE / "gptcourse.json", help="the zip's gptcourse.json")
-    parser.add_argument("--self-check", action="store_true", help="check the environment, grade an empty notebook, exit")
+    parser.add_argument(
+        "--self-check", action="store_true", help="check the environment, grade an empty notebook, exit"
+    )
     args = parser.parse_args(argv)
     settings, torch_version = read_shipped(args.settings)
     processes.become_subreaper()
@@ -152,10 +172,14 @@ def main(argv: list[str] | None = None) -> int:
         return self_check(settings, torch_version)
     timeout = settings.timeout_minutes * 60
     tests = shipped_tests(settings.stage)
-    watchdog = Watchdog(args.root / "results" / "results.json", tests, settings, timeout - process_seconds() - WATCHDOG_MARGIN).start()
+    watchdog = Watchdog(
+        args.root / "results" / "results.json", tests, settings, timeout - process_seconds() - WATCHDOG_MARGIN
+    ).start()
     budget = grading_budget(timeout, elapsed=process_seconds())
-    print(f"limits: {container_limits().describe()}; Gradescope timeout {settings.timeout_minutes:g} min, "
-          f"the submission's code may run {budget:.0f} s in all")
+    print(
+        f"limits: {container_limits().describe()}; Gradescope timeout {settings.timeout_minutes:g} min, "
+        f"the submission's code may run {budget:.0f} s in all"
+    )
     limited = check_rate_limit(read_metadata(args.root), settings)
     # Where the child cannot get a mount namespace it runs as another user on the real
     # filesystem: the metadata (names, emails, earlier scores) must be ours alone.

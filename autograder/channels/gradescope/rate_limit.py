@@ -10,7 +10,7 @@ Standard library only (shipped in the zip).
 
 import copy
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .settings import GradescopeSettings
@@ -33,7 +33,7 @@ def _when(text: Any) -> datetime | None:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _graded(previous: Any) -> list[tuple[datetime, dict[str, Any]]]:
@@ -51,11 +51,13 @@ def _graded(previous: Any) -> list[tuple[datetime, dict[str, Any]]]:
     return sorted(found, key=lambda pair: pair[0])
 
 
-def check_rate_limit(metadata: dict[str, Any], settings: GradescopeSettings, now: datetime | None = None) -> Limited | None:
+def check_rate_limit(
+    metadata: dict[str, Any], settings: GradescopeSettings, now: datetime | None = None
+) -> Limited | None:
     """None when this submission may be graded, else what to write in its place."""
     if settings.max_submissions is None or not isinstance(metadata, dict):
         return None
-    now = _when(metadata.get("created_at")) or now or datetime.now(timezone.utc)
+    now = _when(metadata.get("created_at")) or now or datetime.now(UTC)
     window = timedelta(hours=settings.window_hours)
     graded = _graded(metadata.get("previous_submissions"))
     recent = [(t, item) for t, item in graded if now - window <= t <= now]
@@ -66,8 +68,8 @@ def check_rate_limit(metadata: dict[str, Any], settings: GradescopeSettings, now
     message = (
         f"Submission limit reached: {len(recent)} graded submissions in the last {settings.window_hours:g} hours "
         f"(at most {settings.max_submissions}). This submission was not graded; your results below are those of "
-        f"your submission of {last_time.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC. "
-        f"You can submit again for grading after {allowed_at.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC."
+        f"your submission of {last_time.astimezone(UTC):%Y-%m-%d %H:%M} UTC. "
+        f"You can submit again for grading after {allowed_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC."
     )
     previous = copy.deepcopy(last.get("results")) if isinstance(last.get("results"), dict) else {}
     doc: dict[str, Any] = {

@@ -46,18 +46,39 @@ class GradescopeSettings:
 
     def __post_init__(self) -> None:
         if self.hidden_visibility not in VISIBILITIES:
-            raise ValueError(f"hidden_visibility must be one of {', '.join(VISIBILITIES)}, got {self.hidden_visibility!r}")
-        if self.max_submissions is not None and (isinstance(self.max_submissions, bool) or not isinstance(self.max_submissions, int) or self.max_submissions < 1):
+            raise ValueError(
+                f"hidden_visibility must be one of {', '.join(VISIBILITIES)}, got {self.hidden_visibility!r}"
+            )
+        if self.max_submissions is not None and (
+            isinstance(self.max_submissions, bool)
+            or not isinstance(self.max_submissions, int)
+            or self.max_submissions < 1
+        ):
             raise ValueError(f"rate_limit.max_submissions must be a positive integer, got {self.max_submissions!r}")
-        if isinstance(self.window_hours, bool) or not isinstance(self.window_hours, (int, float)) or self.window_hours <= 0:
+        if (
+            isinstance(self.window_hours, bool)
+            or not isinstance(self.window_hours, (int, float))
+            or self.window_hours <= 0
+        ):
             raise ValueError(f"rate_limit.window_hours must be a positive number, got {self.window_hours!r}")
         minutes = self.timeout_minutes
-        if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 2 <= minutes <= MAX_TIMEOUT_MINUTES:
-            raise ValueError(f"timeout_minutes must be a number of minutes from 2 to {MAX_TIMEOUT_MINUTES} (Gradescope's setting), got {minutes!r}")
+        if (
+            isinstance(minutes, bool)
+            or not isinstance(minutes, (int, float))
+            or not 2 <= minutes <= MAX_TIMEOUT_MINUTES
+        ):
+            raise ValueError(
+                f"timeout_minutes must be a number of minutes from 2 to {MAX_TIMEOUT_MINUTES} "
+                f"(Gradescope's setting), got {minutes!r}"
+            )
 
     def to_json(self) -> str:
         """The ``gptcourse.json`` document shipped in the zip."""
-        doc: dict[str, Any] = {"stage": self.stage, "hidden_visibility": self.hidden_visibility, "timeout_minutes": self.timeout_minutes}
+        doc: dict[str, Any] = {
+            "stage": self.stage,
+            "hidden_visibility": self.hidden_visibility,
+            "timeout_minutes": self.timeout_minutes,
+        }
         if self.max_submissions is not None:
             doc["rate_limit"] = {"max_submissions": self.max_submissions, "window_hours": self.window_hours}
         return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -47,7 +47,7 @@ def _db_url(course: Path) -> str:
     from nbgrader.coursedir import CourseDirectory
 
     url = CourseDirectory(config=course_config(course), root=str(course.resolve())).db_url
-    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///") :]).exists():
         raise UsageError(f"{course} has no gradebook yet: run `nbgrader generate_assignment <stage>` there first")
     return url
 
@@ -70,7 +70,9 @@ def nbgrader_env() -> dict[str, str]:
     return dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
-def run_autograde(course: Path, assignment: str, student: str | None = None, settings: tuple[str, ...] = (), quiet: bool = False) -> int:
+def run_autograde(
+    course: Path, assignment: str, student: str | None = None, settings: tuple[str, ...] = (), quiet: bool = False
+) -> int:
     """``nbgrader autograde ASSIGNMENT --force`` in ``course``; its exit status."""
     command = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force", *settings]
     if student:
@@ -90,7 +92,9 @@ def gradebook_rows(course: Path, assignment: str, qids: list[str]) -> tuple[list
         try:
             record = gb.find_assignment(assignment)
         except MissingEntry:
-            raise UsageError(f"the gradebook has no assignment {assignment}: run `nbgrader generate_assignment {assignment}` first") from None
+            raise UsageError(
+                f"the gradebook has no assignment {assignment}: run `nbgrader generate_assignment {assignment}` first"
+            ) from None
         maxima = {question_of(c.name, qids): float(c.max_score) for n in record.notebooks for c in n.grade_cells}
         questions = [(q, maxima[q]) for q in qids if q in maxima]
         for submission in sorted(record.submissions, key=lambda s: s.student.id):
@@ -118,8 +122,16 @@ def table(rows: list[Row], questions: list[tuple[str, float]]) -> str:
     width = max([len("student"), *(len(r.student) for r in rows)])
     cols = [max(len(q), 5) for q, _ in questions]
     lines = ["student".ljust(width) + "".join(f"  {q:>{w}}" for (q, _), w in zip(questions, cols)) + "  late  total"]
-    lines.append("(max)".ljust(width) + "".join(f"  {p:>{w}g}" for (_, p), w in zip(questions, cols)) + f"        {sum(p for _, p in questions):5g}")
+    lines.append(
+        "(max)".ljust(width)
+        + "".join(f"  {p:>{w}g}" for (_, p), w in zip(questions, cols))
+        + f"        {sum(p for _, p in questions):5g}"
+    )
     for r in rows:
         late = f"{-r.penalty:4g}" if r.penalty else "    "
-        lines.append(r.student.ljust(width) + "".join(f"  {r.scores.get(q, 0.0):>{w}g}" for (q, _), w in zip(questions, cols)) + f"  {late}  {r.total:5g}")
+        lines.append(
+            r.student.ljust(width)
+            + "".join(f"  {r.scores.get(q, 0.0):>{w}g}" for (q, _), w in zip(questions, cols))
+            + f"  {late}  {r.total:5g}"
+        )
     return "\n".join(lines)

@@ -48,22 +48,47 @@ def cell_points(earned: float, worth: float, cell_max: float) -> float:
 class GradeWithEngine(NbGraderPreprocessor):
     """Grade the submission with the gptcourse engine and fill its grade cells."""
 
-    tests_directory = Unicode("", help="Folder holding <assignment>/public.py, hidden.py and fixtures.json (gptcourse build writes it).").tag(config=True)
+    tests_directory = Unicode(
+        "", help="Folder holding <assignment>/public.py, hidden.py and fixtures.json (gptcourse build writes it)."
+    ).tag(config=True)
     timeout = Float(TOTAL_TIMEOUT, help="Seconds the engine may spend on one submission.").tag(config=True)
     cell_timeout = Float(CELL_TIMEOUT, help="Seconds one notebook cell may run.").tag(config=True)
-    test_timeout = Float(None, allow_none=True, help="Caps every test's own time limit (seconds); None keeps each test's own.").tag(config=True)
-    hidden_details = Bool(True, help="Show each hidden test's name and failure message in the grade cells (and so in the feedback); False shows how many passed.").tag(config=True)
-    results_directory = Unicode("", help="Also write <this>/<student>/results.json (for `gptcourse report`).").tag(config=True)
+    test_timeout = Float(
+        None, allow_none=True, help="Caps every test's own time limit (seconds); None keeps each test's own."
+    ).tag(config=True)
+    hidden_details = Bool(
+        True,
+        help="Show each hidden test's name and failure message in the grade cells "
+        "(and so in the feedback); False shows how many passed.",
+    ).tag(config=True)
+    results_directory = Unicode("", help="Also write <this>/<student>/results.json (for `gptcourse report`).").tag(
+        config=True
+    )
 
     def grade(self, nb: NotebookNode, assignment: str, student: str) -> dict:
         """Run the worker on ``nb``; its JSON summary (see ``worker.summary``)."""
         if not self.tests_directory:
-            raise ValueError("GradeWithEngine.tests_directory is not set: the course's nbgrader_config.py must load gptcourse_config.py")
+            raise ValueError(
+                "GradeWithEngine.tests_directory is not set: the course's nbgrader_config.py "
+                "must load gptcourse_config.py"
+            )
         with tempfile.TemporaryDirectory(prefix="gptcourse-nbgrader-") as tmp:
             path, out = Path(tmp) / f"{student}.ipynb", Path(tmp) / "graded.json"
             path.write_text(json.dumps(nb), encoding="utf-8")
-            command = [sys.executable, "-m", "autograder.channels.nbgrader.worker", str(Path(self.tests_directory) / assignment), str(path), str(out),
-                       "--name", student, "--timeout", str(self.timeout), "--cell-timeout", str(self.cell_timeout)]
+            command = [
+                sys.executable,
+                "-m",
+                "autograder.channels.nbgrader.worker",
+                str(Path(self.tests_directory) / assignment),
+                str(path),
+                str(out),
+                "--name",
+                student,
+                "--timeout",
+                str(self.timeout),
+                "--cell-timeout",
+                str(self.cell_timeout),
+            ]
             if self.test_timeout is not None:
                 command += ["--test-timeout", str(self.test_timeout)]
             if not self.hidden_details:
@@ -72,27 +97,49 @@ class GradeWithEngine(NbGraderPreprocessor):
                 command += ["--results", str(Path(self.results_directory).resolve())]
             done = subprocess.run(command, capture_output=True, text=True, timeout=self.timeout + STARTUP)
             if done.returncode != 0 or not out.exists():
-                raise RuntimeError(f"the gptcourse engine failed on {student}'s {assignment} (exit {done.returncode}):\n{done.stderr[-3000:]}")
+                raise RuntimeError(
+                    f"the gptcourse engine failed on {student}'s {assignment} (exit "
+                    f"{done.returncode}):\n{done.stderr[-3000:]}"
+                )
             return json.loads(out.read_text(encoding="utf-8"))
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         info = resources["nbgrader"]
         graded = self.grade(nb, info["assignment"], info["student"])
         if graded["fallback"]:
-            self.log.warning("gptcourse: the student code ran less confined than this machine should allow (%s)", graded["fallback"])
+            self.log.warning(
+                "gptcourse: the student code ran less confined than this machine should allow (%s)", graded["fallback"]
+            )
         questions = {q["qid"]: q for q in graded["questions"]}
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
             if str(index) in graded["cell_errors"]:
-                cell.outputs.append(new_output("stream", name="stdout", text=f"gptcourse: when graded, this cell {graded['cell_errors'][str(index)]}\n"))
+                cell.outputs.append(
+                    new_output(
+                        "stream",
+                        name="stdout",
+                        text=f"gptcourse: when graded, this cell {graded['cell_errors'][str(index)]}\n",
+                    )
+                )
             if not utils.is_grade(cell) or utils.is_solution(cell):
                 continue
             grade_id = cell.metadata.nbgrader["grade_id"]
             qid = question_of(grade_id, list(questions))
             if qid is None:
-                self.log.warning("gptcourse: grade cell %s is not a question of %s; it was not run (grade it by hand)", grade_id, info["assignment"])
-                cell.outputs = [new_output("error", ename="NotGraded", evalue="gptcourse grades only the stage's own questions: grade this cell by hand", traceback=[])]
+                self.log.warning(
+                    "gptcourse: grade cell %s is not a question of %s; it was not run (grade it by hand)",
+                    grade_id,
+                    info["assignment"],
+                )
+                cell.outputs = [
+                    new_output(
+                        "error",
+                        ename="NotGraded",
+                        evalue="gptcourse grades only the stage's own questions: grade this cell by hand",
+                        traceback=[],
+                    )
+                ]
                 continue
             q = questions[qid]
             points = cell_points(q["earned"], q["worth"], float(cell.metadata.nbgrader["points"]))
@@ -101,5 +148,12 @@ class GradeWithEngine(NbGraderPreprocessor):
                 from_dict(new_output("execute_result", data={"text/plain": repr(points)}, execution_count=None)),
             ]
         earned, worth = sum(q["earned"] for q in questions.values()), sum(q["worth"] for q in questions.values())
-        self.log.info("gptcourse: %s's %s graded by the engine: %g of %g points in %.1f s", info["student"], info["assignment"], earned, worth, graded["seconds"])
+        self.log.info(
+            "gptcourse: %s's %s graded by the engine: %g of %g points in %.1f s",
+            info["student"],
+            info["assignment"],
+            earned,
+            worth,
+            graded["seconds"],
+        )
         return nb, resources

@@ -35,7 +35,9 @@ def load_tests(folder: Path) -> StageTests:
     folder = Path(folder)
     missing = [name for name in TEST_FILES if not (folder / name).is_file()]
     if missing:
-        raise FileNotFoundError(f"{folder} lacks {', '.join(missing)}: run `gptcourse build` to make the course's test files")
+        raise FileNotFoundError(
+            f"{folder} lacks {', '.join(missing)}: run `gptcourse build` to make the course's test files"
+        )
     public, hidden, fixtures = (folder / name for name in TEST_FILES)
     return StageTests.load(folder.name, public, hidden, read_fixtures(fixtures))
 
@@ -59,7 +61,8 @@ def skip_question_cells(notebook: dict, qids: list[str]) -> dict:
 def question_report(qid: str, results: list[TestResult], hidden_details: bool = True) -> str:
     """What a question's grade cell shows: its points, then its tests (hidden ones by name unless told not to).
 
-    >>> r = [TestResult("q: a", "q", "a", True, 1.0, 1.0, ""), TestResult("q: b", "q", "b", False, 0.0, 2.0, "wrong shape")]
+    >>> r = [TestResult("q: a", "q", "a", True, 1.0, 1.0, ""),
+    ...      TestResult("q: b", "q", "b", False, 0.0, 2.0, "wrong shape")]
     >>> print(question_report("q", r))
     q: 1 of 3 points (graded by gptcourse)
     Public tests: 1 of 1 passed.
@@ -69,7 +72,9 @@ def question_report(qid: str, results: list[TestResult], hidden_details: bool = 
              wrong shape
     """
     mine = [r for r in results if r.qid == qid]
-    lines = [f"{qid}: {sum(r.score for r in mine):g} of {sum(r.max_score for r in mine):g} points (graded by gptcourse)"]
+    lines = [
+        f"{qid}: {sum(r.score for r in mine):g} of {sum(r.max_score for r in mine):g} points (graded by gptcourse)"
+    ]
     for label, public in (("Public", True), ("Hidden", False)):
         group = [r for r in mine if r.public == public]
         if not group:
@@ -90,7 +95,14 @@ def summary(graded: Graded, tests: StageTests, hidden_details: bool = True) -> d
     questions = []
     for qid, worth in tests.questions():
         earned = sum(r.score for r in graded.results if r.qid == qid)
-        questions.append({"qid": qid, "earned": earned, "worth": worth, "report": fatal + question_report(qid, graded.results, hidden_details)})
+        questions.append(
+            {
+                "qid": qid,
+                "earned": earned,
+                "worth": worth,
+                "report": fatal + question_report(qid, graded.results, hidden_details),
+            }
+        )
     return {
         "questions": questions,
         "cell_errors": {str(i): m for i, m in graded.outcome.cell_errors.items()},
@@ -100,7 +112,9 @@ def summary(graded: Graded, tests: StageTests, hidden_details: bool = True) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.channels.nbgrader.worker", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder.channels.nbgrader.worker", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("tests", help="folder of the stage's public.py, hidden.py and fixtures.json")
     parser.add_argument("notebook", help="the submission (nbgrader's sanitized copy)")
     parser.add_argument("out", help="where to write the summary (JSON)")
@@ -113,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tests = load_tests(Path(args.tests))
     qids = [q for q, _ in tests.questions()]
-    limits = Limits(total_timeout=args.timeout, cell_timeout=min(args.cell_timeout, args.timeout), case_timeout=args.test_timeout)
+    limits = Limits(
+        total_timeout=args.timeout, cell_timeout=min(args.cell_timeout, args.timeout), case_timeout=args.test_timeout
+    )
     path = Path(args.notebook)
     try:
         notebook = skip_question_cells(load_notebook_json(path), qids)

@@ -56,7 +56,7 @@ def safe_key(text: str) -> str:
     >>> safe_key("...")
     'submission'
     """
-    cleaned = "".join("_" if ch in '/\\\0' else ch for ch in text).strip().lstrip(".")
+    cleaned = "".join("_" if ch in "/\\\0" else ch for ch in text).strip().lstrip(".")
     return cleaned or "submission"
 
 
@@ -107,14 +107,17 @@ def student_folder(path: Path, stage_id: str) -> Path:
     return folder
 
 
-def identify(paths: list[Path], stage_id: str, mode: str = "auto", known: dict[Path, str] | None = None) -> list[Identity]:
+def identify(
+    paths: list[Path], stage_id: str, mode: str = "auto", known: dict[Path, str] | None = None
+) -> list[Identity]:
     """The identity of every submission in ``paths`` (rules in the module docstring).
 
     ``known`` maps resolved paths graded before to the key they had. Keys are unique:
     two files that would share one are told apart by their LMS id, else numbered
     (``alice-2``) in the order given.
 
-    >>> [i.key for i in identify([Path("subs/alice/01_tokenisation.ipynb"), Path("subs/bob/01_tokenisation.ipynb")], "01_tokenisation")]
+    >>> paths = [Path("subs/alice/01_tokenisation.ipynb"), Path("subs/bob/01_tokenisation.ipynb")]
+    >>> [i.key for i in identify(paths, "01_tokenisation")]
     ['alice', 'bob']
     >>> [i.key for i in identify([Path("subs/alice.ipynb"), Path("subs/bob.ipynb")], "01_tokenisation")]
     ['alice', 'bob']
@@ -132,7 +135,9 @@ def identify(paths: list[Path], stage_id: str, mode: str = "auto", known: dict[P
         path = Path(path)
         lms = from_lms_name(path)
         if path.resolve() in known:
-            found.append(Identity(known[path.resolve()], lms.lms_id if lms else "", lms.source if lms else "earlier grading"))
+            found.append(
+                Identity(known[path.resolve()], lms.lms_id if lms else "", lms.source if lms else "earlier grading")
+            )
         elif lms is not None:
             found.append(lms)
         elif by_folder:

@@ -21,7 +21,7 @@ describe the same class. Which of the given files are graded:
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from autograder.engine import codec
@@ -29,8 +29,8 @@ from autograder.engine.pipeline import Graded, grade_batch
 from autograder.engine.results import cell_notes, dump_json, gradescope_json, write_atomic
 from autograder.engine.runner import Limits
 from autograder.engine.suites import StageTests
+from autograder.reports.feedback import feedback_markdown
 
-from .feedback import feedback_markdown
 from .gradebook import Gradebook, write_gradebook
 from .identity import Identity, identify
 from .records import RECORD, RESULTS, StudentFolder, read_folder, read_record
@@ -131,11 +131,15 @@ def run_folder(
     fingerprint = tests_fingerprint(tests)
     chosen, skipped = [], []
     for path, identity in zip(map(Path, paths), identities):
-        if (changed or only_failed) and path.is_file() and not needs_grading(path, identity.key, out_dir, fingerprint, changed, only_failed):
+        if (
+            (changed or only_failed)
+            and path.is_file()
+            and not needs_grading(path, identity.key, out_dir, fingerprint, changed, only_failed)
+        ):
             skipped.append((identity.key, path))
         else:
             chosen.append((path, identity))
-    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    when = datetime.now(UTC).isoformat(timespec="seconds")
     records = {
         identity.key: {
             "stage": tests.stage_id,
@@ -151,13 +155,20 @@ def run_folder(
     done = []
     if chosen:
         done = grade_batch(
-            [p for p, _ in chosen], [i.key for _, i in chosen], tests, limits or Limits(), workers=workers, progress=progress,
+            [p for p, _ in chosen],
+            [i.key for _, i in chosen],
+            tests,
+            limits or Limits(),
+            workers=workers,
+            progress=progress,
             write=lambda graded: write_submission(graded, out_dir, show_hidden, records[graded.name]),
         )
     book = write_gradebook(out_dir, tests, roster, canvas_assignment)
     return FolderRun(done, identities, skipped, book)
 
 
-def grade_into_folder(paths: list[Path], tests: StageTests, out_dir: Path, limits: Limits | None = None, **options) -> list[Graded]:
+def grade_into_folder(
+    paths: list[Path], tests: StageTests, out_dir: Path, limits: Limits | None = None, **options
+) -> list[Graded]:
     """Grade every one of ``paths`` into ``out_dir`` (``run_folder``'s options); the graded submissions, in order."""
     return run_folder(paths, tests, out_dir, limits, **options).graded

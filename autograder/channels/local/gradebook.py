@@ -6,7 +6,7 @@
     (max),3,...,32,,,
     alice,3,...,30,1234,"Smith, Alice",alice@uni.edu
 
-a row per student (named as ``reports.identity`` finds them), a column per question, the
+a row per student (named as ``channels.local.identity`` finds them), a column per question, the
 total, then the student's roster entry (``id``, ``name``, ``email``; without a roster,
 ``id`` is the id an LMS wrote into the file name, if any). The ``(max)`` row stays second.
 
@@ -116,10 +116,21 @@ def gradebook_csv(book: Gradebook) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["submission", *book.qids, "total", "id", "name", "email"])
-    writer.writerow(["(max)", *(_number(book.maxima[q]) for q in book.qids), _number(sum(book.maxima.values())), "", "", ""])
+    writer.writerow(
+        ["(max)", *(_number(book.maxima[q]) for q in book.qids), _number(sum(book.maxima.values())), "", "", ""]
+    )
     for row in book.rows:
         student = row.student or Student("")
-        writer.writerow([row.key, *(_number(row.scores[q]) for q in book.qids), _number(row.total), row.id, student.name, student.email])
+        writer.writerow(
+            [
+                row.key,
+                *(_number(row.scores[q]) for q in book.qids),
+                _number(row.total),
+                row.id,
+                student.name,
+                student.email,
+            ]
+        )
     return buffer.getvalue()
 
 
@@ -138,7 +149,9 @@ def canvas_csv(book: Gradebook, assignment: str) -> tuple[str, list[str]]:
     return buffer.getvalue(), left_out
 
 
-def write_gradebook(out_dir: Path, tests: StageTests, roster: list[Student] | None = None, canvas_assignment: str | None = None) -> Gradebook:
+def write_gradebook(
+    out_dir: Path, tests: StageTests, roster: list[Student] | None = None, canvas_assignment: str | None = None
+) -> Gradebook:
     """Rebuild ``grades.csv`` (and ``canvas.csv`` when any student has a Canvas id) from every folder in ``out_dir``."""
     out_dir = Path(out_dir)
     book = build_gradebook(read_folder(out_dir, tests.stage_id), tests, roster)

@@ -44,7 +44,10 @@ def read_folder(out_dir: Path, stage_id: str | None = None) -> list[StudentFolde
             continue
         record = read_record(path.parent)
         if stage_id and record.get("stage") not in (None, stage_id):
-            raise UsageError(f"{out_dir} holds results of {record['stage']} ({path.parent.name}); grade {stage_id} into another folder")
+            raise UsageError(
+                f"{out_dir} holds results of {record['stage']} ({path.parent.name}); "
+                f"grade {stage_id} into another folder"
+            )
         found.append(StudentFolder(path.parent.name, results, record))
     return found
 
