@@ -200,9 +200,7 @@ def score_table(graded, tests) -> str:
         "(max)".ljust(width) + "".join(f"  {p:>{max(len(q), 5)}g}" for q, p in qs) + f"  {sum(p for _, p in qs):6g}",
     ]
     for g in graded:
-        per = {q: 0.0 for q, _ in qs}
-        for r in g.results:
-            per[r.qid] += r.score
+        per = g.per_question(tests)
         lines.append(g.name.ljust(width) + "".join(f"  {per[q]:>{max(len(q), 5)}g}" for q, _ in qs) + f"  {g.total:6g}")
     return "\n".join(lines)
 

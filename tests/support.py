@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.authoring.lint import CatalogueGrades
+from autograder.authoring.grades import CatalogueGrades
 from autograder.authoring.variants import variant_notebook
 from autograder.build.notebooks import write_notebook
 from autograder.course import get_stage

@@ -1,56 +1,21 @@
-"""Every stage's feedback held to the rules on its graded catalogue (``feedback_rules``).
+"""The feedback rules (``feedback_rules``), each shown failing on a small graded catalogue made
+to break it; every stage is held to them in ``test_rules.py``.
 
 - hints are right or absent: each mistake triggers exactly the hints it declares, each
   hint is named, fires on a catalogued mistake and stays silent on another of its
   question, and correct code triggers none;
 - the public tests catch every mistake not declared ``hidden_only``, and none declared so;
 - no failed hidden test's message gives a hidden expected value away.
-
-The catalogue is graded once per session (``graded_catalogue``, shared with
-``test_catalogue.py`` and ``test_authoring.py``). Below the per-stage tests, each rule is
-shown failing on a small graded catalogue made to break it.
 """
 
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-import pytest
-
 from autograder.authoring.catalogue import Variant
 from autograder.authoring.feedback_rules import hidden_value_problems, hint_problems, public_catch_problems
-from autograder.course import all_stages
 from autograder.engine.judge import TestResult as Result
 from autograder.engine.runner import Outcome
 from autograder.kit import Hint, Suite, equal
-
-STAGES = [s.id for s in all_stages()]
-
-
-@pytest.mark.parametrize("stage", STAGES)
-def test_hints_are_right_or_absent(stage, graded_catalogue):
-    problems = hint_problems(graded_catalogue(stage))
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.parametrize("stage", STAGES)
-def test_public_tests_catch_every_mistake_not_declared_hidden_only(stage, graded_catalogue):
-    problems = public_catch_problems(graded_catalogue(stage))
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.parametrize("stage", STAGES)
-def test_no_hidden_message_reveals_a_hidden_expected_value(stage, graded_catalogue):
-    grades = graded_catalogue(stage)
-    scanned = sum(
-        1
-        for g in grades.by_name.values()
-        for r in g.results
-        if not r.public and not r.passed and r.key in g.outcome.values
-    )
-    assert scanned, "no failed hidden test to scan"  # the scan saw something
-    problems = hidden_value_problems(grades)
-    assert not problems, "\n".join(problems)
-
 
 # --- each rule, broken on purpose ------------------------------------------------------------
 

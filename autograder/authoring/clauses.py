@@ -12,8 +12,8 @@ each property) and, in backticks, the names of the tests that cover the clause::
     | n = 1 ignores any context | `ngram: a unigram model ignores the context` |
 
 A test is named as everywhere else, ``"<question id>: <description>"``. The checker
-(``gptcourse check-stage``) refuses a question without a table, a clause without a test,
-and a test name that names no test of that question.
+(``gptcourse check-stage``) refuses a question without a table, a clause without a hidden
+test, and a test name that names no test of that question.
 
 Example:
     >>> table = parse_clauses("## q\\n\\n| clause | tests |\\n|---|---|\\n| x | `q: one`, `q: two` |\\n")
@@ -43,8 +43,9 @@ def parse_clauses(text: str) -> dict[str, list[tuple[str, list[str]]]]:
     return table
 
 
-def clause_problems(path: Path, tests: dict[str, set[str]]) -> list[str]:
-    """What is wrong with ``clauses.md`` given ``tests`` (``{question id: {test keys}}``)."""
+def clause_problems(path: Path, tests: dict[str, set[str]], hidden: set[str] | None = None) -> list[str]:
+    """What is wrong with ``clauses.md`` given ``tests`` (``{question id: {test keys}}``); with
+    ``hidden`` (the keys of the hidden tests), a clause that no hidden test covers is wrong too."""
     if not path.is_file():
         return [f"{path.name} is missing: a table of each question's contract clauses and their tests"]
     table = parse_clauses(path.read_text(encoding="utf-8"))
@@ -56,6 +57,11 @@ def clause_problems(path: Path, tests: dict[str, set[str]]) -> list[str]:
         for clause, names in rows:
             if not names:
                 problems.append(f"{path.name}: {question}: no test covers {clause!r}")
+            elif hidden is not None and not set(names) & hidden:
+                problems.append(
+                    f"{path.name}: {question}: no hidden test covers {clause!r} (only the public {names[0]!r}"
+                    f"{' and others' if len(names) > 1 else ''}): grading must not rest on tests students can see"
+                )
             problems += [
                 f"{path.name}: {question}: {name!r} names no test of {question}"
                 for name in names

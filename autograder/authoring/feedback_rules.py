@@ -25,7 +25,7 @@ import torch
 
 from autograder.kit.cases import REFERENCE
 
-from .lint import CatalogueGrades
+from .grades import CatalogueGrades
 
 
 def stage_hints(grades: CatalogueGrades) -> list[tuple[str, str, str]]:
@@ -43,7 +43,8 @@ def fired(grades: CatalogueGrades, name: str) -> set[str]:
 
 
 def hint_problems(grades: CatalogueGrades) -> list[str]:
-    """Where the stage's hints are not right-or-absent (see the module's docstring)."""
+    """Each mistake triggers exactly the hints it declares; each hint is named, fires on a catalogued
+    mistake and stays silent on another of its question; correct code triggers none."""
     problems = []
     for _qid, key, mistake in stage_hints(grades):
         if not mistake:
@@ -73,8 +74,8 @@ def hint_problems(grades: CatalogueGrades) -> list[str]:
 
 
 def public_catch_problems(grades: CatalogueGrades) -> list[str]:
-    """Mistakes that no public test of their question catches, though not ``hidden_only``;
-    and ``hidden_only`` mistakes that a public test does catch."""
+    """Each mistake fails a public test of its question, unless its ``hidden_only`` says why none
+    can (and then none does)."""
     problems = []
     for variant in grades.mistakes:
         caught = [
@@ -195,10 +196,8 @@ def revealed(message: str, expected: Any, got: Any) -> list[str]:
 
 
 def hidden_value_problems(grades: CatalogueGrades) -> list[str]:
-    """Failed hidden tests of the catalogue whose message reveals a hidden expected value.
-
-    Errors raised by the student's code are their own words and are not scanned.
-    """
+    """No failed hidden test's message gives away an expected value that the student's own
+    output does not hold (errors raised by the student's code are their own words, not scanned)."""
     problems = []
     cases = {c.key: c for c in grades.tests.cases if not c.public}
     for name, graded in grades.by_name.items():

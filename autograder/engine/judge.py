@@ -35,6 +35,20 @@ class TestResult:
         return self.score >= self.max_score
 
 
+def question_scores(results: list[TestResult], qids: list[str]) -> dict[str, float]:
+    """Points earned per question, every question of ``qids`` present (the one place they are summed).
+
+    Example:
+        >>> question_scores([TestResult("a: x", "a", "x", True, 1.0, 1.0, ""),
+        ...                  TestResult("a: y", "a", "y", False, 0.5, 2.0, "half")], ["a", "b"])
+        {'a': 1.5, 'b': 0.0}
+    """
+    scores = dict.fromkeys(qids, 0.0)
+    for result in results:
+        scores[result.qid] = scores.get(result.qid, 0.0) + result.score
+    return scores
+
+
 def follows_from(results: list[TestResult]) -> dict[str, list[str]]:
     """For each failed result's key, the keys of the most basic failed tests of its question
     that it builds on (``[]``: it follows from no other failure; start there)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from . import processes
-from .judge import TestResult, judge, scrub
+from .judge import TestResult, judge, question_scores, scrub
 from .runner import Limits, Outcome, run_submission
 from .suites import StageTests
 
@@ -33,6 +33,10 @@ class Graded:
     @property
     def total(self) -> float:
         return sum(r.score for r in self.results)
+
+    def per_question(self, tests: StageTests) -> dict[str, float]:
+        """Points earned per question of ``tests``."""
+        return question_scores(self.results, [q for q, _ in tests.questions()])
 
     @property
     def faults(self) -> list[str]:

@@ -105,8 +105,11 @@ class StageTests:
             suites.append(SuiteFile(label, source, frozenset(c.key for c in suite.cases), imported_modules(source)))
             cases += suite.cases
         keys = [c.key for c in cases]
-        if len(set(keys)) != len(keys):
-            raise ValueError(f"{stage_id}: two tests share a name")
+        shared = sorted({key for key in keys if keys.count(key) > 1})
+        if shared:
+            where = {key: [s.label for s in suites if key in s.keys] for key in shared}
+            named = "; ".join(f"{key!r} (in {' and '.join(where[key])})" for key in shared)
+            raise ValueError(f"{stage_id}: a public and a hidden test share a name: {named}")
         for case in cases:
             for name in case.builds_on:
                 if f"{case.qid}: {name}" not in keys[: keys.index(case.key)]:

@@ -22,7 +22,6 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.engine.judge import TestResult
 from autograder.engine.results import write_atomic
 from autograder.engine.suites import StageTests
 
@@ -30,14 +29,6 @@ from .records import StudentFolder, read_folder
 from .roster import Student, match
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-
-
-def question_scores(results: list[TestResult], qids: list[str]) -> dict[str, float]:
-    """Points earned per question."""
-    scores = {q: 0.0 for q in qids}
-    for r in results:
-        scores[r.qid] = scores.get(r.qid, 0.0) + r.score
-    return scores
 
 
 def scores_from_results(doc: dict, qids: list[str]) -> dict[str, float]:

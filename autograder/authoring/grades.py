@@ -1,0 +1,51 @@
+"""A stage's catalogue graded once: the reference, the empty release and every variant.
+
+The graded rules of ``gptcourse check-stage`` (``rules.RULES``) all read one
+``CatalogueGrades``, so that a stage is graded once however many rules look at it.
+
+Example::
+
+    grades = CatalogueGrades(get_stage("01"), Path(tmp))
+    grades.scores("reference")  # {"build_vocab": 6.0, ...}
+"""
+
+from pathlib import Path
+
+from autograder.build.fixtures import stage_tests
+from autograder.build.notebooks import make_notebook, write_notebook
+from autograder.course import Stage
+from autograder.engine.pipeline import Graded, grade_batch
+from autograder.engine.runner import Limits
+
+from .catalogue import catalogue
+from .variants import write_variant
+
+
+class CatalogueGrades:
+    """The reference, the empty release and every catalogued variant of a stage, graded in one batch."""
+
+    def __init__(self, stage: Stage, folder: Path, workers: int = 2) -> None:
+        self.stage = stage
+        self.tests = stage_tests(stage)
+        self.mistakes, self.alternatives = catalogue(stage)
+        write_notebook(make_notebook(stage, "reference"), folder / "reference.ipynb")
+        write_notebook(make_notebook(stage, "student"), folder / "empty.ipynb")
+        paths = [folder / "reference.ipynb", folder / "empty.ipynb"]
+        paths += [write_variant(stage, variant, folder) for variant in self.mistakes + self.alternatives]
+        graded = grade_batch(paths, [p.stem for p in paths], self.tests, Limits(), workers=workers, progress=False)
+        self.by_name: dict[str, Graded] = {g.name: g for g in graded}
+        self.folder = folder
+
+    @property
+    def fixtures(self):
+        """The expected values the catalogue was graded against."""
+        return self.tests.fixtures
+
+    @property
+    def maxima(self) -> dict[str, float]:
+        """Points per question when every test passes."""
+        return dict(self.tests.questions())
+
+    def scores(self, name: str) -> dict[str, float]:
+        """Points per question of one graded submission."""
+        return self.by_name[name].per_question(self.tests)

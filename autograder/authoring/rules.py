@@ -1,0 +1,84 @@
+"""Every rule a stage is held to, by name: the single authority on what makes a stage sound.
+
+``gptcourse check-stage`` runs ``RULES`` in order: the static ones on the stage's files
+(``--quick`` stops there), then the graded ones on its catalogue, graded once
+(``grades.CatalogueGrades``). The project's tests loop over the same list
+(``tests/test_rules.py``), and the authoring guide (``assignments/README.md``) lists the
+rules by these names. A rule is a function that returns the problems it finds, each
+naming the test, mistake, clause or file at fault; none means the stage keeps it.
+
+To add a rule, write the function (static: of a ``static_rules.Subject``; graded: of a
+``CatalogueGrades``) and add a ``Rule`` here.
+
+Example::
+
+    >>> [rule.name for rule in RULES][:2]
+    ['files', 'reference imports']
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import feedback_rules, graded_rules, static_rules
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: its name, what it asks, and the function that finds where a stage breaks it."""
+
+    name: str
+    find: Callable[[Any], list[str]]
+    graded: bool = False  # find(grades) on the graded catalogue; else find(subject)
+    blocking: bool = False  # the rules after it cannot run until this one holds
+
+    @property
+    def asks(self) -> str:
+        """What the rule asks of a stage, in a sentence (its function's docstring)."""
+        return " ".join((self.find.__doc__ or "").split())
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("files", static_rules.files, blocking=True),
+    Rule("reference imports", static_rules.reference_imports, blocking=True),
+    Rule("source parses", static_rules.source_parses, blocking=True),
+    Rule("names exist", static_rules.names_exist),
+    Rule("suites load", static_rules.suites_load, blocking=True),
+    Rule("questions complete", static_rules.questions_complete),
+    Rule("public suite pasteable", static_rules.pasteable),
+    Rule("probes return raw outputs", static_rules.raw_outputs),
+    Rule("clauses covered by hidden tests", static_rules.clauses_covered),
+    Rule("catalogue loads", static_rules.catalogue_loads, blocking=True),
+    Rule("catalogue complete", static_rules.catalogue_complete),
+    Rule("docstring examples run", static_rules.examples_run),
+    Rule("reference full, empty zero", graded_rules.reference_and_empty, graded=True),
+    Rule("mistakes cost their own question", graded_rules.mistakes_cost_their_own_question, graded=True),
+    Rule("alternatives earn full marks", graded_rules.alternatives_earn_everything, graded=True),
+    Rule("checks never fault", graded_rules.checks_never_fault, graded=True),
+    Rule("hints right or absent", feedback_rules.hint_problems, graded=True),
+    Rule("public tests catch the catalogue", feedback_rules.public_catch_problems, graded=True),
+    Rule("hidden messages reveal nothing", feedback_rules.hidden_value_problems, graded=True),
+)
+
+
+def get_rule(name: str) -> Rule:
+    """The rule called ``name``."""
+    for rule in RULES:
+        if rule.name == name:
+            return rule
+    raise KeyError(f"no rule {name!r}; the rules are: {', '.join(r.name for r in RULES)}")
+
+
+def apply(rule: Rule, target: Any) -> list[str]:
+    """The rule's problems on ``target`` (a ``Subject``, or ``CatalogueGrades`` for a graded rule).
+
+    A blocking rule loads the author's files (the notebook source, the suites, the
+    catalogue): what loading raises is its problem, shown. Any other rule that raises is
+    a bug of the rule, and propagates.
+    """
+    if not rule.blocking:
+        return rule.find(target)
+    try:
+        return rule.find(target)
+    except Exception as exc:  # the author's code raised while loading: that is the finding, whatever it was
+        return [f"{type(exc).__name__}: {exc}"]

@@ -1,0 +1,247 @@
+"""The rules that need no grading (``gptcourse check-stage --quick``): each a function of a
+``Subject``, the stage with what the rules read of it loaded once.
+
+Example::
+
+    >>> from autograder.course import get_stage
+    >>> subject = Subject(get_stage("03"))
+    >>> files(subject), suites_load(subject)
+    ([], [])
+"""
+
+import ast
+import doctest
+import importlib
+from functools import cached_property
+from pathlib import Path
+
+from autograder.build.notebooks import check_cells_problems
+from autograder.build.source import Block, parse_source
+from autograder.course import Stage
+from autograder.engine.suites import StageTests
+from autograder.kit import PASTED
+
+from .catalogue import Variant, catalogue
+from .clauses import clause_problems
+from .verdicts import verdict_problems
+
+MIN_MISTAKES = 4
+KIT = Path(__file__).resolve().parent.parent / "kit"
+
+
+class Subject:
+    """A stage and what the rules read of it, each loaded on first use (a rule that loads
+    something is ``blocking``: the rules after it run only once it holds)."""
+
+    def __init__(self, stage: Stage) -> None:
+        self.stage = stage
+
+    @cached_property
+    def blocks(self) -> list[Block]:
+        return parse_source(self.stage.source)
+
+    @cached_property
+    def reference(self):
+        return importlib.import_module(f"solutions.{self.stage.module}")
+
+    @cached_property
+    def tests(self) -> StageTests:
+        return self.stage.tests()
+
+    @cached_property
+    def qids(self) -> list[str]:
+        return [q for q, _ in self.tests.questions()]
+
+    @cached_property
+    def stubs(self) -> list[str]:
+        return [b.arg for b in self.blocks if b.kind == "stub"]
+
+    @cached_property
+    def variants(self) -> tuple[list[Variant], list[Variant]]:
+        return catalogue(self.stage)
+
+
+def files(subject: Subject) -> list[str]:
+    """The folder has every required file."""
+    missing = subject.stage.missing()
+    return [f"{subject.stage.folder} has no {', '.join(missing)}"] if missing else []
+
+
+def reference_imports(subject: Subject) -> list[str]:
+    """``reference.py`` imports (as ``solutions.<name>``)."""
+    subject.reference  # noqa: B018 (import it; what it raises is the problem)
+    return []
+
+
+def source_parses(subject: Subject) -> list[str]:
+    """``notebook.md`` parses into blocks."""
+    subject.blocks  # noqa: B018 (parse it; a SourceError is the problem)
+    return []
+
+
+def names_exist(subject: Subject) -> list[str]:
+    """Every stub names a definition of the reference, every given ``reference`` block one of
+    an earlier stage's, and the harness comes first."""
+    problems = [
+        f"`stub {name}`: the reference defines no {name}"
+        for name in subject.stubs
+        if not hasattr(subject.reference, name)
+    ]
+    for block in (b for b in subject.blocks if b.kind == "reference"):
+        module, _, name = block.arg.rpartition(".")
+        try:
+            found = hasattr(importlib.import_module(f"solutions.{module}"), name)
+        except ImportError:
+            found = False
+        if not found:
+            problems.append(f"`reference {block.arg}` names nothing in an earlier stage's reference")
+    if [b.kind for b in subject.blocks if b.kind != "markdown"][:1] != ["harness"]:
+        problems.append("the first code block must be `python harness` (check() must exist before any check cell)")
+    return problems
+
+
+def suites_load(subject: Subject) -> list[str]:
+    """``public.py`` and ``hidden.py`` load into one set of uniquely named tests."""
+    subject.tests  # noqa: B018 (load them; what they raise is the problem)
+    return []
+
+
+def questions_complete(subject: Subject) -> list[str]:
+    """Every question has public and hidden tests and exactly one check cell."""
+    problems = []
+    for qid in subject.qids:
+        kinds = {c.public for c in subject.tests.cases if c.qid == qid}
+        if True not in kinds:
+            problems.append(f"question {qid} has no public test")
+        if False not in kinds:
+            problems.append(f"question {qid} has no hidden test")
+    return problems + check_cells_problems(subject.stage)
+
+
+def pasteable(subject: Subject) -> list[str]:
+    """The public suite can be pasted into the notebook beside the kit."""
+    return public_suite_problems(subject.stage)
+
+
+def raw_outputs(subject: Subject) -> list[str]:
+    """No probe, nor a suite helper it reaches, compares the student's objects (``verdicts``)."""
+    problems = []
+    for path in (subject.stage.public, subject.stage.hidden):
+        problems += verdict_problems(path.read_text(encoding="utf-8"), path.name)
+    return problems
+
+
+def clauses_covered(subject: Subject) -> list[str]:
+    """``clauses.md`` has a table for every question, and every clause a hidden test of it."""
+    by_question = {q: {c.key for c in subject.tests.cases if c.qid == q} for q in subject.qids}
+    hidden = {c.key for c in subject.tests.cases if not c.public}
+    return clause_problems(subject.stage.folder / "clauses.md", by_question, hidden)
+
+
+def catalogue_loads(subject: Subject) -> list[str]:
+    """``mistakes.py`` defines ``MISTAKES`` and ``ALTERNATIVES`` as lists of ``Variant``."""
+    subject.variants  # noqa: B018 (load it; what it raises is the problem)
+    return []
+
+
+def catalogue_complete(subject: Subject) -> list[str]:
+    """At least ``MIN_MISTAKES`` mistakes and one alternative per question, each variant naming
+    a question and stub cells that exist, no two sharing a file name."""
+    mistakes, alternatives = subject.variants
+    problems = []
+    for variant in mistakes + alternatives:
+        if variant.qid not in subject.qids:
+            problems.append(f"variant {variant.slug!r} names no question of the stage")
+        unknown = sorted(set(variant.cells) - set(subject.stubs))
+        if unknown:
+            problems.append(
+                f"variant {variant.slug!r} replaces {', '.join(unknown)}, which is no stub cell of the notebook"
+            )
+    for qid in subject.qids:
+        count = sum(m.qid == qid for m in mistakes)
+        if count < MIN_MISTAKES:
+            problems.append(f"question {qid} has {count} catalogued mistakes; at least {MIN_MISTAKES} are needed")
+        if not any(a.qid == qid for a in alternatives):
+            problems.append(f"question {qid} has no correct alternative in the catalogue")
+    slugs = [v.slug for v in mistakes + alternatives]
+    problems += [f"two variants share the file name {s!r}" for s in sorted({s for s in slugs if slugs.count(s) > 1})]
+    return problems
+
+
+def examples_run(subject: Subject) -> list[str]:
+    """The reference's docstring examples (students see them in their stubs) run true."""
+    return doctest_problems(subject.reference)
+
+
+def summary(subject: Subject) -> str:
+    """The one line ``check-stage`` prints for a sound stage."""
+    mistakes, alternatives = subject.variants
+    points = sum(p for _, p in subject.tests.questions())
+    return (
+        f"{len(subject.qids)} questions, {points:g} points, {len(mistakes)} mistakes, "
+        f"{len(alternatives)} alternatives, {_examples(subject.reference)} docstring examples"
+    )
+
+
+def _kit_names() -> set[str]:
+    names = set()
+    for module in PASTED:
+        tree = ast.parse((KIT / f"{module}.py").read_text(encoding="utf-8"))
+        names |= _defined(tree, imports=False)
+    return names
+
+
+def _defined(tree: ast.Module, imports: bool) -> set[str]:
+    """Top-level names a module defines (functions, classes, assignments; imports if asked)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif imports and isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def public_suite_problems(stage: Stage) -> list[str]:
+    """Why the public suite could not be pasted into the notebook beside the kit (empty: it can)."""
+    text = stage.public.read_text(encoding="utf-8")
+    problems = []
+    if "'''" in text:
+        problems.append(f"{stage.public.name} contains three single quotes in a row (the paste is a ''' string)")
+    tree = ast.parse(text)
+    top_level = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("autograder"):
+            if node.module != "autograder.kit" or id(node) not in top_level:
+                problems.append(
+                    f"{stage.public.name}:{node.lineno}: import the kit at the top of the file, "
+                    "as `from autograder.kit import ...` (the paste drops that statement)"
+                )
+        elif isinstance(node, ast.Import) and any(a.name.startswith("autograder") for a in node.names):
+            problems.append(f"{stage.public.name}:{node.lineno}: import the kit as `from autograder.kit import ...`")
+    clashes = sorted((_defined(tree, imports=False) - {"suite"}) & _kit_names())
+    if clashes:
+        problems.append(
+            f"{stage.public.name} defines {', '.join(clashes)}, which the kit pasted beside it defines too: rename"
+        )
+    return problems
+
+
+def doctest_problems(module) -> list[str]:
+    """The docstring examples of a module that do not run true."""
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+    problems = []
+    for test in doctest.DocTestFinder().find(module):
+        if test.lineno is None and not test.examples:
+            continue
+        result = runner.run(test, out=lambda _: None)
+        if result.failed:
+            problems.append(f"docstring example of {test.name} fails ({result.failed} of {result.attempted} lines)")
+    return problems
+
+
+def _examples(module) -> int:
+    return sum(len(t.examples) for t in doctest.DocTestFinder().find(module))
