@@ -41,7 +41,9 @@ def _visible_source(stage: Stage) -> str:
 def hidden_lines(stage: Stage) -> list[str]:
     """Lines of the hidden tests that appear nowhere a student may look."""
     visible = _visible_source(stage)
-    return [line for line in secret_lines([stage.hidden.read_text(encoding="utf-8")]) if line not in visible]
+    names = frozenset(case.name for case in stage.tests().cases)
+    source = stage.hidden.read_text(encoding="utf-8")
+    return [line for line in secret_lines([source], shown=names) if line not in visible]
 
 
 def fixture_fragments(stage: Stage, directory: Path = DEFAULT_DIR) -> list[str]:

@@ -903,870 +903,553 @@ def _(ns):
 # can print them again: render_known_answers). Symbols are separated by spaces, a word type
 # or pair is followed by "=" and its count, and items by two spaces.
 
+# fmt: off
 # <known answers>
 PASSAGE_MERGES = [
-    ("s", "_"),
-    ("t", "h"),
-    ("e", "r"),
-    ("e", "_"),
-    ("th", "e_"),
-    ("i", "n"),
-    ("a", "n"),
-    (",", "_"),
-    ("d", "_"),
-    ("er", "_"),
-    ("y", "_"),
-    ("an", "d_"),
-    ("e", "m"),
-    ("in", "g"),
-    ("b", "o"),
-    ("a", "t"),
-    (".", "_"),
-    ("v", "er_"),
-    ("c", "o"),
-    ("r", "o"),
-    ("ing", "_"),
-    ("n", "t"),
-    ("i", "s_"),
-    ("s", ",_"),
-    ("r", "i"),
-    ("n", "o"),
-    ("i", "t"),
-    ("f", "er"),
-    ("fer", "r"),
-    ("ferr", "y"),
-    ("ferry", "m"),
-    ("ferrym", "an"),
-    ("u", "nt"),
-    ("a", "in"),
-    ("s", "._"),
-    ("o", "n"),
-    ("r", "em"),
-    ("rem", "em"),
-    ("remem", "b"),
-    ("rememb", "er"),
-    ("remember", "s_"),
-    ("ri", "ver_"),
-    ("k", "e"),
-    ("r", "e"),
-    ("bo", "at"),
-    ("th", "at"),
-    ("that", "_"),
-    ("a", "r"),
-    ("o", "r"),
-    ("n", "ing_"),
-    ("ferryman", "_"),
-    ("e", "s_"),
-    ("h", "is_"),
-    ("s", "t"),
-    ("t", "r"),
-    ("v", "e"),
-    ("a", "_"),
-    ("b", "a"),
-    ("v", "er"),
-    ("ro", "w"),
-    ("a", "g"),
-    ("ag", "ain"),
-    ("again", ",_"),
-    ("co", "unt"),
-    ("count", "s_"),
-    ("m", "e_"),
-    ("s", "on"),
-    ("son", "g"),
-    ("song", "s._"),
-    ("bo", "d"),
-    ("bod", "y_"),
-    ("T", "h"),
-    ("Th", "e_"),
-    ("ke", "e"),
-    ("kee", "p"),
-    ("keep", "s_"),
-    ("no", "_"),
-    ("re", "co"),
-    ("reco", "r"),
-    ("recor", "d_"),
+    ('s', '_'), ('t', 'h'), ('e', 'r'), ('e', '_'), ('th', 'e_'), ('i', 'n'), ('a', 'n'), (',', '_'), ('d', '_'),
+    ('er', '_'), ('y', '_'), ('an', 'd_'), ('e', 'm'), ('in', 'g'), ('b', 'o'), ('a', 't'), ('.', '_'),
+    ('v', 'er_'), ('c', 'o'), ('r', 'o'), ('ing', '_'), ('n', 't'), ('i', 's_'), ('s', ',_'), ('r', 'i'),
+    ('n', 'o'), ('i', 't'), ('f', 'er'), ('fer', 'r'), ('ferr', 'y'), ('ferry', 'm'), ('ferrym', 'an'),
+    ('u', 'nt'), ('a', 'in'), ('s', '._'), ('o', 'n'), ('r', 'em'), ('rem', 'em'), ('remem', 'b'),
+    ('rememb', 'er'), ('remember', 's_'), ('ri', 'ver_'), ('k', 'e'), ('r', 'e'), ('bo', 'at'), ('th', 'at'),
+    ('that', '_'), ('a', 'r'), ('o', 'r'), ('n', 'ing_'), ('ferryman', '_'), ('e', 's_'), ('h', 'is_'),
+    ('s', 't'), ('t', 'r'), ('v', 'e'), ('a', '_'), ('b', 'a'), ('v', 'er'), ('ro', 'w'), ('a', 'g'),
+    ('ag', 'ain'), ('again', ',_'), ('co', 'unt'), ('count', 's_'), ('m', 'e_'), ('s', 'on'), ('son', 'g'),
+    ('song', 's._'), ('bo', 'd'), ('bod', 'y_'), ('T', 'h'), ('Th', 'e_'), ('ke', 'e'), ('kee', 'p'),
+    ('keep', 's_'), ('no', '_'), ('re', 'co'), ('reco', 'r'), ('recor', 'd_'),
 ]
 GENERATED_MERGES = [
-    ("t", "h"),
-    ("l", "</w>"),
-    ("v", "a"),
-    ("th", "</w>"),
-    ("e", "l</w>"),
-    ("n", "</w>"),
-    ("va", "th</w>"),
-    ("s", "</w>"),
-    ("f", "u"),
-    ("g", "a"),
-    ("fu", "g"),
-    ("fug", "el</w>"),
-    ("w", "o"),
-    ("a", "r"),
-    ("ga", "fugel</w>"),
-    ("e", "</w>"),
-    ("i", "</w>"),
-    ("n", "o"),
-    ("n", "i"),
-    ("u", "r"),
-    ("p", "e"),
-    ("z", "a"),
-    ("d", "ar"),
-    ("n", "k"),
-    ("o", "</w>"),
-    ("wo", "dar"),
-    ("c", "e</w>"),
-    ("u", "l"),
-    ("wodar", "i</w>"),
-    ("e", "r"),
-    (",", "</w>"),
-    ("no", "nk"),
-    ("u", "s</w>"),
-    ("e", "b"),
-    ("nonk", "el</w>"),
-    ("va", "n"),
-    ("ni", "n</w>"),
-    ("ul", "za"),
-    ("u", "n</w>"),
-    ("z", "us</w>"),
-    (".", "</w>"),
-    ("s", "ulza"),
-    ("v", "i"),
-    ("sulza", "</w>"),
-    ("d", "eb"),
-    ("c", "o"),
-    ("j", "o"),
-    ("!", "</w>"),
-    ("van", "nin</w>"),
-    ("deb", "un</w>"),
-    ("e", "l"),
-    ("a", "th</w>"),
-    ("jo", "l"),
-    (";", "</w>"),
-    ("k", "u"),
-    ("pe", "g"),
-    ("i", "r"),
-    ("v", "o"),
-    ("jol", "pe"),
-    ("f", "i"),
-    ("va", "th"),
-    ("peg", "o</w>"),
-    ("wo", "l</w>"),
-    ("h", "er"),
-    ("vi", "fi"),
-    ("vifi", "zus</w>"),
-    ("her", "co"),
-    ("ar", "</w>"),
-    ("jolpe", "n</w>"),
-    ("o", "th"),
-    ("o", "r"),
-    ("?", "</w>"),
-    ("herco", "s</w>"),
-    ("z", "i"),
-    ("ku", "l</w>"),
-    ("u", "s"),
-    ("e", "s</w>"),
-    ("no", "r"),
-    ("t", "i"),
-    ("r", "i"),
-    ("t", "a"),
-    ("f", "o"),
-    ("c", "ar</w>"),
-    ("f", "e"),
-    ("u", "</w>"),
-    ("h", "ur"),
-    ("hur", "zus</w>"),
-    ("u", "n"),
-    ("ni", "r"),
-    ("G", "a"),
-    ("Ga", "fugel</w>"),
-    ("ur", "car</w>"),
-    ("s", "a"),
-    ("vath", "!</w>"),
-    ("s", ",</w>"),
-    ("l", "i"),
-    ("fo", "nor"),
-    ("nir", "ni"),
-    ("h", "a"),
-    ("er", "</w>"),
-    ("V", "ath</w>"),
-    ("zi", "th"),
-    ("fu", "l</w>"),
-    ("c", "e"),
-    ("fe", "kul</w>"),
-    ("l", "a"),
-    ("v", "u"),
-    ("t", "o"),
-    ("s", "i"),
-    ("s", "e"),
-    ("w", "i"),
-    ("vo", "n</w>"),
-    ("ir", "</w>"),
-    ("wo", "l"),
-    ("ur", "w"),
-    ("el", ".</w>"),
-    ("fonor", "</w>"),
-    ("p", "a"),
-    ("p", "or"),
-    ("ta", "</w>"),
-    ("ga", "fug"),
-    ("oth", "m"),
-    ("ur", "</w>"),
-    ("ku", "ti"),
-    ("kuti", "l"),
-    ("za", "n</w>"),
-    ("g", "er</w>"),
-    ("zith", "ful</w>"),
-    ("ce", ";</w>"),
-    ("p", "urcar</w>"),
-    ("la", "vu"),
-    ("m", "a"),
-    ("e", "th"),
-    ("h", "e"),
-    ("n", "h"),
-    ("i", "s</w>"),
-    ("d", "er"),
-    ("b", "ar"),
-    ("bar", "m"),
-    ("barm", "o</w>"),
-    ("li", "nk"),
-    ("link", "un"),
-    ("linkun", "r"),
-    ("linkunr", "e</w>"),
-    ("r", "a"),
-    ("i", "s"),
-    ("n", ",</w>"),
-    ("r", "ur"),
-    ("z", "eb"),
-    ("zeb", "oth"),
+    ('t', 'h'), ('l', '</w>'), ('v', 'a'), ('th', '</w>'), ('e', 'l</w>'), ('n', '</w>'), ('va', 'th</w>'),
+    ('s', '</w>'), ('f', 'u'), ('g', 'a'), ('fu', 'g'), ('fug', 'el</w>'), ('w', 'o'), ('a', 'r'),
+    ('ga', 'fugel</w>'), ('e', '</w>'), ('i', '</w>'), ('n', 'o'), ('n', 'i'), ('u', 'r'), ('p', 'e'),
+    ('z', 'a'), ('d', 'ar'), ('n', 'k'), ('o', '</w>'), ('wo', 'dar'), ('c', 'e</w>'), ('u', 'l'),
+    ('wodar', 'i</w>'), ('e', 'r'), (',', '</w>'), ('no', 'nk'), ('u', 's</w>'), ('e', 'b'), ('nonk', 'el</w>'),
+    ('va', 'n'), ('ni', 'n</w>'), ('ul', 'za'), ('u', 'n</w>'), ('z', 'us</w>'), ('.', '</w>'), ('s', 'ulza'),
+    ('v', 'i'), ('sulza', '</w>'), ('d', 'eb'), ('c', 'o'), ('j', 'o'), ('!', '</w>'), ('van', 'nin</w>'),
+    ('deb', 'un</w>'), ('e', 'l'), ('a', 'th</w>'), ('jo', 'l'), (';', '</w>'), ('k', 'u'), ('pe', 'g'),
+    ('i', 'r'), ('v', 'o'), ('jol', 'pe'), ('f', 'i'), ('va', 'th'), ('peg', 'o</w>'), ('wo', 'l</w>'),
+    ('h', 'er'), ('vi', 'fi'), ('vifi', 'zus</w>'), ('her', 'co'), ('ar', '</w>'), ('jolpe', 'n</w>'),
+    ('o', 'th'), ('o', 'r'), ('?', '</w>'), ('herco', 's</w>'), ('z', 'i'), ('ku', 'l</w>'), ('u', 's'),
+    ('e', 's</w>'), ('no', 'r'), ('t', 'i'), ('r', 'i'), ('t', 'a'), ('f', 'o'), ('c', 'ar</w>'), ('f', 'e'),
+    ('u', '</w>'), ('h', 'ur'), ('hur', 'zus</w>'), ('u', 'n'), ('ni', 'r'), ('G', 'a'), ('Ga', 'fugel</w>'),
+    ('ur', 'car</w>'), ('s', 'a'), ('vath', '!</w>'), ('s', ',</w>'), ('l', 'i'), ('fo', 'nor'), ('nir', 'ni'),
+    ('h', 'a'), ('er', '</w>'), ('V', 'ath</w>'), ('zi', 'th'), ('fu', 'l</w>'), ('c', 'e'), ('fe', 'kul</w>'),
+    ('l', 'a'), ('v', 'u'), ('t', 'o'), ('s', 'i'), ('s', 'e'), ('w', 'i'), ('vo', 'n</w>'), ('ir', '</w>'),
+    ('wo', 'l'), ('ur', 'w'), ('el', '.</w>'), ('fonor', '</w>'), ('p', 'a'), ('p', 'or'), ('ta', '</w>'),
+    ('ga', 'fug'), ('oth', 'm'), ('ur', '</w>'), ('ku', 'ti'), ('kuti', 'l'), ('za', 'n</w>'), ('g', 'er</w>'),
+    ('zith', 'ful</w>'), ('ce', ';</w>'), ('p', 'urcar</w>'), ('la', 'vu'), ('m', 'a'), ('e', 'th'), ('h', 'e'),
+    ('n', 'h'), ('i', 's</w>'), ('d', 'er'), ('b', 'ar'), ('bar', 'm'), ('barm', 'o</w>'), ('li', 'nk'),
+    ('link', 'un'), ('linkun', 'r'), ('linkunr', 'e</w>'), ('r', 'a'), ('i', 's'), ('n', ',</w>'), ('r', 'ur'),
+    ('z', 'eb'), ('zeb', 'oth'),
 ]
 RUN_MERGES = [
-    ("a", "a"),
-    ("aa", "aa"),
-    ("a", "b"),
-    ("aa", "a"),
-    ("aaa", "_"),
-    ("ab", "_"),
-    ("aaaa", "_"),
-    ("aaaa", "aaa_"),
+    ('a', 'a'), ('aa', 'aa'), ('a', 'b'), ('aa', 'a'), ('aaa', '_'), ('ab', '_'), ('aaaa', '_'),
+    ('aaaa', 'aaa_'),
 ]
 HASH_MERGES = [
-    ("e", "s"),
-    ("es", "t"),
-    ("est", "#"),
-    ("w", "est#"),
-    ("l", "o"),
-    ("lo", "west#"),
-    ("n", "e"),
-    ("ne", "west#"),
-    ("w", "i"),
-    ("wi", "d"),
+    ('e', 's'), ('es', 't'), ('est', '#'), ('w', 'est#'), ('l', 'o'), ('lo', 'west#'), ('n', 'e'),
+    ('ne', 'west#'), ('w', 'i'), ('wi', 'd'),
 ]
 TOK_MERGES = [
-    ("s", "</w>"),
-    ("t", "h"),
-    ("e", "r"),
-    ("e", "</w>"),
-    ("th", "e</w>"),
-    ("i", "n"),
-    ("a", "n"),
-    (",", "</w>"),
-    ("d", "</w>"),
-    ("er", "</w>"),
-    ("y", "</w>"),
-    ("an", "d</w>"),
-    ("e", "m"),
-    ("in", "g"),
-    ("b", "o"),
-    ("a", "t"),
-    (".", "</w>"),
-    ("v", "er</w>"),
-    ("c", "o"),
-    ("r", "o"),
-    ("ing", "</w>"),
-    ("n", "t"),
-    ("i", "s</w>"),
-    ("s", ",</w>"),
-    ("r", "i"),
-    ("n", "o"),
-    ("i", "t"),
-    ("f", "er"),
-    ("fer", "r"),
-    ("ferr", "y"),
-    ("ferry", "m"),
-    ("ferrym", "an"),
-    ("u", "nt"),
-    ("a", "in"),
-    ("s", ".</w>"),
-    ("o", "n"),
-    ("r", "em"),
-    ("rem", "em"),
-    ("remem", "b"),
-    ("rememb", "er"),
+    ('s', '</w>'), ('t', 'h'), ('e', 'r'), ('e', '</w>'), ('th', 'e</w>'), ('i', 'n'), ('a', 'n'), (',', '</w>'),
+    ('d', '</w>'), ('er', '</w>'), ('y', '</w>'), ('an', 'd</w>'), ('e', 'm'), ('in', 'g'), ('b', 'o'),
+    ('a', 't'), ('.', '</w>'), ('v', 'er</w>'), ('c', 'o'), ('r', 'o'), ('ing', '</w>'), ('n', 't'),
+    ('i', 's</w>'), ('s', ',</w>'), ('r', 'i'), ('n', 'o'), ('i', 't'), ('f', 'er'), ('fer', 'r'), ('ferr', 'y'),
+    ('ferry', 'm'), ('ferrym', 'an'), ('u', 'nt'), ('a', 'in'), ('s', '.</w>'), ('o', 'n'), ('r', 'em'),
+    ('rem', 'em'), ('remem', 'b'), ('rememb', 'er'),
 ]
 BYTE_MERGES = [
-    (224, 164),
-    (32, 99),
-    (63, 32),
-    (32, 111),
-    (195, 169),
-    (101, 101),
-    (97, 102),
-    (227, 131),
-    (32, 208),
-    (259, 114),
-    (257, 111),
-    (102, 261),
-    (267, 258),
-    (257, 262),
-    (269, 260),
-    (232, 140),
-    (271, 182),
-    (239, 188),
-    (273, 159),
-    (227, 129),
-    (263, 188),
-    (256, 190),
-    (256, 175),
-    (224, 165),
-    (44, 32),
-    (116, 104),
-    (114, 195),
-    (105, 110),
-    (84, 101),
-    (284, 97),
-    (285, 265),
-    (286, 266),
-    (287, 102),
-    (288, 268),
-    (289, 84),
-    (290, 104),
-    (291, 260),
-    (292, 259),
-    (293, 117),
-    (294, 270),
-    (295, 258),
-    (296, 84),
-    (297, 261),
-    (298, 259),
-    (299, 100),
-    (300, 101),
-    (301, 114),
-    (302, 32),
-    (303, 75),
-    (304, 262),
-    (305, 268),
-    (306, 272),
-    (307, 232),
-    (308, 191),
-    (309, 152),
-    (310, 230),
-    (311, 152),
-    (312, 175),
-    (313, 229),
-    (314, 146),
+    (224, 164), (32, 99), (63, 32), (32, 111), (195, 169), (101, 101), (97, 102), (227, 131), (32, 208),
+    (259, 114), (257, 111), (102, 261), (267, 258), (257, 262), (269, 260), (232, 140), (271, 182), (239, 188),
+    (273, 159), (227, 129), (263, 188), (256, 190), (256, 175), (224, 165), (44, 32), (116, 104), (114, 195),
+    (105, 110), (84, 101), (284, 97), (285, 265), (286, 266), (287, 102), (288, 268), (289, 84), (290, 104),
+    (291, 260), (292, 259), (293, 117), (294, 270), (295, 258), (296, 84), (297, 261), (298, 259), (299, 100),
+    (300, 101), (301, 114), (302, 32), (303, 75), (304, 262), (305, 268), (306, 272), (307, 232), (308, 191),
+    (309, 152), (310, 230), (311, 152), (312, 175), (313, 229), (314, 146),
 ]
-_TRAIN_MERGES = [("a", "n"), ("a", "_"), ("b", "an"), ("an", "a_"), ("z", "e")]
+_TRAIN_MERGES = [('a', 'n'), ('a', '_'), ('b', 'an'), ('an', 'a_'), ('z', 'e')]
 # for each call in TRAINED: the merges the reference learns, the word types before each merge and after the last, and their pair counts
 _CHAIN_MERGES = [
-    [
-        ("e", "m"),
-        ("e", "r"),
-        ("t", "h"),
-        ("r", "em"),
-        ("rem", "em"),
-        ("remem", "b"),
-        ("rememb", "er"),
-        ("remember", "s"),
-        ("remembers", "</w>"),
-        ("th", "e"),
-        ("the", "</w>"),
-        ("b", "o"),
-        ("bo", "d"),
-        ("bod", "y"),
-        ("body", "</w>"),
-        ("n", "g"),
-        (".", "</w>"),
-        ("v", "er"),
-        ("a", "n"),
-        ("N", "o"),
-    ],
-    [("b", "a"), ("ba", "_"), ("a", "b"), ("ab", "_")],
-    [("z", "y"), ("zy", "_"), ("y", "z"), ("yz", "_")],
-    [("x", "y"), ("xy", "_"), ("a", "b"), ("ab", "_"), ("b", "a"), ("ba", "_")],
-    [("d", "c"), ("dc", "_"), ("a", "b"), ("ab", "_"), ("c", "d"), ("cd", "_")],
-    [("m", "n"), ("mn", "_"), ("n", "m"), ("nm", "_"), ("o", "p"), ("op", "_")],
-    [("q", "p"), ("qp", "_"), ("p", "q"), ("pq", "_")],
-    [("a", "a"), ("aa", "aa"), ("a", "_"), ("aaaa", "_"), ("aa", "a_"), ("aaaa", "a_")],
-    [("a", "b"), ("ab", "ab"), ("ab", "a"), ("aba", "_"), ("abab", "aba_")],
-    [("a", "b"), ("ab", "_"), ("a", "_")],
+    [('e', 'm'), ('e', 'r'), ('t', 'h'), ('r', 'em'), ('rem', 'em'), ('remem', 'b'), ('rememb', 'er'), ('remember', 's'), ('remembers', '</w>'), ('th', 'e'), ('the', '</w>'), ('b', 'o'), ('bo', 'd'), ('bod', 'y'), ('body', '</w>'), ('n', 'g'), ('.', '</w>'), ('v', 'er'), ('a', 'n'), ('N', 'o')],
+    [('b', 'a'), ('ba', '_'), ('a', 'b'), ('ab', '_')],
+    [('z', 'y'), ('zy', '_'), ('y', 'z'), ('yz', '_')],
+    [('x', 'y'), ('xy', '_'), ('a', 'b'), ('ab', '_'), ('b', 'a'), ('ba', '_')],
+    [('d', 'c'), ('dc', '_'), ('a', 'b'), ('ab', '_'), ('c', 'd'), ('cd', '_')],
+    [('m', 'n'), ('mn', '_'), ('n', 'm'), ('nm', '_'), ('o', 'p'), ('op', '_')],
+    [('q', 'p'), ('qp', '_'), ('p', 'q'), ('pq', '_')],
+    [('a', 'a'), ('aa', 'aa'), ('a', '_'), ('aaaa', '_'), ('aa', 'a_'), ('aaaa', 'a_')],
+    [('a', 'b'), ('ab', 'ab'), ('ab', 'a'), ('aba', '_'), ('abab', 'aba_')],
+    [('a', 'b'), ('ab', '_'), ('a', '_')],
     [],
     [],
-    [("x", "#")],
-    [("l", "o"), ("lo", "w"), ("low", "e"), ("low", "#"), ("lowe", "r"), ("lower", "#")],
-    [("b", "a"), ("n", "a"), ("ba", "na"), ("c", "a"), ("ca", "bana"), ("cabana", "a")],
+    [('x', '#')],
+    [('l', 'o'), ('lo', 'w'), ('low', 'e'), ('low', '#'), ('lowe', 'r'), ('lower', '#')],
+    [('b', 'a'), ('n', 'a'), ('ba', 'na'), ('c', 'a'), ('ca', 'bana'), ('cabana', 'a')],
 ]
 _CHAIN_STATES = [
     [  # 'Nobody remembers the songs. Everybody re', 20 merges, eow '</w>'
         (
-            "N o b o d y </w>=1  r e m e m b e r s </w>=3  t h e </w>=3  s o n g s . </w>=1  E v e r y b o d y </w>=1  "
-            "f e r r y m a n , </w>=1  a n d </w>=1  r i v e r </w>=1  n o t h i n g . </w>=1"
+            'N o b o d y </w>=1  r e m e m b e r s </w>=3  t h e </w>=3  s o n g s . </w>=1  E v e r y b o d y </w>=1  '
+            'f e r r y m a n , </w>=1  a n d </w>=1  r i v e r </w>=1  n o t h i n g . </w>=1'
         ),
         (
-            "N o b o d y </w>=1  r em em b e r s </w>=3  t h e </w>=3  s o n g s . </w>=1  E v e r y b o d y </w>=1  "
-            "f e r r y m a n , </w>=1  a n d </w>=1  r i v e r </w>=1  n o t h i n g . </w>=1"
+            'N o b o d y </w>=1  r em em b e r s </w>=3  t h e </w>=3  s o n g s . </w>=1  E v e r y b o d y </w>=1  '
+            'f e r r y m a n , </w>=1  a n d </w>=1  r i v e r </w>=1  n o t h i n g . </w>=1'
         ),
         (
-            "N o b o d y </w>=1  r em em b er s </w>=3  t h e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o t h i n g . </w>=1"
+            'N o b o d y </w>=1  r em em b er s </w>=3  t h e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o t h i n g . </w>=1'
         ),
         (
-            "N o b o d y </w>=1  r em em b er s </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o b o d y </w>=1  r em em b er s </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o b o d y </w>=1  rem em b er s </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o b o d y </w>=1  rem em b er s </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o b o d y </w>=1  remem b er s </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o b o d y </w>=1  remem b er s </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o b o d y </w>=1  rememb er s </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o b o d y </w>=1  rememb er s </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o b o d y </w>=1  remember s </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o b o d y </w>=1  remember s </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o b o d y </w>=1  remembers </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o b o d y </w>=1  remembers </w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o b o d y </w>=1  remembers</w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o b o d y </w>=1  remembers</w>=3  th e </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o b o d y </w>=1  remembers</w>=3  the </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o b o d y </w>=1  remembers</w>=3  the </w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o b o d y </w>=1  remembers</w>=3  the</w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o b o d y </w>=1  remembers</w>=3  the</w>=3  s o n g s . </w>=1  E v er y b o d y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o bo d y </w>=1  remembers</w>=3  the</w>=3  s o n g s . </w>=1  E v er y bo d y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o bo d y </w>=1  remembers</w>=3  the</w>=3  s o n g s . </w>=1  E v er y bo d y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o bod y </w>=1  remembers</w>=3  the</w>=3  s o n g s . </w>=1  E v er y bod y </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o bod y </w>=1  remembers</w>=3  the</w>=3  s o n g s . </w>=1  E v er y bod y </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o body </w>=1  remembers</w>=3  the</w>=3  s o n g s . </w>=1  E v er y body </w>=1  "
-            "f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o body </w>=1  remembers</w>=3  the</w>=3  s o n g s . </w>=1  E v er y body </w>=1  '
+            'f er r y m a n , </w>=1  a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o body</w>=1  remembers</w>=3  the</w>=3  s o n g s . </w>=1  E v er y body</w>=1  f er r y m a n , </w>=1  "
-            "a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1"
+            'N o body</w>=1  remembers</w>=3  the</w>=3  s o n g s . </w>=1  E v er y body</w>=1  f er r y m a n , </w>=1  '
+            'a n d </w>=1  r i v er </w>=1  n o th i n g . </w>=1'
         ),
         (
-            "N o body</w>=1  remembers</w>=3  the</w>=3  s o ng s . </w>=1  E v er y body</w>=1  f er r y m a n , </w>=1  "
-            "a n d </w>=1  r i v er </w>=1  n o th i ng . </w>=1"
+            'N o body</w>=1  remembers</w>=3  the</w>=3  s o ng s . </w>=1  E v er y body</w>=1  f er r y m a n , </w>=1  '
+            'a n d </w>=1  r i v er </w>=1  n o th i ng . </w>=1'
         ),
         (
-            "N o body</w>=1  remembers</w>=3  the</w>=3  s o ng s .</w>=1  E v er y body</w>=1  f er r y m a n , </w>=1  "
-            "a n d </w>=1  r i v er </w>=1  n o th i ng .</w>=1"
+            'N o body</w>=1  remembers</w>=3  the</w>=3  s o ng s .</w>=1  E v er y body</w>=1  f er r y m a n , </w>=1  '
+            'a n d </w>=1  r i v er </w>=1  n o th i ng .</w>=1'
         ),
         (
-            "N o body</w>=1  remembers</w>=3  the</w>=3  s o ng s .</w>=1  E ver y body</w>=1  f er r y m a n , </w>=1  "
-            "a n d </w>=1  r i ver </w>=1  n o th i ng .</w>=1"
+            'N o body</w>=1  remembers</w>=3  the</w>=3  s o ng s .</w>=1  E ver y body</w>=1  f er r y m a n , </w>=1  '
+            'a n d </w>=1  r i ver </w>=1  n o th i ng .</w>=1'
         ),
         (
-            "N o body</w>=1  remembers</w>=3  the</w>=3  s o ng s .</w>=1  E ver y body</w>=1  f er r y m an , </w>=1  "
-            "an d </w>=1  r i ver </w>=1  n o th i ng .</w>=1"
+            'N o body</w>=1  remembers</w>=3  the</w>=3  s o ng s .</w>=1  E ver y body</w>=1  f er r y m an , </w>=1  '
+            'an d </w>=1  r i ver </w>=1  n o th i ng .</w>=1'
         ),
         (
-            "No body</w>=1  remembers</w>=3  the</w>=3  s o ng s .</w>=1  E ver y body</w>=1  f er r y m an , </w>=1  "
-            "an d </w>=1  r i ver </w>=1  n o th i ng .</w>=1"
+            'No body</w>=1  remembers</w>=3  the</w>=3  s o ng s .</w>=1  E ver y body</w>=1  f er r y m an , </w>=1  '
+            'an d </w>=1  r i ver </w>=1  n o th i ng .</w>=1'
         ),
     ],
     [  # 'ba ab ab ba', 6 merges, eow '_'
-        "b a _=2  a b _=2",
-        "ba _=2  a b _=2",
-        "ba_=2  a b _=2",
-        "ba_=2  ab _=2",
-        "ba_=2  ab_=2",
+        'b a _=2  a b _=2',
+        'ba _=2  a b _=2',
+        'ba_=2  a b _=2',
+        'ba_=2  ab _=2',
+        'ba_=2  ab_=2',
     ],
     [  # 'zy yz', 6 merges, eow '_'
-        "z y _=1  y z _=1",
-        "zy _=1  y z _=1",
-        "zy_=1  y z _=1",
-        "zy_=1  yz _=1",
-        "zy_=1  yz_=1",
+        'z y _=1  y z _=1',
+        'zy _=1  y z _=1',
+        'zy_=1  y z _=1',
+        'zy_=1  yz _=1',
+        'zy_=1  yz_=1',
     ],
     [  # 'xy xy ab ba', 6 merges, eow '_'
-        "x y _=2  a b _=1  b a _=1",
-        "xy _=2  a b _=1  b a _=1",
-        "xy_=2  a b _=1  b a _=1",
-        "xy_=2  ab _=1  b a _=1",
-        "xy_=2  ab_=1  b a _=1",
-        "xy_=2  ab_=1  ba _=1",
-        "xy_=2  ab_=1  ba_=1",
+        'x y _=2  a b _=1  b a _=1',
+        'xy _=2  a b _=1  b a _=1',
+        'xy_=2  a b _=1  b a _=1',
+        'xy_=2  ab _=1  b a _=1',
+        'xy_=2  ab_=1  b a _=1',
+        'xy_=2  ab_=1  ba _=1',
+        'xy_=2  ab_=1  ba_=1',
     ],
     [  # 'dc dc ab ab cd', 6 merges, eow '_'
-        "d c _=2  a b _=2  c d _=1",
-        "dc _=2  a b _=2  c d _=1",
-        "dc_=2  a b _=2  c d _=1",
-        "dc_=2  ab _=2  c d _=1",
-        "dc_=2  ab_=2  c d _=1",
-        "dc_=2  ab_=2  cd _=1",
-        "dc_=2  ab_=2  cd_=1",
+        'd c _=2  a b _=2  c d _=1',
+        'dc _=2  a b _=2  c d _=1',
+        'dc_=2  a b _=2  c d _=1',
+        'dc_=2  ab _=2  c d _=1',
+        'dc_=2  ab_=2  c d _=1',
+        'dc_=2  ab_=2  cd _=1',
+        'dc_=2  ab_=2  cd_=1',
     ],
     [  # 'mn nm mn nm op', 6 merges, eow '_'
-        "m n _=2  n m _=2  o p _=1",
-        "mn _=2  n m _=2  o p _=1",
-        "mn_=2  n m _=2  o p _=1",
-        "mn_=2  nm _=2  o p _=1",
-        "mn_=2  nm_=2  o p _=1",
-        "mn_=2  nm_=2  op _=1",
-        "mn_=2  nm_=2  op_=1",
+        'm n _=2  n m _=2  o p _=1',
+        'mn _=2  n m _=2  o p _=1',
+        'mn_=2  n m _=2  o p _=1',
+        'mn_=2  nm _=2  o p _=1',
+        'mn_=2  nm_=2  o p _=1',
+        'mn_=2  nm_=2  op _=1',
+        'mn_=2  nm_=2  op_=1',
     ],
     [  # 'qp pq pq qp', 6 merges, eow '_'
-        "q p _=2  p q _=2",
-        "qp _=2  p q _=2",
-        "qp_=2  p q _=2",
-        "qp_=2  pq _=2",
-        "qp_=2  pq_=2",
+        'q p _=2  p q _=2',
+        'qp _=2  p q _=2',
+        'qp_=2  p q _=2',
+        'qp_=2  pq _=2',
+        'qp_=2  pq_=2',
     ],
     [  # 'aaaa aaa aaaaa b', 6 merges, eow '_'
-        "a a a a _=1  a a a _=1  a a a a a _=1  b _=1",
-        "aa aa _=1  aa a _=1  aa aa a _=1  b _=1",
-        "aaaa _=1  aa a _=1  aaaa a _=1  b _=1",
-        "aaaa _=1  aa a_=1  aaaa a_=1  b _=1",
-        "aaaa_=1  aa a_=1  aaaa a_=1  b _=1",
-        "aaaa_=1  aaa_=1  aaaa a_=1  b _=1",
-        "aaaa_=1  aaa_=1  aaaaa_=1  b _=1",
+        'a a a a _=1  a a a _=1  a a a a a _=1  b _=1',
+        'aa aa _=1  aa a _=1  aa aa a _=1  b _=1',
+        'aaaa _=1  aa a _=1  aaaa a _=1  b _=1',
+        'aaaa _=1  aa a_=1  aaaa a_=1  b _=1',
+        'aaaa_=1  aa a_=1  aaaa a_=1  b _=1',
+        'aaaa_=1  aaa_=1  aaaa a_=1  b _=1',
+        'aaaa_=1  aaa_=1  aaaaa_=1  b _=1',
     ],
     [  # 'abababa ab aba', 5 merges, eow '_'
-        "a b a b a b a _=1  a b _=1  a b a _=1",
-        "ab ab ab a _=1  ab _=1  ab a _=1",
-        "abab ab a _=1  ab _=1  ab a _=1",
-        "abab aba _=1  ab _=1  aba _=1",
-        "abab aba_=1  ab _=1  aba_=1",
-        "abababa_=1  ab _=1  aba_=1",
+        'a b a b a b a _=1  a b _=1  a b a _=1',
+        'ab ab ab a _=1  ab _=1  ab a _=1',
+        'abab ab a _=1  ab _=1  ab a _=1',
+        'abab aba _=1  ab _=1  aba _=1',
+        'abab aba_=1  ab _=1  aba_=1',
+        'abababa_=1  ab _=1  aba_=1',
     ],
     [  # 'ab ab a', 10 merges, eow '_'
-        "a b _=2  a _=1",
-        "ab _=2  a _=1",
-        "ab_=2  a _=1",
-        "ab_=2  a_=1",
+        'a b _=2  a _=1',
+        'ab _=2  a _=1',
+        'ab_=2  a _=1',
+        'ab_=2  a_=1',
     ],
     [  # '', 5 merges, eow '</w>'
-        "",
+        '',
     ],
     [  # 'abc abd', 0 merges, eow '</w>'
-        "a b c </w>=1  a b d </w>=1",
+        'a b c </w>=1  a b d </w>=1',
     ],
     [  # 'x', 3 merges, eow '#'
-        "x #=1",
-        "x#=1",
+        'x #=1',
+        'x#=1',
     ],
     [  # 'low lower lowest', 6 merges, eow '#'
-        "l o w #=1  l o w e r #=1  l o w e s t #=1",
-        "lo w #=1  lo w e r #=1  lo w e s t #=1",
-        "low #=1  low e r #=1  low e s t #=1",
-        "low #=1  lowe r #=1  lowe s t #=1",
-        "low#=1  lowe r #=1  lowe s t #=1",
-        "low#=1  lower #=1  lowe s t #=1",
-        "low#=1  lower#=1  lowe s t #=1",
+        'l o w #=1  l o w e r #=1  l o w e s t #=1',
+        'lo w #=1  lo w e r #=1  lo w e s t #=1',
+        'low #=1  low e r #=1  low e s t #=1',
+        'low #=1  lowe r #=1  lowe s t #=1',
+        'low#=1  lowe r #=1  lowe s t #=1',
+        'low#=1  lower #=1  lowe s t #=1',
+        'low#=1  lower#=1  lowe s t #=1',
     ],
     [  # 'cabana banal nab', 6 merges, eow 'a'
-        "c a b a n a a=1  b a n a l a=1  n a b a=1",
-        "c a ba n a a=1  ba n a l a=1  n a ba=1",
-        "c a ba na a=1  ba na l a=1  na ba=1",
-        "c a bana a=1  bana l a=1  na ba=1",
-        "ca bana a=1  bana l a=1  na ba=1",
-        "cabana a=1  bana l a=1  na ba=1",
-        "cabanaa=1  bana l a=1  na ba=1",
+        'c a b a n a a=1  b a n a l a=1  n a b a=1',
+        'c a ba n a a=1  ba n a l a=1  n a ba=1',
+        'c a ba na a=1  ba na l a=1  na ba=1',
+        'c a bana a=1  bana l a=1  na ba=1',
+        'ca bana a=1  bana l a=1  na ba=1',
+        'cabana a=1  bana l a=1  na ba=1',
+        'cabanaa=1  bana l a=1  na ba=1',
     ],
 ]
 _CHAIN_PAIRS = [
     [  # 'Nobody remembers the songs. Everybody re', 20 merges, eow '</w>'
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  r e=3  e m=6  m e=3  m b=3  b e=3  e r=6  r s=3  s </w>=3  "
-            "t h=4  h e=3  e </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v e=2  r y=2  y b=1  f e=1  "
-            "r r=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  r </w>=1  n o=1  o t=1  h i=1  "
-            "i n=1  g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  r e=3  e m=6  m e=3  m b=3  b e=3  e r=6  r s=3  s </w>=3  '
+            't h=4  h e=3  e </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v e=2  r y=2  y b=1  f e=1  '
+            'r r=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  r </w>=1  n o=1  o t=1  h i=1  '
+            'i n=1  g .=1'
         ),
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  r em=3  em em=3  em b=3  b e=3  e r=6  r s=3  s </w>=3  t h=4  "
-            "h e=3  e </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v e=2  r y=2  y b=1  f e=1  r r=1  "
-            "y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  r </w>=1  n o=1  o t=1  h i=1  i n=1  "
-            "g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  r em=3  em em=3  em b=3  b e=3  e r=6  r s=3  s </w>=3  t h=4  '
+            'h e=3  e </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v e=2  r y=2  y b=1  f e=1  r r=1  '
+            'y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  r </w>=1  n o=1  o t=1  h i=1  i n=1  '
+            'g .=1'
         ),
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  r em=3  em em=3  em b=3  b er=3  er s=3  s </w>=3  t h=4  h e=3  "
-            "e </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  "
-            "y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o t=1  h i=1  i n=1  "
-            "g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  r em=3  em em=3  em b=3  b er=3  er s=3  s </w>=3  t h=4  h e=3  '
+            'e </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  '
+            'y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o t=1  h i=1  i n=1  '
+            'g .=1'
         ),
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  r em=3  em em=3  em b=3  b er=3  er s=3  s </w>=3  th e=3  "
-            "e </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  "
-            "y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  "
-            "g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  r em=3  em em=3  em b=3  b er=3  er s=3  s </w>=3  th e=3  '
+            'e </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  '
+            'y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  '
+            'g .=1'
         ),
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  rem em=3  em b=3  b er=3  er s=3  s </w>=3  th e=3  e </w>=3  "
-            "s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  "
-            "m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  rem em=3  em b=3  b er=3  er s=3  s </w>=3  th e=3  e </w>=3  '
+            's o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  '
+            'm a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  remem b=3  b er=3  er s=3  s </w>=3  th e=3  e </w>=3  s o=1  "
-            "o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  "
-            "a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  remem b=3  b er=3  er s=3  s </w>=3  th e=3  e </w>=3  s o=1  '
+            'o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  '
+            'a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  rememb er=3  er s=3  s </w>=3  th e=3  e </w>=3  s o=1  o n=1  "
-            "n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  "
-            "n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  rememb er=3  er s=3  s </w>=3  th e=3  e </w>=3  s o=1  o n=1  '
+            'n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  '
+            'n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  remember s=3  s </w>=3  th e=3  e </w>=3  s o=1  o n=1  n g=2  "
-            "g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  "
-            ", </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  remember s=3  s </w>=3  th e=3  e </w>=3  s o=1  o n=1  n g=2  '
+            'g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  '
+            ', </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  remembers </w>=3  th e=3  e </w>=3  s o=1  o n=1  n g=2  g s=1  "
-            "s .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  "
-            "n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  remembers </w>=3  th e=3  e </w>=3  s o=1  o n=1  n g=2  g s=1  '
+            's .=1  . </w>=2  E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  '
+            'n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  th e=3  e </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  "
-            "E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  "
-            "r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  th e=3  e </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  '
+            'E v=1  v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  '
+            'r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  the </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  "
-            "v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  "
-            "i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  the </w>=3  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  '
+            'v er=2  er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  '
+            'i v=1  er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  "
-            "er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  "
-            "er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o b=1  b o=2  o d=2  d y=2  y </w>=2  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  '
+            'er y=1  y b=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  '
+            'er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o bo=1  bo d=2  d y=2  y </w>=2  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  "
-            "y bo=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  "
-            "er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o bo=1  bo d=2  d y=2  y </w>=2  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  '
+            'y bo=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  '
+            'er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o bod=1  bod y=2  y </w>=2  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  "
-            "y bod=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  "
-            "er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o bod=1  bod y=2  y </w>=2  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  '
+            'y bod=1  f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  '
+            'er </w>=1  n o=1  o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o body=1  body </w>=2  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y body=1  "
-            "f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  "
-            "o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o body=1  body </w>=2  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y body=1  '
+            'f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  '
+            'o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o body</w>=1  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y body</w>=1  "
-            "f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  "
-            "o th=1  th i=1  i n=1  g .=1"
+            'N o=1  o body</w>=1  s o=1  o n=1  n g=2  g s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y body</w>=1  '
+            'f er=1  er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  '
+            'o th=1  th i=1  i n=1  g .=1'
         ),
         (
-            "N o=1  o body</w>=1  s o=1  o ng=1  ng s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y body</w>=1  f er=1  "
-            "er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  "
-            "th i=1  i ng=1  ng .=1"
+            'N o=1  o body</w>=1  s o=1  o ng=1  ng s=1  s .=1  . </w>=2  E v=1  v er=2  er y=1  y body</w>=1  f er=1  '
+            'er r=1  r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  '
+            'th i=1  i ng=1  ng .=1'
         ),
         (
-            "N o=1  o body</w>=1  s o=1  o ng=1  ng s=1  s .</w>=1  E v=1  v er=2  er y=1  y body</w>=1  f er=1  er r=1  "
-            "r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  "
-            "i ng=1  ng .</w>=1"
+            'N o=1  o body</w>=1  s o=1  o ng=1  ng s=1  s .</w>=1  E v=1  v er=2  er y=1  y body</w>=1  f er=1  er r=1  '
+            'r y=1  y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i v=1  er </w>=1  n o=1  o th=1  th i=1  '
+            'i ng=1  ng .</w>=1'
         ),
         (
-            "N o=1  o body</w>=1  s o=1  o ng=1  ng s=1  s .</w>=1  E ver=1  ver y=1  y body</w>=1  f er=1  er r=1  r y=1  "
-            "y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i ver=1  ver </w>=1  n o=1  o th=1  th i=1  "
-            "i ng=1  ng .</w>=1"
+            'N o=1  o body</w>=1  s o=1  o ng=1  ng s=1  s .</w>=1  E ver=1  ver y=1  y body</w>=1  f er=1  er r=1  r y=1  '
+            'y m=1  m a=1  a n=2  n ,=1  , </w>=1  n d=1  d </w>=1  r i=1  i ver=1  ver </w>=1  n o=1  o th=1  th i=1  '
+            'i ng=1  ng .</w>=1'
         ),
         (
-            "N o=1  o body</w>=1  s o=1  o ng=1  ng s=1  s .</w>=1  E ver=1  ver y=1  y body</w>=1  f er=1  er r=1  r y=1  "
-            "y m=1  m an=1  an ,=1  , </w>=1  an d=1  d </w>=1  r i=1  i ver=1  ver </w>=1  n o=1  o th=1  th i=1  i ng=1  "
-            "ng .</w>=1"
+            'N o=1  o body</w>=1  s o=1  o ng=1  ng s=1  s .</w>=1  E ver=1  ver y=1  y body</w>=1  f er=1  er r=1  r y=1  '
+            'y m=1  m an=1  an ,=1  , </w>=1  an d=1  d </w>=1  r i=1  i ver=1  ver </w>=1  n o=1  o th=1  th i=1  i ng=1  '
+            'ng .</w>=1'
         ),
         (
-            "No body</w>=1  s o=1  o ng=1  ng s=1  s .</w>=1  E ver=1  ver y=1  y body</w>=1  f er=1  er r=1  r y=1  "
-            "y m=1  m an=1  an ,=1  , </w>=1  an d=1  d </w>=1  r i=1  i ver=1  ver </w>=1  n o=1  o th=1  th i=1  i ng=1  "
-            "ng .</w>=1"
+            'No body</w>=1  s o=1  o ng=1  ng s=1  s .</w>=1  E ver=1  ver y=1  y body</w>=1  f er=1  er r=1  r y=1  '
+            'y m=1  m an=1  an ,=1  , </w>=1  an d=1  d </w>=1  r i=1  i ver=1  ver </w>=1  n o=1  o th=1  th i=1  i ng=1  '
+            'ng .</w>=1'
         ),
     ],
     [  # 'ba ab ab ba', 6 merges, eow '_'
-        "b a=2  a _=2  a b=2  b _=2",
-        "ba _=2  a b=2  b _=2",
-        "a b=2  b _=2",
-        "ab _=2",
-        "",
+        'b a=2  a _=2  a b=2  b _=2',
+        'ba _=2  a b=2  b _=2',
+        'a b=2  b _=2',
+        'ab _=2',
+        '',
     ],
     [  # 'zy yz', 6 merges, eow '_'
-        "z y=1  y _=1  y z=1  z _=1",
-        "zy _=1  y z=1  z _=1",
-        "y z=1  z _=1",
-        "yz _=1",
-        "",
+        'z y=1  y _=1  y z=1  z _=1',
+        'zy _=1  y z=1  z _=1',
+        'y z=1  z _=1',
+        'yz _=1',
+        '',
     ],
     [  # 'xy xy ab ba', 6 merges, eow '_'
-        "x y=2  y _=2  a b=1  b _=1  b a=1  a _=1",
-        "xy _=2  a b=1  b _=1  b a=1  a _=1",
-        "a b=1  b _=1  b a=1  a _=1",
-        "ab _=1  b a=1  a _=1",
-        "b a=1  a _=1",
-        "ba _=1",
-        "",
+        'x y=2  y _=2  a b=1  b _=1  b a=1  a _=1',
+        'xy _=2  a b=1  b _=1  b a=1  a _=1',
+        'a b=1  b _=1  b a=1  a _=1',
+        'ab _=1  b a=1  a _=1',
+        'b a=1  a _=1',
+        'ba _=1',
+        '',
     ],
     [  # 'dc dc ab ab cd', 6 merges, eow '_'
-        "d c=2  c _=2  a b=2  b _=2  c d=1  d _=1",
-        "dc _=2  a b=2  b _=2  c d=1  d _=1",
-        "a b=2  b _=2  c d=1  d _=1",
-        "ab _=2  c d=1  d _=1",
-        "c d=1  d _=1",
-        "cd _=1",
-        "",
+        'd c=2  c _=2  a b=2  b _=2  c d=1  d _=1',
+        'dc _=2  a b=2  b _=2  c d=1  d _=1',
+        'a b=2  b _=2  c d=1  d _=1',
+        'ab _=2  c d=1  d _=1',
+        'c d=1  d _=1',
+        'cd _=1',
+        '',
     ],
     [  # 'mn nm mn nm op', 6 merges, eow '_'
-        "m n=2  n _=2  n m=2  m _=2  o p=1  p _=1",
-        "mn _=2  n m=2  m _=2  o p=1  p _=1",
-        "n m=2  m _=2  o p=1  p _=1",
-        "nm _=2  o p=1  p _=1",
-        "o p=1  p _=1",
-        "op _=1",
-        "",
+        'm n=2  n _=2  n m=2  m _=2  o p=1  p _=1',
+        'mn _=2  n m=2  m _=2  o p=1  p _=1',
+        'n m=2  m _=2  o p=1  p _=1',
+        'nm _=2  o p=1  p _=1',
+        'o p=1  p _=1',
+        'op _=1',
+        '',
     ],
     [  # 'qp pq pq qp', 6 merges, eow '_'
-        "q p=2  p _=2  p q=2  q _=2",
-        "qp _=2  p q=2  q _=2",
-        "p q=2  q _=2",
-        "pq _=2",
-        "",
+        'q p=2  p _=2  p q=2  q _=2',
+        'qp _=2  p q=2  q _=2',
+        'p q=2  q _=2',
+        'pq _=2',
+        '',
     ],
     [  # 'aaaa aaa aaaaa b', 6 merges, eow '_'
-        "a a=9  a _=3  b _=1",
-        "aa aa=2  aa _=1  aa a=2  a _=2  b _=1",
-        "aaaa _=1  aa a=1  a _=2  aaaa a=1  b _=1",
-        "aaaa _=1  aa a_=1  aaaa a_=1  b _=1",
-        "aa a_=1  aaaa a_=1  b _=1",
-        "aaaa a_=1  b _=1",
-        "b _=1",
+        'a a=9  a _=3  b _=1',
+        'aa aa=2  aa _=1  aa a=2  a _=2  b _=1',
+        'aaaa _=1  aa a=1  a _=2  aaaa a=1  b _=1',
+        'aaaa _=1  aa a_=1  aaaa a_=1  b _=1',
+        'aa a_=1  aaaa a_=1  b _=1',
+        'aaaa a_=1  b _=1',
+        'b _=1',
     ],
     [  # 'abababa ab aba', 5 merges, eow '_'
-        "a b=5  b a=4  a _=2  b _=1",
-        "ab ab=2  ab a=2  a _=2  ab _=1",
-        "abab ab=1  ab a=2  a _=2  ab _=1",
-        "abab aba=1  aba _=2  ab _=1",
-        "abab aba_=1  ab _=1",
-        "ab _=1",
+        'a b=5  b a=4  a _=2  b _=1',
+        'ab ab=2  ab a=2  a _=2  ab _=1',
+        'abab ab=1  ab a=2  a _=2  ab _=1',
+        'abab aba=1  aba _=2  ab _=1',
+        'abab aba_=1  ab _=1',
+        'ab _=1',
     ],
     [  # 'ab ab a', 10 merges, eow '_'
-        "a b=2  b _=2  a _=1",
-        "ab _=2  a _=1",
-        "a _=1",
-        "",
+        'a b=2  b _=2  a _=1',
+        'ab _=2  a _=1',
+        'a _=1',
+        '',
     ],
     [  # '', 5 merges, eow '</w>'
-        "",
+        '',
     ],
     [  # 'abc abd', 0 merges, eow '</w>'
-        "a b=2  b c=1  c </w>=1  b d=1  d </w>=1",
+        'a b=2  b c=1  c </w>=1  b d=1  d </w>=1',
     ],
     [  # 'x', 3 merges, eow '#'
-        "x #=1",
-        "",
+        'x #=1',
+        '',
     ],
     [  # 'low lower lowest', 6 merges, eow '#'
-        "l o=3  o w=3  w #=1  w e=2  e r=1  r #=1  e s=1  s t=1  t #=1",
-        "lo w=3  w #=1  w e=2  e r=1  r #=1  e s=1  s t=1  t #=1",
-        "low #=1  low e=2  e r=1  r #=1  e s=1  s t=1  t #=1",
-        "low #=1  lowe r=1  r #=1  lowe s=1  s t=1  t #=1",
-        "lowe r=1  r #=1  lowe s=1  s t=1  t #=1",
-        "lower #=1  lowe s=1  s t=1  t #=1",
-        "lowe s=1  s t=1  t #=1",
+        'l o=3  o w=3  w #=1  w e=2  e r=1  r #=1  e s=1  s t=1  t #=1',
+        'lo w=3  w #=1  w e=2  e r=1  r #=1  e s=1  s t=1  t #=1',
+        'low #=1  low e=2  e r=1  r #=1  e s=1  s t=1  t #=1',
+        'low #=1  lowe r=1  r #=1  lowe s=1  s t=1  t #=1',
+        'lowe r=1  r #=1  lowe s=1  s t=1  t #=1',
+        'lower #=1  lowe s=1  s t=1  t #=1',
+        'lowe s=1  s t=1  t #=1',
     ],
     [  # 'cabana banal nab', 6 merges, eow 'a'
-        "c a=1  a b=2  b a=3  a n=2  n a=3  a a=1  a l=1  l a=1",
-        "c a=1  a ba=2  ba n=2  n a=3  a a=1  a l=1  l a=1",
-        "c a=1  a ba=1  ba na=2  na a=1  na l=1  l a=1  na ba=1",
-        "c a=1  a bana=1  bana a=1  bana l=1  l a=1  na ba=1",
-        "ca bana=1  bana a=1  bana l=1  l a=1  na ba=1",
-        "cabana a=1  bana l=1  l a=1  na ba=1",
-        "bana l=1  l a=1  na ba=1",
+        'c a=1  a b=2  b a=3  a n=2  n a=3  a a=1  a l=1  l a=1',
+        'c a=1  a ba=2  ba n=2  n a=3  a a=1  a l=1  l a=1',
+        'c a=1  a ba=1  ba na=2  na a=1  na l=1  l a=1  na ba=1',
+        'c a=1  a bana=1  bana a=1  bana l=1  l a=1  na ba=1',
+        'ca bana=1  bana a=1  bana l=1  l a=1  na ba=1',
+        'cabana a=1  bana l=1  l a=1  na ba=1',
+        'bana l=1  l a=1  na ba=1',
     ],
 ]
 _REFUSED_WORDS = {
-    ("c d", "</w>"): "c </w>=1  d </w>=1",
-    ("c d", ""): "ValueError",
+    ('c d', '</w>'): 'c </w>=1  d </w>=1',
+    ('c d', ''): 'ValueError',
 }
 # the pair counts of CORPUS's word types (default eow)
 _CORPUS_PAIRS = (
-    "h a=3063  a t=6521  t h=50566  h </w>=11584  p u=1424  u v=280  v o=1313  o h=163  a l=3698  l </w>=11508  "
-    "l a=1920  h w=614  w u=1111  u r=4916  r </w>=15514  h u=15431  u n=23259  n j=16041  j o=22511  o t=20842  "
-    "h l=15999  l u=20230  u </w>=26587  j u=3518  u w=1028  w e=2336  e </w>=8649  p o=9037  o s=14951  "
-    "s j=15003  j i=9846  i s=12561  s n=9925  n u=11100  u ,=687  , </w>=2980  v u=3328  u t=6867  h g=2443  "
-    "g i=7944  i r=10861  t u=2227  h h=5171  h e=4472  e s=11097  s m=863  m i=1869  s ?=218  ? </w>=3008  "
-    "s e=4185  e c=3097  c e=3782  e t=11768  m a=1507  a r=4693  r t=1078  o l=5178  l e=1903  c o=1051  s !=221  "
-    "! </w>=3011  G u=112  u s=4382  s v=630  s o=11243  o g=5030  p e=7291  e n=9665  n s=3988  o n=7232  "
-    "n </w>=18600  f u=2279  f a=1145  a d=132  d a=2908  a n=5423  n ;=485  ; </w>=2928  g e=2857  n b=1531  "
-    "b u=1939  u l=6282  n l=869  l i=1035  s </w>=8167  f i=4323  t e=8169  e r=8615  t o=2839  s g=1037  "
-    "f e=2707  h k=3615  k e=3779  n g=622  g o=1328  a b=180  e g=1110  g u=3224  u z=1027  z u=2259  m e=3633  "
-    "r c=270  c i=1335  i ?=74  P o=591  z a=2158  r n=2660  n a=2214  a s=6049  k a=2643  k u=2552  w i=1523  "
-    "i h=278  s r=543  r a=1703  d i=2534  r f=1038  l l=1939  u !=712  H e=125  e p=202  p a=1156  a </w>=4462  "
-    "l f=468  f o=2203  e .=449  . </w>=5999  a m=157  m o=1620  o </w>=8492  n f=300  l o=3525  l r=834  "
-    "r u=1326  i t=6538  r p=2804  e ;=201  L a=82  s l=1200  e l=5473  o .=436  H u=1077  j e=2419  r s=314  "
-    "s u=1815  h ;=291  w a=1712  s a=2015  h .=610  F i=262  s f=847  r i=1320  i n=6832  l v=431  v a=1384  "
-    "k i=3959  i d=1686  d e=2758  h m=2104  n i=2330  i l=4479  l ?=281  L o=146  s h=393  n c=428  c u=1188  "
-    "u b=304  b e=2164  a c=258  n .=971  D a=162  w o=1664  o r=4038  r o=965  h s=760  h o=1556  j a=1162  "
-    "l b=559  b a=1890  l j=338  l t=368  t i=1588  l g=677  u ?=700  o k=135  l h=315  s s=2035  o d=1526  "
-    "u ;=654  r m=829  i </w>=2352  z o=1941  n k=347  c a=1529  s i=798  l c=618  s d=625  u .=1332  F u=84  "
-    "l w=597  o ?=224  D e=34  e b=206  b i=1552  i k=217  k o=1535  n o=2734  t a=1757  r w=559  l !=280  "
-    "R e=132  h i=1757  h ?=294  h t=480  l p=402  s p=364  r ?=380  i .=129  n e=2174  e m=419  v i=829  i p=196  "
-    "p i=1203  z e=992  K a=120  h f=438  h p=595  r e=3776  o b=251  l .=584  r r=716  h n=385  o p=392  l s=557  "
-    "s c=411  l m=539  d u=1961  l n=685  o m=658  r z=674  e !=225  n n=695  W u=28  h c=688  n t=650  i w=307  "
-    "r g=435  r h=290  n ,=486  n d=468  u m=101  F e=134  e w=565  r b=755  m u=1000  h z=257  r !=370  g a=866  "
-    "r .=801  i m=206  u h=126  o !=214  u d=346  d o=1025  Z o=105  u j=331  r ;=378  v e=1696  s k=1759  K o=58  "
-    "J u=187  z i=1062  r v=320  V i=28  n z=1341  r k=377  V e=71  r d=555  h !=299  S o=361  n w=201  P e=295  "
-    "o j=96  a h=277  h r=1820  a .=241  D i=42  a j=199  n !=526  e f=87  h ,=299  s w=266  K i=166  n v=640  "
-    "l z=504  o ;=243  o c=249  s ;=204  C e=34  r ,=381  V u=193  h d=485  K u=134  e ,=257  u c=112  e j=174  "
-    "Z i=34  s z=427  r l=259  l ;=301  o w=253  a g=124  a ?=125  u g=185  l d=401  h v=565  T e=548  s b=230  "
-    "b o=1255  s .=446  r j=312  e h=153  i ,=56  J e=133  W e=51  L u=199  P u=59  n ?=517  M e=74  V o=63  "
-    "n r=571  D u=69  h j=312  R i=40  o ,=200  i g=126  N o=121  B i=46  s ,=200  R a=41  h b=458  Z u=41  "
-    "u p=134  e d=197  S e=219  n m=340  o v=112  n h=170  n p=365  B a=104  a k=174  i !=60  l ,=299  i j=200  "
-    "s t=389  o f=181  u f=76  i z=85  o z=277  C i=33  a ,=115  e k=159  i c=284  T o=110  C u=37  F a=30  "
-    "J a=34  T i=69  J i=52  a ;=118  a p=203  e z=112  l k=419  N u=76  G e=67  G i=45  S i=29  B o=41  G a=44  "
-    "W a=75  i v=209  B u=81  H a=46  T u=67  S a=33  T a=52  G o=25  a f=130  H o=68  V a=57  a v=173  M i=88  "
-    "e ?=195  M o=27  K e=34  F o=118  N i=53  a w=224  i b=88  R o=32  R u=23  W o=60  M u=48  Z a=71  e v=101  "
-    "S u=65  N e=52  C a=45  a !=104  a z=45  L i=33  u k=64  P a=32  M a=37  Z e=24  J o=39  i ;=53  N a=28  "
-    "D o=36  B e=28  i f=66  W i=57  C o=27  H i=27  L e=28  P i=32"
+    'h a=3063  a t=6521  t h=50566  h </w>=11584  p u=1424  u v=280  v o=1313  o h=163  a l=3698  l </w>=11508  '
+    'l a=1920  h w=614  w u=1111  u r=4916  r </w>=15514  h u=15431  u n=23259  n j=16041  j o=22511  o t=20842  '
+    'h l=15999  l u=20230  u </w>=26587  j u=3518  u w=1028  w e=2336  e </w>=8649  p o=9037  o s=14951  '
+    's j=15003  j i=9846  i s=12561  s n=9925  n u=11100  u ,=687  , </w>=2980  v u=3328  u t=6867  h g=2443  '
+    'g i=7944  i r=10861  t u=2227  h h=5171  h e=4472  e s=11097  s m=863  m i=1869  s ?=218  ? </w>=3008  '
+    's e=4185  e c=3097  c e=3782  e t=11768  m a=1507  a r=4693  r t=1078  o l=5178  l e=1903  c o=1051  s !=221  '
+    '! </w>=3011  G u=112  u s=4382  s v=630  s o=11243  o g=5030  p e=7291  e n=9665  n s=3988  o n=7232  '
+    'n </w>=18600  f u=2279  f a=1145  a d=132  d a=2908  a n=5423  n ;=485  ; </w>=2928  g e=2857  n b=1531  '
+    'b u=1939  u l=6282  n l=869  l i=1035  s </w>=8167  f i=4323  t e=8169  e r=8615  t o=2839  s g=1037  '
+    'f e=2707  h k=3615  k e=3779  n g=622  g o=1328  a b=180  e g=1110  g u=3224  u z=1027  z u=2259  m e=3633  '
+    'r c=270  c i=1335  i ?=74  P o=591  z a=2158  r n=2660  n a=2214  a s=6049  k a=2643  k u=2552  w i=1523  '
+    'i h=278  s r=543  r a=1703  d i=2534  r f=1038  l l=1939  u !=712  H e=125  e p=202  p a=1156  a </w>=4462  '
+    'l f=468  f o=2203  e .=449  . </w>=5999  a m=157  m o=1620  o </w>=8492  n f=300  l o=3525  l r=834  '
+    'r u=1326  i t=6538  r p=2804  e ;=201  L a=82  s l=1200  e l=5473  o .=436  H u=1077  j e=2419  r s=314  '
+    's u=1815  h ;=291  w a=1712  s a=2015  h .=610  F i=262  s f=847  r i=1320  i n=6832  l v=431  v a=1384  '
+    'k i=3959  i d=1686  d e=2758  h m=2104  n i=2330  i l=4479  l ?=281  L o=146  s h=393  n c=428  c u=1188  '
+    'u b=304  b e=2164  a c=258  n .=971  D a=162  w o=1664  o r=4038  r o=965  h s=760  h o=1556  j a=1162  '
+    'l b=559  b a=1890  l j=338  l t=368  t i=1588  l g=677  u ?=700  o k=135  l h=315  s s=2035  o d=1526  '
+    'u ;=654  r m=829  i </w>=2352  z o=1941  n k=347  c a=1529  s i=798  l c=618  s d=625  u .=1332  F u=84  '
+    'l w=597  o ?=224  D e=34  e b=206  b i=1552  i k=217  k o=1535  n o=2734  t a=1757  r w=559  l !=280  '
+    'R e=132  h i=1757  h ?=294  h t=480  l p=402  s p=364  r ?=380  i .=129  n e=2174  e m=419  v i=829  i p=196  '
+    'p i=1203  z e=992  K a=120  h f=438  h p=595  r e=3776  o b=251  l .=584  r r=716  h n=385  o p=392  l s=557  '
+    's c=411  l m=539  d u=1961  l n=685  o m=658  r z=674  e !=225  n n=695  W u=28  h c=688  n t=650  i w=307  '
+    'r g=435  r h=290  n ,=486  n d=468  u m=101  F e=134  e w=565  r b=755  m u=1000  h z=257  r !=370  g a=866  '
+    'r .=801  i m=206  u h=126  o !=214  u d=346  d o=1025  Z o=105  u j=331  r ;=378  v e=1696  s k=1759  K o=58  '
+    'J u=187  z i=1062  r v=320  V i=28  n z=1341  r k=377  V e=71  r d=555  h !=299  S o=361  n w=201  P e=295  '
+    'o j=96  a h=277  h r=1820  a .=241  D i=42  a j=199  n !=526  e f=87  h ,=299  s w=266  K i=166  n v=640  '
+    'l z=504  o ;=243  o c=249  s ;=204  C e=34  r ,=381  V u=193  h d=485  K u=134  e ,=257  u c=112  e j=174  '
+    'Z i=34  s z=427  r l=259  l ;=301  o w=253  a g=124  a ?=125  u g=185  l d=401  h v=565  T e=548  s b=230  '
+    'b o=1255  s .=446  r j=312  e h=153  i ,=56  J e=133  W e=51  L u=199  P u=59  n ?=517  M e=74  V o=63  '
+    'n r=571  D u=69  h j=312  R i=40  o ,=200  i g=126  N o=121  B i=46  s ,=200  R a=41  h b=458  Z u=41  '
+    'u p=134  e d=197  S e=219  n m=340  o v=112  n h=170  n p=365  B a=104  a k=174  i !=60  l ,=299  i j=200  '
+    's t=389  o f=181  u f=76  i z=85  o z=277  C i=33  a ,=115  e k=159  i c=284  T o=110  C u=37  F a=30  '
+    'J a=34  T i=69  J i=52  a ;=118  a p=203  e z=112  l k=419  N u=76  G e=67  G i=45  S i=29  B o=41  G a=44  '
+    'W a=75  i v=209  B u=81  H a=46  T u=67  S a=33  T a=52  G o=25  a f=130  H o=68  V a=57  a v=173  M i=88  '
+    'e ?=195  M o=27  K e=34  F o=118  N i=53  a w=224  i b=88  R o=32  R u=23  W o=60  M u=48  Z a=71  e v=101  '
+    'S u=65  N e=52  C a=45  a !=104  a z=45  L i=33  u k=64  P a=32  M a=37  Z e=24  J o=39  i ;=53  N a=28  '
+    'D o=36  B e=28  i f=66  W i=57  C o=27  H i=27  L e=28  P i=32'
 )
 # the segmentations the tokenizer tests lead to: (word, merge list, eow) -> tokens
 _SEGMENTS = {
-    ("The", "TOK_MERGES", "</w>"): ["T", "h", "e</w>"],
-    ("ferryman", "TOK_MERGES", "</w>"): ["ferryman", "</w>"],
-    ("counts", "TOK_MERGES", "</w>"): ["co", "unt", "s</w>"],
-    ("the", "TOK_MERGES", "</w>"): ["the</w>"],
-    ("boats;", "TOK_MERGES", "</w>"): ["bo", "at", "s", ";", "</w>"],
-    ("nobody", "TOK_MERGES", "</w>"): ["no", "bo", "d", "y</w>"],
-    ("pays.", "TOK_MERGES", "</w>"): ["p", "a", "y", "s.</w>"],
-    ("rows", "TOK_MERGES", "</w>"): ["ro", "w", "s</w>"],
-    ("home,", "TOK_MERGES", "</w>"): ["h", "o", "m", "e", ",</w>"],
-    ("singing.", "TOK_MERGES", "</w>"): ["s", "ing", "ing", ".</w>"],
-    ("Queen", "TOK_MERGES", "</w>"): ["Q", "u", "e", "e", "n", "</w>"],
-    ("ab", "EOW_MERGES", "#"): ["ab", "#"],
-    ("a#b", "EOW_MERGES", "#"): ["a", "#", "b", "#"],
-    ("banana", "TRAIN_MERGES", "_"): ["ban", "ana_"],
-    ("quiz", "TRAIN_MERGES", "_"): ["q", "u", "i", "z", "_"],
+    ('The', 'TOK_MERGES', '</w>'): ['T', 'h', 'e</w>'],
+    ('ferryman', 'TOK_MERGES', '</w>'): ['ferryman', '</w>'],
+    ('counts', 'TOK_MERGES', '</w>'): ['co', 'unt', 's</w>'],
+    ('the', 'TOK_MERGES', '</w>'): ['the</w>'],
+    ('boats;', 'TOK_MERGES', '</w>'): ['bo', 'at', 's', ';', '</w>'],
+    ('nobody', 'TOK_MERGES', '</w>'): ['no', 'bo', 'd', 'y</w>'],
+    ('pays.', 'TOK_MERGES', '</w>'): ['p', 'a', 'y', 's.</w>'],
+    ('rows', 'TOK_MERGES', '</w>'): ['ro', 'w', 's</w>'],
+    ('home,', 'TOK_MERGES', '</w>'): ['h', 'o', 'm', 'e', ',</w>'],
+    ('singing.', 'TOK_MERGES', '</w>'): ['s', 'ing', 'ing', '.</w>'],
+    ('Queen', 'TOK_MERGES', '</w>'): ['Q', 'u', 'e', 'e', 'n', '</w>'],
+    ('ab', 'EOW_MERGES', '#'): ['ab', '#'],
+    ('a#b', 'EOW_MERGES', '#'): ['a', '#', 'b', '#'],
+    ('banana', 'TRAIN_MERGES', '_'): ['ban', 'ana_'],
+    ('quiz', 'TRAIN_MERGES', '_'): ['q', 'u', 'i', 'z', '_'],
 }
 # </known answers>
+# fmt: on
 
 
 def _items(text: str) -> dict:

@@ -409,7 +409,7 @@ def test_byte_bpe_round_trips_with_merges_learned_from_the_text(s):
 # train_bpe and tokenizer points.
 
 HIDDEN = Path(__file__).with_name("hidden.py")
-BLOCK_START, BLOCK_END = "#<known answers>\n", "#</known answers>\n"
+BLOCK_START, BLOCK_END = "# <known answers>\n", "# </known answers>\n"
 
 
 def _hidden_inputs() -> dict:
