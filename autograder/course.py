@@ -10,6 +10,7 @@ A stage folder holds everything about the stage (see ``assignments/README.md``):
     clauses.md        each question's contract clauses and the hidden tests that cover them
     test_<name>.py    the project's own tests of the reference (pytest)
     gradescope.json   optional Gradescope settings (hidden-test visibility, rate limit)
+    claims.py         optional: the numbers the notebook states, each with its measurement
 """
 
 import re

@@ -51,6 +51,7 @@ RULES: tuple[Rule, ...] = (
     Rule("catalogue loads", static_rules.catalogue_loads, blocking=True),
     Rule("catalogue complete", static_rules.catalogue_complete),
     Rule("docstring examples run", static_rules.examples_run),
+    Rule("stated numbers have a source", static_rules.numbers_sourced),
     Rule("reference full, empty zero", graded_rules.reference_and_empty, graded=True),
     Rule("mistakes cost their own question", graded_rules.mistakes_cost_their_own_question, graded=True),
     Rule("alternatives earn full marks", graded_rules.alternatives_earn_everything, graded=True),

@@ -22,6 +22,7 @@ from autograder.engine.suites import StageTests
 from autograder.kit import PASTED
 
 from .catalogue import Variant, catalogue
+from .claims import stage_claims, unsourced
 from .clauses import clause_problems
 from .verdicts import verdict_problems
 
@@ -171,6 +172,11 @@ def catalogue_complete(subject: Subject) -> list[str]:
 def examples_run(subject: Subject) -> list[str]:
     """The reference's docstring examples (students see them in their stubs) run true."""
     return doctest_problems(subject.reference)
+
+
+def numbers_sourced(subject: Subject) -> list[str]:
+    """Every number ``claims.py`` ties to a measurement is still stated in the notebook, in its words."""
+    return unsourced(subject.stage, stage_claims(subject.stage))
 
 
 def summary(subject: Subject) -> str:

@@ -1,0 +1,99 @@
+"""Numbers a notebook states, each tied to the measurement that makes it true.
+
+A stage may hold ``claims.py`` beside its notebook, defining ``CLAIMS``: a list of
+``Claim``. Each names the words of ``notebook.md`` that state a number (verbatim; line
+breaks and runs of spaces count as one space), a function that measures it at the size
+the text names (the reference code, on a CPU, in seconds), and the range the wording
+allows ("about 0.35" admits 0.33 to 0.37; "under a minute" admits 0 to 60). A figure
+that takes minutes to measure comes from a benchmark's results file instead
+(``recorded``), and the benchmark is what measures it.
+
+``gptcourse check-stage`` checks that every claim's words are in the notebook (rule
+"stated numbers have a source"); ``tests/test_claims.py`` measures every claim.
+
+Example::
+
+    CLAIMS = [
+        Claim(
+            "about 65 symbols for Shakespeare",
+            lambda: len(set(load_corpus("shakespeare"))),
+            low=60,
+            high=70,
+        ),
+    ]
+"""
+
+import importlib.util
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from autograder.course import ROOT, Stage
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A number the notebook states: its words, how to measure it, and the range they allow."""
+
+    words: str
+    measure: Callable[[], float]
+    low: float
+    high: float
+
+    def holds(self, value: float) -> bool:
+        """Whether a measured value is one the words allow."""
+        return self.low <= value <= self.high
+
+
+def flat(text: str) -> str:
+    """Text with every run of white space as one space, for finding words across line breaks.
+
+    Example:
+        >>> flat("about\\n  0.35 nats")
+        'about 0.35 nats'
+    """
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def stage_claims(stage: Stage) -> list[Claim]:
+    """The stage's ``CLAIMS`` (none without a ``claims.py``); a file that defines no list is an error."""
+    path = stage.folder / "claims.py"
+    if not path.is_file():
+        return []
+    spec = importlib.util.spec_from_file_location(f"gptcourse_claims_{stage.id}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    claims = getattr(module, "CLAIMS", None)
+    if not isinstance(claims, list) or not all(isinstance(c, Claim) for c in claims):
+        raise ValueError(f"{path} must define CLAIMS as a list of Claim")
+    return claims
+
+
+def unsourced(stage: Stage, claims: list[Claim]) -> list[str]:
+    """The claims whose words the notebook does not hold (it was edited, the claim was not)."""
+    text = flat(stage.source.read_text(encoding="utf-8"))
+    return [
+        f"claims.py: the notebook no longer says {claim.words!r}: update the claim with the text"
+        for claim in claims
+        if flat(claim.words) not in text
+    ]
+
+
+def recorded(results: str, *keys: str) -> Callable[[], float]:
+    """A measurement read from a benchmark's JSON results (``results`` relative to the
+    repository), for figures that take minutes to measure: the benchmark measures them.
+
+    Example:
+        >>> reader = recorded("benchmarks/RESULTS.json", "no-such-key")
+        >>> callable(reader)
+        True
+    """
+
+    def read() -> float:
+        value = json.loads((ROOT / results).read_text(encoding="utf-8"))
+        for key in keys:
+            value = value[key]
+        return float(value)
+
+    return read
