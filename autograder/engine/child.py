@@ -45,8 +45,9 @@ HEADER = 8  # bytes of the length that precedes each control message
 # the first optimiser step imports torch._dynamo (hundreds of modules). A test stopped by its
 # time limit in the middle of such an import leaves the module half made, and every later
 # test that needs it fails. The fork server and each child import LAZY before any test runs;
-# torch._dynamo is imported per job, only where the tests train (a suite imports torch.optim):
-# held by the fork server, it made every fork slower (12 % measured).
+# torch._dynamo is imported only where the tests train (a suite imports torch.optim): by the
+# fork server that serves those jobs alone (runner.server_modules), as held by every server
+# it made every fork slower (12 % measured), and by the job itself when it runs without one.
 LAZY = ("torch.fx.experimental.symbolic_shapes",)
 
 
@@ -307,7 +308,7 @@ def _start_job(request: dict, out_fd: int, events_fd: int, control_fd: int) -> N
     run_job(job, events_fd, control_fd)
 
 
-def serve(sock_fd: int) -> None:
+def serve(sock_fd: int, modules: tuple[str, ...] = ()) -> None:
     """Fork server: import the heavy libraries once, then fork a fresh process per job.
 
     Each request is an 8-byte length, a small JSON request (working directory and
@@ -315,7 +316,8 @@ def serve(sock_fd: int) -> None:
     pipe, the event pipe and the control pipe. The job itself (the notebook's code,
     the tests) goes straight to the forked process on its control pipe, so that no
     submission's code ever passes through, or stays in the memory of, the server that
-    later forks other submissions. The server answers with the process id.
+    later forks other submissions. The server answers with the process id. ``modules``
+    are imported on top of the common ones (``runner.server_modules``).
     """
     import socket
 
@@ -323,7 +325,7 @@ def serve(sock_fd: int) -> None:
     import numpy  # noqa: F401 - imported once here, shared by every forked job
     import torch  # noqa: F401
 
-    for name in LAZY:
+    for name in (*LAZY, *modules):
         importlib.import_module(name)
 
     import matplotlib
@@ -374,15 +376,15 @@ def serve(sock_fd: int) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "--server":
-        serve(int(sys.argv[2]))
+    if len(sys.argv) >= 3 and sys.argv[1] == "--server":
+        serve(int(sys.argv[2]), tuple(sys.argv[3:]))
     elif len(sys.argv) == 4 and sys.argv[1] == "--job":
         control_fd = int(sys.argv[3])
         job = read_message(control_fd)
         job["workdir"] = os.getcwd()
         run_job(job, int(sys.argv[2]), control_fd)
     else:
-        sys.exit("usage: child.py --server SOCKET_FD | --job EVENTS_FD CONTROL_FD")
+        sys.exit("usage: child.py --server SOCKET_FD [MODULE ...] | --job EVENTS_FD CONTROL_FD")
 
 
 if __name__ == "__main__":
