@@ -11,6 +11,7 @@ feedback, export) is nbgrader's, unchanged.
 
 TESTS_FOLDER = "gptcourse_tests"  # <course>/gptcourse_tests/<stage>/: what the engine grades with
 TEST_FILES = ("public.py", "hidden.py", "fixtures.json")
+IDLE = 120.0  # seconds a kept worker (``worker --serve``) waits for the next submission before it stops
 
 
 def grade_cell_id(qid: str) -> str:
