@@ -191,11 +191,29 @@ def _group(item) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Start the slowest tests first and keep the tests that share a fixture on one worker."""
-    rank = {}
+    """Start the slowest tests first and keep the tests that share a fixture on one worker.
+
+    pytest-xdist (``--dist loadgroup``) hands each worker two units of work at the start and
+    one more whenever it finishes one, so that the unit queued behind each of the first
+    (the slowest) waits for all of it: those second units are small (a static rule each).
+    """
+    rank, groups = {}, {}
     for item in items:
         rank[item.nodeid] = next((i for i, p in enumerate(SLOW_FIRST) if item.nodeid.startswith(p)), len(SLOW_FIRST))
-        group = _group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+        groups[item.nodeid] = _group(item)
+        if groups[item.nodeid] is not None:
+            item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
     items.sort(key=lambda item: rank[item.nodeid])  # stable: the collection order otherwise
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))  # set by pytest-xdist on its workers
+    small = [i for i in items if i.nodeid.startswith("tests/test_rules.py::test_static_rule")][:workers]
+    if workers > 1 and len(small) == workers:
+        first = [item for item in items if item not in small]
+        units = []  # the units of work the first ``workers`` are in (a group, or a test)
+        for item in first:
+            unit = groups[item.nodeid] or item.nodeid
+            if unit not in units:
+                units.append(unit)
+            if len(units) > workers:
+                break
+        cut = next(i for i, item in enumerate(first) if (groups[item.nodeid] or item.nodeid) == units[-1])
+        items[:] = first[:cut] + small + first[cut:]
