@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import platform
+import re
 import shutil
 import sys
 import zipfile
@@ -173,47 +174,64 @@ SLOW_FIRST = (
 # module-scoped fixtures are made once); test_hostile.py's batches and test_rules.py's graded
 # catalogues run one worker per stage (a second worker would only wait for the first).
 SPREAD = ("tests/test_nbgrader.py", "tests/test_rules.py", "tests/test_gradescope_limits.py")
+PER_STAGE = {"tests/test_hostile.py": "hostile", "tests/test_rules.py::test_graded_rule": "catalogue"}
+STAGE_ID = re.compile(r"\[(\d\d_[a-z]+)")  # the stage a parametrised test's id starts with
 
 
-def _group(item) -> str | None:
-    """The pytest-xdist group of a test (``--dist loadgroup``): the tests that share a worker."""
-    path = item.nodeid.split("::", 1)[0]
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    if path == "tests/test_rules.py" and "graded_catalogue" in item.fixturenames:
-        return f"catalogue-{params['stage'].id}"
-    if path in SPREAD:
-        return None
-    if path == "tests/test_hostile.py":
-        stage = next((params[k] for k in ("batch", "full_batch", "stage_id") if k in params), None)
-        return f"hostile-{stage}" if stage else path
-    return path
+def unit_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: the tests pytest-xdist runs on one worker, in order.
+
+    >>> unit_of("tests/test_rules.py::test_graded_rule[09_encoders-hints right or absent]")
+    'catalogue 09_encoders'
+    >>> unit_of("tests/test_build.py::test_unclosed_block_is_a_clear_error")
+    'tests/test_build.py'
+    """
+    path = nodeid.split("::", 1)[0]
+    stage = STAGE_ID.search(nodeid)
+    for prefix, kind in PER_STAGE.items():
+        if nodeid.startswith(prefix) and stage:
+            return f"{kind} {stage.group(1)}"
+    return nodeid if path in SPREAD else path
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduler by units of work (``unit_of``), in the order of collection.
+
+    (Its own ``--dist loadgroup`` marks a test's group in its node id, which pytest 9 no longer
+    lets a plugin change; the units here are read off the node ids as they are.)
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    config.option.loadscopereorder = False  # the slowest first, as collected (pytest_collection_modifyitems)
+    return ByUnit(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Start the slowest tests first and keep the tests that share a fixture on one worker.
+    """Start the slowest tests first (``SLOW_FIRST``).
 
-    pytest-xdist (``--dist loadgroup``) hands each worker two units of work at the start and
-    one more whenever it finishes one, so that the unit queued behind each of the first
-    (the slowest) waits for all of it: those second units are small (a static rule each).
+    pytest-xdist hands each worker two units of work at the start and one more whenever it
+    finishes one, so that the unit queued behind each of the first (the slowest) waits for
+    all of it: those second units are small (a static rule each).
     """
-    rank, groups = {}, {}
-    for item in items:
-        rank[item.nodeid] = next((i for i, p in enumerate(SLOW_FIRST) if item.nodeid.startswith(p)), len(SLOW_FIRST))
-        groups[item.nodeid] = _group(item)
-        if groups[item.nodeid] is not None:
-            item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    rank = {
+        i.nodeid: next((n for n, p in enumerate(SLOW_FIRST) if i.nodeid.startswith(p)), len(SLOW_FIRST)) for i in items
+    }
     items.sort(key=lambda item: rank[item.nodeid])  # stable: the collection order otherwise
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))  # set by pytest-xdist on its workers
     small = [i for i in items if i.nodeid.startswith("tests/test_rules.py::test_static_rule")][:workers]
     if workers > 1 and len(small) == workers:
         first = [item for item in items if item not in small]
-        units = []  # the units of work the first ``workers`` are in (a group, or a test)
+        units = []  # the units of work the first tests are in, up to the first after the slowest
         for item in first:
-            unit = groups[item.nodeid] or item.nodeid
-            if unit not in units:
-                units.append(unit)
+            if unit_of(item.nodeid) not in units:
+                units.append(unit_of(item.nodeid))
             if len(units) > workers:
                 break
-        cut = next(i for i, item in enumerate(first) if (groups[item.nodeid] or item.nodeid) == units[-1])
+        cut = next(i for i, item in enumerate(first) if unit_of(item.nodeid) == units[-1])
         items[:] = first[:cut] + small + first[cut:]
