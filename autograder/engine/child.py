@@ -141,11 +141,12 @@ def _limit_processes(job: dict, isolation: dict) -> None:
         pass
 
 
-def _load_probes(suite: dict, index: int) -> dict:
-    """Run a suite's source as a module; return its cases by key, without expected values or checks."""
+def _load_probes(suite: dict, index: int, public: types.ModuleType | None = None) -> dict:
+    """Run a suite's source as a module (``public``: its stage's public suite, which a hidden
+    suite imports from); return its cases by key, without expected values or checks."""
     from autograder.engine.suites import exec_suite  # imported before the sandbox is entered (run_job)
 
-    cases = exec_suite(suite["source"], f"<{suite['label']} tests>", f"gptcourse_suite_{index}").cases
+    cases = exec_suite(suite["source"], f"<{suite['label']} tests>", f"gptcourse_suite_{index}", public).cases
     for case in cases:  # the child needs the probes only: no expected value, no check
         case.expected = None
         case.check = None
@@ -165,12 +166,14 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     tools = _import_what_the_tests_need(job)
     isolation = _confine(job, tools)
     cases = _load_suites(job["suites"], start=0)
+    public = sys.modules.get("gptcourse_suite_0")  # the public suite, which the hidden ones import from
     engine = dict(sys.modules)  # every module loaded so far, as the tests expect to find them
     signal.signal(signal.SIGALRM, _on_alarm)
     emit(ev="ready", isolation=isolation)
     cell_of = _cell_names(job["cells"])
     submission = _run_cells(job, tools, cell_of, emit)
-    _run_cases(job, tools, cases, tools.Namespace(submission.__dict__), cell_of, engine, control_fd, emit)
+    names = tools.Namespace(submission.__dict__)
+    _run_cases(job, tools, cases, names, cell_of, (engine, public), control_fd, emit)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -224,11 +227,11 @@ def _confine(job: dict, tools: types.SimpleNamespace) -> dict:
     return isolation
 
 
-def _load_suites(suites: list[dict], start: int) -> dict:
+def _load_suites(suites: list[dict], start: int, public: types.ModuleType | None = None) -> dict:
     """The probes of ``suites`` by case key (the suites numbered from ``start``)."""
     cases = {}
     for index, suite in enumerate(suites, start=start):
-        cases.update(_load_probes(suite, index))
+        cases.update(_load_probes(suite, index, public))
     return cases
 
 
@@ -275,21 +278,24 @@ def _cell_names(cells: list[dict]):
     return labels.get
 
 
-def _run_cases(job: dict, tools, cases: dict, names, cell_of, engine: dict, control_fd: int, emit) -> None:
+def _run_cases(job: dict, tools, cases: dict, names, cell_of, loaded: tuple, control_fd: int, emit) -> None:
     """Run each case of ``job["cases"]`` on the submission's names and send its raw output.
 
     The hidden suites arrive on the control pipe once the first case not yet loaded is due
-    (``deferred``); ``sys.modules`` is put back as the engine left it before they load.
+    (``deferred``); ``sys.modules`` is put back as the engine left it before they load
+    (``loaded``: those modules, and the public suite the hidden ones import from).
     A question that ran out of time (``struck``) gets ``strike_fraction`` of its later tests' limits.
     """
     deferred, unloaded = bool(job.get("deferred")), "this test could not be loaded"
     struck = set(job.get("struck") or ())
+    engine, public = loaded
     for key in job["cases"]:
         if key not in cases and deferred:
             deferred = False
             sys.modules.update(engine)  # modules a cell replaced in sys.modules are put back
             try:
-                cases.update(_load_suites(read_message(control_fd)["suites"], start=len(job["suites"])))
+                hidden = read_message(control_fd)["suites"]
+                cases.update(_load_suites(hidden, start=len(job["suites"]), public=public))
             except Exception:  # the notebook broke what the tests need (it patched torch or the engine, say)
                 unloaded = (
                     "the tests could not be loaded in your notebook's process (did "
