@@ -24,9 +24,9 @@ from .variants import write_variant
 class CatalogueGrades:
     """The reference, the empty release and every catalogued variant of a stage, graded in one batch.
 
-    ``graded`` (a submission's name -> its grading) takes grades made earlier of the same
-    notebooks instead of grading them again (the project's tests keep them, see
-    ``tests/support.py``); the notebooks are written to ``folder`` either way.
+    ``graded`` (a submission's name -> its grading) takes grades made earlier of the
+    notebooks already in ``folder`` instead of writing and grading them again (the project's
+    tests keep them, see ``tests/support.py``).
     """
 
     def __init__(self, stage: Stage, folder: Path, workers: int = 2, graded: dict[str, Graded] | None = None) -> None:
@@ -34,8 +34,8 @@ class CatalogueGrades:
         self.tests = stage_tests(stage)
         self.mistakes, self.alternatives = catalogue(stage)
         self.folder = folder
-        paths = self._write_notebooks()
         if graded is None:
+            paths = self._write_notebooks()
             done = grade_batch(paths, [p.stem for p in paths], self.tests, Limits(), workers=workers, progress=False)
             graded = {g.name: g for g in done}
         self.by_name: dict[str, Graded] = graded
