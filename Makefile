@@ -20,8 +20,12 @@ demo: install
 	@printf "\n== 3. Training the reference GPT for about a minute on the offline default corpus\n"
 	$(BIN)/gptcourse train --preset tiny --corpus default --out runs/demo
 
+# pytest-xdist: TEST_WORKERS processes (the slow journeys wait on time limits, kernels and
+# nbgrader's subprocesses, so three keep two cores busy); tests/support.py orders the tests
+# (the slowest first) and schedules them in units that share a fixture (pytest_xdist_make_scheduler)
+TEST_WORKERS ?= 3
 test: install lint
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=25
 
 # the formatter and the linter (configured in pyproject.toml); `make format` applies both
 lint: install

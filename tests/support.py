@@ -1,20 +1,29 @@
 """What the project's tests share (loaded as a pytest plugin: ``-p support`` in pyproject.toml,
 so that the tests of each stage's reference in ``assignments/`` have it too): the local Tiny
-Shakespeare, notebooks made for a test, a Gradescope-like root, and each stage's catalogue
-graded once per session."""
+Shakespeare, notebooks made for a test, a Gradescope-like root, each stage's catalogue
+graded once (``graded_catalogue``), and the order in which the slow tests start."""
 
+import fcntl
+import hashlib
 import json
 import os
+import pickle
+import platform
+import re
 import shutil
+import sys
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
 
+import numpy
 import pytest
+import torch
 
 from autograder.authoring.grades import CatalogueGrades
 from autograder.authoring.variants import variant_notebook
 from autograder.build.notebooks import write_notebook
-from autograder.course import get_stage
+from autograder.course import ROOT, get_stage
 from autograder.engine import processes
 
 
@@ -41,15 +50,79 @@ def _subreaper():
 
 
 _graded: dict[str, CatalogueGrades] = {}
+# Where graded catalogues are kept from one run of the tests to the next (git ignores build/);
+# GPTCOURSE_TEST_CACHE names another folder, or "off" keeps them for one run only.
+CACHE = ROOT / "build" / "test-cache"
+# what decides a catalogue's grades: the engine, the kit, the build, the catalogue and every
+# stage (a notebook holds the code of earlier stages), the references, and the versions below
+CACHE_INPUTS = ("autograder", "assignments", "solutions")
+
+
+def grading_key() -> str:
+    """A hash of everything a graded catalogue depends on; any change to it grades afresh."""
+    digest = hashlib.sha256()
+    for top in CACHE_INPUTS:
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    setting = [sys.version, platform.machine(), torch.__version__, numpy.__version__, str(os.geteuid())]
+    setting += [
+        f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("GPTCOURSE_") and k != "GPTCOURSE_TEST_CACHE"
+    ]
+    digest.update("\n".join(setting).encode())
+    return digest.hexdigest()[:16]
+
+
+def _cache_root(tmp_path_factory) -> Path:
+    """The persistent cache, or a folder that every worker of this run shares (pytest-xdist)."""
+    chosen = os.environ.get("GPTCOURSE_TEST_CACHE", "")
+    if chosen.lower() not in ("off", "0", "no"):
+        return Path(chosen) if chosen else CACHE
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def _locked(path: Path):
+    """Hold an exclusive lock on ``path`` (one process at a time grades a stage's catalogue)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _catalogue(stage_id: str, root: Path, key: str) -> CatalogueGrades:
+    """A stage's catalogue graded once for ``key``: by the first process to ask, read back by the others."""
+    stage = get_stage(stage_id)
+    folder, saved = root / f"{stage.id}-{key}", root / f"{stage.id}-{key}" / "graded.pickle"
+    with _locked(root / f"{stage.id}.lock"):
+        if saved.exists():
+            with saved.open("rb") as handle:
+                return CatalogueGrades(stage, folder, graded=pickle.load(handle))
+        for old in root.glob(f"{stage.id}-*"):  # grades of older sources
+            shutil.rmtree(old, ignore_errors=True)
+        folder.mkdir(parents=True)
+        grades = CatalogueGrades(stage, folder)
+        partial = saved.with_suffix(".partial")
+        with partial.open("wb") as handle:
+            pickle.dump(grades.by_name, handle)
+        partial.replace(saved)
+        return grades
 
 
 @pytest.fixture(scope="session")
 def graded_catalogue(tmp_path_factory):
-    """``graded_catalogue(stage_id)`` grades the stage's reference, empty release and catalogue once."""
+    """``graded_catalogue(stage_id)`` grades the stage's reference, empty release and catalogue once:
+    once per run whatever the number of pytest-xdist workers, and once for as long as nothing
+    it depends on changes (``grading_key``)."""
+    root, key = _cache_root(tmp_path_factory), grading_key()
 
     def get(stage_id: str) -> CatalogueGrades:
         if stage_id not in _graded:
-            _graded[stage_id] = CatalogueGrades(get_stage(stage_id), tmp_path_factory.mktemp(f"catalogue-{stage_id}"))
+            _graded[stage_id] = _catalogue(stage_id, root, key)
         return _graded[stage_id]
 
     return get
@@ -75,3 +148,90 @@ def make_root(autograder_zip: Path, folder: Path, notebook: Path | None = None, 
     if notebook is not None:
         shutil.copy(notebook, root / "submission" / notebook.name)
     return root
+
+
+# The slowest tests, slowest first (from `make test --durations` on a 2-core machine): they
+# start first, so that no worker of pytest-xdist begins one of them when the others are done.
+# Only the order depends on this list: a test missing from it runs all the same, later.
+SLOW_FIRST = (
+    "tests/test_gradescope_limits.py::test_every_function_hanging",
+    "tests/test_nbgrader.py::test_the_cheat_and_the_hostile_catalogue",
+    "tests/test_nbgrader.py::test_every_stage_through_nbgrader",
+    "tests/test_rules.py::test_graded_rule[09_encoders",
+    "tests/test_rules.py::test_graded_rule[07_gpt",
+    "tests/test_nbgrader.py::test_a_course_runs_through_nbgrader",
+    "tests/test_rules.py::test_graded_rule[02_bpe",
+    "tests/test_rules.py::test_graded_rule[08_rnn",
+    "tests/test_gradescope.py",
+    "tests/test_benchmarks.py",
+    "tests/test_gradescope_limits.py",
+    "tests/test_notebooks_run.py",
+    "tests/test_hostile.py",
+    "tests/test_rules.py::test_graded_rule",
+)
+# Files whose tests are independent of one another (no module-scoped fixture worth sharing):
+# pytest-xdist spreads them over its workers. Every other file runs on one worker (its
+# module-scoped fixtures are made once); test_hostile.py's batches and test_rules.py's graded
+# catalogues run one worker per stage (a second worker would only wait for the first).
+SPREAD = ("tests/test_nbgrader.py", "tests/test_rules.py", "tests/test_gradescope_limits.py")
+PER_STAGE = {"tests/test_hostile.py": "hostile", "tests/test_rules.py::test_graded_rule": "catalogue"}
+STAGE_ID = re.compile(r"\[(\d\d_[a-z]+)")  # the stage a parametrised test's id starts with
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: the tests pytest-xdist runs on one worker, in order.
+
+    >>> unit_of("tests/test_rules.py::test_graded_rule[09_encoders-hints right or absent]")
+    'catalogue 09_encoders'
+    >>> unit_of("tests/test_build.py::test_unclosed_block_is_a_clear_error")
+    'tests/test_build.py'
+    """
+    path = nodeid.split("::", 1)[0]
+    stage = STAGE_ID.search(nodeid)
+    for prefix, kind in PER_STAGE.items():
+        if nodeid.startswith(prefix) and stage:
+            return f"{kind} {stage.group(1)}"
+    return nodeid if path in SPREAD else path
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduler by units of work (``unit_of``), in the order of collection.
+
+    (Its own ``--dist loadgroup`` marks a test's group in its node id, which pytest 9 no longer
+    lets a plugin change; the units here are read off the node ids as they are.)
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    config.option.loadscopereorder = False  # the slowest first, as collected (pytest_collection_modifyitems)
+    return ByUnit(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Start the slowest tests first (``SLOW_FIRST``).
+
+    pytest-xdist hands each worker two units of work at the start and one more whenever it
+    finishes one, so that the unit queued behind each of the first (the slowest) waits for
+    all of it: those second units are small (a static rule each).
+    """
+    rank = {
+        i.nodeid: next((n for n, p in enumerate(SLOW_FIRST) if i.nodeid.startswith(p)), len(SLOW_FIRST)) for i in items
+    }
+    items.sort(key=lambda item: rank[item.nodeid])  # stable: the collection order otherwise
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))  # set by pytest-xdist on its workers
+    small = [i for i in items if i.nodeid.startswith("tests/test_rules.py::test_static_rule")][:workers]
+    if workers > 1 and len(small) == workers:
+        first = [item for item in items if item not in small]
+        units = []  # the units of work the first tests are in, up to the first after the slowest
+        for item in first:
+            if unit_of(item.nodeid) not in units:
+                units.append(unit_of(item.nodeid))
+            if len(units) > workers:
+                break
+        cut = next(i for i, item in enumerate(first) if unit_of(item.nodeid) == units[-1])
+        items[:] = first[:cut] + small + first[cut:]

@@ -17,6 +17,7 @@ import attacks
 import leakscan
 import pytest
 from nbcourse import COURSE_ID, Course, as_nbgrader, cell_sources, engine_scores, filled, gptcourse, html_text, nbgrader
+from support import submission
 
 from autograder.authoring.catalogue import catalogue
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
@@ -134,6 +135,35 @@ def test_bridge_usage_errors(tmp_path):
     assert done.returncode == 2 and "not both" in done.stderr
     done = grade("--student", "ada", tmp_path / "x.ipynb")
     assert done.returncode == 2 and "--student goes with --nbgrader" in done.stderr
+
+
+def test_the_kept_worker_grades_one_submission_after_another_and_is_replaced_when_gone(tmp_path):
+    """nbgrader makes a preprocessor per notebook; the engine's worker outlives them (torch
+    starts once per autograde), and a worker that died is replaced for the next submission."""
+    import nbformat
+
+    from autograder.channels.nbgrader import preprocessor
+    from autograder.channels.nbgrader.preprocessor import GradeWithEngine
+
+    stage = get_stage(STAGE)
+    stage_tests(stage)
+    build_nbgrader_course(stage, tmp_path / "course", DEFAULT_DIR)
+    notebooks = {
+        name: nbformat.read(submission(STAGE, tmp_path, name, base=base), as_version=4)
+        for name, base in (("ada", "reference"), ("bob", "student"))
+    }
+    worth = dict(questions(STAGE))
+
+    def earned(student: str) -> dict[str, float]:
+        step = GradeWithEngine(tests_directory=str(tmp_path / "course" / TESTS_FOLDER))  # as nbgrader makes one
+        return {q["qid"]: q["earned"] for q in step.grade(notebooks[student], STAGE, student)["questions"]}
+
+    assert earned("ada") == worth
+    kept = preprocessor._kept
+    assert earned("bob") == {q: 0.0 for q in worth} and preprocessor._kept is kept  # the same process
+    kept.stop()  # gone, as if killed
+    assert earned("ada") == worth and preprocessor._kept is not kept and preprocessor._kept.ready()
+    preprocessor._kept.stop()
 
 
 def _public_mistake(stage_id: str):

@@ -29,6 +29,7 @@ import torch
 import torch.nn as nn
 from tqdm import tqdm
 
+from autograder.engine.progress import interactive
 from autograder.kit.threads import configure_threads, thread_count
 from solutions.gpt import GPT, GPTConfig
 from training import checkpoint, ddp
@@ -255,7 +256,8 @@ class _Training:
 
 
 class _Progress:
-    """The progress bar (batch loss, tokens per second) and the evaluation lines, on rank 0."""
+    """The progress bar (batch loss, tokens per second; in a terminal only) and the evaluation
+    lines, on rank 0."""
 
     def __init__(self, training: _Training, show: bool, log: Callable[[str], None]) -> None:
         self.training, self.log = training, log
@@ -265,7 +267,7 @@ class _Progress:
             initial=training.step_count,
             desc="training",
             unit="step",
-            disable=not (show and self.main),
+            disable=not (show and self.main and interactive()),  # a log or CI gets the evaluation lines only
         )
         self.restart()
 

@@ -34,11 +34,11 @@ here leaves at least one key visible to every query.
 import math
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from autograder.kit import (
     REFERENCE,
     Hint,
+    Placement,
     Suite,
     Verdict,
     catch,
@@ -48,6 +48,7 @@ from autograder.kit import (
     randn,
     satisfies,
     set_parameters,
+    unplaced,
 )
 
 suite = Suite(public=False)
@@ -191,36 +192,11 @@ def _(ns):
     return catch(module, torch.zeros(5, dtype=torch.long))
 
 
-_FACTORIES = dict.fromkeys(
-    ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made"
-)
-_MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
-
-
-class _Placement(TorchFunctionMode):
-    """Notes every tensor-making torch call (with the device it was given) and every move."""
-
-    def __init__(self):
-        super().__init__()
-        self.calls = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        tensors = [a for a in args if getattr(a, "device", None) is not None]  # the tensors among the arguments
-        if _FACTORIES.get(name) is not None and not tensors:
-            self.calls.append(("made", name, str(kwargs.get("device"))))
-        elif _MOVES.get(name) is not None:
-            self.calls.append(("moved", name, ""))
-        return func(*args, **kwargs)
-
-
 def _placement_problem(calls):
-    unplaced = [name for kind, name, device in calls if kind == "made" and device == "None"]
-    moved = any(kind == "moved" for kind, _, _ in calls)
-    if unplaced and not moved:
+    made = unplaced(calls)
+    if made:
         return (
-            f"forward makes a tensor with torch.{unplaced[0]} on the default device: on a GPU it would not meet idx there; "
+            f"forward makes a tensor with torch.{made} on the default device: on a GPU it would not meet idx there; "
             "make it on idx.device (device=idx.device)"
         )
     return None
@@ -247,7 +223,7 @@ def _(ns):
     # Grading runs on the CPU only: the test watches the torch calls forward makes and
     # checks that a tensor it creates is given a device (or moved to one).
     module = _fresh_embedding(ns, 4)
-    with _Placement() as spy, torch.no_grad():
+    with Placement() as spy, torch.no_grad():
         out = module(_IDX)
     return [list(call) for call in spy.calls], out
 

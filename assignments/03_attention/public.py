@@ -11,9 +11,8 @@ few numbers agree with the float64 literals to about 1e-7); properties of rotati
 import math
 
 import torch
-from torch.overrides import TorchFunctionMode
 
-from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises, randn, satisfies
+from autograder.kit import Hint, Placement, Suite, Verdict, catch, close, equal, raises, randn, satisfies, unplaced
 
 suite = Suite(public=True)
 
@@ -97,41 +96,17 @@ def _(ns):
     return list(emb(torch.zeros(2, 8, dtype=torch.long)).shape)
 
 
-_FACTORIES = dict.fromkeys(
-    ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made"
-)
-_MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
-
-
-class _Placement(TorchFunctionMode):
-    """Notes every tensor-making torch call (with the device it was given) and every move."""
-
-    def __init__(self):
-        TorchFunctionMode.__init__(self)
-        self.calls = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        tensors = [a for a in args if getattr(a, "device", None) is not None]  # the tensors among the arguments
-        if _FACTORIES.get(name) is not None and not tensors:
-            self.calls.append(("made", name, str(kwargs.get("device"))))
-        elif _MOVES.get(name) is not None:
-            self.calls.append(("moved", name, ""))
-        return func(*args, **kwargs)
-
-
 def _placed_and_right(got, expected, reveal):
     """The output is right, and forward made its tensors on idx's device (or moved them there)."""
     calls, out = got
     verdict = close(rtol=1e-5, atol=1e-6)(out, _SUM, reveal)
     if not verdict.passed:
         return Verdict(False, f"the output is not right yet: {verdict.message}")
-    unplaced = [name for kind, name, device in calls if kind == "made" and device == "None"]
-    if unplaced and not any(kind == "moved" for kind, _, _ in calls):
+    made = unplaced(calls)
+    if made:
         return Verdict(
             False,
-            f"forward makes a tensor with torch.{unplaced[0]}(...) without a device: make the positions on idx.device (device=idx.device)",
+            f"forward makes a tensor with torch.{made}(...) without a device: make the positions on idx.device (device=idx.device)",
         )
     return Verdict(True)
 
@@ -148,7 +123,7 @@ def _(ns):
     with torch.no_grad():
         emb.tok_emb.weight.copy_(_TOK)
         emb.pos_emb.weight.copy_(_POS)
-        with _Placement() as spy:
+        with Placement() as spy:
             out = emb(_IDS)
     return [list(call) for call in spy.calls], out
 

@@ -30,9 +30,22 @@ move by more than 1e-4 when its own input changes.
 import math
 
 import torch
-from torch.overrides import TorchFunctionMode
 
-from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, equal, generator, raises, randn, satisfies
+from autograder.kit import (
+    REFERENCE,
+    Hint,
+    Placement,
+    Suite,
+    Verdict,
+    catch,
+    close,
+    equal,
+    generator,
+    raises,
+    randn,
+    satisfies,
+    unplaced,
+)
 
 suite = Suite(public=False)
 
@@ -224,36 +237,6 @@ def _(ns):
     return ns.causal_mask(7)
 
 
-_FACTORIES = dict.fromkeys(
-    ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made"
-)
-_MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
-
-
-class _Placement(TorchFunctionMode):
-    """Notes every tensor-making torch call (with the device it was given) and every move."""
-
-    def __init__(self):
-        TorchFunctionMode.__init__(self)
-        self.calls = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        tensors = [a for a in args if getattr(a, "device", None) is not None]  # the tensors among the arguments
-        if _FACTORIES.get(name) is not None and not tensors:
-            self.calls.append(("made", name, str(kwargs.get("device"))))
-        elif _MOVES.get(name) is not None:
-            self.calls.append(("moved", name, ""))
-        return func(*args, **kwargs)
-
-
-def _unplaced(calls):
-    """The first tensor made without a device and never moved to one, or None."""
-    made = [name for kind, name, device in calls if kind == "made" and device == "None"]
-    return made[0] if made and not any(kind == "moved" for kind, _, _ in calls) else None
-
-
 def _placed(what, hint, mistake):
     """A check: the output equals the fixture, and every tensor the call made got a device."""
 
@@ -262,7 +245,7 @@ def _placed(what, hint, mistake):
         verdict = equal()(out, expected[1], reveal)
         if not verdict.passed:
             return Verdict(False, f"the result is not right yet: {verdict.message}")
-        made = _unplaced(calls)
+        made = unplaced(calls)
         if made:
             return Verdict(
                 False, f"{what} makes a tensor with torch.{made}(...) on the default device\nHint: {hint}", mistake
@@ -287,7 +270,7 @@ def _placed(what, hint, mistake):
 def _(ns):
     # Grading has no second device: the test watches the torch calls causal_mask makes
     # and checks that the tensor it creates is given the device (or moved to it).
-    with _Placement() as spy:
+    with Placement() as spy:
         mask = ns.causal_mask(5, device=torch.device("cpu"))
     return [list(call) for call in spy.calls], mask
 
@@ -547,7 +530,7 @@ def _(ns):
 )
 def _(ns):
     tokens = _TOKENS.clone()
-    with _Placement() as spy:
+    with Placement() as spy:
         out = ns.shift_right(tokens, 2)
     return [list(call) for call in spy.calls], out
 

@@ -8,9 +8,8 @@ rtol 1e-5, atol 1e-6 (a float32 cross-entropy of a few numbers against a float64
 import math
 
 import torch
-from torch.overrides import TorchFunctionMode
 
-from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises
+from autograder.kit import Hint, Placement, Suite, Verdict, catch, close, equal, raises, unplaced
 
 suite = Suite(public=True)
 
@@ -138,43 +137,13 @@ def _(ns):
     return ns.causal_mask(1)
 
 
-_FACTORIES = dict.fromkeys(
-    ("arange", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "linspace", "eye"), "made"
-)
-_MOVES = dict.fromkeys(("to", "type_as", "cuda"), "moved")
-
-
-class _Placement(TorchFunctionMode):
-    """Notes every tensor-making torch call (with the device it was given) and every move."""
-
-    def __init__(self):
-        TorchFunctionMode.__init__(self)
-        self.calls = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        tensors = [a for a in args if getattr(a, "device", None) is not None]  # the tensors among the arguments
-        if _FACTORIES.get(name) is not None and not tensors:
-            self.calls.append(("made", name, str(kwargs.get("device"))))
-        elif _MOVES.get(name) is not None:
-            self.calls.append(("moved", name, ""))
-        return func(*args, **kwargs)
-
-
-def _unplaced(calls):
-    """The first tensor made without a device and never moved to one, or None."""
-    made = [name for kind, name, device in calls if kind == "made" and device == "None"]
-    return made[0] if made and not any(kind == "moved" for kind, _, _ in calls) else None
-
-
 def _placed_mask(got, expected, reveal):
     """The mask is right, and made on the device passed (or moved there)."""
     calls, mask = got
     verdict = equal()(mask, _grid("011 001 000"), reveal)
     if not verdict.passed:
         return Verdict(False, f"the mask is not right yet: {verdict.message}")
-    made = _unplaced(calls)
+    made = unplaced(calls)
     if made:
         return Verdict(
             False,
@@ -192,7 +161,7 @@ def _placed_mask(got, expected, reveal):
     builds_on=("T=4: True strictly above the diagonal",),
 )
 def _(ns):
-    with _Placement() as spy:
+    with Placement() as spy:
         mask = ns.causal_mask(3, device="cpu")
     return [list(call) for call in spy.calls], mask
 
@@ -384,7 +353,7 @@ def _placed_shift(got, expected, reveal):
     verdict = equal()(out, torch.tensor([[1, 5, 6]]), reveal)
     if not verdict.passed:
         return Verdict(False, f"the result is not right yet: {verdict.message}")
-    made = _unplaced(calls)
+    made = unplaced(calls)
     if made:
         return Verdict(
             False,
@@ -403,7 +372,7 @@ def _placed_shift(got, expected, reveal):
 )
 def _(ns):
     tokens = _FIVE_SIX_SEVEN.clone()
-    with _Placement() as spy:
+    with Placement() as spy:
         out = ns.shift_right(tokens, 1)
     return [list(call) for call in spy.calls], out
 

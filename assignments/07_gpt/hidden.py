@@ -8,7 +8,7 @@ happens in the checks, in the grading process. The clause table of each question
 
 Keeping the questions apart (and no implementation of a graded function in this file)
     model calls only GPTConfig and GPT; params calls num_parameters with a configuration
-    of the grader's own (``_Config``: a dataclass with every field given and no
+    of the grader's own (public.py's ``_Config``: a dataclass with every field given and no
     defaults), so a GPTConfig mistake costs model points only. train and generate run on
     ``_CausalMean``, a stand-in language model that is no transformer (each position's
     logits come from the running mean of the embeddings so far); kv_cache runs on
@@ -56,12 +56,10 @@ Tolerances (relative + absolute, per test)
 import contextlib
 import math
 import random
-from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from autograder.kit import (
     REFERENCE,
@@ -77,34 +75,22 @@ from autograder.kit import (
     satisfies,
 )
 
+from public import (
+    _FILLED_FIRST,
+    LOGITS,
+    _Chooser,
+    _config,
+    _grad_state,
+    _mode,
+    _optimizer_watch,
+    _same_draws,
+    _train_and_measure,
+)
+
 suite = Suite(public=False)
 
 
 # ======================================================================== helpers
-
-
-@dataclass
-class _Config:
-    """The grader's own configuration for its stand-in models: every field is given."""
-
-    vocab_size: int
-    block_size: int
-    n_layer: int
-    n_head: int
-    n_embd: int
-    ff_dim: int | None
-    dropout: float
-    tie_weights: bool
-    norm_first: bool
-
-
-def _config(
-    vocab_size, block_size, n_layer, n_head, n_embd, ff_dim=None, dropout=0.0, tie_weights=True, norm_first=True
-):
-    return _Config(vocab_size, block_size, n_layer, n_head, n_embd, ff_dim, dropout, tie_weights, norm_first)
-
-
-_FILLED_FIRST = {"tok_emb.weight": 0}
 
 
 def _weights_from_names(model, seed, scale=1.0):
@@ -118,14 +104,6 @@ def _weights_from_names(model, seed, scale=1.0):
         for dotted, tensor in distinct.values():
             salt = sum(ord(letter) * (k + 1) for k, letter in enumerate(dotted))
             tensor.copy_(scale * torch.randn(tensor.shape, generator=generator(seed * 100003 + salt)))
-
-
-def _mode(module):
-    return "train" if module.training else "eval"
-
-
-def _grad_state():
-    return "grad" if torch.is_grad_enabled() else "no_grad"
 
 
 def _refused(what):
@@ -233,20 +211,6 @@ class _PartsOnly(nn.Module):
         return self.head(
             self.ln_f(self.tok_emb(idx) + self.pos_emb(torch.arange(idx.size(1), device=idx.device)))
         ), None
-
-
-class _Chooser:
-    """Stands in for the notebook's sample_next: notes its arguments and the logits it is
-    handed, and returns the most likely token of each row (it filters and draws nothing)."""
-
-    def __init__(self):
-        self.logits = []
-        self.calls = []
-
-    def __call__(self, logits, temperature=1.0, top_k=None, top_p=None, generator=None):
-        self.logits.append(logits.detach().float().cpu().clone())
-        self.calls.append([float(temperature), top_k, top_p, None if generator is None else generator.initial_seed()])
-        return logits.argmax(dim=-1, keepdim=True)
 
 
 def _zeros_generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
@@ -1083,36 +1047,6 @@ def _(ns):
     ]
 
 
-@contextlib.contextmanager
-def _optimizer_watch():
-    """Note, at every optimiser step, its class, its groups' settings and the gradients' total norm."""
-    steps = []
-
-    def hook(optimizer, args, kwargs):
-        grads = [p.grad.reshape(-1) for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-        steps.append(
-            {
-                "class": type(optimizer).__name__,
-                "groups": [
-                    [
-                        float(g["lr"]),
-                        float(g.get("weight_decay", 0.0)),
-                        sorted({p.dim() for p in g["params"]}),
-                        [float(b) for b in g.get("betas", ())],
-                    ]
-                    for g in optimizer.param_groups
-                ],
-                "grad_norm": float(torch.cat(grads).norm()) if grads else 0.0,
-            }
-        )
-
-    handle = register_optimizer_step_pre_hook(hook)
-    try:
-        yield steps
-    finally:
-        handle.remove()
-
-
 def _train_run(ns, seed, steps, warmup, eval_interval, lr=3e-3, device="cpu", progress=False, **extra):
     model = _CausalMean(seed, **SMALL)
     with _optimizer_watch() as seen:
@@ -1406,7 +1340,6 @@ def _(ns):
 
 # ======================================================================== sampling
 
-LOGITS = torch.tensor([[3.0, 0.5, 2.0, -1.0, 1.0, 0.0]])  # sorted: 0, 2, 4, 1, 5, 3
 PROBS = torch.softmax(LOGITS[0], dim=-1)  # about 0.610, 0.050, 0.224, 0.011, 0.083, 0.030
 BATCH_GREEDY = randn(7, 13, seed=80) * 3
 
@@ -1627,18 +1560,6 @@ ROWS = torch.tensor([[4.0, 3.5, 3.0, 2.5, -2.0, -3.0], [-3.0, -2.0, -1.0, 0.0, 1
 def _(ns):
     out = ns.sample_next(ROWS.repeat(500, 1), top_k=2, generator=generator(100))
     return [sorted(set(out[0::2].flatten().tolist())), sorted(set(out[1::2].flatten().tolist()))]
-
-
-def _same_draws(got):
-    first, second = got
-    if (
-        type(first) is not torch.Tensor
-        or type(second) is not torch.Tensor
-        or first.shape != second.shape
-        or not torch.equal(first, second)
-    ):
-        return "two calls with generators seeded alike gave different draws: pass generator= to torch.multinomial"
-    return None
 
 
 @suite.case("sampling", "draws come from the generator (same seed, same draws)", points=1, check=satisfies(_same_draws))
@@ -2126,36 +2047,6 @@ def _other_sentences(seed, size=3000):
     return text
 
 
-def _fit_and_score(ns, text, seed):
-    vocab = sorted(set(text))
-    ids = torch.tensor([vocab.index(ch) for ch in text])
-    split = int(0.9 * len(ids))
-    torch.manual_seed(seed)
-    model = ns.GPT(_config(vocab_size=len(vocab), block_size=16, n_layer=1, n_head=2, n_embd=32))
-    ns.train(
-        model,
-        ids[:split],
-        ids[split:],
-        steps=300,
-        batch_size=16,
-        lr=1e-2,
-        device="cpu",
-        eval_interval=100,
-        eval_iters=8,
-        warmup=30,
-        generator=generator(seed),
-        progress=False,
-    )
-    held = ids[split:]
-    offsets = torch.arange(16)
-    first = torch.arange(len(held) - 16).unsqueeze(1)
-    inputs, following = held[first + offsets], held[first + offsets + 1]
-    model.cpu().eval()
-    with torch.no_grad():
-        scores = model(inputs)[0]
-    return F.cross_entropy(scores.reshape(-1, len(vocab)), following.reshape(-1)).item()
-
-
 def _below_bound(got):
     if not isinstance(got, float) or not math.isfinite(got):
         return f"the validation loss after training is {got}"
@@ -2176,4 +2067,4 @@ def _below_bound(got):
     timeout=60,
 )
 def _(ns):
-    return _fit_and_score(ns, _other_sentences(1), seed=1)
+    return _train_and_measure(ns, _other_sentences(1), seed=1)

@@ -87,12 +87,15 @@ def _stand_in(ns, name, replacement):
 
 class _Chooser:
     """The grader's stand-in for sample_next in the generation tests: it notes its arguments
-    and returns the most likely token of each row, whatever they say."""
+    and the logits it is handed, and returns the most likely token of each row, whatever
+    they say (it filters and draws nothing)."""
 
     def __init__(self):
+        self.logits = []
         self.calls = []
 
     def __call__(self, logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+        self.logits.append(logits.detach().float().cpu().clone())
         seed = None if generator is None else generator.initial_seed()
         self.calls.append([float(temperature), top_k, top_p, seed])
         return logits.argmax(dim=-1, keepdim=True)

@@ -64,7 +64,6 @@ Tolerances (relative + absolute, per test)
 
 import contextlib
 import functools
-import random
 
 import torch
 import torch.nn as nn
@@ -87,36 +86,20 @@ from autograder.kit import (
     set_parameters,
 )
 
+from public import (
+    THRESHOLD,
+    _default_init,
+    _heads_mask,
+    _largest_change,
+    _reversal_pairs,
+    _stand_ins,
+    _TorchCrossAttention,
+)
+
 suite = Suite(public=False)
 
 B, T, C, H, FF = 3, 6, 24, 4, 40
 TQ, TK = 5, 7
-
-
-def _change(a, b):
-    return float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
-
-
-@contextlib.contextmanager
-def _standing_in(ns, **replacements):
-    """The notebook's names replaced while the block runs, and put back afterwards."""
-    names = ns._names
-    absent = set(replacements) - set(names)
-    saved = {key: names[key] for key in set(replacements) - absent}
-    names.update(replacements)
-    try:
-        yield
-    finally:
-        for key in absent:
-            names.pop(key, None)
-        names.update(saved)
-
-
-def _heads_mask(mask, batch, queries, keys, heads):
-    """A course mask (True = blocked; (T_q, T_k), (B, 1, T_k) or (B, T_q, T_k)) as PyTorch's (B*H, T_q, T_k)."""
-    if mask is None:
-        return None
-    return mask.expand(batch, queries, keys).repeat_interleave(heads, dim=0)
 
 
 class _TorchEncoder(nn.Module):
@@ -169,18 +152,6 @@ class _TorchEncoder(nn.Module):
         for layer in self.layers:
             h = layer(h, src_mask=blocked)
         return self.norm(h)
-
-
-class _TorchCrossAttention(nn.Module):
-    """Stand-in CrossAttention: PyTorch's nn.MultiheadAttention called with (x, memory, memory)."""
-
-    def __init__(self, embed_dim, num_heads, dropout=0.0):
-        super().__init__()
-        self.mha = nn.MultiheadAttention(embed_dim, num_heads, dropout=dropout, batch_first=True)
-
-    def forward(self, x, memory, memory_mask=None):
-        blocked = _heads_mask(memory_mask, x.size(0), x.size(1), memory.size(1), self.mha.num_heads)
-        return self.mha(x, memory, memory, attn_mask=blocked, need_weights=False)[0]
 
 
 class _TorchDecoderBlock(nn.Module):
@@ -283,7 +254,7 @@ def _encoder(ns, seed, **kwargs):
 def _(ns):
     encoder = ns.Encoder(15, 9).train()
     with torch.no_grad():
-        repeat = _change(encoder(_SHORT.clone())[_SHORT_REAL], encoder(_SHORT.clone())[_SHORT_REAL])
+        repeat = _largest_change(encoder(_SHORT.clone())[_SHORT_REAL], encoder(_SHORT.clone())[_SHORT_REAL])
     return {
         "training_repeat": repeat,
         "blocks": len(encoder.blocks),
@@ -398,7 +369,7 @@ def _(ns):
         alone = encoder(sentence)
         one = encoder(torch.tensor([[4, 9, 2, 11, 0]]))[:, :4]
         three = encoder(torch.tensor([[4, 9, 2, 11, 0, 0, 0]]))[:, :4]
-    return max(_change(alone, one), _change(alone, three))
+    return max(_largest_change(alone, one), _largest_change(alone, three))
 
 
 @suite.case(
@@ -457,7 +428,7 @@ def _random_in_training(got):
 def _(ns):
     encoder = _encoder(ns, 8, dropout=0.3).train()
     with torch.no_grad():
-        return _change(encoder(_IDS.clone()), encoder(_IDS.clone()))
+        return _largest_change(encoder(_IDS.clone()), encoder(_IDS.clone()))
 
 
 # ======================================================================== classifier
@@ -616,7 +587,7 @@ def _(ns):
     with torch.no_grad():
         a = clf(torch.tensor([[3, 7, 9, 0], [5, 6, 0, 0]]))
         b = clf(torch.tensor([[3, 7, 9, 0, 0, 0, 0], [5, 6, 0, 0, 0, 0, 0]]))
-    return _change(a, b)
+    return _largest_change(a, b)
 
 
 @suite.case(
@@ -916,7 +887,7 @@ def _(ns):
     ]
     with torch.no_grad():
         out = module(_XQ.clone(), _MEM.clone())
-        return parts + [list(out.shape), _change(out, module(_XQ.clone(), _MEM.clone()))]
+        return parts + [list(out.shape), _largest_change(out, module(_XQ.clone(), _MEM.clone()))]
 
 
 @suite.case(
@@ -1059,7 +1030,7 @@ def _(ns):
         base = module(_XQ.clone(), _MEM.clone())
         other_memory = module(_XQ.clone(), randn(B, TK, C, seed=302))
         other_x = module(randn(B, TQ, C, seed=303), _MEM.clone())
-    return _change(base, other_memory), _change(base, other_x)
+    return _largest_change(base, other_memory), _largest_change(base, other_x)
 
 
 def _queries_apart(got):
@@ -1087,7 +1058,7 @@ def _(ns):
         a = module(_XQ.clone(), _MEM.clone(), memory_mask=_KEY_PAD.clone())
         b = module(other_x, _MEM.clone(), memory_mask=_KEY_PAD.clone())
         c = module(_XQ.clone(), other_memory, memory_mask=_KEY_PAD.clone())
-    return _change(a[:, 0], b[:, 0]), _change(a, c)
+    return _largest_change(a[:, 0], b[:, 0]), _largest_change(a, c)
 
 
 @suite.case(
@@ -1112,7 +1083,7 @@ def _(ns):
 def _(ns):
     module = _cross(ns, 11, dropout=0.5).train()
     with torch.no_grad():
-        return _change(module(_XQ.clone(), _MEM.clone()), module(_XQ.clone(), _MEM.clone()))
+        return _largest_change(module(_XQ.clone(), _MEM.clone()), module(_XQ.clone(), _MEM.clone()))
 
 
 @suite.case(
@@ -1133,7 +1104,7 @@ _CAUSAL = torch.ones(TQ, TQ, dtype=torch.bool).triu(1)
 
 
 def _block(ns, seed, **kwargs):
-    with _standing_in(ns, CrossAttention=_TorchCrossAttention):
+    with _stand_ins(ns, CrossAttention=_TorchCrossAttention):
         block = ns.DecoderBlock(C, H, FF, **kwargs)
     set_parameters(block, seed, scale=0.2)  # as for the cross-attention: moderate scores
     return block.eval()
@@ -1163,7 +1134,7 @@ def _(ns):
     }
     parts["ff_dim"] = block.ff.fc1.out_features
     with torch.no_grad():
-        parts["training_repeat"] = _change(block(_XD.clone(), _MEMD.clone()), block(_XD.clone(), _MEMD.clone()))
+        parts["training_repeat"] = _largest_change(block(_XD.clone(), _MEMD.clone()), block(_XD.clone(), _MEMD.clone()))
     return parts
 
 
@@ -1307,7 +1278,7 @@ def _(ns):
         with torch.no_grad():
             a = block(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(), memory_mask=_KEY_PAD.clone())
             b = block(changed, _MEMD.clone(), self_mask=_CAUSAL.clone(), memory_mask=_KEY_PAD.clone())
-        early, late = max(early, _change(a[:, :3], b[:, :3])), min(late, _change(a[:, 3:], b[:, 3:]))
+        early, late = max(early, _largest_change(a[:, :3], b[:, :3])), min(late, _largest_change(a[:, 3:], b[:, 3:]))
     return early, late
 
 
@@ -1332,13 +1303,13 @@ def _(ns):
         with torch.no_grad():
             a = block(_XD.clone(), _MEMD.clone(), self_mask=_CAUSAL.clone(), memory_mask=_KEY_PAD.clone())
             b = block(_XD.clone(), other, self_mask=_CAUSAL.clone(), memory_mask=_KEY_PAD.clone())
-        worst = max(worst, _change(a, b))
+        worst = max(worst, _largest_change(a, b))
     return worst
 
 
 def _silenced_problem(got):
     x, out = got
-    moved = _change(x, out)
+    moved = _largest_change(x, out)
     if not moved <= 1e-6:
         return (
             f"with all three sublayers silenced (their output projections zero) a pre-norm block must return x itself, "
@@ -1384,7 +1355,7 @@ def _(ns):
 def _(ns):
     block = _block(ns, 11, dropout=0.3).train()
     with torch.no_grad():
-        return _change(block(_XD.clone(), _MEMD.clone()), block(_XD.clone(), _MEMD.clone()))
+        return _largest_change(block(_XD.clone(), _MEMD.clone()), block(_XD.clone(), _MEMD.clone()))
 
 
 # ======================================================================== seq2seq
@@ -1394,7 +1365,7 @@ def _seq2seq(ns, seed, log=None, **kwargs):
     settings = dict(n_layer=2, n_head=H, n_embd=C)
     settings.update(kwargs)
     known = _torch_parts(log)
-    with _standing_in(ns, Encoder=known["Encoder"], DecoderBlock=known["DecoderBlock"]):
+    with _stand_ins(ns, Encoder=known["Encoder"], DecoderBlock=known["DecoderBlock"]):
         model = ns.Seq2Seq(15, 11, 8, **settings)
     set_parameters(model, seed)
     return model.eval()
@@ -1465,7 +1436,7 @@ def _(ns):
 def _(ns):
     log = []
     known = _torch_parts(log)
-    with _standing_in(ns, Encoder=known["Encoder"], DecoderBlock=known["DecoderBlock"]):
+    with _stand_ins(ns, Encoder=known["Encoder"], DecoderBlock=known["DecoderBlock"]):
         model = ns.Seq2Seq(15, 11, 8)
     encoder = next(entry for entry in log if entry["part"] == "Encoder")
     return {
@@ -1515,7 +1486,7 @@ def _(ns):
     changed[:, 3:] = torch.tensor([[7, 8], [9, 10], [2, 3]])
     with torch.no_grad():
         a, b = model(_SRC.clone(), _TGT_IN.clone()), model(_SRC.clone(), changed)
-    return _change(a[:, :3], b[:, :3]), _change(a[:, 3:], b[:, 3:])
+    return _largest_change(a[:, :3], b[:, :3]), _largest_change(a[:, 3:], b[:, 3:])
 
 
 def _source_padding_problem(got):
@@ -1536,7 +1507,7 @@ def _(ns):
     with torch.no_grad():
         short = model(torch.tensor([[4, 5, 0], [7, 0, 8]]), tgt_in)
         longer = model(torch.tensor([[4, 5, 0, 9, 9, 9], [7, 0, 8, 9, 9, 9]]), tgt_in)
-    return _change(short, longer)
+    return _largest_change(short, longer)
 
 
 class _Scripted(nn.Module):
@@ -2107,28 +2078,10 @@ def _(ns):
     return [call(steps=0), call(batch_size=0), call(lr=0.0), call(tgt=_W_TGT[:7].clone())]
 
 
-THRESHOLD = 0.8
-
-
-def _reversals(n, seed, exclude=frozenset()):
-    """n distinct digit strings of 3 to 6 digits (none in exclude): src (n, 6), tgt (n, 7) and the strings."""
-    pick = random.Random(seed)
-    strings, sources, targets = set(), [], []
-    while len(sources) < n:
-        digits = tuple(pick.randrange(10) for _ in range(pick.randint(3, 6)))
-        if digits in strings or digits in exclude:
-            continue
-        strings.add(digits)
-        ids = [d + 3 for d in digits]
-        sources.append(ids + [0] * (6 - len(ids)))
-        targets.append(ids[::-1] + [2] + [0] * (6 - len(ids)))
-    return torch.tensor(sources), torch.tensor(targets), frozenset(strings)
-
-
 def _reversed_enough(got):
     predictions, train_seed, test_seed = got
-    _, _, seen = _reversals(2000, train_seed)
-    _, targets, _ = _reversals(200, test_seed, seen)
+    _, _, seen = _reversal_pairs(2000, train_seed)
+    _, targets, _ = _reversal_pairs(200, test_seed, seen)
     if not isinstance(predictions, torch.Tensor) or tuple(predictions.shape) != tuple(targets.shape):
         return f"expected predictions of shape {tuple(targets.shape)}"
     right = float(((predictions == targets) | (targets == 0)).all(dim=1).float().mean())
@@ -2141,32 +2094,7 @@ def _reversed_enough(got):
     return None
 
 
-def _layer_norm_reset(part):
-    part.weight.fill_(1.0)
-    part.bias.zero_()
-
-
 # How each kind of layer is put back to PyTorch's default initialisation, by its exact type
-_RESETS = {
-    nn.Linear: nn.Linear.reset_parameters,
-    nn.modules.linear.NonDynamicallyQuantizableLinear: nn.Linear.reset_parameters,
-    nn.Embedding: nn.Embedding.reset_parameters,
-    nn.LayerNorm: nn.LayerNorm.reset_parameters,
-    nn.MultiheadAttention: nn.MultiheadAttention._reset_parameters,
-}
-
-
-def _reinitialised(ns, model, seed):
-    """Every layer back to PyTorch's default initialisation, seeded, whatever the student's
-    Seq2Seq did (GPT-2's small initialisation, applied to the grader's parts too, learns
-    this task too slowly for the budget): the test is about the wiring and the loop."""
-    resets = {**_RESETS, ns.LayerNorm: _layer_norm_reset}
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        for part in model.modules():
-            reset = resets.get(type(part))
-            if reset is not None:
-                reset(part)
 
 
 @suite.case(
@@ -2177,12 +2105,12 @@ def _reinitialised(ns, model, seed):
     timeout=60,
 )
 def _(ns):
-    src, tgt, seen = _reversals(2000, 2)
-    test_src, test_tgt, _ = _reversals(200, 3, seen)
+    src, tgt, seen = _reversal_pairs(2000, 2)
+    test_src, test_tgt, _ = _reversal_pairs(200, 3, seen)
     known = _torch_parts()
-    with _standing_in(ns, Encoder=known["Encoder"], DecoderBlock=known["DecoderBlock"]):
+    with _stand_ins(ns, Encoder=known["Encoder"], DecoderBlock=known["DecoderBlock"]):
         model = ns.Seq2Seq(13, 13, 8, n_layer=1, n_head=2, n_embd=32)
-    _reinitialised(ns, model, 2)
+    _default_init(ns, model, 2)
     ns.train_seq2seq(model, src, tgt, steps=200, batch_size=32, lr=3e-3, start_id=1, generator=generator(2))
     tgt_in = torch.cat([torch.ones(len(test_tgt), 1, dtype=torch.long), test_tgt[:, :-1]], dim=1)
     model.cpu().eval()

@@ -18,10 +18,7 @@ def reference_and_empty(grades: CatalogueGrades) -> list[str]:
     if empty.total:
         earned = [r.key for r in empty.results if r.score]
         problems.append(f"the empty release earns {empty.total:g} points, on {', '.join(earned)}")
-    silent = [r.key for r in empty.results if not r.passed and not r.message]
-    if silent:
-        problems.append(f"the empty release fails {', '.join(silent)} without a message")
-    return problems
+    return problems + _silent(grades, "empty", "the empty release")
 
 
 def mistakes_cost_their_own_question(grades: CatalogueGrades) -> list[str]:
@@ -34,10 +31,14 @@ def mistakes_cost_their_own_question(grades: CatalogueGrades) -> list[str]:
         others = sorted(q for q, s in scores.items() if q != variant.qid and s < grades.maxima[q])
         if others:
             problems.append(f"mistake {variant.slug!r} also loses points on {', '.join(others)}")
-        silent = [r.key for r in grades.by_name[variant.slug].results if not r.passed and not r.message]
-        if silent:
-            problems.append(f"mistake {variant.slug!r} fails {', '.join(silent)} without a message")
+        problems += _silent(grades, variant.slug, f"mistake {variant.slug!r}")
     return problems
+
+
+def _silent(grades: CatalogueGrades, name: str, who: str) -> list[str]:
+    """A problem when submission ``name`` fails a test that says nothing about why."""
+    silent = [r.key for r in grades.by_name[name].results if not r.passed and not r.message]
+    return [f"{who} fails {', '.join(silent)} without a message"] if silent else []
 
 
 def alternatives_earn_everything(grades: CatalogueGrades) -> list[str]:

@@ -22,19 +22,30 @@ from .variants import write_variant
 
 
 class CatalogueGrades:
-    """The reference, the empty release and every catalogued variant of a stage, graded in one batch."""
+    """The reference, the empty release and every catalogued variant of a stage, graded in one batch.
 
-    def __init__(self, stage: Stage, folder: Path, workers: int = 2) -> None:
+    ``graded`` (a submission's name -> its grading) takes grades made earlier of the
+    notebooks already in ``folder`` instead of writing and grading them again (the project's
+    tests keep them, see ``tests/support.py``).
+    """
+
+    def __init__(self, stage: Stage, folder: Path, workers: int = 2, graded: dict[str, Graded] | None = None) -> None:
         self.stage = stage
         self.tests = stage_tests(stage)
         self.mistakes, self.alternatives = catalogue(stage)
-        write_notebook(make_notebook(stage, "reference"), folder / "reference.ipynb")
-        write_notebook(make_notebook(stage, "student"), folder / "empty.ipynb")
-        paths = [folder / "reference.ipynb", folder / "empty.ipynb"]
-        paths += [write_variant(stage, variant, folder) for variant in self.mistakes + self.alternatives]
-        graded = grade_batch(paths, [p.stem for p in paths], self.tests, Limits(), workers=workers, progress=False)
-        self.by_name: dict[str, Graded] = {g.name: g for g in graded}
         self.folder = folder
+        if graded is None:
+            paths = self._write_notebooks()
+            done = grade_batch(paths, [p.stem for p in paths], self.tests, Limits(), workers=workers, progress=False)
+            graded = {g.name: g for g in done}
+        self.by_name: dict[str, Graded] = graded
+
+    def _write_notebooks(self) -> list[Path]:
+        """The reference, the empty release and every variant, written to ``self.folder``."""
+        write_notebook(make_notebook(self.stage, "reference"), self.folder / "reference.ipynb")
+        write_notebook(make_notebook(self.stage, "student"), self.folder / "empty.ipynb")
+        paths = [self.folder / "reference.ipynb", self.folder / "empty.ipynb"]
+        return paths + [write_variant(self.stage, v, self.folder) for v in self.mistakes + self.alternatives]
 
     @property
     def fixtures(self):

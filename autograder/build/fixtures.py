@@ -7,14 +7,18 @@ sources they came from. ``stage_tests`` gives a stage's tests with fresh fixture
 rebuilding them first when a source changed.
 """
 
+import fcntl
 import hashlib
 import json
+import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from autograder.course import ASSIGNMENTS, ROOT, Stage
 from autograder.engine import codec
 from autograder.engine.fixtures import FixtureError, read_fixtures
+from autograder.engine.results import write_atomic
 from autograder.engine.runner import Limits, run_submission
 from autograder.engine.suites import StageTests
 from autograder.kit.cases import REFERENCE
@@ -61,9 +65,8 @@ def build_fixtures(stage: Stage, directory: Path = DEFAULT_DIR) -> Path:
         "source_hash": source_hash(stage),
         "values": {k: codec.encode(outcome.values[k]) for k in keys},
     }
-    directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{stage.id}.json"
-    target.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+    write_atomic(target, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")  # a reader never sees half
     return target
 
 
@@ -78,8 +81,23 @@ def fixture_file(stage: Stage, directory: Path = DEFAULT_DIR, rebuild: bool = Tr
     if not is_fresh(stage, directory):
         if not rebuild:
             raise FixtureError(f"{directory / stage.id}.json is missing or stale: run `gptcourse build`")
-        build_fixtures(stage, directory)
+        with _building(directory):  # processes that find it stale at once build it once, one after another
+            if not is_fresh(stage, directory):
+                build_fixtures(stage, directory)
     return directory / f"{stage.id}.json"
+
+
+@contextmanager
+def _building(directory: Path):
+    """Hold an exclusive lock on ``directory`` (the folder itself: nothing is left in it) while
+    this process builds fixtures that others wait for."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def stage_tests(stage: Stage, directory: Path = DEFAULT_DIR, rebuild: bool = True) -> StageTests:

@@ -9,6 +9,6 @@ channel calls: ``gptcourse grade``, the Gradescope entry point and nbgrader alik
 - ``submission``: reading a submitted notebook
 - ``runner`` (parent) and ``child`` (the confined process), with ``sandbox``, ``processes``, ``codec``
 - ``judge``: raw outputs to scored results; ``results``: results.json
-- ``pipeline``: load, run, judge, for one submission or a class
+- ``pipeline``: load, run, judge, for one submission or a class (``progress``: a bar or plain lines)
 - ``fixtures``: reading the reference's expected outputs
 """

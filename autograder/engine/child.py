@@ -45,8 +45,9 @@ HEADER = 8  # bytes of the length that precedes each control message
 # the first optimiser step imports torch._dynamo (hundreds of modules). A test stopped by its
 # time limit in the middle of such an import leaves the module half made, and every later
 # test that needs it fails. The fork server and each child import LAZY before any test runs;
-# torch._dynamo is imported per job, only where the tests train (a suite imports torch.optim):
-# held by the fork server, it made every fork slower (12 % measured).
+# torch._dynamo is imported only where the tests train (a suite imports torch.optim): by the
+# fork server that serves those jobs alone (runner.server_modules), as held by every server
+# it made every fork slower (12 % measured), and by the job itself when it runs without one.
 LAZY = ("torch.fx.experimental.symbolic_shapes",)
 
 
@@ -140,11 +141,12 @@ def _limit_processes(job: dict, isolation: dict) -> None:
         pass
 
 
-def _load_probes(suite: dict, index: int) -> dict:
-    """Run a suite's source as a module; return its cases by key, without expected values or checks."""
+def _load_probes(suite: dict, index: int, public: types.ModuleType | None = None) -> dict:
+    """Run a suite's source as a module (``public``: its stage's public suite, which a hidden
+    suite imports from); return its cases by key, without expected values or checks."""
     from autograder.engine.suites import exec_suite  # imported before the sandbox is entered (run_job)
 
-    cases = exec_suite(suite["source"], f"<{suite['label']} tests>", f"gptcourse_suite_{index}").cases
+    cases = exec_suite(suite["source"], f"<{suite['label']} tests>", f"gptcourse_suite_{index}", public).cases
     for case in cases:  # the child needs the probes only: no expected value, no check
         case.expected = None
         case.check = None
@@ -161,10 +163,36 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
 
     sys.path.insert(0, ROOT)
     _set_limits(job)
+    tools = _import_what_the_tests_need(job)
+    isolation = _confine(job, tools)
+    cases = _load_suites(job["suites"], start=0)
+    public = sys.modules.get("gptcourse_suite_0")  # the public suite, which the hidden ones import from
+    engine = dict(sys.modules)  # every module loaded so far, as the tests expect to find them
+    signal.signal(signal.SIGALRM, _on_alarm)
+    emit(ev="ready", isolation=isolation)
+    cell_of = _cell_names(job["cells"])
+    submission = _run_cells(job, tools, cell_of, emit)
+    names = tools.Namespace(submission.__dict__)
+    _run_cases(job, tools, cases, names, cell_of, (engine, public), control_fd, emit)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # the student may have replaced or closed them
+            pass
+    emit(ev="done")
+    events.close()
+    os._exit(0)
 
+
+def _import_what_the_tests_need(job: dict) -> types.SimpleNamespace:
+    """Import, while the engine is still readable, every module a test will need: the lazy
+    parts of torch, the engine and the kit, the suites' own imports; one thread, seeded.
+
+    Returns the engine's own tools, bound here: what the student's code later puts in
+    ``sys.modules`` cannot replace them.
+    """
     for name in LAZY:
         importlib.import_module(name)
-
     from autograder.engine import codec, sandbox, suites  # noqa: F401 - suites: for _load_probes, while readable
     from autograder.kit import runtime, threads
     from autograder.kit.cases import Namespace
@@ -174,15 +202,21 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         # tests that train: the first optimiser made imports torch._dynamo (seconds); a test's time
         # limit interrupting that import would leave it half-loaded for every later test
         preload.append("torch._dynamo")
-    for name in preload:  # what the tests import, while the engine is readable
+    for name in preload:
         try:
             importlib.import_module(name)
         except Exception:  # a test that needs it will say so
             pass
     threads.configure_threads(1)  # one thread per submission: the parent runs one child per usable CPU
     runtime.reseed(0)  # imports the random generators' modules while they are readable
+    return types.SimpleNamespace(codec=codec, sandbox=sandbox, runtime=runtime, Namespace=Namespace)
+
+
+def _confine(job: dict, tools: types.SimpleNamespace) -> dict:
+    """Enter the sandbox (its private working directory becomes home and temp) and cap the
+    processes; return how this process is confined."""
     job["existing_processes"] = _count_processes(os.getuid()) if os.geteuid() != 0 else 0
-    isolation = sandbox.enter(
+    isolation = tools.sandbox.enter(
         job["workdir"], ROOT, int(job.get("disk_bytes") or 256 * 1024**2), job.get("sandbox") or "namespaces"
     )
     os.environ.update(HOME=isolation["workdir"], TMPDIR=isolation["workdir"])
@@ -190,26 +224,26 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
 
     tempfile.tempdir = None
     _limit_processes(job, isolation)
-    cases = {}
-    for index, suite in enumerate(job["suites"]):
-        cases.update(_load_probes(suite, index))
-    engine = dict(sys.modules)  # every module loaded so far, as the tests expect to find them
-    signal.signal(signal.SIGALRM, _on_alarm)
-    emit(ev="ready", isolation=isolation)
+    return isolation
 
+
+def _load_suites(suites: list[dict], start: int, public: types.ModuleType | None = None) -> dict:
+    """The probes of ``suites`` by case key (the suites numbered from ``start``)."""
+    cases = {}
+    for index, suite in enumerate(suites, start=start):
+        cases.update(_load_probes(suite, index, public))
+    return cases
+
+
+def _run_cells(job: dict, tools: types.SimpleNamespace, cell_of, emit) -> types.ModuleType:
+    """Run the notebook's cells (all but ``skip_cells``) in a fresh ``submission`` module,
+    announcing each, each within ``cell_timeout``; a failing cell is noted and the next runs."""
     submission = types.ModuleType("submission")
     submission.__dict__["__builtins__"] = builtins
     submission.__dict__["display"] = display
     sys.modules["submission"] = submission
-    runtime.reseed(0)
+    tools.runtime.reseed(0)
     skip = set(job.get("skip_cells", []))
-    labels = {
-        f"<{_label(cell)}>": _label(cell) for cell in job["cells"]
-    }  # file name -> the cell as the student names it
-    for cell in job["cells"]:  # tracebacks and error messages show the line of code
-        filename = f"<{_label(cell)}>"
-        linecache.cache[filename] = (len(cell["source"]), None, cell["source"].splitlines(True), filename)
-    cell_of = labels.get
     for cell in job["cells"]:
         if cell["index"] in skip:
             continue
@@ -227,24 +261,41 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         except CaseTimeout:
             error = f"did not finish within {job['cell_timeout']:g} s and was stopped"
         except BaseException as exc:  # the student's cell failed: note it and go on
-            error = runtime.describe_error(exc, cell_of, current=_label(cell))
+            error = tools.runtime.describe_error(exc, cell_of, current=_label(cell))
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         emit(ev="cell_done", index=cell["index"], error=error)
+    return submission
 
-    names = Namespace(submission.__dict__)
+
+def _cell_names(cells: list[dict]):
+    """Put each cell's lines in ``linecache`` (tracebacks and error messages show the line of
+    code) and return the function that names a cell by its file name, as the student knows it."""
+    labels = {f"<{_label(cell)}>": _label(cell) for cell in cells}
+    for cell in cells:
+        filename = f"<{_label(cell)}>"
+        linecache.cache[filename] = (len(cell["source"]), None, cell["source"].splitlines(True), filename)
+    return labels.get
+
+
+def _run_cases(job: dict, tools, cases: dict, names, cell_of, loaded: tuple, control_fd: int, emit) -> None:
+    """Run each case of ``job["cases"]`` on the submission's names and send its raw output.
+
+    The hidden suites arrive on the control pipe once the first case not yet loaded is due
+    (``deferred``); ``sys.modules`` is put back as the engine left it before they load
+    (``loaded``: those modules, and the public suite the hidden ones import from).
+    A question that ran out of time (``struck``) gets ``strike_fraction`` of its later tests' limits.
+    """
     deferred, unloaded = bool(job.get("deferred")), "this test could not be loaded"
-    struck, strike = (
-        set(job.get("struck") or ()),
-        job.get("strike_fraction"),
-    )  # questions that ran out of time (runner.case_limit)
+    struck = set(job.get("struck") or ())
+    engine, public = loaded
     for key in job["cases"]:
         if key not in cases and deferred:
             deferred = False
             sys.modules.update(engine)  # modules a cell replaced in sys.modules are put back
             try:
-                for index, suite in enumerate(read_message(control_fd)["suites"], start=len(job["suites"])):
-                    cases.update(_load_probes(suite, index))
+                hidden = read_message(control_fd)["suites"]
+                cases.update(_load_suites(hidden, start=len(job["suites"]), public=public))
             except Exception:  # the notebook broke what the tests need (it patched torch or the engine, say)
                 unloaded = (
                     "the tests could not be loaded in your notebook's process (did "
@@ -255,39 +306,28 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         if case is None:
             emit(ev="result", key=key, error=unloaded)
             continue
-        timeout = min(case.timeout, job["case_timeout"]) if job.get("case_timeout") else case.timeout
-        shortened = bool(strike) and case.qid in struck
-        timeout = timeout * strike if shortened else timeout
-        try:
-            signal.setitimer(signal.ITIMER_REAL, timeout)
-            value, error, _ = runtime.run_probe(case, names, cell_of)
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            payload = codec.encode(value) if error is None else None
-        except CaseTimeout:
-            struck.add(case.qid)
-            note = "; a shorter limit, as an earlier test of this question ran out of time" if shortened else ""
-            emit(
-                ev="result",
-                key=key,
-                error=f"did not finish within {timeout:g} s (an endless loop, or far too slow{note})",
-            )
-            continue
-        except BaseException as exc:  # sys.exit and the like, or an output the codec cannot carry
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            emit(ev="result", key=key, error=runtime.describe_error(exc, cell_of))
-            continue
-        if error is not None:
-            emit(ev="result", key=key, error=error)
-            continue
-        emit(ev="result", key=key, value=payload)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # the student may have replaced or closed them
-            pass
-    emit(ev="done")
-    events.close()
-    os._exit(0)
+        emit(ev="result", key=key, **_run_case(case, job, tools, struck, names, cell_of))
+
+
+def _run_case(case, job: dict, tools, struck: set[str], names, cell_of) -> dict:
+    """One probe within its time limit: ``{"value": raw output}`` or ``{"error": message}``."""
+    strike = job.get("strike_fraction")
+    timeout = min(case.timeout, job["case_timeout"]) if job.get("case_timeout") else case.timeout
+    shortened = bool(strike) and case.qid in struck
+    timeout = timeout * strike if shortened else timeout
+    try:
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        value, error, _ = tools.runtime.run_probe(case, names, cell_of)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        payload = tools.codec.encode(value) if error is None else None
+    except CaseTimeout:
+        struck.add(case.qid)
+        note = "; a shorter limit, as an earlier test of this question ran out of time" if shortened else ""
+        return {"error": f"did not finish within {timeout:g} s (an endless loop, or far too slow{note})"}
+    except BaseException as exc:  # sys.exit and the like, or an output the codec cannot carry
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        return {"error": tools.runtime.describe_error(exc, cell_of)}
+    return {"error": error} if error is not None else {"value": payload}
 
 
 def _start_job(request: dict, out_fd: int, events_fd: int, control_fd: int) -> None:
@@ -307,7 +347,7 @@ def _start_job(request: dict, out_fd: int, events_fd: int, control_fd: int) -> N
     run_job(job, events_fd, control_fd)
 
 
-def serve(sock_fd: int) -> None:
+def serve(sock_fd: int, modules: tuple[str, ...] = ()) -> None:
     """Fork server: import the heavy libraries once, then fork a fresh process per job.
 
     Each request is an 8-byte length, a small JSON request (working directory and
@@ -315,7 +355,8 @@ def serve(sock_fd: int) -> None:
     pipe, the event pipe and the control pipe. The job itself (the notebook's code,
     the tests) goes straight to the forked process on its control pipe, so that no
     submission's code ever passes through, or stays in the memory of, the server that
-    later forks other submissions. The server answers with the process id.
+    later forks other submissions. The server answers with the process id. ``modules``
+    are imported on top of the common ones (``runner.server_modules``).
     """
     import socket
 
@@ -323,7 +364,7 @@ def serve(sock_fd: int) -> None:
     import numpy  # noqa: F401 - imported once here, shared by every forked job
     import torch  # noqa: F401
 
-    for name in LAZY:
+    for name in (*LAZY, *modules):
         importlib.import_module(name)
 
     import matplotlib
@@ -374,15 +415,15 @@ def serve(sock_fd: int) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "--server":
-        serve(int(sys.argv[2]))
+    if len(sys.argv) >= 3 and sys.argv[1] == "--server":
+        serve(int(sys.argv[2]), tuple(sys.argv[3:]))
     elif len(sys.argv) == 4 and sys.argv[1] == "--job":
         control_fd = int(sys.argv[3])
         job = read_message(control_fd)
         job["workdir"] = os.getcwd()
         run_job(job, int(sys.argv[2]), control_fd)
     else:
-        sys.exit("usage: child.py --server SOCKET_FD | --job EVENTS_FD CONTROL_FD")
+        sys.exit("usage: child.py --server SOCKET_FD [MODULE ...] | --job EVENTS_FD CONTROL_FD")
 
 
 if __name__ == "__main__":

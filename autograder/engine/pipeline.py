@@ -11,10 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm import tqdm
-
 from . import processes
 from .judge import TestResult, judge, question_scores, scrub
+from .progress import Progress
 from .runner import Limits, Outcome, run_submission
 from .suites import StageTests
 
@@ -73,7 +72,8 @@ def grade_batch(
     progress: bool = True,
     write: Callable[[Graded], None] | None = None,
 ) -> list[Graded]:
-    """Grade every file, in parallel when ``workers > 1``, calling ``write`` for each.
+    """Grade every file, in parallel when ``workers > 1``, calling ``write`` for each; with
+    ``progress``, a bar in a terminal, else a line per tenth of the files (``engine.progress``).
 
     ``write`` runs as each submission is graded and once more after the last child is
     gone and every stray process killed, so that nothing a submission left behind can
@@ -83,7 +83,7 @@ def grade_batch(
         raise ValueError(f"{len(paths)} submissions but {len(names)} names")
     processes.become_subreaper()
     graded: list[Graded | None] = [None] * len(paths)
-    bar = tqdm(total=len(paths), desc=f"grading {tests.stage_id}", unit="submission", disable=not progress)
+    bar = Progress(len(paths), f"grading {tests.stage_id}", "submission", show=progress)
 
     def work(i: int) -> None:
         graded[i] = grade_submission(paths[i], tests, limits, names[i])

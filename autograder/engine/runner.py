@@ -148,10 +148,12 @@ class ForkServer:
     Starting Python and importing torch costs seconds; a fork costs milliseconds. The
     server runs no student code and never sees a submission: it receives only a working
     directory, an environment and the child's pipes. If anything kills it, the next
-    job starts a new one.
+    job starts a new one. ``modules`` are imported by the server on top of what every
+    job needs (``child.TRAINING`` for jobs whose tests train).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, modules: tuple[str, ...] = ()) -> None:
+        self.modules = tuple(modules)
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
@@ -160,7 +162,7 @@ class ForkServer:
     def _start(self) -> None:
         parent, child = socket.socketpair()
         self._proc = subprocess.Popen(
-            [sys.executable, *PYTHON_FLAGS, str(CHILD), "--server", str(child.fileno())],
+            [sys.executable, *PYTHON_FLAGS, str(CHILD), "--server", str(child.fileno()), *self.modules],
             stdin=subprocess.DEVNULL,
             cwd=self._workdir,
             env=_child_env(self._workdir),
@@ -208,19 +210,33 @@ class ForkServer:
             self._proc = None
 
 
-_server: ForkServer | None = None
+_servers: dict[tuple[str, ...], ForkServer] = {}
 _server_lock = threading.Lock()
+TRAINING = ("torch._dynamo",)  # what the first optimiser step imports (seconds; see child.LAZY)
 
 
-def fork_server() -> ForkServer | None:
-    """The process-wide fork server, or None where fork is not available or not safe."""
-    global _server
+def server_modules(preload: list[str]) -> tuple[str, ...]:
+    """What the fork server of a job importing ``preload`` holds beyond the common modules:
+    ``TRAINING`` where the tests train (they import ``torch.optim``), else nothing.
+
+    >>> server_modules(["torch", "torch.optim"]), server_modules(["torch"])
+    (('torch._dynamo',), ())
+    """
+    return TRAINING if any(name.startswith("torch.optim") for name in preload) else ()
+
+
+def fork_server(modules: tuple[str, ...] = ()) -> ForkServer | None:
+    """The process-wide fork server holding ``modules``, or None where fork is not available or not safe.
+
+    A server holding more modules makes every fork slower (torch._dynamo: 12 % measured), so
+    jobs whose tests train have a server of their own and the others fork from a lighter one.
+    """
     if not sys.platform.startswith("linux") or os.environ.get("GPTCOURSE_NO_FORKSERVER"):
         return None
     with _server_lock:
-        if _server is None:
-            _server = ForkServer()
-        return _server
+        if modules not in _servers:
+            _servers[modules] = ForkServer(modules)
+        return _servers[modules]
 
 
 class _Child:
@@ -230,7 +246,7 @@ class _Child:
         read_fd, write_fd = os.pipe()
         out_read, out_write = os.pipe()
         control_read, control_write = os.pipe()
-        server = fork_server()
+        server = fork_server(server_modules(job.get("preload", [])))
         self.proc: subprocess.Popen | None = None
         try:
             if server is not None:
@@ -380,22 +396,17 @@ TIMED_OUT = "did not finish within"  # how the child reports a test it stopped a
 
 def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str] | None = None) -> Outcome:
     """Run the cases of ``tests`` (those named in ``keys``, else all) on the notebook at ``path``
-    in child processes and collect their raw outputs."""
+    in child processes and collect their raw outputs.
+
+    Each child runs what is left: the cells not yet found to bring a process down, the
+    cases not yet answered. A child that fails is blamed on its current step (``_watch``)
+    and the next one skips it, until every case is answered or the time is up.
+    """
     cases = [c for c in tests.cases if keys is None or c.key in keys]
     outcome = Outcome()
-    try:
-        notebook = load_notebook_json(path)
-        found = code_cells(notebook)
-        cells = [{"index": c.index, "source": c.source, "label": c.label} for c in found]
-        outcome.cell_labels = {c.index: c.label for c in found}
-        outcome.left_out = {c.index: c.notes for c in found if c.notes}
-    except SubmissionError as exc:
-        outcome.fatal = str(exc)
-        for case in cases:
-            outcome.errors[case.key] = "the submission could not be read"
+    cells = _read_cells(path, cases, outcome)
+    if cells is None:
         return outcome
-
-    suites = list(tests.suites)
     by_key = {c.key: c for c in cases}
     skip_cells: set[int] = set()
     outputs: list[str] = []
@@ -404,42 +415,12 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
     with tempfile.TemporaryDirectory(prefix="gptcourse-run-") as workdir:
         os.chmod(workdir, 0o711)  # a child with its own user reaches its own folder inside, and nothing else
         while True:
-            for case in cases:
-                if strikes.kills.get(case.qid, 0) >= limits.unstoppable_tests and case.key not in outcome.values:
-                    outcome.errors.setdefault(
-                        case.key,
-                        f"not run: {strikes.kills[case.qid]} tests of this question "
-                        "ran out of time and could not be stopped "
-                        "(does your code catch every exception, even the grader's time-out?)",
-                    )
-            remaining = [c.key for c in cases if c.key not in outcome.values and c.key not in outcome.errors]
+            remaining = _remaining(cases, outcome, strikes, limits, deadline)
             if not remaining:
                 break
-            if time.monotonic() >= deadline:
-                for key in remaining:
-                    outcome.errors[key] = f"not run: the submission used up its {limits.total_timeout:g} s in all"
-                break
-            script = _Script(cells, skip_cells, remaining, suites)
-            job = {
-                "suites": [{"label": s.label, "source": s.source} for s in suites if s.public],
-                "deferred": any(not s.public for s in suites),
-                "preload": sorted({name for s in suites for name in s.imports}),
-                "cases": remaining,
-                "cells": cells,
-                "skip_cells": sorted(skip_cells),
-                "cell_timeout": limits.cell_timeout,
-                "case_timeout": limits.case_timeout,
-                "struck": sorted(strikes.struck),
-                "strike_fraction": limits.strike_fraction,
-                "memory_bytes": limits.memory_bytes,
-                "cpu_seconds": limits.cpu_seconds,
-                "file_bytes": limits.file_bytes,
-                "open_files": limits.open_files,
-                "max_processes": limits.max_processes,
-                "disk_bytes": limits.disk_bytes,
-                "sandbox": limits.sandbox or os.environ.get("GPTCOURSE_SANDBOX") or "namespaces",
-            }
+            job = _job(tests, cells, skip_cells, remaining, strikes, limits)
             child = _Child(job, workdir, limits.output_bytes)
+            script = _Script(cells, skip_cells, remaining, list(tests.suites))
             progress = _watch(child, script, by_key, limits, deadline, outcome, outputs, strikes)
             if progress == "done":
                 break
@@ -454,6 +435,67 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
     outcome.output = "\n".join(o for o in outputs if o)[: OUTPUT_LIMIT + 200]
     processes.reap_strays()
     return outcome
+
+
+def _read_cells(path: Path, cases: list[Case], outcome: Outcome) -> list[dict] | None:
+    """The notebook's code cells as the child gets them (their labels and what of their IPython
+    syntax was left out noted in ``outcome``); None, every case failed, when it cannot be read."""
+    try:
+        found = code_cells(load_notebook_json(path))
+    except SubmissionError as exc:
+        outcome.fatal = str(exc)
+        for case in cases:
+            outcome.errors[case.key] = "the submission could not be read"
+        return None
+    outcome.cell_labels = {c.index: c.label for c in found}
+    outcome.left_out = {c.index: c.notes for c in found if c.notes}
+    return [{"index": c.index, "source": c.source, "label": c.label} for c in found]
+
+
+def _remaining(cases: list[Case], outcome: Outcome, strikes: "_Strikes", limits: Limits, deadline: float) -> list[str]:
+    """The keys of the cases still to run. Those of a question with too many unstoppable tests,
+    and every case once the time is up, get their error here instead."""
+    for case in cases:
+        if strikes.kills.get(case.qid, 0) >= limits.unstoppable_tests and case.key not in outcome.values:
+            outcome.errors.setdefault(
+                case.key,
+                f"not run: {strikes.kills[case.qid]} tests of this question "
+                "ran out of time and could not be stopped "
+                "(does your code catch every exception, even the grader's time-out?)",
+            )
+    remaining = [c.key for c in cases if c.key not in outcome.values and c.key not in outcome.errors]
+    if remaining and time.monotonic() >= deadline:
+        for key in remaining:
+            outcome.errors[key] = f"not run: the submission used up its {limits.total_timeout:g} s in all"
+        return []
+    return remaining
+
+
+def _job(
+    tests: StageTests, cells: list[dict], skip_cells: set[int], keys: list[str], strikes: "_Strikes", limits: Limits
+) -> dict:
+    """What one child is told to do (see ``child``): the public suites (the hidden ones follow
+    later on the control pipe), the cells, the cases, the limits."""
+    suites = tests.suites
+    return {
+        "suites": [{"label": s.label, "source": s.source} for s in suites if s.public],
+        "deferred": any(not s.public for s in suites),
+        "preload": sorted({name for s in suites for name in s.imports}),
+        "cases": keys,
+        "cells": cells,
+        "skip_cells": sorted(skip_cells),
+        "cell_timeout": limits.cell_timeout,
+        "case_timeout": limits.case_timeout,
+        "struck": sorted(strikes.struck),
+        "strike_fraction": limits.strike_fraction,
+        "memory_bytes": limits.memory_bytes,
+        "cpu_seconds": limits.cpu_seconds,
+        "file_bytes": limits.file_bytes,
+        "open_files": limits.open_files,
+        "max_processes": limits.max_processes,
+        "disk_bytes": limits.disk_bytes,
+        "sandbox": limits.sandbox or os.environ.get("GPTCOURSE_SANDBOX") or "namespaces",
+    }
 
 
 class _Script:
@@ -505,70 +547,104 @@ def _watch(
     outputs: list[str],
     strikes: _Strikes,
 ):
-    """Follow one child until it finishes or fails; say what to skip in the next one.
-
-    A failure between steps is blamed on the cell that ran last (something it started
-    in the background), or, once the tests have begun, on the next test to run, so
-    that every restart makes progress.
-    """
-    case_started = time.monotonic()
-    phase_deadline = time.monotonic() + limits.startup_timeout
-    reason = None
+    """Follow one child until it finishes or fails; say what to skip in the next one:
+    "done", or ``(kind, what)`` from ``_blame``."""
     try:
-        while True:
-            now = time.monotonic()
-            limit = min(phase_deadline, deadline)
-            if now >= limit:
-                reason = "timeout"
-                break
-            events = child.poll(min(limit - now, 1.0))
-            if events is None:
-                reason = "exit"
-                break
-            for event in events:
-                if not script.accepts(event):
-                    continue
-                kind, what = script.last()
-                if kind == "ready":
-                    isolation = event.get("isolation")
-                    outcome.isolation = isolation if isinstance(isolation, dict) else {}
-                    uid = outcome.isolation.get("uid")
-                    child.uid = uid if isinstance(uid, int) and not isinstance(uid, bool) else None
-                    phase_deadline = time.monotonic() + limits.startup_timeout
-                elif kind == "cell":
-                    phase_deadline = time.monotonic() + limits.cell_timeout + limits.grace
-                elif kind == "cell_done":
-                    if event.get("error"):
-                        outcome.cell_errors[what] = str(event["error"])[:ERROR_LIMIT]
-                    phase_deadline = time.monotonic() + limits.startup_timeout
-                elif kind == "case":
-                    case_started = time.monotonic()
-                    phase_deadline = time.monotonic() + case_limit(by_key[what], limits, strikes.struck) + limits.grace
-                elif kind == "result":
-                    outcome.seconds.setdefault(what, time.monotonic() - case_started)
-                    if str(event.get("error", "")).startswith(TIMED_OUT):
-                        strikes.struck.add(by_key[what].qid)
-                    _record(event, outcome)
-                    phase_deadline = time.monotonic() + limits.startup_timeout
-                elif kind == "done":
-                    child.drain(1.0)
-                    outputs.append(child.finish())
-                    return "done"
-                if script.hidden_due():
-                    child.control.send(
-                        _message({"suites": [{"label": s.label, "source": s.source} for s in script.deferred]})
-                    )
+        reason = _follow(child, script, by_key, limits, deadline, outcome, strikes)
     except _Overflow:
         reason = "overflow"
     except _Flood:
         reason = "flood"
+    if reason == "done":
+        child.drain(1.0)
+        outputs.append(child.finish())
+        return "done"
     outputs.append(child.finish())
-    what = {
-        "timeout": "did not finish in time and was stopped",
-        "overflow": "sent far more data than expected and was stopped",
-        "flood": f"printed more than {limits.output_bytes / 2**20:g} MB and was stopped",
-        "exit": "ended the process running it (sys.exit, os._exit, a crash or running out of memory)",
-    }[reason]
+    return _blame(reason, child, script, by_key, limits, deadline, outcome, strikes)
+
+
+def _follow(child, script, by_key, limits, deadline, outcome, strikes) -> str:
+    """Read the child's events, accepting only the next step of ``script``, until it is
+    "done", or stops with a "timeout" (its step's limit or the submission's) or an "exit"."""
+    timer = _StepTimer(limits)
+    while True:
+        now = time.monotonic()
+        limit = min(timer.deadline, deadline)
+        if now >= limit:
+            return "timeout"
+        events = child.poll(min(limit - now, 1.0))
+        if events is None:
+            return "exit"
+        for event in events:
+            if not script.accepts(event):
+                continue
+            kind, what = script.last()
+            if kind == "done":
+                return "done"
+            _take(kind, what, event, child, by_key, outcome, strikes, timer)
+            if script.hidden_due():
+                child.control.send(
+                    _message({"suites": [{"label": s.label, "source": s.source} for s in script.deferred]})
+                )
+
+
+class _StepTimer:
+    """The time the child's current step may take: start-up, a cell, a case (with ``grace``)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.case_started = time.monotonic()
+        self.deadline = time.monotonic() + limits.startup_timeout
+
+    def between_steps(self) -> None:
+        self.deadline = time.monotonic() + self.limits.startup_timeout
+
+    def cell(self) -> None:
+        self.deadline = time.monotonic() + self.limits.cell_timeout + self.limits.grace
+
+    def case(self, limit: float) -> None:
+        self.case_started = time.monotonic()
+        self.deadline = self.case_started + limit + self.limits.grace
+
+
+def _take(kind, what, event: dict, child: _Child, by_key, outcome: Outcome, strikes: _Strikes, timer: _StepTimer):
+    """Note what an accepted event says (isolation, a cell's error, a case's output) and time the next step."""
+    if kind == "ready":
+        isolation = event.get("isolation")
+        outcome.isolation = isolation if isinstance(isolation, dict) else {}
+        uid = outcome.isolation.get("uid")
+        child.uid = uid if isinstance(uid, int) and not isinstance(uid, bool) else None
+        timer.between_steps()
+    elif kind == "cell":
+        timer.cell()
+    elif kind == "cell_done":
+        if event.get("error"):
+            outcome.cell_errors[what] = str(event["error"])[:ERROR_LIMIT]
+        timer.between_steps()
+    elif kind == "case":
+        timer.case(case_limit(by_key[what], timer.limits, strikes.struck))
+    elif kind == "result":
+        outcome.seconds.setdefault(what, time.monotonic() - timer.case_started)
+        if str(event.get("error", "")).startswith(TIMED_OUT):
+            strikes.struck.add(by_key[what].qid)
+        _record(event, outcome)
+        timer.between_steps()
+
+
+FAILED = {
+    "timeout": "did not finish in time and was stopped",
+    "overflow": "sent far more data than expected and was stopped",
+    "exit": "ended the process running it (sys.exit, os._exit, a crash or running out of memory)",
+}
+
+
+def _blame(reason: str, child: _Child, script, by_key, limits: Limits, deadline: float, outcome, strikes):
+    """Blame a failed child on its step: the case or cell it was in, the cell that ran last
+    (something it started in the background), or, once the tests have begun, the next test
+    to run, so that every restart makes progress. Returns what the next child skips."""
+    what = (
+        f"printed more than {limits.output_bytes / 2**20:g} MB and was stopped" if reason == "flood" else FAILED[reason]
+    )
     kind, where = script.last()
     if kind == "case":
         if reason == "timeout" and time.monotonic() < deadline:

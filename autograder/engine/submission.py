@@ -208,11 +208,6 @@ def translate(source: str) -> tuple[str, list[str]]:
     return "\n".join(out), notes
 
 
-def plain_python(source: str) -> str:
-    """``translate``'s Python, without the notes."""
-    return translate(source)[0]
-
-
 def _cell_source(cell: dict) -> str:
     source = cell.get("source", "")
     if isinstance(source, list):

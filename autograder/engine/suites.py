@@ -4,9 +4,16 @@
 a module to collect its cases, and keeps its source for the child process (which runs
 it again there, for the probes only). The same object serves every channel: local
 grading, the Gradescope entry point and the build's fixture run.
+
+A hidden suite reuses its public suite's helpers (stand-ins, runs, tables) by importing
+them: ``from public import _stand_ins``. While a hidden suite runs as a module, the
+module name ``public`` is its stage's public suite (``exec_suite``'s ``public``), here
+and in the child alike; the public suite, pasted into the notebook, imports nothing of
+the hidden one.
 """
 
 import ast
+import contextlib
 import sys
 import threading
 import types
@@ -21,18 +28,42 @@ _parse_lock = (
 )  # CPython 3.11's ast is not safe across threads ("AST constructor recursion depth mismatch")
 
 
-def exec_suite(source: str, filename: str, module_name: str) -> Suite:
-    """Run a suite's source as a module named ``module_name`` and return its ``suite``."""
+PUBLIC = "public"  # the module a hidden suite imports its public suite's helpers from
+_public_lock = threading.RLock()  # one suite at a time sees its own public suite as ``public``
+
+
+def exec_suite(source: str, filename: str, module_name: str, public: types.ModuleType | None = None) -> Suite:
+    """Run a suite's source as a module named ``module_name`` and return its ``suite``;
+    ``public`` (the stage's public suite, for a hidden one) is importable as ``public`` meanwhile."""
     module = types.ModuleType(module_name)
     module.__file__ = filename
     sys.modules[module_name] = module
     with _parse_lock:
         code = compile(source, filename, "exec")
-    exec(code, module.__dict__)
+    with _importable_as_public(public):
+        exec(code, module.__dict__)
     suite = module.__dict__.get("suite")
     if not isinstance(suite, Suite):
         raise ValueError(f"{filename} defines no `suite = Suite(...)`")
     return suite
+
+
+@contextlib.contextmanager
+def _importable_as_public(module: types.ModuleType | None):
+    """``sys.modules["public"]`` is ``module`` while the block runs (nothing when None), then as before."""
+    if module is None:
+        yield
+        return
+    with _public_lock:
+        saved = sys.modules.get(PUBLIC)
+        sys.modules[PUBLIC] = module
+        try:
+            yield
+        finally:
+            if saved is None:
+                sys.modules.pop(PUBLIC, None)
+            else:
+                sys.modules[PUBLIC] = saved
 
 
 def imported_modules(source: str) -> tuple[str, ...]:
@@ -43,7 +74,7 @@ def imported_modules(source: str) -> tuple[str, ...]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level and node.module != PUBLIC:
             names.append(node.module)
             names += [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
     return tuple(sorted(set(names)))
@@ -112,10 +143,12 @@ class StageTests:
     @classmethod
     def load(cls, stage_id: str, public: Path, hidden: Path, fixtures: dict[str, Any] | None = None) -> "StageTests":
         """Read and run the two suite files once."""
-        suites, cases = [], []
+        suites, cases, public_module = [], [], None
         for label, path in (("public", Path(public)), ("hidden", Path(hidden))):
             source = path.read_text(encoding="utf-8")
-            suite = exec_suite(source, str(path), f"gptcourse_suite_{stage_id}_{label}")
+            name = f"gptcourse_suite_{stage_id}_{label}"
+            suite = exec_suite(source, str(path), name, public_module)
+            public_module = sys.modules[name]
             if suite.public != (label == "public"):
                 raise ValueError(f"{path}: expected Suite(public={label == 'public'})")
             suites.append(SuiteFile(label, source, frozenset(c.key for c in suite.cases), imported_modules(source)))

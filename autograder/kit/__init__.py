@@ -31,8 +31,9 @@ from .cases import (
     set_parameters,
 )
 from .checks import Hint, Verdict, close, close_number, equal, raises, satisfies, tensor_problem, with_hint
+from .placement import Placement, unplaced
 
-PASTED = ("checks", "cases", "runtime", "check_cell", "packaging", "threads")  # in dependency order
+PASTED = ("checks", "cases", "placement", "runtime", "check_cell", "packaging", "threads")  # in dependency order
 
 __all__ = [
     "REFERENCE",
@@ -40,6 +41,7 @@ __all__ = [
     "Hint",
     "MissingName",
     "Namespace",
+    "Placement",
     "Suite",
     "Verdict",
     "catch",
@@ -55,5 +57,6 @@ __all__ = [
     "satisfies",
     "set_parameters",
     "tensor_problem",
+    "unplaced",
     "with_hint",
 ]

@@ -3,7 +3,7 @@
 A course directory made by ``gptcourse build`` (``release/nbgrader/``) wires the engine
 into nbgrader's own autograde pipeline (``gptcourse_config.py``): ``preprocessor``
 replaces nbgrader's ``Execute`` (no kernel runs the submission), ``worker`` is the
-process in which the engine grades one submission, and ``autograde`` is what
+process in which the engine grades the submissions (kept from one to the next), and ``autograde`` is what
 ``gptcourse grade --nbgrader`` runs: nbgrader's own autograde, then a look at its
 gradebook. Everything else (gradebook, formgrader, manual grades, late penalties,
 feedback, export) is nbgrader's, unchanged.
@@ -11,6 +11,7 @@ feedback, export) is nbgrader's, unchanged.
 
 TESTS_FOLDER = "gptcourse_tests"  # <course>/gptcourse_tests/<stage>/: what the engine grades with
 TEST_FILES = ("public.py", "hidden.py", "fixtures.json")
+IDLE = 120.0  # seconds a kept worker (``worker --serve``) waits for the next submission before it stops
 
 
 def grade_cell_id(qid: str) -> str:

@@ -2,8 +2,9 @@
 
 ``GradeWithEngine`` takes the submission as nbgrader has sanitized it (outputs cleared,
 locked cells restored from the gradebook), has the engine grade it in a process of its
-own (``worker``) and writes what the engine found into the notebook, which no kernel
-ever runs:
+own (``worker``, kept for the next submission of the same ``nbgrader autograde``, so that
+torch starts once, not once per student) and writes what the engine found into the
+notebook, which no kernel ever runs:
 
 - each question's grade cell gets the question's report as its output (every test by
   name, public and hidden, and each failure's message: never hidden test code or an
@@ -18,9 +19,14 @@ This module imports neither torch nor the engine: it may run inside a Jupyter se
 """
 
 import json
+import os
+import select
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode, from_dict
@@ -29,7 +35,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Unicode
 
-from . import question_of
+from . import IDLE, question_of
 
 TOTAL_TIMEOUT = 600.0  # the engine's Limits.total_timeout
 CELL_TIMEOUT = 30.0  # the engine's Limits.cell_timeout
@@ -43,6 +49,77 @@ def cell_points(earned: float, worth: float, cell_max: float) -> float:
     (3.0, 6.0, 0.0)
     """
     return 0.0 if worth <= 0 else min(cell_max, max(0.0, cell_max * earned / worth))
+
+
+class _Worker:
+    """The engine's worker process (``worker --serve``), kept between submissions: nbgrader
+    makes a new preprocessor for every notebook, this process-wide worker outlives them.
+
+    One request at a time. A worker that does not answer in time, or dies, is stopped (its
+    whole session) and the next submission starts a new one. An idle one stops by itself
+    after ``IDLE`` seconds, and when this process ends (its standard input closes); one idle
+    for half that is not asked again (it might be stopping), a new one is started.
+    """
+
+    def __init__(self) -> None:
+        self.errors = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # its standard error, for failures
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder.channels.nbgrader.worker", "--serve", "--idle", str(IDLE)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errors,
+            text=True,
+            start_new_session=True,
+        )
+        self.answered = time.monotonic()
+
+    def grade(self, command: list[str], timeout: float) -> tuple[int, str]:
+        """Have the worker run ``command`` (its arguments); its exit status and what went wrong."""
+        try:
+            self.proc.stdin.write(json.dumps(command) + "\n")
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            line = self.proc.stdout.readline() if ready else ""
+        except OSError:  # it is gone
+            line, ready = "", True
+        if not line:
+            self.stop()
+            said = "did not answer in time" if not ready else f"stopped (exit {self.proc.returncode})"
+            return 1, f"the engine's worker {said}:\n{self._error_tail()}"
+        self.answered = time.monotonic()
+        answer = json.loads(line)
+        return int(answer["status"]), answer.get("error") or self._error_tail()
+
+    def _error_tail(self) -> str:
+        self.errors.seek(0)
+        return self.errors.read()[-3000:]
+
+    def ready(self) -> bool:
+        """Alive, and not so long idle that it may be stopping."""
+        return self.proc.poll() is None and time.monotonic() - self.answered < IDLE / 2
+
+    def stop(self) -> None:
+        """End the worker and whatever it started."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+
+
+_kept: _Worker | None = None
+_kept_lock = threading.Lock()
+
+
+def _worker() -> _Worker:
+    """The process-wide worker, started (again) when there is none ready."""
+    global _kept
+    with _kept_lock:
+        if _kept is None or not _kept.ready():
+            if _kept is not None:
+                _kept.stop()
+            _kept = _Worker()
+        return _kept
 
 
 class GradeWithEngine(NbGraderPreprocessor):
@@ -76,9 +153,6 @@ class GradeWithEngine(NbGraderPreprocessor):
             path, out = Path(tmp) / f"{student}.ipynb", Path(tmp) / "graded.json"
             path.write_text(json.dumps(nb), encoding="utf-8")
             command = [
-                sys.executable,
-                "-m",
-                "autograder.channels.nbgrader.worker",
                 str(Path(self.tests_directory) / assignment),
                 str(path),
                 str(out),
@@ -95,12 +169,9 @@ class GradeWithEngine(NbGraderPreprocessor):
                 command.append("--brief-hidden")
             if self.results_directory:
                 command += ["--results", str(Path(self.results_directory).resolve())]
-            done = subprocess.run(command, capture_output=True, text=True, timeout=self.timeout + STARTUP)
-            if done.returncode != 0 or not out.exists():
-                raise RuntimeError(
-                    f"the gptcourse engine failed on {student}'s {assignment} (exit "
-                    f"{done.returncode}):\n{done.stderr[-3000:]}"
-                )
+            status, error = _worker().grade(command, self.timeout + STARTUP)
+            if status != 0 or not out.exists():
+                raise RuntimeError(f"the gptcourse engine failed on {student}'s {assignment} (exit {status}):\n{error}")
             return json.loads(out.read_text(encoding="utf-8"))
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:

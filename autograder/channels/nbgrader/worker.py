@@ -9,6 +9,13 @@ writes to ``OUT``, as JSON, each question's points and report for its grade cell
 the notes on cells that failed; with ``--results DIR`` also ``DIR/<name>/results.json``
 (for ``gptcourse report``).
 
+With ``--serve`` it grades one submission per request, so that Python, torch and the
+engine's fork servers start once per ``nbgrader autograde`` rather than once per student:
+each line on standard input is a command line as above (a JSON list), each answer a JSON
+line on standard output (``{"status": 0}``, or 1 and the error); it stops when standard
+input closes or no request came for ``--idle`` seconds. Each submission is graded as
+``gptcourse grade`` grades a class: its own children, every stray killed before the next.
+
 nbgrader's own process never hosts the engine's children: the formgrader's Autograde
 button runs autograde inside the Jupyter server, whose other processes (the
 instructor's kernels) the engine's sweep of stray processes must never touch.
@@ -16,7 +23,10 @@ instructor's kernels) the engine's sweep of stray processes must never touch.
 
 import argparse
 import json
+import os
+import select
 import sys
+import traceback
 from pathlib import Path
 
 from autograder.engine.fixtures import read_fixtures
@@ -27,11 +37,14 @@ from autograder.engine.runner import Limits
 from autograder.engine.submission import TAG_CHECK, SubmissionError, load_notebook_json
 from autograder.engine.suites import StageTests
 
-from . import TEST_FILES, question_of
+from . import IDLE, TEST_FILES, question_of
+
+_loaded: dict[tuple, StageTests] = {}  # a serving worker's tests, by folder and the files' times
 
 
 def load_tests(folder: Path) -> StageTests:
-    """The tests of the stage whose files are in ``folder`` (the folder is named after the stage)."""
+    """The tests of the stage whose files are in ``folder`` (the folder is named after the stage);
+    read again only when one of the files changed."""
     folder = Path(folder)
     missing = [name for name in TEST_FILES if not (folder / name).is_file()]
     if missing:
@@ -39,7 +52,10 @@ def load_tests(folder: Path) -> StageTests:
             f"{folder} lacks {', '.join(missing)}: run `gptcourse build` to make the course's test files"
         )
     public, hidden, fixtures = (folder / name for name in TEST_FILES)
-    return StageTests.load(folder.name, public, hidden, read_fixtures(fixtures))
+    key = (str(folder.resolve()), *(os.stat(p).st_mtime_ns for p in (public, hidden, fixtures)))
+    if key not in _loaded:
+        _loaded[key] = StageTests.load(folder.name, public, hidden, read_fixtures(fixtures))
+    return _loaded[key]
 
 
 def skip_question_cells(notebook: dict, qids: list[str]) -> dict:
@@ -112,6 +128,31 @@ def summary(graded: Graded, tests: StageTests, hidden_details: bool = True) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--serve"]:
+        return serve(float(argv[2]) if argv[1:2] == ["--idle"] else IDLE)
+    return grade_one(argv)
+
+
+def serve(idle: float = IDLE) -> int:
+    """Grade a submission per request line (``grade_one``'s arguments as a JSON list) and answer
+    each with a JSON line, until standard input closes or no request comes for ``idle`` seconds."""
+    answers = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # whatever else prints goes to standard error, never among the answers
+    while True:
+        ready, _, _ = select.select([sys.stdin], [], [], idle)
+        line = sys.stdin.readline() if ready else ""
+        if not line:
+            return 0
+        try:
+            answer = {"status": grade_one(json.loads(line))}
+        except (Exception, SystemExit):  # this submission's grading failed (or its arguments): say why, serve the next
+            answer = {"status": 1, "error": traceback.format_exc()[-3000:]}
+        answers.write(json.dumps(answer) + "\n")
+
+
+def grade_one(argv: list[str]) -> int:
+    """Grade the submission the command line ``argv`` names (see the module's docstring)."""
     parser = argparse.ArgumentParser(
         prog="python -m autograder.channels.nbgrader.worker", description=__doc__.split("\n\n")[0]
     )
