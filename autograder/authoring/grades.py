@@ -1,7 +1,9 @@
-"""A stage's catalogue graded once: the reference, the empty release and every variant.
+"""A stage's catalogue graded once: the reference, the empty release, every catalogued
+variant and the variants made from the reference (``auto_variants``: no-ops, dtype audits).
 
 The graded rules of ``gptcourse check-stage`` (``rules.RULES``) all read one
-``CatalogueGrades``, so that a stage is graded once however many rules look at it.
+``CatalogueGrades``, so that a stage is graded once, in one batch, however many rules
+look at it.
 
 Example::
 
@@ -17,24 +19,40 @@ from autograder.course import Stage
 from autograder.engine.pipeline import Graded, grade_batch
 from autograder.engine.runner import Limits
 
+from .auto_variants import AutoVariant, audit_variants, noop_variants, write_auto_variant
 from .catalogue import catalogue
+from .clauses import Clause, read_clauses
 from .variants import write_variant
 
 
 class CatalogueGrades:
-    """The reference, the empty release and every catalogued variant of a stage, graded in one batch."""
+    """The reference, the empty release, every catalogued variant of a stage and its automatic
+    variants (no-ops and dtype audits), graded in one batch."""
 
     def __init__(self, stage: Stage, folder: Path, workers: int = 2) -> None:
         self.stage = stage
         self.tests = stage_tests(stage)
         self.mistakes, self.alternatives = catalogue(stage)
+        self.noops: list[AutoVariant] = noop_variants(stage)
+        self.audits: list[AutoVariant] = audit_variants(stage)
         write_notebook(make_notebook(stage, "reference"), folder / "reference.ipynb")
         write_notebook(make_notebook(stage, "student"), folder / "empty.ipynb")
         paths = [folder / "reference.ipynb", folder / "empty.ipynb"]
         paths += [write_variant(stage, variant, folder) for variant in self.mistakes + self.alternatives]
+        paths += [write_auto_variant(stage, variant, folder) for variant in self.noops + self.audits]
         graded = grade_batch(paths, [p.stem for p in paths], self.tests, Limits(), workers=workers, progress=False)
         self.by_name: dict[str, Graded] = {g.name: g for g in graded}
         self.folder = folder
+
+    @property
+    def clauses(self) -> dict[str, list[Clause]]:
+        """The stage's clause tables (``clauses.md``), per question."""
+        return read_clauses(self.stage.folder / "clauses.md")
+
+    def describe(self, name: str) -> str:
+        """How problems name a graded submission: an automatic variant by what it is, others by name."""
+        auto = {v.slug: v.what for v in self.noops + self.audits}
+        return auto.get(name, repr(name))
 
     @property
     def fixtures(self):

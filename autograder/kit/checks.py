@@ -144,6 +144,16 @@ def near(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 0.0) -> bool
     return bool(((g - e).abs() <= atol + rtol * e.abs()).all())
 
 
+def _as_tensor(value: Any) -> torch.Tensor | None:
+    """``value`` as a tensor (a literal list of numbers becomes one), or None when it is none."""
+    if isinstance(value, torch.Tensor):
+        return value if type(value) is torch.Tensor and value.layout == torch.strided and not value.is_meta else None
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):  # None, a string, a ragged list: nothing to compare with
+        return None
+
+
 @dataclass
 class Close:
     """Element-wise ``|got - expected| <= atol + rtol * |expected|`` on tensors of equal shape.
@@ -162,7 +172,10 @@ class Close:
     hints: list[Hint] = field(default_factory=list)
 
     def __call__(self, got: Any, expected: Any, reveal: bool = True) -> Verdict:
-        exp = expected if isinstance(expected, torch.Tensor) else torch.as_tensor(expected)
+        exp = _as_tensor(expected)
+        if exp is None:  # a check comparing two of the student's outputs: the other one is no tensor
+            problem = tensor_problem(got) or f"there is no tensor to compare yours with (got {type(expected).__name__})"
+            return with_hint(Verdict(False, problem), self.hints, got, expected)
         device = exp.device if self.dtype is not None else None
         problem = tensor_problem(got, self.dtype, tuple(exp.shape), reveal, device)
         if problem is None and got.dtype.is_complex:
@@ -222,6 +235,8 @@ def _tensor_difference(got: Any, expected: torch.Tensor, at: str, reveal: bool, 
     """Where a tensor output differs from an expected tensor: its kind, dtype and device
     as ``dtype`` asks (``SAME_DTYPE``, a ``torch.dtype``, or None: values only), its shape,
     then its values, compared on the CPU in a dtype both fit in."""
+    if _as_tensor(expected) is None:  # a check comparing two of the student's outputs: the other one is no plain tensor
+        return at + (tensor_problem(got) or f"there is no tensor to compare yours with (got {type(expected).__name__})")
     want = expected.dtype if dtype == SAME_DTYPE else dtype
     device = expected.device if dtype is not None else None
     problem = tensor_problem(got, want, tuple(expected.shape), reveal, device)
