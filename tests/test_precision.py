@@ -405,3 +405,13 @@ def test_check_on_a_float64_apply_rope_fails_the_dtype_test_alone_and_never_faul
         "  [FAIL] a float32 input gives a float32 output, a float64 input a float64 one"
     ]
     assert "fault of the course" not in report and "expected dtype torch.float32, got torch.float64" in report
+
+
+def test_an_untouched_stub_shows_one_place_to_start_whatever_its_tests_expected():
+    def apply_rope(x, base=10000.0):
+        raise NotImplementedError("Write apply_rope")
+
+    public = [c for c in get_stage("03").tests().cases if c.public]
+    _, report, _ = run_public(public, "rope", {"apply_rope": apply_rope})
+    assert report.count("start here") == 1 and "(8 later test(s) fail because of this one: start here)" in report
+

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Any
 
-from autograder.kit.cases import REFERENCE, WITHHELD, Case, failure_roots, withheld_guards
+from autograder.kit.cases import REFERENCE, WITHHELD, Case, failure_cause, failure_roots, withheld_guards
 from autograder.kit.checks import Verdict
 from autograder.kit.runtime import CheckFault, calibrate, fault_message, judge_output
 
@@ -37,11 +37,11 @@ class TestResult:
 
     @property
     def cause(self) -> str | None:
-        """What a failure is grouped by (``failure_roots``): the known mistake its hint named,
-        else its message; None for a pass or a withheld guard (nothing there to fix)."""
+        """What a failure is grouped by (``failure_roots``, ``failure_cause``): the known mistake
+        its hint named, else its message; None for a pass or a withheld guard (nothing to fix)."""
         if self.passed or self.withheld:
             return None
-        return self.hint or self.message
+        return failure_cause(self.message, self.hint)
 
 
 def question_scores(results: list[TestResult], qids: list[str]) -> dict[str, float]:

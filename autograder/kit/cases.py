@@ -224,6 +224,24 @@ def withheld_guards(tests: list[tuple[str, str, bool, bool]]) -> set[str]:
     return {name for name, qid, passed, guard in tests if passed and guard and qid not in working}
 
 
+NOT_IMPLEMENTED = "not implemented yet"  # how runtime.describe_error words a stub's NotImplementedError
+
+
+def failure_cause(message: str, hint: str | None = None) -> str:
+    """What a failure is grouped by (``failure_roots``): the known mistake its hint named, else its
+    message, a stub's ``NotImplementedError`` being one cause however the test words it.
+
+    Example:
+        >>> failure_cause("expected ValueError, got NotImplementedError: 'Write f'") == failure_cause(NOT_IMPLEMENTED)
+        True
+    """
+    if hint:
+        return hint
+    if message.startswith(NOT_IMPLEMENTED) or "got NotImplementedError" in message:
+        return NOT_IMPLEMENTED
+    return message
+
+
 def failure_roots(tests: list[tuple]) -> dict[str, list[str]]:
     """Which failures of one question follow from which: by ``Case.builds_on``, and by cause.
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy
 import torch
 
-from .cases import WITHHELD, Case, Namespace, failure_roots, withheld_guards
+from .cases import WITHHELD, Case, Namespace, failure_cause, failure_roots, withheld_guards
 from .runtime import CheckFault, calibrate, fault_message, judge_output, run_probe
 
 
@@ -35,7 +35,7 @@ def run_cases(cases: list[Case], names: dict[str, Any]) -> list[tuple[Case, bool
         for case in cases:
             got, error, seconds = run_probe(case, space)
             if error is not None:
-                out.append((case, False, error, error))
+                out.append((case, False, error, failure_cause(error)))
                 continue
             if case.timed:
                 got = {"output": got, "seconds": seconds, "calibration": calibrate()}
@@ -45,7 +45,7 @@ def run_cases(cases: list[Case], names: dict[str, Any]) -> list[tuple[Case, bool
                 message = fault_message(fault)
                 out.append((case, False, message, message))
                 continue
-            out.append((case, verdict.passed, verdict.message, verdict.hint or verdict.message))
+            out.append((case, verdict.passed, verdict.message, failure_cause(verdict.message, verdict.hint)))
     finally:
         random.setstate(saved[0])
         numpy.random.set_state(saved[1])

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .cases import TEXT_LIMIT, Case, MissingName, Namespace
+from .cases import NOT_IMPLEMENTED, TEXT_LIMIT, Case, MissingName, Namespace
 from .checks import Verdict
 
 
@@ -118,7 +118,7 @@ def describe_error(
     """A short, student-facing account of an exception raised by the student's code: what
     was raised and where (``error_location``)."""
     if isinstance(exc, NotImplementedError):
-        return "not implemented yet (the stub still raises NotImplementedError)"
+        return f"{NOT_IMPLEMENTED} (the stub still raises NotImplementedError)"
     if isinstance(exc, MissingName):
         return str(exc)
     text = str(exc)
