@@ -414,4 +414,3 @@ def test_an_untouched_stub_shows_one_place_to_start_whatever_its_tests_expected(
     public = [c for c in get_stage("03").tests().cases if c.public]
     _, report, _ = run_public(public, "rope", {"apply_rope": apply_rope})
     assert report.count("start here") == 1 and "(8 later test(s) fail because of this one: start here)" in report
-
