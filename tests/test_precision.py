@@ -414,3 +414,13 @@ def test_an_untouched_stub_shows_one_place_to_start_whatever_its_tests_expected(
     public = [c for c in get_stage("03").tests().cases if c.public]
     _, report, _ = run_public(public, "rope", {"apply_rope": apply_rope})
     assert report.count("start here") == 1 and "(8 later test(s) fail because of this one: start here)" in report
+
+
+def test_a_count_of_differing_elements_is_no_hidden_value():
+    """Zeros for an answer make "19 of 20 elements differ" common; the count is no expected value."""
+    from autograder.authoring.feedback_rules import revealed
+
+    message = "19 of 20 elements differ, the first at index (0, 1), where you have 0"
+    assert revealed(message, torch.arange(1, 21), torch.zeros(20, dtype=torch.long)) == []
+    assert revealed("your value 3.125 is not the expected one", [19.25], [3.125]) == []  # the student's own
+    assert revealed("expected 19.25", [19.25], [3.0]) == ["an expected value, 19.25"]
