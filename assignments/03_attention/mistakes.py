@@ -1,27 +1,140 @@
-"""Realistic mistakes and correct alternatives for stage 03_attention."""
+"""Realistic mistakes and correct alternatives for stage 03_attention.
+
+Most mistakes are the reference with one slip (``slip(BASE, old, new)``), so that each
+breaks exactly the clause (``clauses.md`` id) it declares; a few are written out whole,
+as a student would write them.
+"""
 
 from autograder.authoring.catalogue import Variant
 
+
+def slip(source: str, *changes: tuple[str, str]) -> str:
+    """``source`` with each ``(old, new)`` of ``changes`` made (an error if ``old`` is absent or repeated)."""
+    for old, new in changes:
+        if source.count(old) != 1:
+            raise ValueError(f"{old!r} occurs {source.count(old)} times in the base source")
+        source = source.replace(old, new)
+    return source
+
+
+EMBEDDING = """
+class TokenPositionEmbedding(nn.Module):
+    def __init__(self, vocab_size, embed_dim, max_seq_len):
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("embed_dim", embed_dim), ("max_seq_len", max_seq_len)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.max_seq_len = max_seq_len
+        self.tok_emb = nn.Embedding(vocab_size, embed_dim)
+        self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
+
+    def forward(self, idx):
+        if idx.dim() != 2:
+            raise ValueError(f"idx must have shape (B, T), got {tuple(idx.shape)}")
+        T = idx.shape[1]
+        if T > self.max_seq_len:
+            raise ValueError(f"sequence length {T} is longer than max_seq_len {self.max_seq_len}")
+        positions = torch.arange(T, device=idx.device)
+        return self.tok_emb(idx) + self.pos_emb(positions)
+"""
+
+SINUSOIDAL = """
+def sinusoidal_positions(max_seq_len, embed_dim):
+    for name, value in (("max_seq_len", max_seq_len), ("embed_dim", embed_dim)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if embed_dim % 2 != 0:
+        raise ValueError(f"embed_dim must be even, got {embed_dim}")
+    pos = torch.arange(max_seq_len, dtype=torch.float64)[:, None]
+    freq = 10000.0 ** (torch.arange(0, embed_dim, 2, dtype=torch.float64) / embed_dim)
+    pe = torch.zeros(max_seq_len, embed_dim, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos / freq)
+    pe[:, 1::2] = torch.cos(pos / freq)
+    return pe.float()
+"""
+
+ROPE = """
+def apply_rope(x, base=10000.0):
+    if x.dim() < 2:
+        raise ValueError(f"x must have shape (..., T, D), got {tuple(x.shape)}")
+    T, D = x.shape[-2], x.shape[-1]
+    if D % 2:
+        raise ValueError(f"D must be even, got {D}")
+    if not base > 0:
+        raise ValueError(f"base must be positive, got {base}")
+    theta = base ** (-torch.arange(0, D, 2, dtype=torch.float64, device=x.device) / D)
+    angles = torch.arange(T, dtype=torch.float64, device=x.device)[:, None] * theta
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+"""
+
+ATTENTION = """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError("Q and K must share d_k")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError("K and V must hold the same number of keys")
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        if mask.dtype != torch.bool:
+            raise ValueError("mask must be boolean")
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V, weights
+"""
+
+
+def embedding(name, old, new, clauses, more=(), **options):
+    """A mistake of ``embedding``: the reference with ``old`` replaced by ``new`` (and the pairs in ``more``)."""
+    source = slip(EMBEDDING, (old, new), *more)
+    return Variant("embedding", name, {"TokenPositionEmbedding": source}, clauses=clauses, **options)
+
+
+def sinusoidal(name, old, new, clauses, more=(), **options):
+    """A mistake of ``sinusoidal``: the reference with ``old`` replaced by ``new`` (and the pairs in ``more``)."""
+    source = slip(SINUSOIDAL, (old, new), *more)
+    return Variant("sinusoidal", name, {"sinusoidal_positions": source}, clauses=clauses, **options)
+
+
+def rope(name, old, new, clauses, more=(), **options):
+    """A mistake of ``rope``: the reference with ``old`` replaced by ``new`` (and the pairs in ``more``)."""
+    return Variant("rope", name, {"apply_rope": slip(ROPE, (old, new), *more)}, clauses=clauses, **options)
+
+
+def attention(name, old, new, clauses, more=(), **options):
+    """A mistake of ``attention``: the reference with ``old`` replaced by ``new`` (and the pairs in ``more``)."""
+    source = slip(ATTENTION, (old, new), *more)
+    return Variant("attention", name, {"scaled_dot_product_attention": source}, clauses=clauses, **options)
+
+
 MISTAKES = [
     # embedding
-    Variant(
-        "embedding",
+    embedding(
+        "token table named token_emb",
+        "self.tok_emb = nn.Embedding(vocab_size, embed_dim)",
+        "self.token_emb = nn.Embedding(vocab_size, embed_dim)",
+        ("tok-table",),
+        more=[("return self.tok_emb(idx)", "return self.token_emb(idx)")],
+    ),
+    embedding(
+        "position table named position_emb",
+        "self.pos_emb = nn.Embedding(max_seq_len, embed_dim)",
+        "self.position_emb = nn.Embedding(max_seq_len, embed_dim)",
+        ("pos-table",),
+        more=[("self.pos_emb(positions)", "self.position_emb(positions)")],
+    ),
+    embedding(
+        "token and position vectors concatenated, not added",
+        "return self.tok_emb(idx) + self.pos_emb(positions)",
+        "return torch.cat([self.tok_emb(idx), self.pos_emb(positions).expand(idx.shape[0], -1, -1)], dim=-1)",
+        ("sum",),
+    ),
+    embedding(
         "position table indexed by the token ids",
-        {
-            "TokenPositionEmbedding": """
-        class TokenPositionEmbedding(nn.Module):
-            def __init__(self, vocab_size, embed_dim, max_seq_len):
-                super().__init__()
-                self.max_seq_len = max_seq_len
-                self.tok_emb = nn.Embedding(vocab_size, embed_dim)
-                self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
-
-            def forward(self, idx):
-                if idx.shape[1] > self.max_seq_len:
-                    raise ValueError("sequence too long")
-                return self.tok_emb(idx) + self.pos_emb(idx)
-    """
-        },
+        "self.pos_emb(positions)",
+        "self.pos_emb(idx)",
+        ("positions-from-0",),
         hints=("positions taken from the token ids",),
     ),
     Variant(
@@ -32,109 +145,11 @@ MISTAKES = [
         class TokenPositionEmbedding(nn.Module):
             def __init__(self, vocab_size, embed_dim, max_seq_len):
                 super().__init__()
+                if min(vocab_size, embed_dim, max_seq_len) < 1:
+                    raise ValueError("sizes must be positive")
                 self.max_seq_len = max_seq_len
                 self.tok_emb = nn.Embedding(vocab_size, embed_dim)
                 self.pos_emb = nn.Embedding(max_seq_len + 1, embed_dim)
-
-            def forward(self, idx):
-                T = idx.shape[1]
-                if T > self.max_seq_len:
-                    raise ValueError("sequence too long")
-                return self.tok_emb(idx) + self.pos_emb(torch.arange(1, T + 1, device=idx.device))
-    """
-        },
-        hints=("positions counted from 1",),
-    ),
-    Variant(
-        "embedding",
-        "positions 1..T looked up in a table of max_seq_len rows",
-        {
-            "TokenPositionEmbedding": """
-        class TokenPositionEmbedding(nn.Module):
-            def __init__(self, vocab_size, embed_dim, max_seq_len):
-                super().__init__()
-                self.max_seq_len = max_seq_len
-                self.tok_emb = nn.Embedding(vocab_size, embed_dim)
-                self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
-
-            def forward(self, idx):
-                T = idx.shape[1]
-                if T > self.max_seq_len:
-                    raise ValueError("sequence too long")
-                return self.tok_emb(idx) + self.pos_emb(torch.arange(1, T + 1, device=idx.device))
-    """
-        },
-        hints=("positions counted from 1",),
-    ),
-    Variant(
-        "embedding",
-        "off-by-one length check rejects exactly max_seq_len",
-        {
-            "TokenPositionEmbedding": """
-        class TokenPositionEmbedding(nn.Module):
-            def __init__(self, vocab_size, embed_dim, max_seq_len):
-                super().__init__()
-                self.max_seq_len = max_seq_len
-                self.tok_emb = nn.Embedding(vocab_size, embed_dim)
-                self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
-
-            def forward(self, idx):
-                T = idx.shape[1]
-                if T >= self.max_seq_len:
-                    raise ValueError(f"sequence of {T} tokens is too long")
-                return self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device))
-    """
-        },
-    ),
-    Variant(
-        "embedding",
-        "no length check (IndexError from nn.Embedding)",
-        {
-            "TokenPositionEmbedding": """
-        class TokenPositionEmbedding(nn.Module):
-            def __init__(self, vocab_size, embed_dim, max_seq_len):
-                super().__init__()
-                self.tok_emb = nn.Embedding(vocab_size, embed_dim)
-                self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
-
-            def forward(self, idx):
-                return self.tok_emb(idx) + self.pos_emb(torch.arange(idx.shape[1], device=idx.device))
-    """
-        },
-    ),
-    Variant(
-        "embedding",
-        "token vectors scaled by sqrt(C) as in the original paper",
-        {
-            "TokenPositionEmbedding": """
-        class TokenPositionEmbedding(nn.Module):
-            def __init__(self, vocab_size, embed_dim, max_seq_len):
-                super().__init__()
-                self.max_seq_len = max_seq_len
-                self.embed_dim = embed_dim
-                self.tok_emb = nn.Embedding(vocab_size, embed_dim)
-                self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
-
-            def forward(self, idx):
-                T = idx.shape[1]
-                if T > self.max_seq_len:
-                    raise ValueError("sequence too long")
-                return self.tok_emb(idx) * math.sqrt(self.embed_dim) + self.pos_emb(torch.arange(T, device=idx.device))
-    """
-        },
-        hints=("token vectors scaled",),
-    ),
-    Variant(
-        "embedding",
-        "positions made on the default device",
-        {
-            "TokenPositionEmbedding": """
-        class TokenPositionEmbedding(nn.Module):
-            def __init__(self, vocab_size, embed_dim, max_seq_len):
-                super().__init__()
-                self.max_seq_len = max_seq_len
-                self.tok_emb = nn.Embedding(vocab_size, embed_dim)
-                self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
 
             def forward(self, idx):
                 if idx.dim() != 2:
@@ -142,42 +157,77 @@ MISTAKES = [
                 T = idx.shape[1]
                 if T > self.max_seq_len:
                     raise ValueError("sequence too long")
-                return self.tok_emb(idx) + self.pos_emb(torch.arange(T))
+                return self.tok_emb(idx) + self.pos_emb(torch.arange(1, T + 1, device=idx.device))
     """
         },
+        hints=("positions counted from 1",),
+        clauses=("positions-from-0", "pos-table"),
+    ),
+    embedding(
+        "positions 1..T looked up in a table of max_seq_len rows",
+        "positions = torch.arange(T, device=idx.device)",
+        "positions = torch.arange(1, T + 1, device=idx.device)",
+        ("positions-from-0", "max-len-accepted"),
+        hints=("positions counted from 1",),
+    ),
+    embedding(
+        "token vectors scaled by sqrt(C) as in the original paper",
+        "return self.tok_emb(idx) + self.pos_emb(positions)",
+        "return self.tok_emb(idx) * math.sqrt(self.tok_emb.embedding_dim) + self.pos_emb(positions)",
+        ("plain-sum",),
+        hints=("token vectors scaled",),
+    ),
+    embedding(
+        "off-by-one length check rejects exactly max_seq_len",
+        "if T > self.max_seq_len:",
+        "if T >= self.max_seq_len:",
+        ("max-len-accepted",),
+    ),
+    embedding(
+        "no length check (IndexError from nn.Embedding)",
+        "if T > self.max_seq_len:",
+        "if False:",
+        ("too-long",),
+    ),
+    embedding(
+        "ids that are not 2-D not rejected",
+        "if idx.dim() != 2:",
+        "if idx.dim() > 2:",
+        ("not-2d",),
+    ),
+    embedding(
+        "sizes not checked",
+        '        for name, value in (("vocab_size", vocab_size), ("embed_dim", embed_dim), ("max_seq_len", max_seq_len)):\n'
+        "            if isinstance(value, bool) or not isinstance(value, int) or value < 1:\n"
+        '                raise ValueError(f"{name} must be a positive integer, got {value!r}")\n',
+        "",
+        ("sizes",),
+    ),
+    embedding(
+        "positions made on the default device",
+        "positions = torch.arange(T, device=idx.device)",
+        "positions = torch.arange(T)",
+        ("device",),
     ),
     # sinusoidal
-    Variant(
-        "sinusoidal",
+    sinusoidal(
+        "the table with a batch axis, (1, max_seq_len, embed_dim)",
+        "return pe.float()",
+        "return pe.float().unsqueeze(0)",
+        ("shape",),
+    ),
+    sinusoidal(
         "sin and cos swapped",
-        {
-            "sinusoidal_positions": """
-        def sinusoidal_positions(max_seq_len, embed_dim):
-            if embed_dim % 2:
-                raise ValueError("embed_dim must be even")
-            pos = torch.arange(max_seq_len, dtype=torch.float64)[:, None]
-            freq = 10000.0 ** (torch.arange(0, embed_dim, 2, dtype=torch.float64) / embed_dim)
-            pe = torch.zeros(max_seq_len, embed_dim, dtype=torch.float64)
-            pe[:, 0::2] = torch.cos(pos / freq)
-            pe[:, 1::2] = torch.sin(pos / freq)
-            return pe.float()
-    """
-        },
+        "pe[:, 0::2] = torch.sin(pos / freq)\n    pe[:, 1::2] = torch.cos(pos / freq)",
+        "pe[:, 0::2] = torch.cos(pos / freq)\n    pe[:, 1::2] = torch.sin(pos / freq)",
+        ("sines",),
         hints=("sin and cos swapped",),
     ),
-    Variant(
-        "sinusoidal",
+    sinusoidal(
         "all sines first, then all cosines",
-        {
-            "sinusoidal_positions": """
-        def sinusoidal_positions(max_seq_len, embed_dim):
-            if embed_dim % 2:
-                raise ValueError("embed_dim must be even")
-            pos = torch.arange(max_seq_len, dtype=torch.float64)[:, None]
-            freq = 10000.0 ** (torch.arange(0, embed_dim, 2, dtype=torch.float64) / embed_dim)
-            return torch.cat([torch.sin(pos / freq), torch.cos(pos / freq)], dim=1).float()
-    """
-        },
+        "pe[:, 0::2] = torch.sin(pos / freq)\n    pe[:, 1::2] = torch.cos(pos / freq)",
+        "half = embed_dim // 2\n    pe[:, :half] = torch.sin(pos / freq)\n    pe[:, half:] = torch.cos(pos / freq)",
+        ("alternate",),
         hints=("sines and cosines in blocks",),
     ),
     Variant(
@@ -186,6 +236,8 @@ MISTAKES = [
         {
             "sinusoidal_positions": """
         def sinusoidal_positions(max_seq_len, embed_dim):
+            if max_seq_len < 1 or embed_dim < 1:
+                raise ValueError("sizes must be positive")
             if embed_dim % 2:
                 raise ValueError("embed_dim must be even")
             pe = torch.zeros(max_seq_len, embed_dim)
@@ -197,127 +249,103 @@ MISTAKES = [
     """
         },
         hints=("cosine columns with their own exponent",),
+        clauses=("cosines",),
     ),
-    Variant(
-        "sinusoidal",
+    sinusoidal(
         "pair index not doubled in the exponent",
-        {
-            "sinusoidal_positions": """
-        def sinusoidal_positions(max_seq_len, embed_dim):
-            if embed_dim % 2:
-                raise ValueError("embed_dim must be even")
-            pos = torch.arange(max_seq_len, dtype=torch.float32)[:, None]
-            i = torch.arange(embed_dim // 2, dtype=torch.float32)
-            angles = pos / 10000.0 ** (i / embed_dim)
-            return torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).reshape(max_seq_len, embed_dim)
-    """
-        },
+        "torch.arange(0, embed_dim, 2, dtype=torch.float64) / embed_dim",
+        "torch.arange(embed_dim // 2, dtype=torch.float64) / embed_dim",
+        ("sines",),
         hints=("pair index not doubled",),
     ),
     Variant(
         "sinusoidal",
-        "the float64 table returned as it is",
+        "angles computed in float32 (exp and log, as in many tutorials)",
         {
             "sinusoidal_positions": """
         def sinusoidal_positions(max_seq_len, embed_dim):
-            if embed_dim % 2:
-                raise ValueError("embed_dim must be even")
-            pos = torch.arange(max_seq_len, dtype=torch.float64)[:, None]
-            freq = 10000.0 ** (torch.arange(0, embed_dim, 2, dtype=torch.float64) / embed_dim)
-            pe = torch.zeros(max_seq_len, embed_dim, dtype=torch.float64)
-            pe[:, 0::2] = torch.sin(pos / freq)
-            pe[:, 1::2] = torch.cos(pos / freq)
-            return pe
+            if max_seq_len < 1 or embed_dim < 1:
+                raise ValueError("sizes must be positive")
+            if embed_dim % 2 == 1:
+                raise ValueError(f"embed_dim must be even, got {embed_dim}")
+            position = torch.arange(max_seq_len).unsqueeze(1).float()
+            div_term = torch.exp(torch.arange(0, embed_dim, 2).float() * (-math.log(10000.0) / embed_dim))
+            angles = position * div_term
+            return torch.stack([angles.sin(), angles.cos()], dim=2).reshape(max_seq_len, embed_dim)
     """
         },
-        hints=("float64 table",),
+        clauses=("float64-angles",),
     ),
-    Variant(
-        "sinusoidal",
+    sinusoidal(
+        "angles computed in float32 (pow)",
+        "pos = torch.arange(max_seq_len, dtype=torch.float64)[:, None]\n"
+        "    freq = 10000.0 ** (torch.arange(0, embed_dim, 2, dtype=torch.float64) / embed_dim)",
+        "pos = torch.arange(max_seq_len, dtype=torch.float32)[:, None]\n"
+        "    freq = 10000.0 ** (torch.arange(0, embed_dim, 2, dtype=torch.float32) / embed_dim)",
+        ("float64-angles",),
+    ),
+    sinusoidal(
+        "the float64 table returned as it is",
+        "return pe.float()",
+        "return pe",
+        ("dtype",),
+    ),
+    sinusoidal(
         "odd embed_dim not rejected",
-        {
-            "sinusoidal_positions": """
-        def sinusoidal_positions(max_seq_len, embed_dim):
-            pos = torch.arange(max_seq_len, dtype=torch.float64)[:, None]
-            freq = 10000.0 ** (torch.arange(0, embed_dim, 2, dtype=torch.float64) / embed_dim)
-            pe = torch.zeros(max_seq_len, embed_dim, dtype=torch.float64)
-            pe[:, 0::2] = torch.sin(pos / freq)
-            pe[:, 1::2] = torch.cos(pos / freq)[:, : embed_dim // 2]
-            return pe.float()
-    """
-        },
+        '    if embed_dim % 2 != 0:\n        raise ValueError(f"embed_dim must be even, got {embed_dim}")\n',
+        "",
+        ("odd",),
+        more=[("pe[:, 1::2] = torch.cos(pos / freq)", "pe[:, 1::2] = torch.cos(pos / freq)[:, : embed_dim // 2]")],
+    ),
+    sinusoidal(
+        "sizes not checked",
+        '    for name, value in (("max_seq_len", max_seq_len), ("embed_dim", embed_dim)):\n'
+        "        if isinstance(value, bool) or not isinstance(value, int) or value < 1:\n"
+        '            raise ValueError(f"{name} must be a positive integer, got {value!r}")\n',
+        "",
+        ("sizes",),
     ),
     # rope
-    Variant(
-        "rope",
-        "rotates halves (i, i + D/2) instead of interleaved pairs",
-        {
-            "apply_rope": """
-        def apply_rope(x, base=10000.0):
-            T, D = x.shape[-2], x.shape[-1]
-            if D % 2:
-                raise ValueError("D must be even")
-            theta = base ** (-torch.arange(0, D, 2, dtype=torch.float32, device=x.device) / D)
-            angles = torch.arange(T, dtype=torch.float32, device=x.device)[:, None] * theta
-            cos, sin = angles.cos(), angles.sin()
-            a, b = x[..., : D // 2], x[..., D // 2 :]
-            return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
-    """
-        },
-        hints=("rotates halves",),
+    rope(
+        "pairs not flattened back, (..., T, D/2, 2)",
+        ".flatten(-2)",
+        "",
+        ("shape",),
     ),
-    Variant(
-        "rope",
-        "rotation in the opposite direction",
-        {
-            "apply_rope": """
-        def apply_rope(x, base=10000.0):
-            T, D = x.shape[-2], x.shape[-1]
-            if D % 2:
-                raise ValueError("D must be even")
-            theta = base ** (-torch.arange(0, D, 2, dtype=torch.float32, device=x.device) / D)
-            angles = torch.arange(T, dtype=torch.float32, device=x.device)[:, None] * theta
-            cos, sin = angles.cos(), angles.sin()
-            a, b = x[..., 0::2], x[..., 1::2]
-            return torch.stack([a * cos + b * sin, b * cos - a * sin], dim=-1).flatten(-2)
-    """
-        },
-        hints=("rotation in the opposite direction",),
-    ),
-    Variant(
-        "rope",
-        "frequencies base^(-i/D) (pair index not doubled)",
-        {
-            "apply_rope": """
-        def apply_rope(x, base=10000.0):
-            T, D = x.shape[-2], x.shape[-1]
-            if D % 2:
-                raise ValueError("D must be even")
-            theta = base ** (-torch.arange(D // 2, dtype=torch.float32, device=x.device) / D)
-            angles = torch.arange(T, dtype=torch.float32, device=x.device)[:, None] * theta
-            cos, sin = angles.cos(), angles.sin()
-            a, b = x[..., 0::2], x[..., 1::2]
-            return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
-    """
-        },
-        hints=("frequencies base^(-i/D)",),
-    ),
-    Variant(
-        "rope",
+    rope(
         "positions taken from the batch axis (hidden when B == T)",
+        "T, D = x.shape[-2], x.shape[-1]",
+        "T, D = x.shape[0], x.shape[-1]",
+        ("positions",),
+    ),
+    Variant(
+        "rope",
+        "leading axes flattened into the positions",
         {
             "apply_rope": """
         def apply_rope(x, base=10000.0):
-            T, D = x.shape[0], x.shape[-1]
+            if x.dim() < 2:
+                raise ValueError("x must be (..., T, D)")
+            D = x.shape[-1]
             if D % 2:
                 raise ValueError("D must be even")
-            theta = base ** (-torch.arange(0, D, 2, dtype=torch.float32, device=x.device) / D)
-            angles = torch.arange(T, dtype=torch.float32, device=x.device)[:, None] * theta
-            cos, sin = angles.cos(), angles.sin()
-            a, b = x[..., 0::2], x[..., 1::2]
-            return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+            if base <= 0:
+                raise ValueError("base must be positive")
+            flat = x.reshape(-1, D)  # (N, D): every row gets a position of its own
+            theta = base ** (-torch.arange(0, D, 2, dtype=torch.float64, device=x.device) / D)
+            angles = torch.arange(flat.shape[0], dtype=torch.float64, device=x.device)[:, None] * theta
+            cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+            a, b = flat[:, 0::2], flat[:, 1::2]
+            return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2).reshape(x.shape)
     """
         },
+        clauses=("leading",),
+    ),
+    rope(
+        "a 2-D input refused (a batch axis required)",
+        "if x.dim() < 2:",
+        "if x.dim() < 3:",
+        ("two-d",),
     ),
     Variant(
         "rope",
@@ -325,6 +353,10 @@ MISTAKES = [
         {
             "apply_rope": """
         def apply_rope(x, base=10000.0):
+            if x.dim() < 2:
+                raise ValueError("x must be (..., T, D)")
+            if base <= 0:
+                raise ValueError("base must be positive")
             B, T, D = x.shape
             if D % 2:
                 raise ValueError("D must be even")
@@ -336,159 +368,200 @@ MISTAKES = [
             return out
     """
         },
+        clauses=("two-d", "leading"),
     ),
     Variant(
         "rope",
-        "odd D not rejected",
+        "rotates halves (i, i + D/2) instead of interleaved pairs",
         {
             "apply_rope": """
         def apply_rope(x, base=10000.0):
+            if x.dim() < 2 or base <= 0:
+                raise ValueError("x must be (..., T, D) and base positive")
             T, D = x.shape[-2], x.shape[-1]
-            theta = base ** (-torch.arange(0, D - 1, 2, dtype=torch.float32, device=x.device) / D)
+            if D % 2:
+                raise ValueError("D must be even")
+            theta = base ** (-torch.arange(0, D, 2, dtype=torch.float32, device=x.device) / D)
             angles = torch.arange(T, dtype=torch.float32, device=x.device)[:, None] * theta
-            out = x.clone()
-            a, b = x[..., 0 : D - 1 : 2], x[..., 1::2]
-            out[..., 0 : D - 1 : 2] = a * angles.cos() - b * angles.sin()
-            out[..., 1::2] = a * angles.sin() + b * angles.cos()
-            return out
+            cos, sin = angles.cos(), angles.sin()
+            a, b = x[..., : D // 2], x[..., D // 2 :]
+            return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
     """
         },
+        hints=("rotates halves",),
+        clauses=("interleaved",),
+    ),
+    rope(
+        "rotation in the opposite direction",
+        "[a * cos - b * sin, a * sin + b * cos]",
+        "[a * cos + b * sin, b * cos - a * sin]",
+        ("direction",),
+        hints=("rotation in the opposite direction",),
+    ),
+    rope(
+        "frequencies base^(-i/D) (pair index not doubled)",
+        "theta = base ** (-torch.arange(0, D, 2, dtype=torch.float64, device=x.device) / D)",
+        "theta = base ** (-torch.arange(D // 2, dtype=torch.float64, device=x.device) / D)",
+        ("angles",),
+        hints=("frequencies base^(-i/D)",),
+    ),
+    rope(
+        "base defaults to 500000 (LLaMA 3's)",
+        "def apply_rope(x, base=10000.0):",
+        "def apply_rope(x, base=500000.0):",
+        ("base-default",),
+    ),
+    rope(
+        "the given base ignored (always 10000)",
+        "theta = base ** (",
+        "theta = 10000.0 ** (",
+        ("base",),
+    ),
+    rope(
+        "angles in float64, never cast back",
+        "cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)",
+        "cos, sin = angles.cos(), angles.sin()",
+        ("dtype",),
+    ),
+    rope(
+        "the sine terms forgotten (x * cos)",
+        "[a * cos - b * sin, a * sin + b * cos]",
+        "[a * cos, b * cos]",
+        ("rotation",),
+    ),
+    rope(
+        "odd D not rejected (the last entry left as it is)",
+        'if D % 2:\n        raise ValueError(f"D must be even, got {D}")',
+        "n = D - D % 2",
+        ("odd",),
+        more=[
+            (
+                "cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)\n"
+                "    a, b = x[..., 0::2], x[..., 1::2]\n"
+                "    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)",
+                "cos, sin = angles.cos().to(x.dtype)[:, : n // 2], angles.sin().to(x.dtype)[:, : n // 2]\n"
+                "    a, b = x[..., 0:n:2], x[..., 1:n:2]\n"
+                "    out = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)\n"
+                "    return torch.cat([out, x[..., n:]], dim=-1)",
+            )
+        ],
+    ),
+    rope(
+        "a 1-D input not rejected (IndexError)",
+        '    if x.dim() < 2:\n        raise ValueError(f"x must have shape (..., T, D), got {tuple(x.shape)}")\n',
+        "",
+        ("dims",),
+    ),
+    rope(
+        "base not checked",
+        '    if not base > 0:\n        raise ValueError(f"base must be positive, got {base}")\n',
+        "",
+        ("base-positive",),
     ),
     # attention
-    Variant(
-        "attention",
+    attention(
+        "returns (weights, out), the wrong order",
+        "return weights @ V, weights",
+        "return weights, weights @ V",
+        ("shapes",),
+    ),
+    attention(
+        "keys transposed with transpose(1, 2): only 3-D inputs work",
+        "K.transpose(-2, -1)",
+        "K.transpose(1, 2)",
+        ("leading",),
+    ),
+    attention(
+        "leading dimensions required to match exactly",
+        'if Q.shape[-1] != K.shape[-1]:\n        raise ValueError("Q and K must share d_k")',
+        'if Q.shape[-1] != K.shape[-1]:\n        raise ValueError("Q and K must share d_k")\n'
+        "    if Q.shape[:-2] != K.shape[:-2]:\n"
+        '        raise ValueError("Q and K must have the same leading dimensions")',
+        ("broadcast",),
+    ),
+    attention(
         "softmax over the queries (wrong axis)",
-        {
-            "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(Q, K, V, mask=None):
-            if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
-                raise ValueError("shapes do not fit")
-            scores = Q @ K.transpose(-2, -1) / math.sqrt(K.shape[-1])
-            if mask is not None:
-                scores = scores.masked_fill(mask, float("-inf"))
-            weights = torch.softmax(scores, dim=-2)
-            return weights @ V, weights
-    """
-        },
+        "weights = torch.softmax(scores, dim=-1)",
+        "weights = torch.softmax(scores, dim=-2)",
+        ("softmax",),
         hints=("softmax over the queries",),
     ),
-    Variant(
-        "attention",
+    attention(
+        "Q^T K instead of Q K^T (shapes agree only when square)",
+        "scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])",
+        "scores = Q.transpose(-2, -1) @ K / math.sqrt(Q.shape[-1])",
+        ("softmax",),
+    ),
+    attention(
         "scores divided by d_k instead of sqrt(d_k)",
-        {
-            "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(Q, K, V, mask=None):
-            if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
-                raise ValueError("shapes do not fit")
-            scores = Q @ K.transpose(-2, -1) / K.shape[-1]
-            if mask is not None:
-                scores = scores.masked_fill(mask, float("-inf"))
-            weights = torch.softmax(scores, dim=-1)
-            return weights @ V, weights
-    """
-        },
+        "/ math.sqrt(Q.shape[-1])",
+        "/ Q.shape[-1]",
+        ("scale",),
         hints=("scores divided by d_k",),
     ),
-    Variant(
-        "attention",
+    attention(
         "no scaling at all",
-        {
-            "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(Q, K, V, mask=None):
-            if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
-                raise ValueError("shapes do not fit")
-            scores = Q @ K.transpose(-2, -1)
-            if mask is not None:
-                scores = scores.masked_fill(mask, float("-inf"))
-            weights = torch.softmax(scores, dim=-1)
-            return weights @ V, weights
-    """
-        },
+        "scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])",
+        "scores = Q @ K.transpose(-2, -1)",
+        ("scale",),
         hints=("scores not scaled",),
     ),
-    Variant(
-        "attention",
+    attention(
+        "weights transposed before multiplying V (runs only when T_q == T_k)",
+        "return weights @ V, weights",
+        "return weights.transpose(-2, -1) @ V, weights",
+        ("out",),
+    ),
+    attention(
+        "no default for mask",
+        "def scaled_dot_product_attention(Q, K, V, mask=None):",
+        "def scaled_dot_product_attention(Q, K, V, mask):",
+        ("mask-default",),
+    ),
+    attention(
         "blocked scores set to 0 instead of -inf",
-        {
-            "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(Q, K, V, mask=None):
-            if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
-                raise ValueError("shapes do not fit")
-            scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-            if mask is not None:
-                scores = scores.masked_fill(mask, 0.0)
-            weights = torch.softmax(scores, dim=-1)
-            return weights @ V, weights
-    """
-        },
+        'scores = scores.masked_fill(mask, float("-inf"))',
+        "scores = scores.masked_fill(mask, 0.0)",
+        ("blocked",),
         hints=("blocked scores not -inf",),
     ),
-    Variant(
-        "attention",
+    attention(
         "inverted mask (True taken to mean attend)",
-        {
-            "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(Q, K, V, mask=None):
-            if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
-                raise ValueError("shapes do not fit")
-            scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-            if mask is not None:
-                scores = scores.masked_fill(~mask, float("-inf"))
-            weights = torch.softmax(scores, dim=-1)
-            return weights @ V, weights
-    """
-        },
+        'scores = scores.masked_fill(mask, float("-inf"))',
+        'scores = scores.masked_fill(~mask, float("-inf"))',
+        ("blocked",),
         hints=("mask inverted",),
     ),
-    Variant(
-        "attention",
-        "Q^T K instead of Q K^T (shapes agree only when square)",
-        {
-            "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(Q, K, V, mask=None):
-            if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
-                raise ValueError("shapes do not fit")
-            scores = Q.transpose(-2, -1) @ K / math.sqrt(Q.shape[-1])
-            if mask is not None:
-                scores = scores.masked_fill(mask, float("-inf"))
-            weights = torch.softmax(scores, dim=-1)
-            return weights @ V, weights
-    """
-        },
+    attention(
+        "mask taken as (T_q, T_k) whatever its shape",
+        'scores = scores.masked_fill(mask, float("-inf"))',
+        'scores = scores.masked_fill(mask.reshape(-1, *scores.shape[-2:])[0], float("-inf"))',
+        ("mask-broadcast",),
     ),
-    Variant(
-        "attention",
-        "weights transposed before multiplying V (runs only when T_q == T_k)",
-        {
-            "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(Q, K, V, mask=None):
-            if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
-                raise ValueError("shapes do not fit")
-            scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-            if mask is not None:
-                scores = scores.masked_fill(mask, float("-inf"))
-            weights = torch.softmax(scores, dim=-1)
-            return weights.transpose(-2, -1) @ V, weights
-    """
-        },
-    ),
-    Variant(
-        "attention",
+    attention(
         "hand-written softmax overflows on large scores",
-        {
-            "scaled_dot_product_attention": """
-        def scaled_dot_product_attention(Q, K, V, mask=None):
-            if Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
-                raise ValueError("shapes do not fit")
-            scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-            if mask is not None:
-                scores = scores.masked_fill(mask, float("-inf"))
-            e = torch.exp(scores)
-            weights = e / e.sum(dim=-1, keepdim=True)
-            return weights @ V, weights
-    """
-        },
+        "weights = torch.softmax(scores, dim=-1)",
+        "e = torch.exp(scores)\n    weights = e / e.sum(dim=-1, keepdim=True)",
+        ("stable",),
         hints=("softmax overflows",),
+    ),
+    attention(
+        "d_k not checked (matmul's RuntimeError)",
+        '    if Q.shape[-1] != K.shape[-1]:\n        raise ValueError("Q and K must share d_k")\n',
+        "",
+        ("dk-error",),
+    ),
+    attention(
+        "numbers of keys not checked",
+        '    if K.shape[-2] != V.shape[-2]:\n        raise ValueError("K and V must hold the same number of keys")\n',
+        "",
+        ("keys-error",),
+    ),
+    attention(
+        "a mask that is not boolean not rejected",
+        '        if mask.dtype != torch.bool:\n            raise ValueError("mask must be boolean")\n',
+        "",
+        ("mask-error",),
     ),
 ]
 
@@ -501,6 +574,8 @@ ALTERNATIVES = [
         class TokenPositionEmbedding(nn.Module):
             def __init__(self, vocab_size, embed_dim, max_seq_len):
                 super().__init__()
+                if min(vocab_size, embed_dim, max_seq_len) <= 0:
+                    raise ValueError("every size must be a positive integer")
                 self.tok_emb = nn.Embedding(vocab_size, embed_dim)
                 self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
 
@@ -517,16 +592,19 @@ ALTERNATIVES = [
     ),
     Variant(
         "sinusoidal",
-        "float32 div_term with exp and log, then interleave by reshape",
+        "float64 div_term with exp and log, then interleave by reshape",
         {
             "sinusoidal_positions": """
         def sinusoidal_positions(max_seq_len, embed_dim):
+            if max_seq_len <= 0 or embed_dim <= 0:
+                raise ValueError("sizes must be positive integers")
             if embed_dim % 2 == 1:
                 raise ValueError(f"embed_dim must be even, got {embed_dim}")
-            position = torch.arange(max_seq_len).unsqueeze(1).float()
-            div_term = torch.exp(torch.arange(0, embed_dim, 2).float() * (-math.log(10000.0) / embed_dim))
+            position = torch.arange(max_seq_len, dtype=torch.float64).unsqueeze(1)
+            div_term = torch.exp(torch.arange(0, embed_dim, 2, dtype=torch.float64) * (-math.log(10000.0) / embed_dim))
             angles = position * div_term
-            return torch.stack([angles.sin(), angles.cos()], dim=2).reshape(max_seq_len, embed_dim)
+            table = torch.stack([angles.sin(), angles.cos()], dim=2).reshape(max_seq_len, embed_dim)
+            return table.to(torch.get_default_dtype())
     """
         },
     ),
@@ -536,6 +614,10 @@ ALTERNATIVES = [
         {
             "apply_rope": """
         def apply_rope(x, base=10000.0):
+            if x.ndim < 2:
+                raise ValueError("x must be at least 2-D")
+            if base <= 0:
+                raise ValueError("base must be positive")
             *lead, T, D = x.shape
             if D % 2:
                 raise ValueError(f"D must be even, got {D}")

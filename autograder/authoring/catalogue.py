@@ -2,7 +2,8 @@
 
 Each stage's ``assignments/<stage>/mistakes.py`` defines
 
-    MISTAKES: list[Variant]      each must lose points on its own question, and only there
+    MISTAKES: list[Variant]      each must lose points on its own question, and only there,
+                                 breaking the clauses (``clauses.md`` ids) it declares
     ALTERNATIVES: list[Variant]  each must earn full marks
 
 A variant replaces the reference code of some stub cells by its own source. The
@@ -25,9 +26,13 @@ class Variant:
     cells: dict[str, str]  # stub name -> the full source of that cell
     hints: tuple[str, ...] = ()  # the hints (``Hint.mistake``) this mistake must trigger, and no others
     hidden_only: str = ""  # why no public test can catch this mistake (empty: a public test must)
+    clauses: tuple[str, ...] = ()  # the ids of the clauses (clauses.md) of its question that this mistake breaks
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cells", {k: textwrap.dedent(v).strip("\n") for k, v in self.cells.items()})
+        if isinstance(self.clauses, str):
+            raise TypeError(f"Variant {self.name!r}: clauses is a tuple of clause ids, e.g. ({self.clauses!r},)")
+        object.__setattr__(self, "clauses", tuple(self.clauses))
 
     @property
     def slug(self) -> str:

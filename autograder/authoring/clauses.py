@@ -2,45 +2,93 @@
 
 Every question has a section, ``## <question id>``, holding a table whose rows are the
 clauses of its contract (each argument and default, each edge case, each stated error,
-each property) and, in backticks, the names of the tests that cover the clause::
+each property), each with a short id, and, in backticks, the names of the tests that
+cover the clause::
 
     ## ngram
 
-    | clause | tests |
-    |---|---|
-    | `alpha` defaults to 1 (add-one) | `ngram: the default alpha is add-one` |
-    | n = 1 ignores any context | `ngram: a unigram model ignores the context` |
+    | id | clause | tests |
+    |---|---|---|
+    | alpha-default | `alpha` defaults to 1 (add-one) | `ngram: the default alpha is add-one` |
+    | unigram | n = 1 ignores any context | `ngram: a unigram model ignores the context` |
+    | dtype | the probabilities are float64 tensors | `ngram: the probabilities are float64` |
 
-A test is named as everywhere else, ``"<question id>: <description>"``. The checker
-(``gptcourse check-stage``) refuses a question without a table, a clause without a hidden
-test, and a test name that names no test of that question.
+A test is named as everywhere else, ``"<question id>: <description>"``. An id is a short
+word or words joined by ``-`` (unique within its question); a catalogued mistake declares
+the clauses it breaks by these ids (``Variant(..., clauses=("alpha-default",))``). An id
+that starts with ``dtype`` or ``device`` marks a dtype or device clause: the only tests
+that an output in another dtype may fail (``gptcourse check-stage``'s dtype audit). A
+table of two columns (``| clause | tests |``, no ids) still parses, its clauses without
+ids. The checker (``gptcourse check-stage``) refuses a question without a table, a
+clause without a hidden test, a test name that names no test of that question, an id
+used twice in a question, and a test that no clause cites.
 
 Example:
     >>> table = parse_clauses("## q\\n\\n| clause | tests |\\n|---|---|\\n| x | `q: one`, `q: two` |\\n")
     >>> table["q"]
     [('x', ['q: one', 'q: two'])]
+    >>> rows = clause_rows("## q\\n| id | clause | tests |\\n|---|---|---|\\n| dtype-out | y is float32 | `q: one` |")
+    >>> rows["q"][0].id, rows["q"][0].text, rows["q"][0].tests, rows["q"][0].about_dtype
+    ('dtype-out', 'y is float32', ['q: one'], True)
 """
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 _TICKED = re.compile(r"`([^`]+)`")
+CLAUSE_ID = re.compile(r"^[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*$")
+DTYPE_PREFIXES = ("dtype", "device")
 
 
-def parse_clauses(text: str) -> dict[str, list[tuple[str, list[str]]]]:
-    """``{question id: [(clause, [test names]), ...]}`` from a clauses.md text."""
-    table: dict[str, list[tuple[str, list[str]]]] = {}
-    question = None
+@dataclass(frozen=True)
+class Clause:
+    """One row of a clause table: its id ("" in a table without ids), its text, the tests citing it."""
+
+    id: str
+    text: str
+    tests: list[str]
+
+    @property
+    def about_dtype(self) -> bool:
+        """A dtype or device clause (its id starts with ``dtype`` or ``device``)."""
+        return self.id.lower().startswith(DTYPE_PREFIXES)
+
+    @property
+    def label(self) -> str:
+        """How problems name the clause: its id and text."""
+        return f"[{self.id}] {self.text!r}" if self.id else repr(self.text)
+
+
+def clause_rows(text: str) -> dict[str, list[Clause]]:
+    """``{question id: [Clause, ...]}`` from a clauses.md text."""
+    table: dict[str, list[Clause]] = {}
+    question, with_ids = None, False
     for line in text.splitlines():
         if line.startswith("## "):
             question = line[3:].strip()
             table.setdefault(question, [])
         elif question and line.startswith("|") and not re.match(r"^\|\s*-", line):
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) < 2 or cells[0].lower() == "clause":
+            if len(cells) < 2:
                 continue
-            table[question].append((cells[0], _TICKED.findall(cells[-1])))
+            if cells[0].lower() in ("clause", "id"):
+                with_ids = cells[0].lower() == "id"
+                continue
+            clause_id = cells[0].strip("`") if with_ids and len(cells) >= 3 else ""
+            words = cells[1] if with_ids and len(cells) >= 3 else cells[0]
+            table[question].append(Clause(clause_id, words, _TICKED.findall(cells[-1])))
     return table
+
+
+def parse_clauses(text: str) -> dict[str, list[tuple[str, list[str]]]]:
+    """``{question id: [(clause, [test names]), ...]}`` from a clauses.md text."""
+    return {q: [(c.text, c.tests) for c in rows] for q, rows in clause_rows(text).items()}
+
+
+def read_clauses(path: Path) -> dict[str, list[Clause]]:
+    """The clause rows of a stage's ``clauses.md`` (empty when it is missing)."""
+    return clause_rows(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def clause_problems(path: Path, tests: dict[str, set[str]], hidden: set[str] | None = None) -> list[str]:
@@ -48,29 +96,54 @@ def clause_problems(path: Path, tests: dict[str, set[str]], hidden: set[str] | N
     ``hidden`` (the keys of the hidden tests), a clause that no hidden test covers is wrong too."""
     if not path.is_file():
         return [f"{path.name} is missing: a table of each question's contract clauses and their tests"]
-    table = parse_clauses(path.read_text(encoding="utf-8"))
+    table = clause_rows(path.read_text(encoding="utf-8"))
     problems = [f"{path.name}: question {q} has no clause table" for q in tests if not table.get(q)]
     for question, rows in table.items():
         if question not in tests:
             problems.append(f"{path.name}: ## {question} is no question of the stage")
             continue
-        for clause, names in rows:
-            if not names:
-                problems.append(f"{path.name}: {question}: no test covers {clause!r}")
-            elif hidden is not None and not set(names) & hidden:
+        ids = [c.id for c in rows if c.id]
+        problems += [
+            f"{path.name}: {question}: the id {i!r} names two clauses"
+            for i in sorted({i for i in ids if ids.count(i) > 1})
+        ]
+        for clause in rows:
+            if clause.id and not CLAUSE_ID.match(clause.id):
                 problems.append(
-                    f"{path.name}: {question}: no hidden test covers {clause!r} (only the public {names[0]!r}"
-                    f"{' and others' if len(names) > 1 else ''}): grading must not rest on tests students can see"
+                    f"{path.name}: {question}: the clause id {clause.id!r} is not a word or words joined by '-'"
+                )
+            if not clause.tests:
+                problems.append(f"{path.name}: {question}: no test covers {clause.text!r}")
+            elif hidden is not None and not set(clause.tests) & hidden:
+                problems.append(
+                    f"{path.name}: {question}: no hidden test covers {clause.text!r} (only the public "
+                    f"{clause.tests[0]!r}{' and others' if len(clause.tests) > 1 else ''}): "
+                    "grading must not rest on tests students can see"
                 )
             problems += [
                 f"{path.name}: {question}: {name!r} names no test of {question}"
-                for name in names
+                for name in clause.tests
                 if name not in tests[question]
             ]
     return problems
 
 
+def uncited_tests(path: Path, tests: dict[str, list[str]]) -> list[str]:
+    """The tests (``{question id: [test keys in order]}``) that no clause of their question
+    in ``clauses.md`` cites, each as a problem naming it."""
+    table = read_clauses(path)
+    problems = []
+    for question, keys in tests.items():
+        cited = {name for clause in table.get(question, []) for name in clause.tests}
+        problems += [
+            f"{path.name}: {question}: the test {key!r} is cited by no clause: add it to the clause it enforces"
+            for key in keys
+            if key not in cited
+        ]
+    return problems
+
+
 def clause_counts(path: Path) -> dict[str, tuple[int, int]]:
     """``{question: (clauses, distinct tests cited)}``, for reports."""
-    table = parse_clauses(path.read_text(encoding="utf-8"))
-    return {q: (len(rows), len({n for _, names in rows for n in names})) for q, rows in table.items()}
+    table = clause_rows(path.read_text(encoding="utf-8"))
+    return {q: (len(rows), len({n for c in rows for n in c.tests})) for q, rows in table.items()}

@@ -184,7 +184,7 @@ def revealed(message: str, expected: Any, got: Any) -> list[str]:
             for token in re.findall(r"\d+", group or ""):
                 if int(token) >= 2 and int(token) in exp_lengths - own_lengths:
                     found.append(f"an expected length, {token} ({match.group(0)!r})")
-    values = NOT_A_VALUE.sub(" ", LENGTH_PHRASE.sub(" ", message))
+    values = LENGTH_PHRASE.sub(" ", NOT_A_VALUE.sub(" ", message))  # "19 of 20 elements": a count, whole
     theirs, mine = _Printed(exp_numbers), _Printed(own_numbers)
     for token in NUMBER.findall(values):
         whole = re.fullmatch(r"-?\d+", token) is not None

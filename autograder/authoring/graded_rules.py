@@ -1,10 +1,15 @@
 """The rules read off the graded catalogue (``grades.CatalogueGrades``): every graded question
-proven three ways, and no test that breaks on an output.
+proven three ways, no test that breaks on an output, no point for a no-op, a dtype slip
+charged to its clause alone, and a catalogued mistake for every clause.
 
 Each function takes the stage's ``CatalogueGrades`` and returns its problems (empty: the
 stage keeps the rule); ``feedback_rules`` holds the rules on hints and messages.
 """
 
+from autograder.engine.judge import follows_from
+
+from .catalogue import Variant
+from .clauses import Clause
 from .grades import CatalogueGrades
 
 
@@ -57,4 +62,115 @@ def alternatives_earn_everything(grades: CatalogueGrades) -> list[str]:
 
 def checks_never_fault(grades: CatalogueGrades) -> list[str]:
     """No test's check (or hint) breaks on any graded output: a check that raises is a fault of the course."""
-    return [f"{name}: {fault}" for name, graded in grades.by_name.items() for fault in graded.faults]
+    return [f"{grades.describe(name)}: {fault}" for name, graded in grades.by_name.items() for fault in graded.faults]
+
+
+def _first_line(text: str, limit: int = 120) -> str:
+    """The first line of a message, cut to ``limit`` characters."""
+    line = next((x for x in text.strip().splitlines() if x.strip()), "no message")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def noops_earn_nothing(grades: CatalogueGrades) -> list[str]:
+    """A notebook whose every stub does nothing (returns None, its first argument, or zeros shaped like
+    the reference's answer) earns no point on any question: a test a no-op passes is a guard
+    (``guard=True``, or a test of errors or dtypes), counted only when a test of the work passes."""
+    problems = []
+    guards = grades.tests.guard_tests
+    for variant in grades.noops:
+        graded = grades.by_name[variant.slug]
+        for qid, score in grades.scores(variant.slug).items():
+            if score <= 0:
+                continue
+            passing = [r.key for r in graded.results if r.qid == qid and r.score > 0 and r.key not in guards]
+            problems.append(
+                f"{variant.what} earns {score:g} of {grades.maxima[qid]:g} points on {qid}: it passes "
+                f"{', '.join(repr(k) for k in passing)}, which {'is' if len(passing) == 1 else 'are'} no guard: "
+                "make such a test check the work, or mark it guard=True (it then counts only when a test of "
+                f"{qid}'s work passes)"
+            )
+    return problems
+
+
+def dtype_slips_cost_only_their_clause(grades: CatalogueGrades) -> list[str]:
+    """Each question's code returning every tensor in another dtype (floats in float64, integers in int32)
+    fails only tests that a dtype or device clause of that question cites (``clauses.md`` ids starting
+    with ``dtype`` or ``device``): value tests compare values (``dtype=None``), each dtype clause has its own test."""
+    problems = []
+    clauses = grades.clauses
+    for variant in grades.audits:
+        allowed = {name for clause in clauses.get(variant.qid, []) if clause.about_dtype for name in clause.tests}
+        for result in grades.by_name[variant.slug].results:
+            if result.passed or result.withheld or result.key in allowed:
+                continue
+            where = "" if result.qid == variant.qid else f" (a test of another question, {result.qid})"
+            problems.append(
+                f"{variant.what} fails {result.key!r}{where}, which no dtype or device clause of "
+                f"{variant.qid} cites: {_first_line(result.message)}"
+            )
+    return problems
+
+
+def every_clause_has_a_mistake(grades: CatalogueGrades) -> list[str]:
+    """Every clause of ``clauses.md`` (each row, by its id) is broken by a catalogued mistake that declares it
+    alone (``Variant(..., clauses=("id",))``), fails a test the clause cites and loses points on its question;
+    each mistake declares the clauses it breaks, and fails no test of its question that none of them explains."""
+    clauses = grades.clauses
+    problems = _clauses_without_ids(clauses)
+    covered: set[tuple[str, str]] = set()
+    for variant in grades.mistakes:
+        problems += _declaration_problems(grades, variant, clauses.get(variant.qid, []), covered)
+    for qid, rows in clauses.items():
+        problems += [
+            f"no catalogued mistake breaks {clause.label} of {qid} alone: add one that fails one of "
+            f"{', '.join(repr(t) for t in clause.tests)} (Variant(..., clauses=({clause.id!r},)))"
+            for clause in rows
+            if clause.id and (qid, clause.id) not in covered
+        ]
+    return problems
+
+
+def _clauses_without_ids(clauses: dict[str, list[Clause]]) -> list[str]:
+    """A problem per question whose clause table has rows without an id (no mistake can declare them)."""
+    problems = []
+    for qid, rows in clauses.items():
+        missing = [c.text for c in rows if not c.id]
+        if missing:
+            problems.append(
+                f"{qid}: {len(missing)} clause(s) have no id (a table | id | clause | tests |), e.g. {missing[0]!r}"
+            )
+    return problems
+
+
+def _declaration_problems(
+    grades: CatalogueGrades, variant: Variant, rows: list[Clause], covered: set[tuple[str, str]]
+) -> list[str]:
+    """What is wrong with the clauses one mistake declares; the ``(question, id)`` it covers (a clause
+    it declares alone and breaks) are added to ``covered``."""
+    if not variant.clauses:
+        return [f"mistake {variant.slug!r} declares no clause it breaks (clauses=(...) of {variant.qid})"]
+    problems = []
+    graded = grades.by_name[variant.slug]
+    failed = {r.key for r in graded.results if r.qid == variant.qid and not r.passed and not r.withheld}
+    if grades.scores(variant.slug)[variant.qid] >= grades.maxima[variant.qid]:
+        problems.append(f"mistake {variant.slug!r} loses no point on {variant.qid}")
+    by_id = {c.id: c for c in rows if c.id}
+    declared = [by_id[i] for i in variant.clauses if i in by_id]  # an unknown id: the rule "catalogue complete"
+    cited = {name for clause in declared for name in clause.tests}
+    for clause in declared:
+        if not failed & set(clause.tests):
+            problems.append(
+                f"mistake {variant.slug!r} declares it breaks {clause.label} of {variant.qid}, "
+                f"but passes every test citing it ({', '.join(repr(t) for t in clause.tests)})"
+            )
+        elif len(variant.clauses) == 1:
+            covered.add((variant.qid, clause.id))
+    roots = follows_from(graded.results)
+    problems += [
+        f"mistake {variant.slug!r} fails {key!r}, which no clause it declares cites (declares "
+        f"{', '.join(variant.clauses)}): declare the clause it breaks there too, or cite the test under a "
+        "declared clause"
+        for key in sorted(failed - cited)
+        if not roots.get(key) or not set(roots[key]) <= cited
+    ]
+    return problems

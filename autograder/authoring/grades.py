@@ -1,7 +1,9 @@
-"""A stage's catalogue graded once: the reference, the empty release and every variant.
+"""A stage's catalogue graded once: the reference, the empty release, every catalogued
+variant and the variants made from the reference (``auto_variants``: no-ops, dtype audits).
 
 The graded rules of ``gptcourse check-stage`` (``rules.RULES``) all read one
-``CatalogueGrades``, so that a stage is graded once however many rules look at it.
+``CatalogueGrades``, so that a stage is graded once, in one batch, however many rules
+look at it.
 
 Example::
 
@@ -17,12 +19,15 @@ from autograder.course import Stage
 from autograder.engine.pipeline import Graded, grade_batch
 from autograder.engine.runner import Limits
 
+from .auto_variants import AutoVariant, audit_variants, noop_variants, write_auto_variant
 from .catalogue import catalogue
+from .clauses import Clause, read_clauses
 from .variants import write_variant
 
 
 class CatalogueGrades:
-    """The reference, the empty release and every catalogued variant of a stage, graded in one batch.
+    """The reference, the empty release, every catalogued variant of a stage and its automatic
+    variants (no-ops and dtype audits), graded in one batch.
 
     ``graded`` (a submission's name -> its grading) takes grades made earlier of the
     notebooks already in ``folder`` instead of writing and grading them again (the project's
@@ -33,6 +38,8 @@ class CatalogueGrades:
         self.stage = stage
         self.tests = stage_tests(stage)
         self.mistakes, self.alternatives = catalogue(stage)
+        self.noops: list[AutoVariant] = noop_variants(stage)
+        self.audits: list[AutoVariant] = audit_variants(stage)
         self.folder = folder
         if graded is None:
             paths = self._write_notebooks()
@@ -41,11 +48,22 @@ class CatalogueGrades:
         self.by_name: dict[str, Graded] = graded
 
     def _write_notebooks(self) -> list[Path]:
-        """The reference, the empty release and every variant, written to ``self.folder``."""
+        """The reference, the empty release, every variant and every automatic variant, written to ``self.folder``."""
         write_notebook(make_notebook(self.stage, "reference"), self.folder / "reference.ipynb")
         write_notebook(make_notebook(self.stage, "student"), self.folder / "empty.ipynb")
         paths = [self.folder / "reference.ipynb", self.folder / "empty.ipynb"]
-        return paths + [write_variant(self.stage, v, self.folder) for v in self.mistakes + self.alternatives]
+        paths += [write_variant(self.stage, v, self.folder) for v in self.mistakes + self.alternatives]
+        return paths + [write_auto_variant(self.stage, v, self.folder) for v in self.noops + self.audits]
+
+    @property
+    def clauses(self) -> dict[str, list[Clause]]:
+        """The stage's clause tables (``clauses.md``), per question."""
+        return read_clauses(self.stage.folder / "clauses.md")
+
+    def describe(self, name: str) -> str:
+        """How problems name a graded submission: an automatic variant by what it is, others by name."""
+        auto = {v.slug: v.what for v in self.noops + self.audits}
+        return auto.get(name, repr(name))
 
     @property
     def fixtures(self):

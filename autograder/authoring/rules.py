@@ -48,6 +48,7 @@ RULES: tuple[Rule, ...] = (
     Rule("public suite pasteable", static_rules.pasteable),
     Rule("probes return raw outputs", static_rules.raw_outputs),
     Rule("clauses covered by hidden tests", static_rules.clauses_covered),
+    Rule("every test serves a clause", static_rules.tests_serve_clauses),
     Rule("catalogue loads", static_rules.catalogue_loads, blocking=True),
     Rule("catalogue complete", static_rules.catalogue_complete),
     Rule("docstring examples run", static_rules.examples_run),
@@ -59,6 +60,9 @@ RULES: tuple[Rule, ...] = (
     Rule("hints right or absent", feedback_rules.hint_problems, graded=True),
     Rule("public tests catch the catalogue", feedback_rules.public_catch_problems, graded=True),
     Rule("hidden messages reveal nothing", feedback_rules.hidden_value_problems, graded=True),
+    Rule("no-ops earn nothing", graded_rules.noops_earn_nothing, graded=True),
+    Rule("dtype slips cost only their clause", graded_rules.dtype_slips_cost_only_their_clause, graded=True),
+    Rule("every clause has a mistake", graded_rules.every_clause_has_a_mistake, graded=True),
 )
 
 

@@ -23,7 +23,7 @@ from autograder.kit import PASTED
 
 from .catalogue import Variant, catalogue
 from .claims import stage_claims, unsourced
-from .clauses import clause_problems
+from .clauses import clause_problems, read_clauses, uncited_tests
 from .verdicts import verdict_problems
 
 MIN_MISTAKES = 4
@@ -139,6 +139,12 @@ def clauses_covered(subject: Subject) -> list[str]:
     return clause_problems(subject.stage.folder / "clauses.md", by_question, hidden)
 
 
+def tests_serve_clauses(subject: Subject) -> list[str]:
+    """Every test is cited by a clause of its question in ``clauses.md``: each test names the clause it enforces."""
+    by_question = {q: [c.key for c in subject.tests.cases if c.qid == q] for q in subject.qids}
+    return uncited_tests(subject.stage.folder / "clauses.md", by_question)
+
+
 def catalogue_loads(subject: Subject) -> list[str]:
     """``mistakes.py`` defines ``MISTAKES`` and ``ALTERNATIVES`` as lists of ``Variant``."""
     subject.variants  # noqa: B018 (load it; what it raises is the problem)
@@ -147,7 +153,7 @@ def catalogue_loads(subject: Subject) -> list[str]:
 
 def catalogue_complete(subject: Subject) -> list[str]:
     """At least ``MIN_MISTAKES`` mistakes and one alternative per question, each variant naming
-    a question and stub cells that exist, no two sharing a file name."""
+    a question and stub cells that exist (a mistake: clause ids of its question), no two sharing a file name."""
     mistakes, alternatives = subject.variants
     problems = []
     for variant in mistakes + alternatives:
@@ -158,6 +164,20 @@ def catalogue_complete(subject: Subject) -> list[str]:
             problems.append(
                 f"variant {variant.slug!r} replaces {', '.join(unknown)}, which is no stub cell of the notebook"
             )
+    clauses = read_clauses(subject.stage.folder / "clauses.md")
+    for variant in mistakes:
+        ids = {c.id for c in clauses.get(variant.qid, []) if c.id}
+        unknown = [i for i in variant.clauses if i not in ids]
+        if unknown:
+            problems.append(
+                f"mistake {variant.slug!r} declares {', '.join(map(repr, unknown))}, which names no clause of "
+                f"{variant.qid} in clauses.md (its ids: {', '.join(sorted(ids)) or 'none'})"
+            )
+    problems += [
+        f"alternative {v.slug!r} declares clauses it breaks: a correct answer breaks none"
+        for v in alternatives
+        if v.clauses
+    ]
     for qid in subject.qids:
         count = sum(m.qid == qid for m in mistakes)
         if count < MIN_MISTAKES:

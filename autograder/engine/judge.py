@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from typing import Any
 
-from autograder.kit.cases import REFERENCE, Case, failure_roots
+from autograder.kit.cases import REFERENCE, WITHHELD, Case, failure_cause, failure_roots, withheld_guards
 from autograder.kit.checks import Verdict
 from autograder.kit.runtime import CheckFault, calibrate, fault_message, judge_output
 
@@ -29,10 +29,19 @@ class TestResult:
     fault: str | None = None  # the test's own check failed on this output (for the instructor)
     hint: str | None = None  # the known mistake a hint recognised (``Hint.mistake``)
     builds_on: tuple[str, ...] = ()  # more basic tests of the question (``Case.builds_on``)
+    withheld: bool = False  # a guard that passed, its points withheld: no test of the question's work passed
 
     @property
     def passed(self) -> bool:
         return self.score >= self.max_score
+
+    @property
+    def cause(self) -> str | None:
+        """What a failure is grouped by (``failure_roots``, ``failure_cause``): the known mistake
+        its hint named, else its message; None for a pass or a withheld guard (nothing to fix)."""
+        if self.passed or self.withheld:
+            return None
+        return failure_cause(self.message, self.hint)
 
 
 def question_scores(results: list[TestResult], qids: list[str]) -> dict[str, float]:
@@ -55,20 +64,22 @@ def follows_from(results: list[TestResult]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for qid in dict.fromkeys(r.qid for r in results):
         mine = [r for r in results if r.qid == qid]
-        roots = failure_roots([(r.name, r.builds_on, r.passed) for r in mine])
+        roots = failure_roots([(r.name, r.builds_on, r.passed or r.withheld, r.cause) for r in mine])
         out.update({f"{qid}: {name}": [f"{qid}: {root}" for root in on] for name, on in roots.items()})
     return out
 
 
 def by_cause(results: list[TestResult]) -> list[TestResult]:
     """The results in the order feedback explains them: per question (in order), its failures
-    that follow from no other first, then the failures that follow from them, then the passes."""
+    that follow from no other first, then the failures that follow from them, then the guards
+    whose points wait for the work, then the passes."""
     roots = follows_from(results)
     ordered = []
     for qid in dict.fromkeys(r.qid for r in results):
         mine = [r for r in results if r.qid == qid]
-        ordered += [r for r in mine if not r.passed and not roots[r.key]]
-        ordered += [r for r in mine if not r.passed and roots[r.key]]
+        ordered += [r for r in mine if r.key in roots and not roots[r.key]]
+        ordered += [r for r in mine if r.key in roots and roots[r.key]]
+        ordered += [r for r in mine if r.withheld]
         ordered += [r for r in mine if r.passed]
     return ordered
 
@@ -114,14 +125,25 @@ def bound(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 20] + " [... message cut]"
 
 
-def scrub(text: str, secrets: tuple[str, ...] | list[str], limit: int = MESSAGE_LIMIT) -> str:
+def scrub(text: str, secrets: tuple[str, ...] | list[str], limit: int = MESSAGE_LIMIT, own: str = "") -> str:
     """Remove hidden test source from a message a student will see, and bound its length.
 
     Student code can put anything into an exception message or its output, including
-    what it read of the grader's files; nothing of the hidden tests passes through.
+    what it read of the grader's files; nothing of the hidden tests passes through,
+    wherever it stands in the text (a prefix glued to a line hides nothing). A secret
+    line that the student's own code, ``own``, holds is theirs already and stays: their
+    line ``seq_out, h = self.lstm(x, state)``, quoted where it raised, is never shown as
+    ``seq_[hidden test code]`` because a hidden line reads ``out, h = self.lstm(x, state)``.
+
+    Example:
+        >>> secret = ["out, h = self.lstm(x, state)"]
+        >>> scrub("at line 3: `seq_out, h = self.lstm(x, state)`", secret, own="seq_out, h = self.lstm(x, state)")
+        'at line 3: `seq_out, h = self.lstm(x, state)`'
+        >>> scrub("leaked: out, h = self.lstm(x, state)", secret)
+        'leaked: [hidden test code]'
     """
     for line in secrets:
-        if line in text:
+        if line in text and line not in own:
             text = text.replace(line, "[hidden test code]")
     return bound(text, limit)
 
@@ -183,30 +205,29 @@ def judge(tests: StageTests, outcome: Outcome) -> list[TestResult]:
                 public=case.public,
                 score=case.points if verdict.passed else 0.0,
                 max_score=case.points,
-                message=scrub(message, tests.secrets, limit),
+                message=scrub(message, tests.secrets, limit, outcome.code),
                 fault=fault,
                 hint=None if verdict.passed else verdict.hint,
                 builds_on=case.builds_on,
             )
         )
-    return _errors_need_working_code(results, tests)
+    return _guards_need_working_code(results, tests)
 
 
-def _errors_need_working_code(results: list[TestResult], tests: StageTests) -> list[TestResult]:
-    """Take back the points of passed error tests in a question where nothing else passed.
+def _guards_need_working_code(results: list[TestResult], tests: StageTests) -> list[TestResult]:
+    """Take back the points of passed guards in a question where no test of its work passed.
 
-    A test whose probe calls ``catch`` (it expects an error, or checks that none is raised)
-    passes for a function that raises ``ValueError`` on every call, or that only checks its
-    arguments; those points are earned only when the function also works, that is when
-    another test of the question passed.
+    A guard (``Case.is_guard``: a test of errors, of dtypes, or marked ``guard=True``)
+    passes for a function that raises ``ValueError`` on every call, returns zeros of the
+    right dtype, or leaves its input alone by doing nothing; those points are earned only
+    when the function also works, that is when a test of the question that is no guard
+    passed. The notebook's ``check()`` decides by the same ``withheld_guards``.
     """
-    errors = tests.error_tests
-    working = {r.qid for r in results if r.passed and r.key not in errors}
+    guards = tests.guard_tests
+    withheld = withheld_guards([(r.key, r.qid, r.passed, r.key in guards) for r in results])
     for result in results:
-        if result.passed and result.qid not in working and result.key in errors:
+        if result.key in withheld:
             result.score = 0.0
-            result.message = (
-                f"this passed, but every other test of {result.qid} failed: the tests of its errors "
-                "count only once the function also works on valid inputs"
-            )
+            result.withheld = True
+            result.message = WITHHELD.format(qid=result.qid)
     return results

@@ -56,7 +56,7 @@ def grade_submission(
     else:
         outcome = run_submission(Path(path), tests, limits)
     results = judge(tests, outcome)
-    outcome.cell_errors = {i: scrub(m, tests.secrets) for i, m in outcome.cell_errors.items()}
+    outcome.cell_errors = {i: scrub(m, tests.secrets, own=outcome.code) for i, m in outcome.cell_errors.items()}
     label = name or (Path(path).stem if path is not None else "submission")
     return Graded(
         label, tests.stage_id, None if path is None else Path(path), results, outcome, time.monotonic() - start

@@ -54,11 +54,13 @@ def summary_line(results: list[TestResult], hidden_visibility: str = HIDDEN_VISI
 
 
 def explain_failures(results: list[TestResult]) -> dict[str, str]:
-    """Each failed test's message, saying which failures follow from which (``builds_on``).
+    """Each failed test's message, saying which failures follow from which (``follows_from``:
+    by ``builds_on``, and failures with the same cause grouped under the first).
 
     A failure that follows from a more basic one says so first; a basic failure says how
     many later tests fail because of it. A public test's message counts and names public
-    tests only, since a student sees it before the hidden tests' results.
+    tests only, since a student sees it before the hidden tests' results. A guard whose
+    points are withheld keeps its own message (``judge.WITHHELD``): nothing there to fix.
     """
     roots = follows_from(results)
     by_key = {r.key: r for r in results}
@@ -67,7 +69,7 @@ def explain_failures(results: list[TestResult]) -> dict[str, str]:
         if r.passed:
             continue
         message = r.message
-        on = [by_key[k] for k in roots[r.key] if by_key[k].public or not r.public]
+        on = [by_key[k] for k in roots.get(r.key, ()) if by_key[k].public or not r.public]
         if on:
             names = ", ".join(f'"{x.name}"' for x in on)
             message = f"This follows from the failure of {names}: fix that first.\n{message}"
@@ -86,9 +88,13 @@ def gradescope_json(
     hidden_visibility: str = HIDDEN_VISIBILITY,
 ) -> dict:
     """A results.json document in Gradescope's schema. A failed test whose hint recognised a
-    known mistake carries its name as ``extra_data.mistake`` (a per-test field of the schema)."""
+    known mistake carries its name as ``extra_data.mistake`` (a per-test field of the schema),
+    and one that follows from other failures their names as ``extra_data.follows_from``
+    (visible ones only for a visible test)."""
     tests = []
     explained = explain_failures(results)
+    roots = follows_from(results)
+    by_key = {r.key: r for r in results}
     for r in results:
         test = {
             "name": r.key,
@@ -98,10 +104,14 @@ def gradescope_json(
             "output": explained[r.key] if not r.passed else ("public test passed" if r.public else "passed"),
             "visibility": "visible" if r.public else hidden_visibility,
         }
-        if (
-            r.hint and not r.passed
-        ):  # the known mistake, for the class report (Gradescope stores extra_data, shows nothing)
-            test["extra_data"] = {"mistake": r.hint}
+        extra = {}
+        if r.hint and not r.passed:  # the known mistake, for the class report (Gradescope stores extra_data)
+            extra["mistake"] = r.hint
+        shown = [k for k in roots.get(r.key, ()) if by_key[k].public or not r.public]
+        if shown:  # the failures this one follows from: one mistake, one place to start
+            extra["follows_from"] = shown
+        if extra:
+            test["extra_data"] = extra
         tests.append(test)
     doc = {
         "score": round(sum(r.score for r in results), 6),

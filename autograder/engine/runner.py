@@ -83,6 +83,7 @@ class Outcome:
     output: str = ""  # the student's own prints, capped
     fatal: str | None = None  # the submission could not be run at all
     isolation: dict = field(default_factory=dict)  # how the last child was confined (sandbox.enter)
+    code: str = ""  # the submission's own code cells, joined: never redacted from its messages (judge.scrub)
 
 
 def _child_env(workdir: str) -> dict[str, str]:
@@ -448,6 +449,7 @@ def _read_cells(path: Path, cases: list[Case], outcome: Outcome) -> list[dict] |
             outcome.errors[case.key] = "the submission could not be read"
         return None
     outcome.cell_labels = {c.index: c.label for c in found}
+    outcome.code = "\n".join(c.source for c in found)
     outcome.left_out = {c.index: c.notes for c in found if c.notes}
     return [{"index": c.index, "source": c.source, "label": c.label} for c in found]
 

@@ -107,15 +107,6 @@ def secret_lines(texts: list[str], shortest: int = 16, shown: frozenset[str] = f
     return sorted(lines, key=len, reverse=True)
 
 
-def _names_used(code: types.CodeType) -> set[str]:
-    """The global names a function's code uses, its comprehensions and nested functions included."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names_used(const)
-    return names
-
-
 @dataclass(frozen=True)
 class SuiteFile:
     """A test file as the child gets it: its source, whether it is public, its case keys."""
@@ -176,9 +167,9 @@ class StageTests:
         return replace(self, fixtures=dict(fixtures))
 
     @property
-    def error_tests(self) -> frozenset[str]:
-        """Keys of the tests whose probe calls ``catch``: they test errors, not the function's work."""
-        return frozenset(c.key for c in self.cases if "catch" in _names_used(c.probe.__code__))
+    def guard_tests(self) -> frozenset[str]:
+        """Keys of the tests a no-op could pass (``Case.is_guard``): errors, dtypes, marked guards."""
+        return frozenset(c.key for c in self.cases if c.is_guard)
 
     def questions(self) -> list[tuple[str, float]]:
         """``(question id, points)`` in the order the public tests introduce them."""

@@ -13,7 +13,11 @@ Rules (checked by ``tests/test_layers.py`` and ``gptcourse check-stage``):
 
 A suite file is written with the names exported here::
 
-    from autograder.kit import REFERENCE, Hint, Suite, close, equal, generator
+    from autograder.kit import REFERENCE, Hint, Suite, close, dtypes, equal, generator, near
+
+Comparisons never raise on a student's output (a wrong type, dtype, device or shape is a
+failed verdict naming both sides); ``near`` and ``same_shape`` are the never-raising
+tests that hints and property checks are written with.
 """
 
 from .cases import (
@@ -29,8 +33,23 @@ from .cases import (
     mode_of,
     randn,
     set_parameters,
+    withheld_guards,
 )
-from .checks import Hint, Verdict, close, close_number, equal, raises, satisfies, tensor_problem, with_hint
+from .checks import (
+    Hint,
+    Verdict,
+    as_values,
+    close,
+    close_number,
+    dtypes,
+    equal,
+    near,
+    raises,
+    same_shape,
+    satisfies,
+    tensor_problem,
+    with_hint,
+)
 from .placement import Placement, unplaced
 
 PASTED = ("checks", "cases", "placement", "runtime", "check_cell", "packaging", "threads")  # in dependency order
@@ -44,19 +63,24 @@ __all__ = [
     "Placement",
     "Suite",
     "Verdict",
+    "as_values",
     "catch",
     "close",
     "close_number",
+    "dtypes",
     "equal",
     "failure_roots",
     "generator",
     "grad_mode",
     "mode_of",
+    "near",
     "raises",
     "randn",
+    "same_shape",
     "satisfies",
     "set_parameters",
     "tensor_problem",
     "unplaced",
     "with_hint",
+    "withheld_guards",
 ]

@@ -28,11 +28,14 @@ bias), and the check decides. Boolean *state* is returned as a word: ``mode_of(m
 Part of the kit: standard library and torch only, pasted verbatim into every notebook.
 """
 
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from .checks import Dtypes
 
 TEXT_LIMIT = 300  # characters of an exception's message kept in a probe's output or an error
 
@@ -59,11 +62,24 @@ class Case:
     timeout: float
     timed: bool = False
     builds_on: tuple[str, ...] = ()  # names of more basic tests of the same question whose failure explains this one's
+    guard: bool = False  # a no-op passes it: it earns points only when a test of the question's work passes
 
     @property
     def key(self) -> str:
         """The name every report uses: ``"<question id>: <description>"``."""
         return f"{self.qid}: {self.name}"
+
+    @property
+    def is_guard(self) -> bool:
+        """Whether a no-op or garbage implementation could pass this test, so that it earns its
+        points only when a test of the question's work passes (``withheld_guards``).
+
+        Three kinds are: a test marked ``guard=True`` (the input is not modified, the mode
+        restored, the device kept, nothing raised...), a test of errors (its probe calls
+        ``catch``: a function that raises on every call passes it) and a test of dtypes
+        (``checks.dtypes()``: zeros of the right dtype pass it).
+        """
+        return self.guard or isinstance(self.check, Dtypes) or "catch" in names_used(self.probe.__code__)
 
 
 @dataclass
@@ -84,6 +100,7 @@ class Suite:
         timeout: float = 10.0,
         timed: bool = False,
         builds_on: tuple[str, ...] = (),
+        guard: bool = False,
     ) -> Callable[[Callable[["Namespace"], Any]], Callable[["Namespace"], Any]]:
         """Register the decorated probe as a test case of question ``qid``.
 
@@ -91,6 +108,11 @@ class Suite:
         the probe's output, the seconds it took as measured by the grader (outside the
         student's process), and the seconds a fixed calibration workload took on the
         same machine in the same run (see ``calibration``).
+
+        ``guard=True`` marks a test that a no-op could pass (the caller's tensor is not
+        modified, the mode is restored, nothing is raised): it earns its points only when a
+        test of the question's work passes (``Case.is_guard``; ``gptcourse check-stage``
+        grades no-op stubs and refuses a test they pass that is no guard).
         """
         if self.public and expected is REFERENCE:
             raise ValueError(f"public test {qid}: {name} cannot use a reference fixture")
@@ -99,7 +121,17 @@ class Suite:
 
         def register(probe: Callable[["Namespace"], Any]) -> Callable[["Namespace"], Any]:
             new = Case(
-                qid, name, float(points), probe, check, expected, self.public, float(timeout), timed, tuple(builds_on)
+                qid,
+                name,
+                float(points),
+                probe,
+                check,
+                expected,
+                self.public,
+                float(timeout),
+                timed,
+                tuple(builds_on),
+                bool(guard),
             )
             if any(c.key == new.key for c in self.cases):
                 raise ValueError(f"duplicate test name {new.key!r}")
@@ -158,20 +190,87 @@ def grad_mode() -> str:
     return "grad" if torch.is_grad_enabled() else "no_grad"
 
 
-def failure_roots(tests: list[tuple[str, tuple[str, ...], bool]]) -> dict[str, list[str]]:
-    """Which failures of one question follow from which, by ``Case.builds_on``.
+def names_used(code: types.CodeType) -> set[str]:
+    """The global names a function's code uses, its comprehensions and nested functions included.
 
-    ``tests`` holds ``(name, builds_on, passed)`` for each test of the question. The answer
-    maps each failed test's name to the most basic failed tests it builds on (through
-    failed tests only), and to ``[]`` when it follows from no other failure: those are
-    where a student should start.
+    Example:
+        >>> sorted(names_used((lambda ns: catch(ns.f, [len(x) for x in ns.xs])).__code__))
+        ['catch', 'f', 'len', 'xs']
+    """
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= names_used(const)
+    return names
+
+
+WITHHELD = (
+    "this passed, but no test of the work of {qid} did: a test that a function doing nothing could "
+    "pass (its errors, dtypes, what must stay unchanged) counts only once the function also works"
+)
+
+
+def withheld_guards(tests: list[tuple[str, str, bool, bool]]) -> set[str]:
+    """The passed guards whose points are withheld: ``tests`` holds ``(name, question id,
+    passed, is_guard)``; a passed guard (``Case.is_guard``) counts only when a test of its
+    question that is no guard passed too. Grading and ``check()`` both decide by this.
+
+    Example:
+        >>> sorted(withheld_guards([("raises", "a", True, True), ("values", "a", False, False),
+        ...                         ("raises", "b", True, True), ("values", "b", True, False)]))
+        ['raises']
+    """
+    working = {qid for _, qid, passed, guard in tests if passed and not guard}
+    return {name for name, qid, passed, guard in tests if passed and guard and qid not in working}
+
+
+NOT_IMPLEMENTED = "not implemented yet"  # how runtime.describe_error words a stub's NotImplementedError
+
+
+def failure_cause(message: str, hint: str | None = None) -> str:
+    """What a failure is grouped by (``failure_roots``): the known mistake its hint named, else its
+    message, a stub's ``NotImplementedError`` being one cause however the test words it.
+
+    Example:
+        >>> failure_cause("expected ValueError, got NotImplementedError: 'Write f'") == failure_cause(NOT_IMPLEMENTED)
+        True
+    """
+    if hint:
+        return hint
+    if message.startswith(NOT_IMPLEMENTED) or "got NotImplementedError" in message:
+        return NOT_IMPLEMENTED
+    return message
+
+
+def failure_roots(tests: list[tuple]) -> dict[str, list[str]]:
+    """Which failures of one question follow from which: by ``Case.builds_on``, and by cause.
+
+    ``tests`` holds ``(name, builds_on, passed)`` or ``(name, builds_on, passed, cause)``
+    for each test of the question, in order. A failure whose ``cause`` (the known mistake
+    its hint named, else its message) is that of an earlier failure follows from that
+    one: one mistake, one place to start. The answer maps each failed test's name to the
+    most basic failed tests it follows from (through failed tests only), and to ``[]``
+    when it follows from no other failure: those are where a student should start.
 
     Example:
         >>> failure_roots([("shape", (), False), ("values", ("shape",), False),
         ...                ("grad", ("values",), False), ("eval", (), True)])
         {'shape': [], 'values': ['shape'], 'grad': ['shape']}
+        >>> failure_roots([("a", (), False, "raised TypeError"), ("b", (), False, "raised TypeError")])
+        {'a': [], 'b': ['a']}
     """
-    failed = {name: tuple(on) for name, on, passed in tests if not passed}
+    failed: dict[str, tuple[str, ...]] = {}
+    first_of: dict[str, str] = {}  # cause -> the first failure with it
+    for name, on, passed, *cause in tests:
+        if passed:
+            continue
+        links = tuple(on)
+        if cause and cause[0]:
+            if cause[0] in first_of:
+                links += (first_of[cause[0]],)
+            else:
+                first_of[cause[0]] = name
+        failed[name] = links
     found: dict[str, list[str]] = {}
 
     def roots(name: str, seen: frozenset[str]) -> list[str]:

@@ -58,15 +58,23 @@ def with_hint(verdict: Verdict, hints: list[Hint], got: Any, expected: Any) -> V
 
 
 def tensor_problem(
-    got: Any, dtype: torch.dtype | None = None, shape: tuple[int, ...] | None = None, reveal: bool = True
+    got: Any,
+    dtype: torch.dtype | None = None,
+    shape: tuple[int, ...] | None = None,
+    reveal: bool = True,
+    device: torch.device | str | None = None,
 ) -> str | None:
-    """Why ``got`` is not a plain tensor of the given dtype and shape, or None when it is.
+    """Why ``got`` is not a plain tensor of the given dtype, shape and device, or None when it is.
 
-    With ``reveal`` False (a hidden test), a wrong shape is described without the expected one.
+    Both sides are named ("expected dtype torch.float32, got torch.float64"); with
+    ``reveal`` False (a hidden test), a wrong shape is described without the expected one.
+    A tensor without values (sparse, or on the meta device) is never one.
 
     Example:
         >>> tensor_problem(torch.zeros(2, 4), shape=(2, 3), reveal=False)
         'your tensor has shape (2, 4), which is not the expected shape'
+        >>> tensor_problem(torch.zeros(2, dtype=torch.float64), dtype=torch.float32)
+        'expected dtype torch.float32, got torch.float64'
     """
     if type(got) is not torch.Tensor:
         if isinstance(got, torch.Tensor) or getattr(
@@ -78,8 +86,14 @@ def tensor_problem(
                 f"of it ({name}); nn.Parameter is one: return its .detach()"
             )
         return f"expected a torch.Tensor, got {type(got).__name__}"
+    if got.layout != torch.strided:
+        return f"expected a dense tensor, got one of layout {got.layout}"
+    if got.is_meta:
+        return "expected a tensor with values, got one on the meta device"
     if dtype is not None and got.dtype != dtype:
         return f"expected dtype {dtype}, got {got.dtype}"
+    if device is not None and got.device != torch.device(device):
+        return f"expected a tensor on device {torch.device(device)}, got one on {got.device}"
     if shape is not None and tuple(got.shape) != tuple(shape):
         if not reveal:
             return f"your tensor has shape {tuple(got.shape)}, which is not the expected shape"
@@ -87,12 +101,69 @@ def tensor_problem(
     return None
 
 
+def as_values(t: torch.Tensor) -> torch.Tensor:
+    """A tensor's values, to compare them whatever its dtype and device: detached, on the CPU,
+    in float64 (complex128 for a complex tensor).
+
+    Example:
+        >>> as_values(torch.tensor([1, 2], dtype=torch.int32))
+        tensor([1., 2.], dtype=torch.float64)
+    """
+    return t.detach().to("cpu", torch.complex128 if t.dtype.is_complex else torch.float64)
+
+
+def same_shape(got: Any, expected: Any) -> bool:
+    """Whether ``got`` is a plain tensor of ``expected``'s shape (for a hint's or a property's
+    test: never raises, whatever ``got`` is).
+
+    Example:
+        >>> same_shape(torch.zeros(2, 3), torch.ones(2, 3)), same_shape(None, torch.ones(2))
+        (True, False)
+    """
+    return (
+        type(got) is torch.Tensor
+        and isinstance(expected, torch.Tensor)
+        and got.layout == torch.strided
+        and not got.is_meta
+        and tuple(got.shape) == tuple(expected.shape)
+    )
+
+
+def near(got: Any, expected: Any, atol: float = 1e-5, rtol: float = 0.0) -> bool:
+    """Whether ``got`` is a tensor of ``expected``'s shape whose values lie within
+    ``atol + rtol * |expected|`` of it, compared in float64 on the CPU whatever the two
+    dtypes and devices (for hints and properties: never raises; NaN is near nothing).
+
+    Example:
+        >>> near(torch.tensor([1.0, 2.0], dtype=torch.float64), torch.tensor([1.0, 2.000001]))
+        True
+    """
+    if not same_shape(got, expected) or expected.layout != torch.strided or expected.is_meta:
+        return False
+    g, e = as_values(got), as_values(expected)
+    return bool(((g - e).abs() <= atol + rtol * e.abs()).all())
+
+
+def _as_tensor(value: Any) -> torch.Tensor | None:
+    """``value`` as a tensor (a literal list of numbers becomes one), or None when it is none."""
+    if isinstance(value, torch.Tensor):
+        return value if type(value) is torch.Tensor and value.layout == torch.strided and not value.is_meta else None
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):  # None, a string, a ragged list: nothing to compare with
+        return None
+
+
 @dataclass
 class Close:
     """Element-wise ``|got - expected| <= atol + rtol * |expected|`` on tensors of equal shape.
 
-    ``dtype`` is the dtype the answer must have (None: any floating dtype is compared
-    in float64). NaN in the same places counts as equal.
+    ``dtype`` is the dtype the answer must have (and then it must lie on the expected
+    tensor's device). With ``dtype=None`` only the values count: any real dtype, on any
+    device, is compared in float64 on the CPU, so that a dtype slip is charged once, by
+    the test of the dtype clause (``dtypes()``), not by every test of the values. NaN in
+    the same places counts as equal. Never raises on a student's output: a wrong type,
+    dtype, device or shape is a failed verdict naming both sides.
     """
 
     rtol: float
@@ -101,14 +172,18 @@ class Close:
     hints: list[Hint] = field(default_factory=list)
 
     def __call__(self, got: Any, expected: Any, reveal: bool = True) -> Verdict:
-        exp = expected if isinstance(expected, torch.Tensor) else torch.as_tensor(expected)
-        problem = tensor_problem(got, self.dtype, tuple(exp.shape), reveal)
-        if problem is None and self.dtype is None and not got.dtype.is_floating_point:
-            problem = f"expected a floating-point tensor, got dtype {got.dtype}"
+        exp = _as_tensor(expected)
+        if exp is None:  # a check comparing two of the student's outputs: the other one is no tensor
+            problem = tensor_problem(got) or f"there is no tensor to compare yours with (got {type(expected).__name__})"
+            return with_hint(Verdict(False, problem), self.hints, got, expected)
+        device = exp.device if self.dtype is not None else None
+        problem = tensor_problem(got, self.dtype, tuple(exp.shape), reveal, device)
+        if problem is None and got.dtype.is_complex:
+            problem = f"expected a real tensor, got dtype {got.dtype}"
         if problem:
             return with_hint(Verdict(False, problem), self.hints, got, expected)
-        g = got.detach().to(torch.float64)
-        e = exp.detach().to(torch.float64)
+        g = as_values(got)
+        e = as_values(exp)
         both_nan = torch.isnan(g) & torch.isnan(e)
         err = (g - e).abs()
         err = torch.where(both_nan, torch.zeros_like(err), err)
@@ -135,7 +210,17 @@ class Close:
 def close(
     rtol: float, atol: float, dtype: torch.dtype | None = torch.float32, hints: list[Hint] | None = None
 ) -> Close:
-    """A tensor comparison with its own relative and absolute tolerance (no default on purpose)."""
+    """A tensor comparison with its own relative and absolute tolerance (no default on purpose).
+
+    ``dtype=None`` compares the values alone (the rule for value tests: a dtype clause has
+    a test of its own, ``dtypes()``).
+
+    Example:
+        >>> close(1e-6, 1e-6, dtype=None)(torch.ones(2, dtype=torch.float64), torch.ones(2)).passed
+        True
+        >>> close(1e-6, 1e-6)(torch.ones(2, dtype=torch.float64), torch.ones(2)).message
+        'expected dtype torch.float32, got torch.float64'
+    """
     return Close(rtol, atol, dtype, list(hints or []))
 
 
@@ -143,29 +228,44 @@ def _at(path: str) -> str:
     return f"result{path}: " if path else ""
 
 
-def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -> str | None:
+SAME_DTYPE = "expected"  # ``equal(dtype=...)``: each tensor has the dtype (and device) of the expected one
+
+
+def _tensor_difference(got: Any, expected: torch.Tensor, at: str, reveal: bool, dtype: Any) -> str | None:
+    """Where a tensor output differs from an expected tensor: its kind, dtype and device
+    as ``dtype`` asks (``SAME_DTYPE``, a ``torch.dtype``, or None: values only), its shape,
+    then its values, compared on the CPU in a dtype both fit in."""
+    if _as_tensor(expected) is None:  # a check comparing two of the student's outputs: the other one is no plain tensor
+        return at + (tensor_problem(got) or f"there is no tensor to compare yours with (got {type(expected).__name__})")
+    want = expected.dtype if dtype == SAME_DTYPE else dtype
+    device = expected.device if dtype is not None else None
+    problem = tensor_problem(got, want, tuple(expected.shape), reveal, device)
+    if problem:
+        return at + problem
+    common = torch.promote_types(got.dtype, expected.dtype)
+    g, e = got.detach().to("cpu", common), expected.detach().to("cpu", common)
+    if torch.equal(g, e):
+        return None
+    differs = g != e  # torch.equal is False: some element differs (NaN differs from NaN)
+    where = tuple(int(i) for i in differs.nonzero()[0])
+    value = got[where].item()
+    shown = f"{value:.6g}" if isinstance(value, float) else repr(value)
+    count = f"{int(differs.sum())} of {got.numel()} elements differ"
+    return f"{at}{count}, the first at index {where}, where you have {shown}"
+
+
+def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True, dtype: Any = SAME_DTYPE) -> str | None:
     """Describe the first place where two plain values differ, or None when equal.
 
     ``path`` locates the value in the student's output (``[0]['a']``: built from positions
     and from dictionary keys the student's output has too). With ``reveal`` False (a hidden
     test) the description quotes only the student's values: never an expected value, key
-    or length.
+    or length. ``dtype`` says how tensors' dtypes count (see ``_tensor_difference``).
+    Never raises on a student's output.
     """
     at = _at(path)
     if isinstance(expected, torch.Tensor):
-        problem = tensor_problem(got, expected.dtype, tuple(expected.shape), reveal)
-        if problem:
-            return at + problem
-        if not torch.equal(got, expected):
-            diff = (got != expected).nonzero()  # torch.equal is False: some element differs (NaN differs from NaN)
-            where = tuple(int(i) for i in diff[0])
-            value = got[where].item()
-            shown = f"{value:.6g}" if isinstance(value, float) else repr(value)
-            return (
-                f"{at}{int((got != expected).sum())} of {got.numel()} elements "
-                f"differ, the first at index {where}, where you have {shown}"
-            )
-        return None
+        return _tensor_difference(got, expected, at, reveal, dtype)
     if isinstance(expected, bool) or isinstance(got, bool):
         if type(got) is not type(expected):
             return f"{at}expected a {type(expected).__name__}, got {type(got).__name__} {_short(got)}"
@@ -206,7 +306,7 @@ def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -
         if extra:
             return f"{at}unexpected key {_short(extra[0])} ({len(extra)} keys that should not be there)"
         for key in expected:
-            found = _first_difference(got[key], expected[key], f"{path}[{key!r}]", reveal)
+            found = _first_difference(got[key], expected[key], f"{path}[{key!r}]", reveal, dtype)
             if found:
                 return found
         return None
@@ -218,7 +318,7 @@ def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -
                 return f"{at}your {type(got).__name__} has {len(got)} items, which is not the expected number"
             return f"{at}expected length {len(expected)}, got {len(got)}"
         for i, (g, e) in enumerate(zip(got, expected)):
-            found = _first_difference(g, e, f"{path}[{i}]", reveal)
+            found = _first_difference(g, e, f"{path}[{i}]", reveal, dtype)
             if found:
                 return found
         return None
@@ -230,7 +330,7 @@ def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -
             if reveal
             else f"{at}your value {_short(got)} is not the expected one"
         )
-    if got == expected:
+    if _same_plain(got, expected):
         return None
     return (
         f"{at}expected {_short(expected)}, got {_short(got)}"
@@ -239,14 +339,27 @@ def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True) -
     )
 
 
+def _same_plain(got: Any, expected: Any) -> bool:
+    """``got == expected`` for two values of one type, False when the comparison does not
+    give a plain bool (an array's element-wise answer) or raises."""
+    try:
+        same = got == expected
+    except Exception:  # a value whose == raises is not the expected one
+        return False
+    return same if type(same) is bool else False
+
+
 @dataclass
 class Equal:
-    """Exact equality of plain values (lists and tuples interchangeable, tensors by dtype, shape and value)."""
+    """Exact equality of plain values (lists and tuples interchangeable, tensors by dtype,
+    device, shape and value; with ``dtype=None`` tensors by shape and value only, so that a
+    dtype slip is charged by the dtype clause's own test, ``dtypes()``)."""
 
     hints: list[Hint] = field(default_factory=list)
+    dtype: Any = SAME_DTYPE
 
     def __call__(self, got: Any, expected: Any, reveal: bool = True) -> Verdict:
-        problem = _first_difference(got, expected, "", reveal)
+        problem = _first_difference(got, expected, "", reveal, self.dtype)
         if problem is None:
             return Verdict(True)
         if reveal:
@@ -254,9 +367,86 @@ class Equal:
         return with_hint(Verdict(False, problem), self.hints, got, expected)
 
 
-def equal(hints: list[Hint] | None = None) -> Equal:
-    """Exact equality; messages name the first difference."""
-    return Equal(list(hints or []))
+def equal(hints: list[Hint] | None = None, dtype: Any = SAME_DTYPE) -> Equal:
+    """Exact equality; messages name the first difference. ``dtype``: ``"expected"`` (each
+    tensor has the expected tensor's dtype), a ``torch.dtype`` every tensor must have, or
+    None (values only: the rule for value tests).
+
+    Example:
+        >>> ids = torch.tensor([1, 2], dtype=torch.int32)
+        >>> equal(dtype=None)(ids, torch.tensor([1, 2])).passed
+        True
+        >>> print(equal()(ids, torch.tensor([1, 2])).message)
+        expected dtype torch.int64, got torch.int32
+        expected tensor([1, 2])
+        got      tensor([1, 2], dtype=torch.int32)
+    """
+    return Equal(list(hints or []), dtype)
+
+
+def _dtype_difference(got: Any, expected: Any, path: str) -> str | None:
+    """Where ``got``'s tensors differ in dtype (or device) from ``expected``'s, or None.
+
+    ``expected`` mirrors the output: a ``torch.dtype``, or a tensor (its dtype and device
+    count), in place of each tensor; lists, tuples and dicts are walked; other values are
+    not compared (the values are the business of other tests).
+    """
+    at = _at(path)
+    if isinstance(expected, (torch.dtype, torch.Tensor)):
+        dtype = expected if isinstance(expected, torch.dtype) else expected.dtype
+        device = expected.device if isinstance(expected, torch.Tensor) else None
+        problem = tensor_problem(got, dtype, None, True, device)
+        return at + problem if problem else None
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(got, (list, tuple)):
+            return f"{at}expected a {type(expected).__name__}, got {type(got).__name__}"
+        if len(got) != len(expected):
+            return f"{at}your {type(got).__name__} has {len(got)} items, which is not the expected number"
+        return next(
+            (p for i, (g, e) in enumerate(zip(got, expected)) if (p := _dtype_difference(g, e, f"{path}[{i}]"))), None
+        )
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return f"{at}expected a dict, got {type(got).__name__}"
+        for key, inner in expected.items():
+            if key not in got:
+                return f"{at}your dict lacks keys that the expected one has"
+            found = _dtype_difference(got[key], inner, f"{path}[{key!r}]")
+            if found:
+                return found
+    return None
+
+
+@dataclass
+class Dtypes:
+    """The dtype (and device) of each tensor of the output, and nothing else: the test of a
+    dtype or device clause, so that a dtype slip costs that clause's points once while the
+    value tests (``close(..., dtype=None)``, ``equal(dtype=None)``) judge the values.
+
+    ``expected`` is a ``torch.dtype`` (or a structure of them) in a public test, or
+    ``REFERENCE`` in a hidden one (the reference's tensors give their dtypes). A no-op that
+    returns zeros of the right dtype passes such a test, so it is a guard
+    (``Case.is_guard``): it earns its points only when a test of the values passes too.
+    """
+
+    hints: list[Hint] = field(default_factory=list)
+
+    def __call__(self, got: Any, expected: Any, reveal: bool = True) -> Verdict:
+        problem = _dtype_difference(got, expected, "")
+        if problem is None:
+            return Verdict(True)
+        return with_hint(Verdict(False, problem), self.hints, got, expected)
+
+
+def dtypes(hints: list[Hint] | None = None) -> Dtypes:
+    """A dtype (and device) test; the values are not compared.
+
+    Example:
+        >>> check = dtypes()
+        >>> check((torch.zeros(2), torch.zeros(2, dtype=torch.float64)), (torch.float32, torch.float32)).message
+        'result[1]: expected dtype torch.float32, got torch.float64'
+    """
+    return Dtypes(list(hints or []))
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .cases import TEXT_LIMIT, Case, MissingName, Namespace
+from .cases import NOT_IMPLEMENTED, TEXT_LIMIT, Case, MissingName, Namespace
 from .checks import Verdict
 
 
@@ -118,7 +118,7 @@ def describe_error(
     """A short, student-facing account of an exception raised by the student's code: what
     was raised and where (``error_location``)."""
     if isinstance(exc, NotImplementedError):
-        return "not implemented yet (the stub still raises NotImplementedError)"
+        return f"{NOT_IMPLEMENTED} (the stub still raises NotImplementedError)"
     if isinstance(exc, MissingName):
         return str(exc)
     text = str(exc)
@@ -255,9 +255,14 @@ def judge_output(case: Case, got: Any, expected: Any) -> Verdict:
 
 
 def fault_message(fault: CheckFault) -> str:
-    """What a student is told when a test could not judge their output."""
+    """What a student is told when a test could not judge their output: the course's fault.
+
+    ``gptcourse check-stage`` grades outputs of every kind a slip makes (other dtypes,
+    None, the input, zeros) so that no check raises on them; one that still does is a
+    defect of the course, and the student is told so, never that their code is wrong.
+    """
     return (
         "the grader could not judge this output: its check failed on it "
-        f"({str(fault).split(': ', 1)[-1]}). Check the type and shape your code returns; "
-        "if they are right, this is a fault in the test: tell your instructor."
+        f"({str(fault).split(': ', 1)[-1]}). This is a fault of the course, not a verdict on your "
+        "code: tell your instructor, naming this test."
     )

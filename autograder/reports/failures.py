@@ -11,7 +11,8 @@ is named, in this order, by:
    not defined, out of time, not run (the submission's time was used up), the process
    ended (exit, crash, out of memory), too much output, an exception (by its type only,
    also where another was expected: "expected ValueError, got KeyError"),
-   a fault of the test, a notebook that could not be read;
+   a fault of the test, a guard whose points wait for the work (``cases.WITHHELD``),
+   a notebook that could not be read;
 3. else "a wrong result that no known mistake explains, in: <the test's description>"
    (the test that caught it, never its values), a sign that the catalogue may be missing
    a mistake.
@@ -38,6 +39,11 @@ KINDS = (
         ("ended the process running it", "the process running your code"),
     ),
     ("fault", "the test could not judge the output (check the test)", ("the grader could not judge this output",)),
+    (
+        "withheld",
+        "passed, but counts only once the work passes a test (errors, dtypes, the input left alone)",
+        ("this passed, but no test of the work of",),
+    ),
     (
         "unreadable",
         "the notebook could not be read or run",

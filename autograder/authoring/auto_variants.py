@@ -1,0 +1,119 @@
+"""The variants ``gptcourse check-stage`` makes by itself from a stage's reference.
+
+Beside the catalogue written by hand (``mistakes.py``), two kinds of variant are made from
+the reference and graded in the same batch (``grades.CatalogueGrades``):
+
+- **no-ops**: every stub of the notebook replaced by a stand-in that does nothing and
+  returns ``None``, its first argument, or zeros shaped like the reference's answer (one
+  notebook each). None may earn a point (the rule "no-ops earn nothing"): a test that a
+  no-op passes is a guard (``Case.is_guard``), counted only when a test of the work passes.
+- **dtype audits**: per question, the stubs of that question replaced by the reference
+  with every tensor it returns in another dtype (floats float64, integers int32). Such a
+  slip may fail only the tests that a dtype or device clause of the question cites, and
+  no check may raise on it (the rules "dtype slips cost only their clause" and "checks
+  never fault").
+
+The stand-ins are ``slips``: authoring only, never shipped.
+
+Example:
+    >>> from autograder.course import get_stage
+    >>> [v.slug for v in auto_variants(get_stage("03"))][:4]
+    ['noop-none', 'noop-input', 'noop-zeros', 'audit-embedding']
+"""
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.build.notebooks import write_notebook
+from autograder.build.source import parse_source
+from autograder.build.stubs import reference_source
+from autograder.course import Stage
+
+from . import slips
+from .variants import variant_notebook
+
+NOOPS = {
+    "none": "every stub returns None",
+    "input": "every stub returns its first argument",
+    "zeros": "every stub returns zeros shaped like the reference's answer",
+}
+
+
+@dataclass(frozen=True)
+class AutoVariant:
+    """A variant made from the reference: a no-op (``qid`` None: every question) or a dtype audit of ``qid``."""
+
+    kind: str  # "noop" or "audit"
+    slug: str  # its file name, and its name among the graded
+    qid: str | None
+    what: str  # what it is, for problems: "a no-op stage (every stub returns None)"
+    cells: dict[str, str]  # stub name -> the cell's source
+
+
+def question_stubs(stage: Stage) -> dict[str, list[str]]:
+    """The stubs of each question: those between its check cell and the check cell before it.
+
+    Example:
+        >>> from autograder.course import get_stage
+        >>> question_stubs(get_stage("03"))["rope"]
+        ['apply_rope']
+    """
+    out: dict[str, list[str]] = {}
+    pending: list[str] = []
+    for block in parse_source(stage.source):
+        if block.kind == "stub":
+            pending.append(block.arg)
+        elif block.kind == "check":
+            out[block.arg] = pending
+            pending = []
+    return out
+
+
+def _cell(stage: Stage, name: str, wrapped: str) -> str:
+    """The reference's own source of ``name``, the stand-ins, then ``name`` rebound to ``wrapped``."""
+    return "\n\n\n".join(
+        [reference_source(stage.module, name).rstrip("\n"), inspect.getsource(slips).rstrip("\n"), wrapped]
+    )
+
+
+def noop_variants(stage: Stage) -> list[AutoVariant]:
+    """One notebook per kind of no-op, every stub of the stage replaced."""
+    stubs = [name for names in question_stubs(stage).values() for name in names]
+    return [
+        AutoVariant(
+            "noop",
+            f"noop-{how}",
+            None,
+            f"the no-op notebook noop-{how} ({what})",
+            {name: _cell(stage, name, f"{name} = _gptcourse_noop({name}, {how!r})") for name in stubs},
+        )
+        for how, what in NOOPS.items()
+    ]
+
+
+def audit_variants(stage: Stage) -> list[AutoVariant]:
+    """Per question with stubs, its stubs returning every tensor in another dtype."""
+    return [
+        AutoVariant(
+            "audit",
+            f"audit-{qid}",
+            qid,
+            f"the dtype audit audit-{qid} ({', '.join(names)} returning floats in float64, integers in int32)",
+            {name: _cell(stage, name, f"{name} = _gptcourse_recast({name})") for name in names},
+        )
+        for qid, names in question_stubs(stage).items()
+        if names
+    ]
+
+
+def auto_variants(stage: Stage) -> list[AutoVariant]:
+    """The no-ops, then the dtype audits."""
+    return noop_variants(stage) + audit_variants(stage)
+
+
+def write_auto_variant(stage: Stage, variant: AutoVariant, folder: Path) -> Path:
+    """Write an automatic variant as ``folder/<slug>.ipynb``."""
+    path = Path(folder) / f"{variant.slug}.ipynb"
+    write_notebook(variant_notebook(stage, variant.cells), path)
+    return path
