@@ -66,6 +66,16 @@ def test_students_are_named_by_the_layouts_of_lms_and_grader_exports(tmp_path):
     ) == ["Bob Jones", "Carol Li"]
     # files named by their students, side by side
     assert keys(["subs/alice.ipynb", "subs/bob.ipynb"]) == ["alice", "bob"]
+    # one file in a shared folder: its name names the student, even when it begins with the
+    # stage's name (`grade --stage 07 subs/07_gpt_bob.ipynb` is bob's, not the folder's);
+    # the release's own name, or a copy of it, names nobody, so the folder does
+    assert keys(["subs/01_tokenisation_bob.ipynb"]) == ["01_tokenisation_bob"]
+    assert keys(["subs/01_tokenisation_bob.ipynb", "subs/01_tokenisation_carol.ipynb"]) == [
+        "01_tokenisation_bob",
+        "01_tokenisation_carol",
+    ]
+    for copy in ("01_tokenisation (1).ipynb", "01_tokenisation-Copy1.ipynb", "01_tokenisation-submission.zip"):
+        assert keys([f"subs/bob/{copy}"]) == ["bob"], copy
     # one file named by a student, in a folder of its own: the file names it
     assert keys(["subs/alice/alice-lab.ipynb"]) == ["alice-lab"]
     assert keys(["subs/alice/alice-lab.ipynb"], mode="folder") == ["alice"]
