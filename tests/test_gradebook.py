@@ -15,11 +15,13 @@ import pytest
 from support import submission
 
 from autograder.authoring.catalogue import catalogue
+from autograder.build.written import written_questions
 from autograder.channels.local.folder import write_submission
 from autograder.channels.local.gradebook import CANVAS_COLUMNS
 from autograder.channels.local.identity import identify
 from autograder.channels.local.records import read_folder
 from autograder.channels.local.roster import Student, match, read_roster
+from autograder.course import get_stage
 from autograder.reports.class_report import histogram, summarise, write_report
 from autograder.reports.failures import KNOWN_LABELS, UNRECOGNISED, classify
 
@@ -139,7 +141,10 @@ def test_regrading_merges_into_the_gradebook_and_the_report_agrees(class_folder,
     assert list(book) == ["(max)", "alice", "bob"]  # named by their folders, not 01_tokenisation and 01_tokenisation-2
     top = book["(max)"]["total"]
     assert book["alice"]["total"] == top and book["bob"]["total"] == "0"
-    assert list(book["alice"])[-4:] == ["total", "id", "name", "email"]
+    # after the roster's columns, one per written question (left for the instructor's scores)
+    written = [f"{q.id} (written)" for q in written_questions(get_stage(STAGE))]
+    assert list(book["alice"])[-len(written) - 5 :] == ["total", "id", "name", "email", *written, "total with written"]
+    assert all(book["alice"][w] == "" for w in written) and book["alice"]["total with written"] == top
 
     done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--only-failed", str(subs))
     assert done.returncode == 0, done.stderr

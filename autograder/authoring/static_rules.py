@@ -16,7 +16,8 @@ from functools import cached_property
 from pathlib import Path
 
 from autograder.build.notebooks import check_cells_problems
-from autograder.build.source import Block, parse_source
+from autograder.build.source import Block, SourceError, parse_source
+from autograder.build.written import written_questions
 from autograder.course import Stage
 from autograder.engine.suites import StageTests
 from autograder.kit import PASTED
@@ -107,8 +108,13 @@ def suites_load(subject: Subject) -> list[str]:
 
 
 def questions_complete(subject: Subject) -> list[str]:
-    """Every question has public and hidden tests and exactly one check cell."""
-    problems = []
+    """Every question has public and hidden tests and exactly one check cell; every written
+    question has an id of its own, positive points, a prompt and a rubric."""
+    try:
+        written_questions(subject.stage)
+        problems = []
+    except SourceError as exc:
+        problems = [str(exc)]
     for qid in subject.qids:
         kinds = {c.public for c in subject.tests.cases if c.qid == qid}
         if True not in kinds:
@@ -177,9 +183,11 @@ def summary(subject: Subject) -> str:
     """The one line ``check-stage`` prints for a sound stage."""
     mistakes, alternatives = subject.variants
     points = sum(p for _, p in subject.tests.questions())
+    written = written_questions(subject.stage)
     return (
         f"{len(subject.qids)} questions, {points:g} points, {len(mistakes)} mistakes, "
-        f"{len(alternatives)} alternatives, {_examples(subject.reference)} docstring examples"
+        f"{len(alternatives)} alternatives, {_examples(subject.reference)} docstring examples; "
+        f"{len(written)} written questions, {sum(q.points for q in written):g} points, graded by hand"
     )
 
 

@@ -207,6 +207,8 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         f"<{_label(cell)}>": _label(cell) for cell in job["cells"]
     }  # file name -> the cell as the student names it
     for cell in job["cells"]:  # tracebacks and error messages show the line of code
+        if cell.get("given"):  # the course's code of an earlier answer: no line of it is shown
+            continue
         filename = f"<{_label(cell)}>"
         linecache.cache[filename] = (len(cell["source"]), None, cell["source"].splitlines(True), filename)
     cell_of = labels.get

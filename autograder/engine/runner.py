@@ -385,8 +385,8 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
     outcome = Outcome()
     try:
         notebook = load_notebook_json(path)
-        found = code_cells(notebook)
-        cells = [{"index": c.index, "source": c.source, "label": c.label} for c in found]
+        found = code_cells(notebook, tests.given)
+        cells = [{"index": c.index, "source": c.source, "label": c.label, "given": c.given} for c in found]
         outcome.cell_labels = {c.index: c.label for c in found}
         outcome.left_out = {c.index: c.notes for c in found if c.notes}
     except SubmissionError as exc:

@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from autograder.engine.fixtures import read_fixtures
+from autograder.engine.fixtures import read_fixtures, read_given
 from autograder.engine.judge import TestResult
 from autograder.engine.pipeline import Graded, grade_batch
 from autograder.engine.results import cell_notes, dump_json, gradescope_json, write_atomic
@@ -39,7 +39,7 @@ def load_tests(folder: Path) -> StageTests:
             f"{folder} lacks {', '.join(missing)}: run `gptcourse build` to make the course's test files"
         )
     public, hidden, fixtures = (folder / name for name in TEST_FILES)
-    return StageTests.load(folder.name, public, hidden, read_fixtures(fixtures))
+    return StageTests.load(folder.name, public, hidden, read_fixtures(fixtures), read_given(fixtures))
 
 
 def skip_question_cells(notebook: dict, qids: list[str]) -> dict:
