@@ -24,6 +24,7 @@ from autograder.kit import PASTED
 
 from .catalogue import Variant, catalogue
 from .clauses import clause_problems
+from .references import folder_problems
 from .verdicts import verdict_problems
 
 MIN_MISTAKES = 4
@@ -172,6 +173,12 @@ def catalogue_complete(subject: Subject) -> list[str]:
     slugs = [v.slug for v in mistakes + alternatives]
     problems += [f"two variants share the file name {s!r}" for s in sorted({s for s in slugs if slugs.count(s) > 1})]
     return problems
+
+
+def inside_the_project(subject: Subject) -> list[str]:
+    """Nothing in the stage's files points at a file outside the project: every file named
+    exists in it, no path is a machine's own, every ``SPEC.md § <section>`` cited exists."""
+    return folder_problems(subject.stage.folder)
 
 
 def examples_run(subject: Subject) -> list[str]:
