@@ -197,3 +197,15 @@ def test_grading_runs_the_course_s_earlier_answers_and_shows_no_line_of_them(tmp
         assert not [line for line in secret if line in shown], (name, shown)
     errors = list(graded.outcome.cell_errors.values())
     assert any("ValueError" in e for e in errors) and any("source" in e for e in errors), errors
+
+
+def test_changed_course_code_of_an_earlier_answer_makes_grade_changed_regrade():
+    """``gptcourse grade --changed`` regrades what was graded with other tests: the course's code of
+    the earlier answers is part of what grading used."""
+    from autograder.channels.local.folder import tests_fingerprint
+
+    tests = stage_tests(get_stage("05_multihead"))
+    assert set(tests.given) == {"masking.causal_mask", "masking.padding_mask"}
+    edited = tests.with_fixtures(tests.fixtures, {**tests.given, "masking.causal_mask": "def causal_mask(T): ..."})
+    assert tests_fingerprint(edited) != tests_fingerprint(tests)
+    assert tests_fingerprint(tests.with_fixtures(tests.fixtures, tests.given)) == tests_fingerprint(tests)

@@ -49,12 +49,15 @@ def file_hash(path: Path) -> str:
 
 
 def tests_fingerprint(tests: StageTests) -> str:
-    """A hash of what decides a grade besides the submission: the suites' sources and the fixtures."""
+    """A hash of what decides a grade besides the submission: the suites' sources, the fixtures and
+    the course's code of the earlier answers."""
     digest = hashlib.sha256()
     for suite in tests.suites:
         digest.update(suite.label.encode() + b"\0" + suite.source.encode() + b"\0")
     encoded = {key: codec.encode(value) for key, value in sorted(tests.fixtures.items())}
     digest.update(json.dumps(encoded, sort_keys=True, separators=(",", ":")).encode())
+    if tests.given:  # the course's code of the earlier answers, which grading runs in their cells
+        digest.update(json.dumps(tests.given, sort_keys=True).encode())
     return digest.hexdigest()
 
 
