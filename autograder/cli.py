@@ -37,11 +37,12 @@ def _positive(kind):
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build.release import build_stage
+    from .build.release import build_stage, write_answers
 
     stages = [get_stage(s) for s in (args.stages or [s.id for s in all_stages()])]
     for stage in stages:
         build_stage(stage, Path(args.out))
+    write_answers(Path(args.out))
     return 0
 
 
@@ -67,6 +68,7 @@ def submission_files(items: list[str]) -> list[Path]:
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from .build.fixtures import DEFAULT_DIR, stage_tests
+    from .build.written import written_questions
     from .kit.threads import configure_threads
 
     stage = get_stage(args.stage)
@@ -76,18 +78,21 @@ def cmd_grade(args: argparse.Namespace) -> int:
         raise UsageError("--student goes with --nbgrader COURSE_DIR")
     if args.nbgrader:
         return grade_nbgrader_course(args, stage)
-    if not args.files:
-        raise UsageError("name at least one submission to grade (or --nbgrader COURSE_DIR)")
-    paths = submission_files(args.files)
     out = Path(args.out)
+    if not args.files and not (out / "grades.csv").is_file():
+        raise UsageError("name at least one submission to grade (or --nbgrader COURSE_DIR)")
+    paths = submission_files(args.files) if args.files else []  # none: rebuild the gradebook only
     roster = load_roster(args.roster, out)
     configure_threads(1)  # this process only compares outputs: the workers get the CPUs
     args.workers = args.workers or _cores()  # read when grading, not when every command starts
     tests = stage_tests(stage, Path(args.fixtures) if args.fixtures else DEFAULT_DIR)
     limits = Limits(total_timeout=args.timeout, cell_timeout=min(Limits.cell_timeout, args.timeout))
-    run = grade_folder(paths, tests, limits, out, args, roster)
+    run = grade_folder(paths, tests, limits, out, args, roster, written_questions(stage))
     if not args.quiet:
-        print(score_table(run.graded, tests))
+        if paths:
+            print(score_table(run.graded, tests))
+        else:
+            print(f"no file given: the gradebook of {out} was rebuilt ({len(run.gradebook.rows)} students)")
         print(folder_summary(run, out, args))
     return 0
 
@@ -106,8 +111,11 @@ def load_roster(path: str | None, out: Path):
     return read_roster(kept) if kept.is_file() else None
 
 
-def grade_folder(paths: list[Path], tests, limits: Limits, out: Path, args: argparse.Namespace, roster=None):
-    """Grade ``paths`` into ``out`` (merging with what it holds) and rebuild its gradebook; warn of test faults."""
+def grade_folder(
+    paths: list[Path], tests, limits: Limits, out: Path, args: argparse.Namespace, roster=None, written=None
+):
+    """Grade ``paths`` into ``out`` (merging with what it holds) and rebuild its gradebook (with the
+    written questions' columns); warn of test faults."""
     from .channels.local.folder import run_folder
 
     run = run_folder(
@@ -123,6 +131,7 @@ def grade_folder(paths: list[Path], tests, limits: Limits, out: Path, args: argp
         only_failed=getattr(args, "only_failed", False),
         roster=roster,
         canvas_assignment=getattr(args, "canvas_assignment", None),
+        written=written,
     )
     for graded in run.graded:
         for fault in graded.faults:
@@ -150,6 +159,12 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
         lines.append(f"not in the roster (no id in grades.csv, left out of canvas.csv): {', '.join(book.unmatched)}")
     if book.absent:
         lines.append(f"in the roster but not graded: {', '.join(s.name or s.id for s in book.absent)}")
+    if book.written:
+        waiting = sum(1 for row in book.rows for v in row.written.values() if v is None)
+        lines.append(
+            f"written questions ({', '.join(book.written)}): {waiting} answer(s) to grade by hand; read them in "
+            f"{out / 'written.md'}, type the scores into grades.csv, then run this command again (files optional)"
+        )
     files = f"results: {out}/<student>/results.json, gradebook: {out / 'grades.csv'}"
     if (out / "canvas.csv").is_file():
         files += f", Canvas import: {out / 'canvas.csv'}"
@@ -158,11 +173,13 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
 
 def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
     """``nbgrader autograde`` in the course (it grades through the engine), then the gradebook's scores."""
+    from .build.written import written_questions
     from .channels.nbgrader.autograde import gradebook_rows, require_engine, run_autograde, table
 
     course = Path(args.nbgrader)
     require_engine(course)
     qids = [q for q, _ in stage.tests().questions()]
+    written = [q.id for q in written_questions(stage)]
     gradebook_rows(course, stage.id, qids)  # a usage error, before any grading, when the assignment is missing
     settings = [f"--GradeWithEngine.results_directory={Path(args.out).resolve()}"]
     if args.timeout != Limits.total_timeout:
@@ -174,7 +191,7 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
             file=sys.stderr,
         )
         return 1
-    questions, rows = gradebook_rows(course, stage.id, qids)
+    questions, rows = gradebook_rows(course, stage.id, qids, written)
     if not args.quiet:
         print(table([r for r in rows if not args.student or r.student == args.student], questions))
         for row in rows:
@@ -183,6 +200,12 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
                     f"{row.student}: the manual scores of {', '.join(row.manual)} "
                     "are kept (nbgrader marks them for review)"
                 )
+        waiting = sorted({w for row in rows for w in row.ungraded})
+        if waiting:
+            print(
+                f"written questions to grade in the formgrader: {', '.join(waiting)} "
+                f"({sum(bool(r.ungraded) for r in rows)} student(s)); the engine never scores them"
+            )
         print(
             f"nbgrader gradebook of {course}: {stage.id} autograded by the gptcourse "
             f"engine; results.json per student in {args.out}/"
@@ -223,6 +246,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .build.fixtures import DEFAULT_DIR, stage_tests
     from .build.notebooks import make_notebook, write_notebook
     from .build.release import build_stage
+    from .build.written import written_questions
 
     stage = get_stage(args.stage)
     out = Path(args.out)
@@ -239,7 +263,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     tests = stage_tests(stage, DEFAULT_DIR)
     done = grade_folder(
-        samples, tests, Limits(), out, argparse.Namespace(show_hidden=False, workers=2, quiet=False)
+        samples,
+        tests,
+        Limits(),
+        out,
+        argparse.Namespace(show_hidden=False, workers=2, quiet=False),
+        written=written_questions(stage),
     ).graded
     print()
     print(score_table(done, tests))
@@ -367,7 +396,10 @@ def main(argv: list[str] | None = None) -> int:
         help="grade only the files never graded into OUT or short of full marks there",
     )
     grade.add_argument(
-        "files", nargs="*", help=".ipynb files (any name), zips holding one notebook, or folders of them"
+        "files",
+        nargs="*",
+        help=".ipynb files (any name), zips holding one notebook, or folders of them; none: rebuild OUT's "
+        "gradebook only (after typing written scores into grades.csv)",
     )
     grade.set_defaults(run=cmd_grade)
 

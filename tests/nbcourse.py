@@ -18,6 +18,7 @@ from pathlib import Path
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.build.nbgrader_course import build_nbgrader_course
 from autograder.build.stubs import reference_source
+from autograder.channels.local.gradebook import WRITTEN, WRITTEN_TOTAL
 from autograder.channels.nbgrader.autograde import gradebook_rows
 from autograder.course import get_stage
 
@@ -142,5 +143,9 @@ def engine_scores(out: Path) -> dict[str, dict[str, float]]:
     with (out / "grades.csv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     [maxima] = [r for r in rows if r["submission"] == "(max)"]
-    questions = [q for q, v in maxima.items() if v and q not in ("submission", "total")]  # not id, name, email
+    questions = [  # not id, name, email, nor the written questions' columns left for manual scores
+        q
+        for q, v in maxima.items()
+        if v and q not in ("submission", "total", WRITTEN_TOTAL) and not q.endswith(WRITTEN)
+    ]
     return {r["submission"]: {q: float(r[q]) for q in questions} for r in rows if r is not maxima}

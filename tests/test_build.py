@@ -9,6 +9,7 @@ import zipfile
 
 import pytest
 
+from autograder.build.answers import given_answers
 from autograder.build.fixtures import fixture_file
 from autograder.build.notebooks import HARNESS_BODY, HARNESS_HEADER, KIT, dumps_notebook, make_notebook, unpack_harness
 from autograder.build.source import SourceError, parse_source
@@ -74,6 +75,13 @@ def test_release_holds_no_solution_hidden_test_or_expected_value(stage):
         for cell in notebook["cells"]
         if TAG_GIVEN in cell["metadata"].get("tags", [])
         for line in cell["source"].splitlines()
+    }
+    # lines this stage shares with the earlier answers it builds on (`super().__init__()`) are no
+    # secret of its own (test_answers proves that a withheld answer's lines are not released)
+    given |= {
+        line.strip()
+        for answer in given_answers(stage)
+        for line in reference_source(*answer.name.rsplit(".", 1)).splitlines()
     }
     public = stage.public.read_text(encoding="utf-8")  # released anyway: a hidden line found in it is no leak
     stubs = [b.arg for b in parse_source(stage.source) if b.kind == "stub"]

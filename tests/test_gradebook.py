@@ -15,11 +15,13 @@ import pytest
 from support import submission
 
 from autograder.authoring.catalogue import catalogue
+from autograder.build.written import written_questions
 from autograder.channels.local.folder import write_submission
 from autograder.channels.local.gradebook import CANVAS_COLUMNS
 from autograder.channels.local.identity import identify
 from autograder.channels.local.records import read_folder
 from autograder.channels.local.roster import Student, match, read_roster
+from autograder.course import get_stage
 from autograder.reports.class_report import histogram, summarise, write_report
 from autograder.reports.failures import KNOWN_LABELS, UNRECOGNISED, classify
 
@@ -66,6 +68,16 @@ def test_students_are_named_by_the_layouts_of_lms_and_grader_exports(tmp_path):
     ) == ["Bob Jones", "Carol Li"]
     # files named by their students, side by side
     assert keys(["subs/alice.ipynb", "subs/bob.ipynb"]) == ["alice", "bob"]
+    # one file in a shared folder: its name names the student, even when it begins with the
+    # stage's name (`grade --stage 07 subs/07_gpt_bob.ipynb` is bob's, not the folder's);
+    # the release's own name, or a copy of it, names nobody, so the folder does
+    assert keys(["subs/01_tokenisation_bob.ipynb"]) == ["01_tokenisation_bob"]
+    assert keys(["subs/01_tokenisation_bob.ipynb", "subs/01_tokenisation_carol.ipynb"]) == [
+        "01_tokenisation_bob",
+        "01_tokenisation_carol",
+    ]
+    for copy in ("01_tokenisation (1).ipynb", "01_tokenisation-Copy1.ipynb", "01_tokenisation-submission.zip"):
+        assert keys([f"subs/bob/{copy}"]) == ["bob"], copy
     # one file named by a student, in a folder of its own: the file names it
     assert keys(["subs/alice/alice-lab.ipynb"]) == ["alice-lab"]
     assert keys(["subs/alice/alice-lab.ipynb"], mode="folder") == ["alice"]
@@ -129,7 +141,10 @@ def test_regrading_merges_into_the_gradebook_and_the_report_agrees(class_folder,
     assert list(book) == ["(max)", "alice", "bob"]  # named by their folders, not 01_tokenisation and 01_tokenisation-2
     top = book["(max)"]["total"]
     assert book["alice"]["total"] == top and book["bob"]["total"] == "0"
-    assert list(book["alice"])[-4:] == ["total", "id", "name", "email"]
+    # after the roster's columns, one per written question (left for the instructor's scores)
+    written = [f"{q.id} (written)" for q in written_questions(get_stage(STAGE))]
+    assert list(book["alice"])[-len(written) - 5 :] == ["total", "id", "name", "email", *written, "total with written"]
+    assert all(book["alice"][w] == "" for w in written) and book["alice"]["total with written"] == top
 
     done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--only-failed", str(subs))
     assert done.returncode == 0, done.stderr

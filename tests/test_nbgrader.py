@@ -22,8 +22,9 @@ from support import submission
 from autograder.authoring.catalogue import catalogue
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.build.nbgrader_course import GPTCOURSE_CONFIG, NBGRADER_CONFIG, build_nbgrader_course
+from autograder.build.written import written_questions
 from autograder.channels.local.folder import grade_into_folder
-from autograder.channels.nbgrader import TEST_FILES, TESTS_FOLDER, grade_cell_id
+from autograder.channels.nbgrader import TEST_FILES, TESTS_FOLDER, grade_cell_id, written_cell_id
 from autograder.channels.nbgrader.autograde import PREPROCESSOR, course_config, require_engine
 from autograder.course import all_stages, get_stage, questions
 from autograder.engine.runner import Limits
@@ -56,13 +57,15 @@ def test_the_course_directory(tmp_path):
     assert (tests / "hidden.py").read_bytes() == stage.hidden.read_bytes()
     cells = _cells(path)
     meta = [c["metadata"].get("nbgrader", {}) for c in cells]
-    grade = {m["grade_id"]: (c["source"], m) for c, m in zip(cells, meta) if m.get("grade")}
+    grade = {m["grade_id"]: (c["source"], m) for c, m in zip(cells, meta) if m.get("grade") and not m.get("solution")}
+    written = {m["grade_id"]: m["points"] for m in meta if m.get("grade") and m.get("solution")}
+    assert written == {written_cell_id(q.id): q.points for q in written_questions(stage)}  # graded by hand
     assert {g: m["points"] for g, (_, m) in grade.items()} == {grade_cell_id(q): p for q, p in questions(STAGE)}
     assert {g: s for g, (s, _) in grade.items()} == {
         grade_cell_id(q): f'check("{q}", strict=True)' for q, _ in questions(STAGE)
     }
     assert all(m["locked"] for _, m in grade.values())
-    solutions = [c["source"] for c, m in zip(cells, meta) if m.get("solution")]
+    solutions = [c["source"] for c, m in zip(cells, meta) if m.get("solution") and c["cell_type"] == "code"]
     assert solutions and all("### BEGIN SOLUTION" in s and "### END SOLUTION" in s for s in solutions)
     assert any(m.get("locked") and not m.get("grade") for m in meta)  # the harness and given code
     text = path.read_text()

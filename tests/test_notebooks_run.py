@@ -8,7 +8,8 @@ project's ipykernel), every cell, demonstrations and training included, offline:
   loader meets the dead network and falls back to the default corpus (and says so). Check
   cells report failures without raising. A demonstration or training cell may stop only
   because it calls a function the student has not written yet: its error must be a stub's
-  own ``NotImplementedError`` ("Write NAME: ..."), never anything else (a ``NameError``
+  own ``NotImplementedError`` ("Write NAME: ...", or "Paste your NAME of stage NN" for an earlier
+  stage's answer not yet released), never anything else (a ``NameError``
   included: a demonstration does not lean on a variable an earlier, failed one would have
   made). Every other cell (harness, given code, stubs, check cells, hand-in) runs clean.
 
@@ -40,7 +41,7 @@ from support import SHAKESPEARE
 from autograder.authoring.catalogue import catalogue
 from autograder.build.notebooks import make_notebook
 from autograder.course import all_stages, get_stage
-from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_STUB, TAG_TRAIN
+from autograder.engine.submission import TAG_ANSWER, TAG_CHECK, TAG_DEMO, TAG_STUB, TAG_TRAIN
 
 STAGES = all_stages()
 NAME = "my notebook.ipynb"
@@ -153,10 +154,11 @@ def _where(index: int, cell) -> str:
 
 
 def stub_messages(notebook) -> set[str]:
-    """The messages of the ``NotImplementedError``s the stub cells raise."""
+    """The messages of the ``NotImplementedError``s the stub cells raise (and the cells of earlier
+    stages' answers, which hold stubs until the instructor releases them)."""
     messages = set()
     for cell in notebook.cells:
-        if TAG_STUB in _tags(cell):
+        if {TAG_STUB, TAG_ANSWER} & _tags(cell):
             for node in ast.walk(ast.parse(cell.source)):
                 if (
                     isinstance(node, ast.Raise)

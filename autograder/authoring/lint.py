@@ -7,7 +7,8 @@ catalogued variant in one batch. Each problem is printed under its rule's name.
 Example (from the repository's root)::
 
     $ gptcourse check-stage 03 --quick
-    03_attention: OK (static rules; 4 questions, 49 points, 27 mistakes, 5 alternatives, 11 docstring examples)
+    03_attention: OK (static rules; 4 questions, 49 points, 27 mistakes, 5 alternatives, 11 docstring examples;
+    3 written questions, 7 points, graded by hand)
 """
 
 import tempfile

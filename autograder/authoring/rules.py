@@ -49,6 +49,7 @@ RULES: tuple[Rule, ...] = (
     Rule("probes return raw outputs", static_rules.raw_outputs),
     Rule("clauses covered by hidden tests", static_rules.clauses_covered),
     Rule("every test serves a clause", static_rules.tests_serve_clauses),
+    Rule("nothing points outside the project", static_rules.inside_the_project),
     Rule("catalogue loads", static_rules.catalogue_loads, blocking=True),
     Rule("catalogue complete", static_rules.catalogue_complete),
     Rule("docstring examples run", static_rules.examples_run),

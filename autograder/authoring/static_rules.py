@@ -16,7 +16,8 @@ from functools import cached_property
 from pathlib import Path
 
 from autograder.build.notebooks import check_cells_problems
-from autograder.build.source import Block, parse_source
+from autograder.build.source import Block, SourceError, parse_source
+from autograder.build.written import written_questions
 from autograder.course import Stage
 from autograder.engine.suites import StageTests
 from autograder.kit import PASTED
@@ -24,6 +25,7 @@ from autograder.kit import PASTED
 from .catalogue import Variant, catalogue
 from .claims import stage_claims, unsourced
 from .clauses import clause_problems, read_clauses, uncited_tests
+from .references import folder_problems
 from .verdicts import verdict_problems
 
 MIN_MISTAKES = 4
@@ -108,8 +110,13 @@ def suites_load(subject: Subject) -> list[str]:
 
 
 def questions_complete(subject: Subject) -> list[str]:
-    """Every question has public and hidden tests and exactly one check cell."""
-    problems = []
+    """Every question has public and hidden tests and exactly one check cell; every written
+    question has an id of its own, positive points, a prompt and a rubric."""
+    try:
+        written_questions(subject.stage)
+        problems = []
+    except SourceError as exc:
+        problems = [str(exc)]
     for qid in subject.qids:
         kinds = {c.public for c in subject.tests.cases if c.qid == qid}
         if True not in kinds:
@@ -189,6 +196,12 @@ def catalogue_complete(subject: Subject) -> list[str]:
     return problems
 
 
+def inside_the_project(subject: Subject) -> list[str]:
+    """Nothing in the stage's files points at a file outside the project: every file named
+    exists in it, no path is a machine's own, every ``SPEC.md § <section>`` cited exists."""
+    return folder_problems(subject.stage.folder)
+
+
 def examples_run(subject: Subject) -> list[str]:
     """The reference's docstring examples (students see them in their stubs) run true."""
     return doctest_problems(subject.reference)
@@ -203,9 +216,11 @@ def summary(subject: Subject) -> str:
     """The one line ``check-stage`` prints for a sound stage."""
     mistakes, alternatives = subject.variants
     points = sum(p for _, p in subject.tests.questions())
+    written = written_questions(subject.stage)
     return (
         f"{len(subject.qids)} questions, {points:g} points, {len(mistakes)} mistakes, "
-        f"{len(alternatives)} alternatives, {_examples(subject.reference)} docstring examples"
+        f"{len(alternatives)} alternatives, {_examples(subject.reference)} docstring examples; "
+        f"{len(written)} written questions, {sum(q.points for q in written):g} points, graded by hand"
     )
 
 

@@ -3,7 +3,8 @@
 The reference notebook (the stage's source with the reference code in place of the
 stubs) goes through exactly the path a submission takes; the raw outputs of every
 ``expected=REFERENCE`` case are saved as JSON (see ``engine.codec``) with a hash of the
-sources they came from. ``stage_tests`` gives a stage's tests with fresh fixtures,
+sources they came from, beside the course's code of the earlier answers the notebook uses
+(``given``: grading runs it in their cells). ``stage_tests`` gives a stage's tests with fresh fixtures,
 rebuilding them first when a source changed.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from autograder.course import ASSIGNMENTS, ROOT, Stage
 from autograder.engine import codec
-from autograder.engine.fixtures import FixtureError, read_fixtures
+from autograder.engine.fixtures import FixtureError, read_fixtures, read_given
 from autograder.engine.results import write_atomic
 from autograder.engine.runner import Limits, run_submission
 from autograder.engine.suites import StageTests
@@ -31,6 +32,7 @@ PACKAGE = Path(__file__).resolve().parent.parent
 ENGINE_FILES = [
     *sorted((PACKAGE / "kit").glob("*.py")),
     *(PACKAGE / "engine" / n for n in ("child.py", "codec.py", "runner.py", "submission.py", "suites.py")),
+    *(PACKAGE / "build" / n for n in ("answers.py", "stubs.py")),  # the given answers' code
 ]
 
 
@@ -64,10 +66,21 @@ def build_fixtures(stage: Stage, directory: Path = DEFAULT_DIR) -> Path:
         "stage": stage.id,
         "source_hash": source_hash(stage),
         "values": {k: codec.encode(outcome.values[k]) for k in keys},
+        "given": given_code(stage),
     }
     target = directory / f"{stage.id}.json"
     write_atomic(target, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")  # a reader never sees half
     return target
+
+
+def given_code(stage: Stage) -> dict[str, str]:
+    """The course's code of each earlier answer the stage's notebook uses, as its cell holds it
+    in the reference notebook (grading runs it in the student's cell: ``build.answers``)."""
+    return {
+        cell["metadata"]["gptcourse"]["answer"]: cell["source"]
+        for cell in make_notebook(stage, "reference")["cells"]
+        if "answer" in cell.get("metadata", {}).get("gptcourse", {})
+    }
 
 
 def is_fresh(stage: Stage, directory: Path = DEFAULT_DIR) -> bool:
@@ -102,4 +115,5 @@ def _building(directory: Path):
 
 def stage_tests(stage: Stage, directory: Path = DEFAULT_DIR, rebuild: bool = True) -> StageTests:
     """The stage's tests with its expected outputs (rebuilt first when stale)."""
-    return stage.tests().with_fixtures(read_fixtures(fixture_file(stage, directory, rebuild)))
+    path = fixture_file(stage, directory, rebuild)
+    return stage.tests().with_fixtures(read_fixtures(path), read_given(path))

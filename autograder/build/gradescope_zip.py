@@ -7,7 +7,10 @@ and ``run_autograder`` (run for every submission); beside them ``environment.yml
 fixtures; settings per stage in ``assignments/<stage>/gradescope.json``), the packages
 the engine needs (``autograder/kit``, ``autograder/engine``,
 ``autograder/channels/gradescope``, whole) and ``stage/``: the stage's public and hidden
-suites and its fixtures (expected outputs, never the reference code).
+suites, its written questions (``written.json``: ids, points and prompts, for the output;
+no rubric) and its fixtures (expected outputs, never the stage's reference code; for a stage
+that builds on earlier ones, the course's code of the earlier answers its notebook uses,
+which grading runs in their cells: ``build.answers``).
 
 - ``setup.sh`` (``set -euo pipefail``) installs Miniforge, creates the environment of
   ``environment.yml`` (Python set explicitly, ``torch==<version>+cpu`` from the PyTorch CPU
@@ -35,6 +38,8 @@ from pathlib import Path
 
 from autograder.channels.gradescope.settings import GradescopeSettings, shipped_json, stage_settings
 from autograder.course import Stage
+
+from .written import gradescope_sheet, written_json, written_questions
 
 
 def settings_note(stage: Stage) -> str:
@@ -187,4 +192,17 @@ def build_gradescope_zip(
         _add(archive, "stage/public.py", stage.public.read_bytes())
         _add(archive, "stage/hidden.py", stage.hidden.read_bytes())
         _add(archive, "stage/fixtures.json", Path(fixture_file).read_bytes())
+        _add(archive, "stage/written.json", written_json(stage).encode())
+    return target
+
+
+def write_gradescope_sheet(stage: Stage, out_dir: Path) -> Path | None:
+    """``out_dir/<stage>-written.md``: how to add the stage's written questions to the Gradescope
+    assignment, with their points and rubrics (None, and no file, for a stage without any)."""
+    target = Path(out_dir) / f"{stage.id}-written.md"
+    if not written_questions(stage):
+        target.unlink(missing_ok=True)
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(gradescope_sheet(stage), encoding="utf-8")
     return target

@@ -3,12 +3,17 @@
 For each stage the build writes:
 
 - ``source/<stage>/<stage>.ipynb``, the instructor's source notebook with nbgrader's
-  cell metadata: the harness and given code locked, each stub a solution cell (the
+  cell metadata: the harness and given code locked (an earlier stage's answer is given
+  code only once released, ``build.answers``; until then it is the student's cell to
+  fill, and grading runs the course's version in it), each stub a solution cell (the
   reference between ``### BEGIN SOLUTION`` and ``### END SOLUTION``), and each
   question's check cell a locked grade cell worth the whole question. A grade cell holds
   ``check("question", strict=True)``: the public tests, raising when one fails, so that
   ``nbgrader validate`` (the student's Validate button) passes a notebook whose public
   tests pass and names the question of one that does not. No cell holds a hidden test.
+  A written question (``build.written``) is a read-only prompt and a manually graded
+  answer cell worth its points, holding its rubric here (nbgrader's release replaces it
+  by an empty answer): graded in the formgrader, never by the engine.
   Demonstration and training cells do nothing under nbgrader (``NBGRADER_EXECUTION``).
 - ``gptcourse_tests/<stage>/`` (``public.py``, ``hidden.py``, ``fixtures.json``): what
   the engine grades with, outside nbgrader's ``source/`` tree, so never released.
@@ -23,13 +28,14 @@ import shutil
 import textwrap
 from pathlib import Path
 
-from autograder.channels.nbgrader import TEST_FILES, TESTS_FOLDER, grade_cell_id
+from autograder.channels.nbgrader import TEST_FILES, TESTS_FOLDER, grade_cell_id, written_cell_id
 from autograder.course import Stage
 from autograder.engine import submission as nbtags
 
 from .fixtures import DEFAULT_DIR
 from .notebooks import make_notebook, write_notebook
 from .stubs import make_stub, reference_source
+from .written import written_questions
 
 GPTCOURSE_CONFIG = """\
 # gptcourse's nbgrader settings, rewritten by every `gptcourse build`. Put your own
@@ -61,6 +67,7 @@ c.GradeWithEngine.cell_timeout = 30     # seconds per notebook cell
 c.GradeWithEngine.hidden_details = True # grade cells (and so the feedback) name each hidden test and why it failed
 c.OverwriteCells.add_missing_cells = True  # a deleted grade cell comes back, and the engine scores it
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "*Your answer here.*"  # a written answer cell, as the student notebook has it
 # nbgrader validate (the Validate button) runs the notebook's check cells in a kernel
 c.Execute.timeout = 120
 c.Execute.kernel_name = "python3"
@@ -109,12 +116,30 @@ def grade_cell_source(qid: str) -> str:
     return f'check("{qid}", strict=True)'
 
 
+def rubric_cell(question) -> str:
+    """A written question's answer cell in the instructor's source notebook: its rubric, which
+    ``generate_assignment`` replaces by the answer placeholder (``ClearSolutions.text_stub``)."""
+    return (
+        f"**Rubric of {question.id} ({question.points:g} points; graders only: the released notebook has "
+        f"an empty answer cell here).**\n\n{question.rubric}"
+    )
+
+
 def nbgrader_notebook(stage: Stage) -> dict:
     """The instructor's nbgrader source notebook of a stage."""
-    nb = copy.deepcopy(make_notebook(stage, "reference"))
+    nb = copy.deepcopy(make_notebook(stage, "reference", answers="released"))
     worth = dict(stage.tests().questions())
+    rubrics = {q.id: q for q in written_questions(stage)}
     for index, cell in enumerate(nb["cells"]):
         tags = cell.get("metadata", {}).get("tags", [])
+        if nbtags.TAG_WRITTEN in tags:
+            cell["metadata"]["nbgrader"] = _meta(f"{cell['metadata']['gptcourse']['written']}-prompt", locked=True)
+        elif nbtags.TAG_WRITTEN_ANSWER in tags:
+            question = rubrics[cell["metadata"]["gptcourse"]["written_answer"]]
+            cell["source"] = rubric_cell(question)
+            cell["metadata"]["nbgrader"] = _meta(
+                written_cell_id(question.id), solution=True, grade=True, points=question.points
+            )
         if cell["cell_type"] != "code":
             continue
         if nbtags.TAG_HARNESS in tags or nbtags.TAG_GIVEN in tags:

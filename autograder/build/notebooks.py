@@ -16,8 +16,10 @@ from autograder.course import Stage
 from autograder.engine import submission as nbtags
 from autograder.kit import PASTED
 
+from .answers import answer_of, course_of, course_source, group_note, stub_source
 from .source import Block, parse_source
 from .stubs import bound_names, make_stub, needed_imports, reference_source
+from .written import parse_written, student_cells
 
 KIT = Path(__file__).resolve().parent.parent / "kit"
 NBFORMAT_MINOR = 5
@@ -124,21 +126,55 @@ def _markdown(text: str) -> dict:
     return {"cell_type": "markdown", "metadata": {}, "source": text}
 
 
-def stage_cells(stage: Stage, variant: str) -> list[dict]:
+def stage_cells(stage: Stage, variant: str, answers: str | None = None) -> list[dict]:
     """The cells of a stage's notebook; ``variant`` is ``student`` or ``reference``.
 
     Given code copied from a reference (a ``reference`` block) carries the module-level
-    imports it needs that no earlier cell made, so that it runs on its own.
+    imports it needs that no earlier cell made, so that it runs on its own. An earlier
+    stage's answer (see ``answers``) holds the course's version where ``answers`` is
+    ``course`` (the reference notebook's default) and, where it is ``released`` (the
+    student's default), only once the instructor has released that stage's answers;
+    otherwise its stub. A note before each run of them says which. A written question
+    becomes its prompt and an answer cell (``written.student_cells``).
     """
     if variant not in {"student", "reference"}:
         raise ValueError(f"unknown notebook variant {variant!r}")
+    answers = answers or ("course" if variant == "reference" else "released")
+    if answers not in {"course", "released"}:
+        raise ValueError(f"unknown answers mode {answers!r}")
+    blocks, stages = parse_source(stage.source), course_of(stage)
     cells, bound = [], set()
-    for block in parse_source(stage.source):
-        cell = _cell(stage, block, variant, bound)
+    for index, block in enumerate(blocks):
+        if block.kind == "reference" and (index == 0 or blocks[index - 1].kind != "reference"):
+            run = _run_of_references(blocks, index)
+            found = [(a, answers == "course" or a.released) for b in run if (a := answer_of(b, stages)) is not None]
+            if found:
+                cells.append(_markdown(group_note(found)))
+        if block.kind == "written":  # the prompt and the answer cell; the rubric stays out
+            cells += student_cells(parse_written(block, str(stage.source), stage.id))
+            continue
+        answer = answer_of(block, stages)
+        if answer is not None:
+            course = answers == "course" or answer.released
+            source = (course_source if course else stub_source)(answer, bound)
+            meta = {"gptcourse": {"answer": block.arg, "given": course}}
+            cell = _code(source, [nbtags.TAG_GIVEN if course else nbtags.TAG_ANSWER], meta)
+        else:
+            cell = _cell(stage, block, variant, bound)
         if block.kind in {"given", "reference"}:
             bound |= bound_names(cell["source"])
         cells.append(cell)
     return cells
+
+
+def _run_of_references(blocks: list[Block], start: int) -> list[Block]:
+    """The consecutive ``reference`` blocks from ``start`` on."""
+    run = []
+    for block in blocks[start:]:
+        if block.kind != "reference":
+            break
+        run.append(block)
+    return run
 
 
 def _cell(stage: Stage, block: Block, variant: str, bound: set[str]) -> dict:
@@ -191,9 +227,9 @@ file holds the code you last ran (graders read the file, not your session) and z
 for upload; if something was not saved, it says what."""
 
 
-def make_notebook(stage: Stage, variant: str) -> dict:
-    """A complete nbformat-4 notebook document with deterministic cell ids."""
-    cells = stage_cells(stage, variant)
+def make_notebook(stage: Stage, variant: str, answers: str | None = None) -> dict:
+    """A complete nbformat-4 notebook document with deterministic cell ids (``answers``: see ``stage_cells``)."""
+    cells = stage_cells(stage, variant, answers)
     cells += [_markdown(HAND_IN), _code("package_submission()", [nbtags.TAG_DEMO])]
     for index, cell in enumerate(cells):
         cell["id"] = f"{stage.id[:2]}-{index:03d}"

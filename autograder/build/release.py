@@ -1,11 +1,13 @@
-"""``gptcourse build``: the student release, the fixtures, the Gradescope zips, the nbgrader course."""
+"""``gptcourse build``: the student release, the fixtures, the Gradescope zips, the nbgrader course,
+and what of earlier stages' answers each student notebook holds."""
 
 from pathlib import Path
 
-from autograder.course import ROOT, Stage
+from autograder.course import ROOT, Stage, all_stages
 
+from .answers import ANSWERS_FOLDER, REPORT, answers_file, answers_line, answers_report
 from .fixtures import fixture_file, is_fresh
-from .gradescope_zip import build_gradescope_zip, settings_note
+from .gradescope_zip import build_gradescope_zip, settings_note, write_gradescope_sheet
 from .nbgrader_course import build_nbgrader_course
 from .notebooks import check_cells_problems, make_notebook, write_notebook
 from .source import SourceError
@@ -13,11 +15,32 @@ from .source import SourceError
 DEFAULT_OUT = ROOT / "release"
 
 
-def build_student(stage: Stage, out: Path) -> Path:
-    """Write ``out/student/<stage>/<stage>.ipynb``."""
+def build_student(stage: Stage, out: Path, log=print) -> Path:
+    """Write ``out/student/<stage>/<stage>.ipynb`` and say which earlier answers it holds."""
     path = out / "student" / stage.id / f"{stage.id}.ipynb"
-    write_notebook(make_notebook(stage, "student"), path)
+    notebook = make_notebook(stage, "student")
+    write_notebook(notebook, path)
+    log(answers_line(stage, notebook))
     return path
+
+
+def write_answers(out: Path, log=print, stages: list[Stage] | None = None) -> None:
+    """``out/answers.md`` (the earlier answers each student notebook in ``out/student`` holds) and
+    ``out/answers/<stage>.py`` (a stage's answers that later notebooks use, to post after its deadline)."""
+    stages = stages if stages is not None else all_stages()
+    report = out / REPORT
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(answers_report(out / "student", stages), encoding="utf-8")
+    for index, stage in enumerate(stages):
+        text = answers_file(stage, stages[index + 1 :])
+        if text is not None:
+            target = out / ANSWERS_FOLDER / f"{stage.id}.py"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+    log(
+        f"earlier answers in the student notebooks -> {report}; each stage's, to post after its deadline -> "
+        f"{out / ANSWERS_FOLDER}/"
+    )
 
 
 def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
@@ -25,7 +48,7 @@ def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
     problems = check_cells_problems(stage)
     if problems:
         raise SourceError(f"{stage.source}: " + "; ".join(problems))
-    log(f"{stage.id}: student notebook -> {build_student(stage, out)}")
+    log(f"{stage.id}: student notebook -> {build_student(stage, out, log)}")
     fresh = is_fresh(stage, out / "fixtures")
     target = fixture_file(stage, out / "fixtures")
     log(f"{stage.id}: fixtures -> {target}{' (up to date)' if fresh else ''}")
@@ -33,4 +56,7 @@ def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
         f"{stage.id}: Gradescope autograder -> {build_gradescope_zip(stage, out / 'gradescope', target)} "
         f"({settings_note(stage)})"
     )
+    sheet = write_gradescope_sheet(stage, out / "gradescope")
+    if sheet is not None:
+        log(f"{stage.id}: written questions to add to the Gradescope assignment by hand -> {sheet}")
     log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader', target)}")

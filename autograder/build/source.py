@@ -14,6 +14,8 @@ becomes a code cell:
     ```python reference MODULE.NAME
                                given code copied from an earlier stage's reference
     ```python harness          where the public-test harness goes (first code cell)
+    ```written ID POINTS       a written question graded by hand: its prompt, a line
+                               ``<!-- rubric -->``, its rubric (see ``build.written``)
 
 Any other fence stays in the prose as displayed code.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 
 DIRECTIVES = {"given", "stub", "check", "demo", "train", "reference", "harness"}
 CELL_BREAK = "<!-- cell -->"
+RUBRIC_BREAK = "<!-- rubric -->"  # in a written question: the prompt above, the rubric below
 
 
 class SourceError(ValueError):
@@ -54,9 +57,10 @@ def parse_source(path: Path) -> list[Block]:
     while i < len(lines):
         line = lines[i]
         words = line[3:].split() if line.startswith("```") else []
-        if len(words) >= 2 and words[0] == "python" and words[1] in DIRECTIVES:
-            kind, arg = words[1], " ".join(words[2:])
-            if kind in {"stub", "check", "reference"} and not arg:
+        directive = len(words) >= 2 and words[0] == "python" and words[1] in DIRECTIVES
+        if directive or (words[:1] == ["written"]):
+            kind, arg = (words[1], " ".join(words[2:])) if directive else ("written", " ".join(words[1:]))
+            if kind in {"stub", "check", "reference", "written"} and not arg:
                 raise SourceError(f"{path}:{i + 1}: `{kind}` needs an argument")
             body: list[str] = []
             i += 1

@@ -273,6 +273,8 @@ def _cell_names(cells: list[dict]):
     code) and return the function that names a cell by its file name, as the student knows it."""
     labels = {f"<{_label(cell)}>": _label(cell) for cell in cells}
     for cell in cells:
+        if cell.get("given"):  # the course's code of an earlier answer: no line of it is shown
+            continue
         filename = f"<{_label(cell)}>"
         linecache.cache[filename] = (len(cell["source"]), None, cell["source"].splitlines(True), filename)
     return labels.get

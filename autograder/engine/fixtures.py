@@ -1,4 +1,5 @@
-"""Reading the expected outputs of the hidden tests (the reference's outputs, saved by the build)."""
+"""Reading the expected outputs of the hidden tests (the reference's outputs, saved by the build),
+and the course's code of the earlier answers saved with them."""
 
 import json
 from pathlib import Path
@@ -15,3 +16,13 @@ def read_fixtures(path: Path) -> dict[str, Any]:
     """Decode a fixture file into ``{case key: expected value}``."""
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
     return {key: codec.decode(value) for key, value in doc["values"].items()}
+
+
+def read_given(path: Path) -> dict[str, str]:
+    """The course's code of the earlier stages' answers a stage's notebook uses (``MODULE.NAME`` ->
+    the cell's code), saved beside the expected outputs; grading runs it in those cells."""
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    given = doc.get("given", {})
+    if not isinstance(given, dict) or not all(isinstance(v, str) for v in given.values()):
+        raise FixtureError(f"{path}: `given` must map names to code")
+    return given

@@ -405,7 +405,7 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
     """
     cases = [c for c in tests.cases if keys is None or c.key in keys]
     outcome = Outcome()
-    cells = _read_cells(path, cases, outcome)
+    cells = _read_cells(path, tests, cases, outcome)
     if cells is None:
         return outcome
     by_key = {c.key: c for c in cases}
@@ -438,11 +438,11 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
     return outcome
 
 
-def _read_cells(path: Path, cases: list[Case], outcome: Outcome) -> list[dict] | None:
+def _read_cells(path: Path, tests: StageTests, cases: list[Case], outcome: Outcome) -> list[dict] | None:
     """The notebook's code cells as the child gets them (their labels and what of their IPython
     syntax was left out noted in ``outcome``); None, every case failed, when it cannot be read."""
     try:
-        found = code_cells(load_notebook_json(path))
+        found = code_cells(load_notebook_json(path), tests.given)
     except SubmissionError as exc:
         outcome.fatal = str(exc)
         for case in cases:
@@ -451,7 +451,7 @@ def _read_cells(path: Path, cases: list[Case], outcome: Outcome) -> list[dict] |
     outcome.cell_labels = {c.index: c.label for c in found}
     outcome.code = "\n".join(c.source for c in found)
     outcome.left_out = {c.index: c.notes for c in found if c.notes}
-    return [{"index": c.index, "source": c.source, "label": c.label} for c in found]
+    return [{"index": c.index, "source": c.source, "label": c.label, "given": c.given} for c in found]
 
 
 def _remaining(cases: list[Case], outcome: Outcome, strikes: "_Strikes", limits: Limits, deadline: float) -> list[str]:

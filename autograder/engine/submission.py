@@ -22,6 +22,10 @@ TAG_DEMO = "gptcourse:demo"
 TAG_TRAIN = "gptcourse:train"
 TAG_GIVEN = "gptcourse:given"
 TAG_STUB = "gptcourse:stub"
+TAG_ANSWER = "gptcourse:answer"  # an earlier stage's answer the student pastes (the course's runs when grading)
+TAG_WRITTEN = "gptcourse:written"  # a written question's prompt (Markdown)
+TAG_WRITTEN_ANSWER = "gptcourse:written-answer"  # the Markdown cell under it, where the student answers
+ANSWER_PLACEHOLDER = "*Your answer here.*"  # what an answer cell holds until the student writes
 SKIP_TAGS = frozenset({TAG_HARNESS, TAG_CHECK, TAG_DEMO, TAG_TRAIN})
 
 
@@ -34,8 +38,9 @@ class CodeCell:
     """A code cell to run: its position among the notebook's cells and its Python source.
 
     ``number`` is its place among the notebook's code cells (1 for the first, as a student
-    counts them), ``execution_count`` the ``In [n]`` Jupyter showed when it was saved, and
-    ``notes`` what ``translate`` left out of it.
+    counts them), ``execution_count`` the ``In [n]`` Jupyter showed when it was saved,
+    ``notes`` what ``translate`` left out of it, and ``given`` whether it runs the course's
+    code of an earlier answer (see ``code_cells``).
     """
 
     index: int
@@ -43,6 +48,7 @@ class CodeCell:
     number: int = 0
     execution_count: int | None = None
     notes: tuple[str, ...] = ()
+    given: bool = False  # the course's code of an earlier answer, in place of the student's
 
     @property
     def label(self) -> str:
@@ -268,9 +274,27 @@ def load_notebook_json(path: Path) -> dict:
     return data
 
 
-def code_cells(notebook: dict) -> list[CodeCell]:
+def given_answer(metadata: dict, given: dict[str, str]) -> str | None:
+    """The course's code for a cell that holds an earlier stage's answer (its metadata names
+    it, ``{"gptcourse": {"answer": "blocks.LayerNorm"}}``), or None for any other cell.
+
+    >>> given_answer({"gptcourse": {"answer": "m.f"}}, {"m.f": "def f(): return 1"})
+    'def f(): return 1'
+    >>> given_answer({"gptcourse": {"name": "g"}}, {"m.f": "def f(): return 1"}) is None
+    True
+    """
+    ours = metadata.get("gptcourse")
+    name = ours.get("answer") if isinstance(ours, dict) else None
+    return given.get(name) if isinstance(name, str) else None
+
+
+def code_cells(notebook: dict, given: dict[str, str] | None = None) -> list[CodeCell]:
     """The code cells grading runs, in notebook order, as plain Python (a cell whose code
-    was all left out is kept when it has notes for the student)."""
+    was all left out is kept when it has notes for the student).
+
+    ``given`` maps earlier stages' answers (``MODULE.NAME``) to the course's code: a cell
+    that holds one runs that code instead of the student's version (``given_answer``), so
+    that a mistake of an earlier stage is not graded again."""
     cells, number = [], 0
     for index, cell in enumerate(notebook["cells"]):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -280,9 +304,39 @@ def code_cells(notebook: dict) -> list[CodeCell]:
         tags = metadata.get("tags") if isinstance(metadata.get("tags"), list) else []
         if SKIP_TAGS.intersection(t for t in tags if isinstance(t, str)):
             continue
-        source, notes = translate(_cell_source(cell))
         count = cell.get("execution_count")
         count = count if isinstance(count, int) and not isinstance(count, bool) else None
+        course = given_answer(metadata, given or {})
+        if course is not None:
+            cells.append(CodeCell(index, course, number, count, (), given=True))
+            continue
+        source, notes = translate(_cell_source(cell))
         if source.strip() or notes:
             cells.append(CodeCell(index, source, number, count, tuple(notes)))
     return cells
+
+
+def written_answers(notebook: dict) -> dict[str, str]:
+    """Each written question's answer in a submitted notebook: the text of the Markdown cell the
+    build put under its prompt (``{"gptcourse": {"written_answer": ID}}``), "" when it still holds
+    the placeholder. A question whose answer cell is gone is left out.
+
+    >>> cell = {"cell_type": "markdown", "metadata": {"gptcourse": {"written_answer": "q"}}, "source": "Yes."}
+    >>> written_answers({"cells": [cell]})
+    {'q': 'Yes.'}
+    """
+    found: dict[str, str] = {}
+    for cell in notebook.get("cells", []):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "markdown":
+            continue
+        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        ours = metadata.get("gptcourse") if isinstance(metadata.get("gptcourse"), dict) else {}
+        qid = ours.get("written_answer")
+        if isinstance(qid, str):
+            try:
+                text = _cell_source(cell).strip()
+            except SubmissionError:
+                text = ""
+            text = "" if text == ANSWER_PLACEHOLDER else text
+            found[qid] = (found.get(qid, "") + "\n\n" + text).strip()
+    return found

@@ -129,11 +129,20 @@ class StageTests:
     suites: tuple[SuiteFile, ...]
     cases: tuple[Case, ...]
     fixtures: dict[str, Any] = field(default_factory=dict)  # case key -> the reference's output
-    secrets: tuple[str, ...] = ()  # hidden-test lines that must never reach a student
+    secrets: tuple[str, ...] = ()  # hidden-test lines (and the given answers' lines) that must never reach a student
+    given: dict[str, str] = field(default_factory=dict)  # earlier answer (MODULE.NAME) -> the course's code
 
     @classmethod
-    def load(cls, stage_id: str, public: Path, hidden: Path, fixtures: dict[str, Any] | None = None) -> "StageTests":
-        """Read and run the two suite files once."""
+    def load(
+        cls,
+        stage_id: str,
+        public: Path,
+        hidden: Path,
+        fixtures: dict[str, Any] | None = None,
+        given: dict[str, str] | None = None,
+    ) -> "StageTests":
+        """Read and run the two suite files once; ``given`` is the course's code of the earlier
+        stages' answers the notebook uses (run in their cells when grading: ``submission.code_cells``)."""
         suites, cases, public_module = [], [], None
         for label, path in (("public", Path(public)), ("hidden", Path(hidden))):
             source = path.read_text(encoding="utf-8")
@@ -154,17 +163,16 @@ class StageTests:
             for name in case.builds_on:
                 if f"{case.qid}: {name}" not in keys[: keys.index(case.key)]:
                     raise ValueError(f"{case.key}: builds_on names {name!r}, which is no earlier test of {case.qid}")
-        return cls(
-            stage_id,
-            tuple(suites),
-            tuple(cases),
-            dict(fixtures or {}),
-            tuple(secret_lines([suites[1].source], shown=frozenset(c.name for c in cases))),
-        )
+        given = dict(given or {})
+        secrets = tuple(secret_lines([suites[1].source, *given.values()], shown=frozenset(c.name for c in cases)))
+        return cls(stage_id, tuple(suites), tuple(cases), dict(fixtures or {}), secrets, given)
 
-    def with_fixtures(self, fixtures: dict[str, Any]) -> "StageTests":
-        """The same tests with these expected values."""
-        return replace(self, fixtures=dict(fixtures))
+    def with_fixtures(self, fixtures: dict[str, Any], given: dict[str, str] | None = None) -> "StageTests":
+        """The same tests with these expected values (and the course's code of earlier answers)."""
+        given = dict(given or {})
+        shown = frozenset(c.name for c in self.cases)
+        secrets = tuple(secret_lines([self.suites[1].source, *given.values()], shown=shown))
+        return replace(self, fixtures=dict(fixtures), given=given, secrets=secrets)
 
     @property
     def guard_tests(self) -> frozenset[str]:

@@ -11,6 +11,10 @@ same folders ``grades.csv`` is built from) and writes into DIR:
 - ``mistakes.csv``: one row per question and mistake (question, mistake, kind,
   students, failed tests, the students), for a spreadsheet.
 
+The written questions, graded by hand, are read from ``grades.csv``'s written columns (the
+scores typed so far): a section of their own and a column each in the table of students,
+never in the totals.
+
 A failed test is named by the mistake it shows (``reports.failures``; a wrong result
 with no hint of its own takes the one known mistake the student's other tests of the
 question named: ``student_failures``), never by the values in its message, so that one
@@ -23,6 +27,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.channels.local.gradebook import WRITTEN
 from autograder.channels.local.records import StudentFolder, read_folder
 from autograder.engine.results import write_atomic
 from autograder.errors import UsageError
@@ -73,9 +78,23 @@ class StudentLine:
 
 
 @dataclass
+class WrittenStats:
+    """A written question, as the scores typed into ``grades.csv`` show it (None: not graded yet)."""
+
+    qid: str
+    max_score: float
+    scores: dict[str, float | None] = field(default_factory=dict)  # student -> score
+
+    @property
+    def graded(self) -> list[float]:
+        return [v for v in self.scores.values() if v is not None]
+
+
+@dataclass
 class ClassReport:
     questions: list[QuestionStats]
     students: list[StudentLine]
+    written: list[WrittenStats] = field(default_factory=list)
 
     @property
     def totals(self) -> list[float]:
@@ -120,8 +139,9 @@ def student_failures(tests: list[dict]) -> dict[str, Failure]:
     return named
 
 
-def summarise(folders: list[StudentFolder]) -> ClassReport:
-    """Per-question statistics with their mistakes, and a line per student."""
+def summarise(folders: list[StudentFolder], written: list[WrittenStats] | None = None) -> ClassReport:
+    """Per-question statistics with their mistakes, and a line per student (``written``: the
+    written questions' typed scores, reported apart from the autograder's)."""
     questions: dict[str, QuestionStats] = {}
     rows: dict[tuple[str, str], MistakeRow] = {}
     students = []
@@ -161,7 +181,28 @@ def summarise(folders: list[StudentFolder]) -> ClassReport:
         questions[qid].mistakes.append(row)
     for stats in questions.values():
         stats.mistakes.sort(key=lambda r: (-len(r.students), -r.tests, r.label))
-    return ClassReport(list(questions.values()), students)
+    return ClassReport(list(questions.values()), students, written or [])
+
+
+def read_written(folder: Path) -> list[WrittenStats]:
+    """The written questions' columns of ``folder/grades.csv`` (``channels.local.gradebook``): their
+    points from the ``(max)`` row, each student's typed score. None without written columns."""
+    path = Path(folder) / "grades.csv"
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    maxima = next((r for r in table if r.get("submission") == "(max)"), {})
+    found = []
+    for column, top in maxima.items():
+        if column and column.endswith(WRITTEN) and top:
+            stats = WrittenStats(column[: -len(WRITTEN)], float(top))
+            for row in table:
+                if row is not maxima and row.get("submission"):
+                    text = (row.get(column) or "").strip()
+                    stats.scores[row["submission"]] = float(text) if text else None
+            found.append(stats)
+    return found
 
 
 def histogram(totals: list[float], max_score: float, bins: int = 10) -> list[tuple[float, float, int]]:
@@ -223,18 +264,45 @@ def render(report: ClassReport) -> str:
             more = len(row.students) - EXAMPLES
             examples = ", ".join(row.students[:EXAMPLES]) + (f" and {more} more" if more > 0 else "")
             lines.append(f"| {_cell(row.label)} | {len(row.students)} | {row.tests} | {_cell(examples)} |")
+    lines += render_written(report.written)
     qids = [q.qid for q in report.questions]
+    wids = [w.qid for w in report.written]
     lines += [
         "",
         "## Students",
         "",
-        "| student | total | " + " | ".join(qids) + " | mistakes |",
-        "|---" * (len(qids) + 3) + "|",
+        "| student | total | " + " | ".join([*qids, *(f"{w} (written)" for w in wids)]) + " | mistakes |",
+        "|---" * (len(qids) + len(wids) + 3) + "|",
     ]
     for s in sorted(report.students, key=lambda s: (-s.score, s.key)):
-        scores = " | ".join(f"{s.per_question.get(q, 0.0):g}" for q in qids)
-        lines.append(f"| {_cell(s.key)} | {s.score:g} | {scores} | {_cell('; '.join(s.mistakes))} |")
+        scores = [f"{s.per_question.get(q, 0.0):g}" for q in qids]
+        scores += [_typed(w.scores.get(s.key)) for w in report.written]
+        lines.append(f"| {_cell(s.key)} | {s.score:g} | {' | '.join(scores)} | {_cell('; '.join(s.mistakes))} |")
     return "\n".join(lines) + "\n"
+
+
+def _typed(score: float | None) -> str:
+    return "-" if score is None else f"{score:g}"
+
+
+def render_written(written: list[WrittenStats]) -> list[str]:
+    """The report's section on the written questions (none: no lines)."""
+    if not written:
+        return []
+    lines = [
+        "",
+        "## Written questions",
+        "",
+        "Graded by hand: the scores typed into `grades.csv` so far (`-` in the table of students: not "
+        "graded yet). They are not part of the totals above, which are the autograder's.",
+        "",
+        "| question | graded | mean of those graded |",
+        "|---|---|---|",
+    ]
+    for w in written:
+        mean = f"{statistics.mean(w.graded):.2f} / {w.max_score:g}" if w.graded else "-"
+        lines.append(f"| {w.qid} | {len(w.graded)}/{len(w.scores)} | {mean} |")
+    return lines
 
 
 def mistakes_csv(report: ClassReport) -> str:
@@ -299,7 +367,7 @@ def plot(report: ClassReport, target: Path) -> None:
 def write_report(folder: Path) -> str:
     """Write ``report.md``, ``report.png`` and ``mistakes.csv`` into ``folder``; return the Markdown."""
     folder = Path(folder)
-    report = summarise(load_class(folder))
+    report = summarise(load_class(folder), read_written(folder))
     text = render(report)
     write_atomic(folder / "report.md", text)
     write_atomic(folder / "mistakes.csv", mistakes_csv(report))

@@ -6,7 +6,9 @@ zip (``stage/``), through the engine's one pipeline, then writes
 ``ROOT`` is ``/autograder`` on Gradescope; tests point it elsewhere. The stage and its
 settings (hidden-test visibility, rate limit, Gradescope's timeout) come from the zip's
 ``gptcourse.json``. ``--self-check`` (the end of ``setup.sh``) grades an empty notebook,
-so that a broken image fails when it is built, not at a first submission.
+so that a broken image fails when it is built, not at a first submission. The written
+questions (``stage/written.json``) are graded by hand on Gradescope: the output lists the
+answer to each, and the score never counts them.
 
 Results are always written before Gradescope's timeout: the submission's code gets the
 timeout less what start-up used and a reserve for judging and writing
@@ -25,11 +27,12 @@ from pathlib import Path
 
 from autograder.engine import processes, sandbox
 from autograder.engine.container import container_limits, grading_budget, process_seconds
-from autograder.engine.fixtures import read_fixtures
+from autograder.engine.fixtures import read_fixtures, read_given
 from autograder.engine.judge import TestResult
 from autograder.engine.pipeline import grade_submission
 from autograder.engine.results import cell_notes, dump_json, gradescope_json, write_atomic
 from autograder.engine.runner import Limits
+from autograder.engine.submission import SubmissionError, load_notebook_json, written_answers
 from autograder.engine.suites import StageTests
 
 from .rate_limit import check_rate_limit
@@ -56,9 +59,45 @@ def find_submission(folder: Path) -> tuple[Path | None, str]:
 def shipped_tests(stage_id: str, source: Path = SOURCE) -> StageTests:
     """The zip's suites and fixtures."""
     folder = source / "stage"
+    fixtures = folder / "fixtures.json"
     return StageTests.load(
-        stage_id, folder / "public.py", folder / "hidden.py", read_fixtures(folder / "fixtures.json")
+        stage_id, folder / "public.py", folder / "hidden.py", read_fixtures(fixtures), read_given(fixtures)
     )
+
+
+def shipped_written(source: Path = SOURCE) -> list[dict]:
+    """The stage's written questions as the zip carries them (``stage/written.json``; none in an older zip)."""
+    path = source / "stage" / "written.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+
+
+ANSWER_SHOWN = 4000  # characters of each written answer repeated in the output
+
+
+def written_section(submission: Path | None, questions: list[dict]) -> str:
+    """The output's part on the written questions: each one's answer as found in the notebook, for
+    the graders (and the student, who sees what was handed in). Never scored here."""
+    if not questions:
+        return ""
+    try:
+        answers = written_answers(load_notebook_json(submission)) if submission is not None else {}
+    except SubmissionError:
+        answers = {}
+    total = sum(float(q["points"]) for q in questions)
+    lines = [f"Written questions ({total:g} points, graded by hand after the deadline; not part of this score):"]
+    for q in questions:
+        text = answers.get(q["id"], "")
+        if q["id"] not in answers:
+            state = "no answer cell found (it was deleted): write your answer under the question"
+        elif not text:
+            state = "not answered yet"
+        else:
+            state = f"answered ({len(text.split())} words)"
+        lines.append(f"- {q['id']} ({float(q['points']):g} points): {state}")
+        if text:
+            shown = text if len(text) <= ANSWER_SHOWN else text[:ANSWER_SHOWN] + " [... cut here; the notebook has all]"
+            lines += ["  " + line for line in shown.splitlines()]
+    return "\n".join(lines)
 
 
 def grade(root: Path, tests: StageTests, settings: GradescopeSettings, limits: Limits | None = None) -> dict:
@@ -66,7 +105,15 @@ def grade(root: Path, tests: StageTests, settings: GradescopeSettings, limits: L
     submission, note = find_submission(root / "submission")
     graded = grade_submission(submission, tests, limits or Limits(), missing=note)
     processes.reap_strays()
-    notes = "\n".join(x for x in (note if submission is not None else "", cell_notes(graded.outcome)) if x)
+    notes = "\n".join(
+        x
+        for x in (
+            note if submission is not None else "",
+            cell_notes(graded.outcome),
+            written_section(submission, shipped_written()),
+        )
+        if x
+    )
     return gradescope_json(
         graded.results, output=notes, execution_time=graded.seconds, hidden_visibility=settings.hidden_visibility
     )

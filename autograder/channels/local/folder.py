@@ -3,8 +3,9 @@
 Per student ``<out>/<student>/``: ``results.json`` (Gradescope's schema), ``feedback.md``
 and ``graded.json`` (the record: the source file and its SHA-256, the stage, a fingerprint
 of the tests and fixtures it was graded with, the LMS id its path carried, when). For the
-class: ``grades.csv`` and, when students have Canvas ids, ``canvas.csv`` (``gradebook``).
-Every file is written atomically.
+class: ``grades.csv`` and, when students have Canvas ids, ``canvas.csv`` (``gradebook``); for
+a stage with written questions, each student's ``written.json`` and the class's ``written.md``
+(``written``). Every file is written atomically.
 
 Grading into a folder that already holds results *merges*: the students graded now get
 their folders rewritten, every other student's folder is kept, and the gradebook is
@@ -35,6 +36,7 @@ from .gradebook import Gradebook, write_gradebook
 from .identity import Identity, identify
 from .records import RECORD, RESULTS, StudentFolder, read_folder, read_record
 from .roster import Student
+from .written import save_answers, write_class_file
 
 
 def file_hash(path: Path) -> str:
@@ -47,12 +49,15 @@ def file_hash(path: Path) -> str:
 
 
 def tests_fingerprint(tests: StageTests) -> str:
-    """A hash of what decides a grade besides the submission: the suites' sources and the fixtures."""
+    """A hash of what decides a grade besides the submission: the suites' sources, the fixtures and
+    the course's code of the earlier answers."""
     digest = hashlib.sha256()
     for suite in tests.suites:
         digest.update(suite.label.encode() + b"\0" + suite.source.encode() + b"\0")
     encoded = {key: codec.encode(value) for key, value in sorted(tests.fixtures.items())}
     digest.update(json.dumps(encoded, sort_keys=True, separators=(",", ":")).encode())
+    if tests.given:  # the course's code of the earlier answers, which grading runs in their cells
+        digest.update(json.dumps(tests.given, sort_keys=True).encode())
     return digest.hexdigest()
 
 
@@ -122,9 +127,15 @@ def run_folder(
     only_failed: bool = False,
     roster: list[Student] | None = None,
     canvas_assignment: str | None = None,
+    written: list | None = None,
 ) -> FolderRun:
     """Grade ``paths`` (all, or those ``changed``/``only_failed`` select) into ``out_dir``, keep
-    every other student's folder, and rebuild the gradebook from them all."""
+    every other student's folder, and rebuild the gradebook from them all.
+
+    ``written`` are the stage's written questions (``build.written.WrittenQuestion``): each
+    student's answers are kept beside the results, and the gradebook gets their columns
+    (``channels.local.written``). With no paths, only the gradebook is rebuilt (to take in
+    the written scores typed into ``grades.csv``)."""
     out_dir = Path(out_dir)
     read_folder(out_dir, tests.stage_id)  # a folder of another stage is refused before any work
     identities = identify(paths, tests.stage_id, names, known_sources(out_dir))
@@ -161,10 +172,19 @@ def run_folder(
             limits or Limits(),
             workers=workers,
             progress=progress,
-            write=lambda graded: write_submission(graded, out_dir, show_hidden, records[graded.name]),
+            write=lambda graded: write_student(graded, out_dir, show_hidden, records[graded.name], bool(written)),
         )
-    book = write_gradebook(out_dir, tests, roster, canvas_assignment)
+    points = {q.id: q.points for q in written or []}
+    book = write_gradebook(out_dir, tests, roster, canvas_assignment, points)
+    write_class_file(out_dir, written or [], book)
     return FolderRun(done, identities, skipped, book)
+
+
+def write_student(graded: Graded, out_dir: Path, show_hidden: bool, record: dict, answers: bool) -> None:
+    """``write_submission``, and the student's written answers when the stage has written questions."""
+    write_submission(graded, out_dir, show_hidden, record)
+    if answers:
+        save_answers(graded.path, out_dir / graded.name)
 
 
 def grade_into_folder(

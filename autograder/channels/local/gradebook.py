@@ -10,11 +10,19 @@ a row per student (named as ``channels.local.identity`` finds them), a column pe
 total, then the student's roster entry (``id``, ``name``, ``email``; without a roster,
 ``id`` is the id an LMS wrote into the file name, if any). The ``(max)`` row stays second.
 
+A stage with written questions (``build.written``) has, after ``email``, a column per
+written question (``scaling (written)``), left empty for the instructor's scores, and
+``total with written``. ``total`` stays the autograder's: no written score reaches it.
+The instructor types the scores into ``grades.csv``; every rebuild keeps them (read back
+by student; a score that is not a number from 0 to the question's points stops the
+rebuild, naming its cell, so nothing typed is lost).
+
 ``canvas.csv`` is what Canvas's gradebook import (Grades > Import) reads: the columns
 ``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID``, ``Section`` and one assignment
-column holding each student's total; no points-possible row. It lists the students with
-a Canvas id (from the roster, or from a Canvas download's file names); the others are
-returned as unmatched, for the command to name.
+column holding each student's total (with the written scores entered so far); no
+points-possible row. It lists the students with a Canvas id (from the roster, or from a
+Canvas download's file names); the others are returned as unmatched, for the command to
+name. A rebuild keeps the assignment column's name unless a new one is given.
 """
 
 import csv
@@ -24,6 +32,7 @@ from pathlib import Path
 
 from autograder.engine.results import write_atomic
 from autograder.engine.suites import StageTests
+from autograder.errors import UsageError
 
 from .records import StudentFolder, read_folder
 from .roster import Student, match
@@ -45,19 +54,39 @@ def scores_from_results(doc: dict, qids: list[str]) -> dict[str, float]:
     return scores
 
 
+WRITTEN = " (written)"  # the suffix of a written question's column
+WRITTEN_TOTAL = "total with written"
+
+
+def written_column(wid: str) -> str:
+    """``grades.csv``'s column of written question ``wid``.
+
+    >>> written_column("scaling")
+    'scaling (written)'
+    """
+    return wid + WRITTEN
+
+
 @dataclass
 class Row:
-    """One student's line of the gradebook."""
+    """One student's line of the gradebook: the autograder's scores, and the instructor's written
+    scores (None: not graded yet)."""
 
     key: str
     scores: dict[str, float]
     student: Student | None = None
     lms_id: str = ""  # the id an LMS wrote into the file or folder name
     lms: str = ""  # which LMS ("canvas", "moodle"), when one did
+    written: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
+        """The autograder's total (never a written score)."""
         return sum(self.scores.values())
+
+    @property
+    def total_with_written(self) -> float:
+        return self.total + sum(v for v in self.written.values() if v is not None)
 
     @property
     def id(self) -> str:
@@ -79,18 +108,64 @@ class Gradebook:
     rows: list[Row]
     unmatched: list[str] = field(default_factory=list)  # students the roster does not name
     absent: list[Student] = field(default_factory=list)  # roster entries with no submission
+    written: dict[str, float] = field(default_factory=dict)  # written question -> its points
 
 
-def build_gradebook(folders: list[StudentFolder], tests: StageTests, roster: list[Student] | None = None) -> Gradebook:
-    """Rows for every student folder, matched to ``roster`` when one is given."""
+def read_written_scores(path: Path, written: dict[str, float]) -> dict[str, dict[str, float | None]]:
+    """The written scores an instructor typed into an existing ``grades.csv``, by student.
+
+    An empty cell is a question not graded yet; anything else must be a number from 0 to
+    the question's points (a ``UsageError`` names the cell otherwise).
+    """
+    path = Path(path)
+    if not written or not path.is_file():
+        return {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    found: dict[str, dict[str, float | None]] = {}
+    for number, line in enumerate(table, start=2):
+        key = line.get("submission") or ""
+        if key == "(max)" or not key:
+            continue
+        scores: dict[str, float | None] = {}
+        for wid, points in written.items():
+            text = (line.get(written_column(wid)) or "").strip()
+            if not text:
+                scores[wid] = None
+                continue
+            try:
+                value = float(text)
+            except ValueError:
+                value = -1.0
+            if not 0 <= value <= points:
+                raise UsageError(
+                    f"{path}, line {number} ({key}), column {written_column(wid)!r}: {text!r} is not a score "
+                    f"from 0 to {points:g}; correct it (or empty it) and run again: nothing was rewritten"
+                )
+            scores[wid] = value
+        found[key] = scores
+    return found
+
+
+def build_gradebook(
+    folders: list[StudentFolder],
+    tests: StageTests,
+    roster: list[Student] | None = None,
+    written: dict[str, float] | None = None,
+    typed: dict[str, dict[str, float | None]] | None = None,
+) -> Gradebook:
+    """Rows for every student folder, matched to ``roster`` when one is given; ``written`` maps
+    the stage's written questions to their points, ``typed`` gives the scores already entered."""
     maxima = dict(tests.questions())
     qids = list(maxima)
+    written, typed = dict(written or {}), typed or {}
     rows = []
     for folder in folders:
         lms_id, lms = str(folder.record.get("lms_id") or ""), str(folder.record.get("named_by") or "")
         student = match(folder.key, lms_id if lms == "canvas" else "", roster) if roster else None
-        rows.append(Row(folder.key, scores_from_results(folder.results, qids), student, lms_id, lms))
-    book = Gradebook(qids, maxima, rows)
+        entered = {w: typed.get(folder.key, {}).get(w) for w in written}
+        rows.append(Row(folder.key, scores_from_results(folder.results, qids), student, lms_id, lms, entered))
+    book = Gradebook(qids, maxima, rows, written=written)
     if roster:
         book.unmatched = [r.key for r in rows if r.student is None]
         claimed = {r.student.id for r in rows if r.student}
@@ -106,12 +181,25 @@ def gradebook_csv(book: Gradebook) -> str:
     """``grades.csv`` (see the module docstring)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["submission", *book.qids, "total", "id", "name", "email"])
+    wids = list(book.written)
+    extra = [*map(written_column, wids), WRITTEN_TOTAL] if wids else []
+    writer.writerow(["submission", *book.qids, "total", "id", "name", "email", *extra])
+    autograded = sum(book.maxima.values())
+    top = [*(_number(book.written[w]) for w in wids), _number(autograded + sum(book.written.values()))]
     writer.writerow(
-        ["(max)", *(_number(book.maxima[q]) for q in book.qids), _number(sum(book.maxima.values())), "", "", ""]
+        [
+            "(max)",
+            *(_number(book.maxima[q]) for q in book.qids),
+            _number(autograded),
+            "",
+            "",
+            "",
+            *(top if wids else []),
+        ]
     )
     for row in book.rows:
         student = row.student or Student("")
+        typed = ["" if row.written.get(w) is None else _number(row.written[w]) for w in wids]
         writer.writerow(
             [
                 row.key,
@@ -120,6 +208,7 @@ def gradebook_csv(book: Gradebook) -> str:
                 row.id,
                 student.name,
                 student.email,
+                *([*typed, _number(row.total_with_written)] if wids else []),
             ]
         )
     return buffer.getvalue()
@@ -136,20 +225,40 @@ def canvas_csv(book: Gradebook, assignment: str) -> tuple[str, list[str]]:
             left_out.append(row.key)
             continue
         s = row.student or Student(row.canvas_id, row.key)
-        writer.writerow([s.name or row.key, s.id, s.sis_user_id, s.sis_login_id, s.section, _number(row.total)])
+        writer.writerow(
+            [s.name or row.key, s.id, s.sis_user_id, s.sis_login_id, s.section, _number(row.total_with_written)]
+        )
     return buffer.getvalue(), left_out
 
 
+def canvas_column(path: Path) -> str | None:
+    """The assignment column of an existing ``canvas.csv`` (None when there is none)."""
+    try:
+        with Path(path).open(encoding="utf-8", newline="") as handle:
+            header = next(csv.reader(handle), [])
+    except OSError:
+        return None
+    return header[len(CANVAS_COLUMNS)] if len(header) > len(CANVAS_COLUMNS) else None
+
+
 def write_gradebook(
-    out_dir: Path, tests: StageTests, roster: list[Student] | None = None, canvas_assignment: str | None = None
+    out_dir: Path,
+    tests: StageTests,
+    roster: list[Student] | None = None,
+    canvas_assignment: str | None = None,
+    written: dict[str, float] | None = None,
 ) -> Gradebook:
-    """Rebuild ``grades.csv`` (and ``canvas.csv`` when any student has a Canvas id) from every folder in ``out_dir``."""
+    """Rebuild ``grades.csv`` (and ``canvas.csv`` when any student has a Canvas id) from every folder in
+    ``out_dir``, keeping the written scores typed into the old ``grades.csv`` (``written``: question ->
+    points) and the old ``canvas.csv``'s assignment column unless ``canvas_assignment`` names another."""
     out_dir = Path(out_dir)
-    book = build_gradebook(read_folder(out_dir, tests.stage_id), tests, roster)
-    write_atomic(out_dir / "grades.csv", gradebook_csv(book))
+    typed = read_written_scores(out_dir / "grades.csv", dict(written or {}))
+    book = build_gradebook(read_folder(out_dir, tests.stage_id), tests, roster, written, typed)
     target = out_dir / "canvas.csv"
+    column = canvas_assignment or canvas_column(target) or tests.stage_id
+    write_atomic(out_dir / "grades.csv", gradebook_csv(book))
     if any(row.canvas_id for row in book.rows):
-        text, _ = canvas_csv(book, canvas_assignment or tests.stage_id)
+        text, _ = canvas_csv(book, column)
         write_atomic(target, text)
     elif target.exists():
         target.unlink()

@@ -18,7 +18,8 @@ student, found in this order:
    ``submitted/alice/01_tokenisation/01_tokenisation.ipynb``, where a folder named after
    the stage is passed over), when the given files lie one per student folder, those
    folders side by side in one parent, and either more than one file is given or the one
-   file keeps the release's name (``01_tokenisation*.ipynb``, which names no student);
+   file keeps the release's name (``01_tokenisation.ipynb`` or a copy of it, such as
+   ``01_tokenisation (1).ipynb``: it names no student; ``01_tokenisation_bob.ipynb`` does);
 4. else the file name without its extension.
 
 ``--names folder`` or ``--names file`` forces rule 3 or 4 (the LMS patterns still apply).
@@ -33,6 +34,9 @@ MODES = ("auto", "folder", "file")
 CANVAS = re.compile(r"^(?P<name>[^\W_]+)_(?P<late>LATE_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
 MOODLE_FILE = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?:file|onlinetext)_(?P<file>.+)$")
 MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?:file|onlinetext)_?$")
+# what a copy of the release's notebook adds to its name: " (1)" (browsers), "-Copy1" (Jupyter),
+# " copy" (macOS), "-1" (Canvas's resubmissions), "-submission" (package_submission's zip)
+COPY_WORD = re.compile(r"\(\d+\)|copy\d*|submission|\d+", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -83,14 +87,22 @@ def from_lms_name(path: Path) -> Identity | None:
 
 
 def names_no_student(path: Path, stage_id: str) -> bool:
-    """Whether a file keeps the release's name (``01_tokenisation.ipynb``, ``01_tokenisation-submission.zip``).
+    """Whether a file keeps the release's name: the stage's notebook name, or a copy of it
+    (``01_tokenisation.ipynb``, ``01_tokenisation (1).ipynb``, ``01_tokenisation-Copy1.ipynb``,
+    ``01_tokenisation-submission.zip``). A name that adds a word to it names a student.
 
     >>> names_no_student(Path("alice/01_tokenisation (1).ipynb"), "01_tokenisation")
     True
+    >>> names_no_student(Path("subs/01_tokenisation_bob.ipynb"), "01_tokenisation")
+    False
     >>> names_no_student(Path("alice.ipynb"), "01_tokenisation")
     False
     """
-    return Path(path).stem.lower().startswith(stage_id.lower())
+    stem = Path(path).stem
+    if not stem.lower().startswith(stage_id.lower()):
+        return False
+    words = re.split(r"[\s_-]+", stem[len(stage_id) :])
+    return all(COPY_WORD.fullmatch(word) for word in words if word)
 
 
 def student_folder(path: Path, stage_id: str) -> Path:

@@ -30,3 +30,12 @@ def question_of(grade_id: str, qids: list[str]) -> str | None:
     ('ngram', None)
     """
     return next((q for q in qids if grade_cell_id(q) == grade_id), None)
+
+
+def written_cell_id(wid: str) -> str:
+    """The nbgrader id of written question ``wid``'s answer cell (graded by hand in the formgrader).
+
+    >>> written_cell_id("scaling")
+    'scaling-written'
+    """
+    return f"{wid}-written"

@@ -4,8 +4,10 @@ It checks that the course's configuration grades through the engine (its
 ``nbgrader_config.py`` loads ``gptcourse_config.py``), runs ``nbgrader autograde S
 --force`` in the course directory (``--student`` for one student) and reads each
 student's scores back from the gradebook as the formgrader and ``nbgrader export`` see
-them: per question (an instructor's manual score where there is one), the late
-penalty, the total. There is no other way in: the scores are always nbgrader's.
+them: per question (an instructor's manual score where there is one), per written
+question (the formgrader's score), the late penalty, the total. There is no other way in:
+the scores are always nbgrader's, whose total adds the written questions' manual scores to
+the engine's.
 """
 
 import os
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from autograder.errors import UsageError
 
-from . import question_of
+from . import question_of, written_cell_id
 
 PREPROCESSOR = "autograder.channels.nbgrader.preprocessor.GradeWithEngine"
 
@@ -30,6 +32,7 @@ class Row:
     penalty: float = 0.0  # late submission penalty
     total: float = 0.0  # after the penalty
     manual: list[str] = field(default_factory=list)  # questions whose score an instructor set
+    ungraded: list[str] = field(default_factory=list)  # written answers awaiting the formgrader (an empty one is 0)
 
 
 def course_config(course: Path):
@@ -83,9 +86,17 @@ def run_autograde(
     return done.returncode
 
 
-def gradebook_rows(course: Path, assignment: str, qids: list[str]) -> tuple[list[tuple[str, float]], list[Row]]:
-    """The questions' maxima in the gradebook, and every submission of ``assignment``, by student."""
+def gradebook_rows(
+    course: Path, assignment: str, qids: list[str], written: list[str] = ()
+) -> tuple[list[tuple[str, float]], list[Row]]:
+    """The questions' maxima in the gradebook, and every submission of ``assignment``, by student.
+
+    ``written`` are the stage's written questions (manually graded answer cells): their
+    columns follow the code questions', holding the formgrader's scores."""
     from nbgrader.api import Gradebook, MissingEntry
+
+    def column(grade_id: str) -> str | None:
+        return question_of(grade_id, qids) or next((w for w in written if written_cell_id(w) == grade_id), None)
 
     rows = []
     with Gradebook(_db_url(course)) as gb:
@@ -95,17 +106,19 @@ def gradebook_rows(course: Path, assignment: str, qids: list[str]) -> tuple[list
             raise UsageError(
                 f"the gradebook has no assignment {assignment}: run `nbgrader generate_assignment {assignment}` first"
             ) from None
-        maxima = {question_of(c.name, qids): float(c.max_score) for n in record.notebooks for c in n.grade_cells}
-        questions = [(q, maxima[q]) for q in qids if q in maxima]
+        maxima = {column(c.name): float(c.max_score) for n in record.notebooks for c in n.grade_cells}
+        questions = [(q, maxima[q]) for q in [*qids, *written] if q in maxima]
         for submission in sorted(record.submissions, key=lambda s: s.student.id):
             row = Row(submission.student.id, total=float(submission.score))
             for notebook in submission.notebooks:
                 row.penalty += float(notebook.late_submission_penalty or 0.0)
                 for grade in notebook.grades:
-                    qid = question_of(grade.name, qids)
+                    qid = column(grade.name)
                     if qid is not None:
                         row.scores[qid] = float(grade.score)
-                        if grade.manual_score is not None:
+                        if qid in written and grade.needs_manual_grade and grade.manual_score is None:
+                            row.ungraded.append(qid)
+                        elif grade.manual_score is not None and qid not in written:
                             row.manual.append(qid)
             rows.append(row)
     return questions, rows

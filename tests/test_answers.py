@@ -1,0 +1,211 @@
+"""Earlier stages' answers in later notebooks: withheld until the instructor releases them, said by
+the build, and never graded twice (grading runs the course's versions in their cells, and shows
+no line of them)."""
+
+import ast
+import shutil
+
+import pytest
+
+from autograder.build.answers import answers_line, answers_report, given_answers
+from autograder.build.fixtures import stage_tests
+from autograder.build.nbgrader_course import nbgrader_notebook
+from autograder.build.notebooks import make_notebook, write_notebook
+from autograder.build.release import build_student, write_answers
+from autograder.build.stubs import make_stub, reference_source
+from autograder.course import ASSIGNMENTS, ROOT, all_stages, get_stage
+from autograder.engine.pipeline import grade_submission
+from autograder.engine.runner import Limits
+from autograder.engine.submission import TAG_ANSWER, TAG_GIVEN
+from autograder.errors import UsageError
+
+LATER = [s for s in all_stages() if given_answers(s)]
+
+
+def body_lines(name: str) -> set[str]:
+    """The lines of an answer's code that its stub does not have (whole statements of 20+ characters: shorter ones, such as `super().__init__()`, say nothing)."""
+    module, _, short = name.rpartition(".")
+    source = reference_source(module, short)
+    stub = {line.strip() for line in make_stub(source, short).splitlines()}
+    lines = set()
+    for line in source.splitlines():
+        line = line.strip()
+        try:
+            ast.parse(line)
+        except SyntaxError:
+            continue
+        if len(line) >= 20 and line not in stub:
+            lines.add(line)
+    return lines
+
+
+def answer_cells(notebook: dict) -> dict[str, dict]:
+    return {
+        c["metadata"]["gptcourse"]["answer"]: c
+        for c in notebook["cells"]
+        if "answer" in c["metadata"].get("gptcourse", {})
+    }
+
+
+def course_copy(tmp_path, released=()):
+    """A copy of the course's stage folders, with the answers of ``released`` stages released."""
+    root = tmp_path / "assignments"
+    shutil.copytree(ASSIGNMENTS, root, ignore=shutil.ignore_patterns("__pycache__"))
+    for stage_id in released:
+        (root / stage_id / "release.json").write_text('{"answers_released": true}\n', encoding="utf-8")
+    return root
+
+
+def test_the_stages_that_build_on_earlier_answers_are_those_the_course_names():
+    wanted = {
+        "04_masking": {"attention.scaled_dot_product_attention", "attention.TokenPositionEmbedding"},
+        "05_multihead": {"masking.causal_mask", "masking.padding_mask"},
+        "07_gpt": {"blocks.LayerNorm", "blocks.FeedForward", "blocks.TransformerBlock", "tokenisation.encode"},
+        "08_rnn": {"tokenisation.NGramLM", "gpt.GPT", "gpt.train_step", "gpt.estimate_loss"},
+        "09_encoders": {"masking.shift_right"},
+    }
+    found = {s.id: {a.name for a in given_answers(s)} for s in LATER}
+    for stage_id, names in wanted.items():
+        assert names <= found[stage_id], stage_id
+    assert not {a.name for s in LATER for a in given_answers(s)} & {"data.load_corpus", "gpt.GPTConfig"}
+
+
+@pytest.mark.parametrize("stage", LATER, ids=lambda s: s.id)
+def test_a_student_notebook_withholds_earlier_answers_by_default(stage):
+    notebook = make_notebook(stage, "student")
+    cells = answer_cells(notebook)
+    assert set(cells) == {a.name for a in given_answers(stage)}
+    code = "\n".join(c["source"] for c in notebook["cells"] if c["cell_type"] == "code")
+    own_given = {  # the stage's own given code may share an idiom with an earlier answer
+        line.strip()
+        for c in notebook["cells"]
+        if TAG_GIVEN in c["metadata"].get("tags", []) and "answer" not in c["metadata"].get("gptcourse", {})
+        for line in c["source"].splitlines()
+    }
+    for name, cell in cells.items():
+        assert TAG_ANSWER in cell["metadata"]["tags"] and not cell["metadata"]["gptcourse"]["given"]
+        assert f"Paste your {name.rpartition('.')[2]} of stage" in cell["source"]
+        leaked = sorted(line for line in body_lines(name) - own_given if line in code)
+        assert not leaked, f"{stage.id} gives away lines of {name}: {leaked}"
+    assert "earlier answers given: none" in answers_line(stage, notebook)
+
+
+def test_a_released_stage_s_answers_are_given_and_the_others_stay_withheld(tmp_path):
+    root = course_copy(tmp_path, released=["05_multihead"])
+    stage = get_stage("06_blocks", root)
+    notebook = make_notebook(stage, "student")
+    cells = answer_cells(notebook)
+    for name in ("multihead.split_heads", "multihead.merge_heads", "multihead.MultiHeadAttention"):
+        assert cells[name]["metadata"]["gptcourse"]["given"] and TAG_GIVEN in cells[name]["metadata"]["tags"]
+        assert body_lines(name) and all(line in cells[name]["source"] for line in body_lines(name))
+    assert not cells["masking.causal_mask"]["metadata"]["gptcourse"]["given"]
+    note = next(c["source"] for c in notebook["cells"] if c["source"].startswith("**Code of earlier stages.**"))
+    assert "course's `split_heads`, `merge_heads` and `MultiHeadAttention` (stage 05)" in note
+    assert "Paste your own `causal_mask` (stage 04)" in note and "answers of stage 04" in note
+    assert answers_line(stage, notebook) == (
+        "06_blocks: earlier answers given: split_heads, merge_heads, MultiHeadAttention; "
+        "withheld (students paste their own): causal_mask"
+    )
+    # nbgrader's source follows the same choice: given code locked, a withheld answer the student's to fill
+    source = answer_cells(nbgrader_notebook(stage))
+    assert source["multihead.MultiHeadAttention"]["metadata"]["nbgrader"]["locked"]
+    assert "nbgrader" not in source["masking.causal_mask"]["metadata"]
+    assert "Paste your causal_mask" in source["masking.causal_mask"]["source"]
+
+
+def test_a_release_file_with_a_mistake_is_refused_by_name(tmp_path):
+    root = course_copy(tmp_path)
+    for text, words in [
+        ('{"answers_released": "yes"}', "must be true or false"),
+        ('{"answer_released": true}', "unknown option 'answer_released'"),
+        ("[true]", "JSON object"),
+        ("{", "not valid JSON"),
+    ]:
+        (root / "05_multihead" / "release.json").write_text(text, encoding="utf-8")
+        with pytest.raises(UsageError, match=words) as caught:
+            make_notebook(get_stage("06_blocks", root), "student")
+        assert "05_multihead/release.json" in str(caught.value)
+
+
+def test_the_build_says_and_writes_which_answers_each_notebook_holds(tmp_path):
+    root = course_copy(tmp_path, released=["04_masking"])
+    out = tmp_path / "release"
+    said = []
+    for stage_id in ("05_multihead", "06_blocks"):
+        build_student(get_stage(stage_id, root), out, said.append)
+    write_answers(out, said.append, all_stages(root))
+    assert (
+        "05_multihead: earlier answers given: causal_mask, padding_mask; withheld (students paste their own): none"
+        in said
+    )
+    report = (out / "answers.md").read_text(encoding="utf-8")
+    assert "| 05_multihead | 04_masking: causal_mask, padding_mask | none |" in report
+    assert (
+        "| 06_blocks | 04_masking: causal_mask | 05_multihead: split_heads, merge_heads, MultiHeadAttention |"
+    ) in report
+    assert "| 07_gpt | (not built) | |" in report
+    # each stage's answers that later notebooks use, to post after its deadline: code that runs
+    posted = (out / "answers" / "05_multihead.py").read_text(encoding="utf-8")
+    namespace: dict = {}
+    exec(compile(posted, "05_multihead.py", "exec"), namespace)
+    assert {"split_heads", "merge_heads", "MultiHeadAttention"} <= set(namespace)
+    assert not (out / "answers" / "09_encoders.py").exists()  # no later stage uses 09's
+
+
+def test_the_committed_report_describes_the_committed_notebooks():
+    assert (ROOT / "release" / "answers.md").read_text(encoding="utf-8") == answers_report(
+        ROOT / "release" / "student", all_stages()
+    )
+
+
+def _grade(stage, notebook, tmp_path, name):
+    path = tmp_path / f"{name}.ipynb"
+    write_notebook(notebook, path)
+    return grade_submission(path, stage_tests(stage), Limits(), name)
+
+
+def test_grading_runs_the_course_s_earlier_answers_and_shows_no_line_of_them(tmp_path):
+    """05's own code is the reference's; its earlier answers (04's masks) are missing, wrong or
+    right: every version earns the same full marks. A cell that makes the course's code fail, or
+    asks for its source, learns nothing of it."""
+    stage = get_stage("05_multihead")
+    full = sum(p for _, p in stage.tests().questions())
+    withheld = make_notebook(stage, "reference", answers="released")
+    wrong = make_notebook(stage, "reference")
+    for cell in answer_cells(wrong).values():
+        cell["source"] = (
+            "def causal_mask(T, device=None):\n    return 0\n\n\ndef padding_mask(lengths, T=None):\n    return 0\n"
+        )
+    probing = make_notebook(stage, "reference")
+    probing["cells"].append(
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": "causal_mask(-1)"}
+    )
+    probing["cells"].append(
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "import inspect\nprint(inspect.getsource(padding_mask))",
+        }
+    )
+    secret = body_lines("masking.causal_mask") | body_lines("masking.padding_mask")
+    for name, notebook in (("withheld", withheld), ("wrong", wrong), ("probing", probing)):
+        graded = _grade(stage, notebook, tmp_path, name)
+        assert graded.total == full, (name, [r.message for r in graded.results if not r.passed][:3])
+        shown = "\n".join([*graded.outcome.cell_errors.values(), graded.outcome.output])
+        assert not [line for line in secret if line in shown], (name, shown)
+    errors = list(graded.outcome.cell_errors.values())
+    assert any("ValueError" in e for e in errors) and any("source" in e for e in errors), errors
+
+
+def test_changed_course_code_of_an_earlier_answer_makes_grade_changed_regrade():
+    """``gptcourse grade --changed`` regrades what was graded with other tests: the course's code of
+    the earlier answers is part of what grading used."""
+    from autograder.channels.local.folder import tests_fingerprint
+
+    tests = stage_tests(get_stage("05_multihead"))
+    assert set(tests.given) == {"masking.causal_mask", "masking.padding_mask"}
+    edited = tests.with_fixtures(tests.fixtures, {**tests.given, "masking.causal_mask": "def causal_mask(T): ..."})
+    assert tests_fingerprint(edited) != tests_fingerprint(tests)
+    assert tests_fingerprint(tests.with_fixtures(tests.fixtures, tests.given)) == tests_fingerprint(tests)

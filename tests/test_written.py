@@ -1,0 +1,260 @@
+"""Written questions: the notebook directive, the student notebook (prompt and answer cell, never
+the rubric), and every channel that carries them to a person who grades them: nbgrader's manually
+graded answer cells (driven by nbgrader's own commands), the Gradescope zip's output and the sheet
+an instructor sets the assignment up with, the local gradebook's columns left for manual scores
+(kept across rebuilds, added to canvas.csv) and the class report. No written score ever reaches
+the autograder's total."""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from nbcourse import Course, filled
+from support import make_root
+
+from autograder.build.fixtures import DEFAULT_DIR, stage_tests
+from autograder.build.gradescope_zip import build_gradescope_zip, write_gradescope_sheet
+from autograder.build.nbgrader_course import nbgrader_notebook
+from autograder.build.notebooks import make_notebook, write_notebook
+from autograder.build.source import Block, SourceError
+from autograder.build.written import parse_written, written_questions
+from autograder.channels.nbgrader import written_cell_id
+from autograder.course import ASSIGNMENTS, all_stages, get_stage, questions
+from autograder.engine.submission import ANSWER_PLACEHOLDER, TAG_WRITTEN, TAG_WRITTEN_ANSWER, written_answers
+
+STAGE = "01_tokenisation"
+ANSWERS = {"split": "Shuffling puts neighbouring text on both sides, so validation flatters the model."}
+
+
+def gptcourse(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder.cli", *map(str, args)], capture_output=True, text=True)
+
+
+def answered(notebook: dict, answers: dict[str, str]) -> dict:
+    """A notebook whose written answer cells hold ``answers`` (the others keep the placeholder)."""
+    notebook = json.loads(json.dumps(notebook))
+    for cell in notebook["cells"]:
+        qid = cell.get("metadata", {}).get("gptcourse", {}).get("written_answer")
+        if qid in answers:
+            cell["source"] = answers[qid]
+    return notebook
+
+
+def answers_in(path: Path) -> str:
+    """The answer cells' text of a notebook nbgrader wrote (what the formgrader shows)."""
+    return "\n".join(written_answers(json.loads(path.read_text(encoding="utf-8"))).values())
+
+
+def rows(path: Path) -> dict[str, dict]:
+    return {r["submission"]: r for r in csv.DictReader(path.open(encoding="utf-8"))}
+
+
+def test_the_directive_is_checked_and_names_what_is_wrong():
+    good = parse_written(Block("written", "why 2", "Why?\n<!-- rubric -->\n- 2 points: because."), "nb.md")
+    assert (good.id, good.points, good.prompt, good.rubric) == ("why", 2.0, "Why?", "- 2 points: because.")
+    for arg, text, words in [
+        ("why", "Why?\n<!-- rubric -->\nR", "opens as ```written ID POINTS"),
+        ("Why 2", "Why?\n<!-- rubric -->\nR", "opens as"),
+        ("why two", "Why?\n<!-- rubric -->\nR", "points must be a positive number"),
+        ("why 0", "Why?\n<!-- rubric -->\nR", "points must be a positive number"),
+        ("why 2", "Why? No rubric here.", "then a line `<!-- rubric -->`"),
+        ("why 2", "\n<!-- rubric -->\nR", "then a line `<!-- rubric -->`"),
+        ("why 2", "Why?\n<!-- rubric -->\n### BEGIN SOLUTION", "nbgrader reads"),
+    ]:
+        with pytest.raises(SourceError, match="nb.md") as caught:
+            parse_written(Block("written", arg, text), "nb.md")
+        assert words in str(caught.value), (arg, str(caught.value))
+
+
+def test_check_stage_refuses_a_written_question_named_like_a_code_question(tmp_path):
+    root = tmp_path / "assignments"
+    shutil.copytree(ASSIGNMENTS / STAGE, root / STAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    source = root / STAGE / "notebook.md"
+    source.write_text(
+        source.read_text(encoding="utf-8") + "\n```written ngram 2\nWhy?\n<!-- rubric -->\nBecause.\n```\n",
+        encoding="utf-8",
+    )
+    from autograder.authoring.lint import static_problems
+
+    assert any(
+        "written question ngram has the id of a code question" in p for p in static_problems(get_stage(STAGE, root))
+    )
+
+
+@pytest.mark.parametrize("stage", all_stages(), ids=lambda s: s.id)
+def test_every_stage_asks_two_to_four_written_questions_and_never_shows_a_rubric(stage):
+    asked = written_questions(stage)
+    assert 2 <= len(asked) <= 4 and all(q.prompt and q.rubric and q.points > 0 for q in asked)
+    student = make_notebook(stage, "student")
+    prompts = [c for c in student["cells"] if TAG_WRITTEN in c["metadata"].get("tags", [])]
+    answers = [c for c in student["cells"] if TAG_WRITTEN_ANSWER in c["metadata"].get("tags", [])]
+    assert [c["metadata"]["gptcourse"]["written"] for c in prompts] == [q.id for q in asked]
+    assert all(c["cell_type"] == "markdown" and c["source"] == ANSWER_PLACEHOLDER for c in answers)
+    assert written_answers(student) == {q.id: "" for q in asked}
+    text = json.dumps(student, ensure_ascii=False)
+    for q in asked:
+        for line in q.rubric.splitlines():
+            if len(line.strip()) >= 20:
+                assert json.dumps(line.strip(), ensure_ascii=False)[1:-1] not in text, (q.id, line)
+    # the released file on disk is that notebook (a stale release would show old questions)
+    released = json.loads((Path("release/student") / stage.id / f"{stage.id}.ipynb").read_text(encoding="utf-8"))
+    assert written_answers(released) == {q.id: "" for q in asked}
+
+
+def test_the_gradescope_sheet_and_output_carry_them_and_the_score_leaves_them_out(tmp_path):
+    stage = get_stage(STAGE)
+    stage_tests(stage)
+    sheet = write_gradescope_sheet(stage, tmp_path).read_text(encoding="utf-8")
+    autograded = sum(p for _, p in questions(STAGE))
+    asked = written_questions(stage)
+    assert "Enable Manual Grading" in sheet and "Edit Outline" in sheet
+    assert f"worth the autograder's\n   points ({autograded:g} for this stage)" in sheet
+    assert f"{autograded + sum(q.points for q in asked):g} points in all" in sheet
+    for q in asked:
+        assert f"## {q.id} ({q.points:g} points)" in sheet and q.rubric in sheet
+    built = build_gradescope_zip(stage, tmp_path / "zip", DEFAULT_DIR / f"{STAGE}.json")
+    notebook = tmp_path / "alice.ipynb"
+    write_notebook(answered(make_notebook(stage, "reference"), ANSWERS), notebook)
+    root = make_root(built, tmp_path / "root", notebook)
+    env = {"GRADESCOPE_ROOT": str(root), "GPTCOURSE_PYTHON": sys.executable, "PATH": "/usr/bin:/bin"}
+    subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=600)
+    doc = json.loads((root / "results" / "results.json").read_text())
+    assert doc["score"] == autograded == sum(t["max_score"] for t in doc["tests"])
+    assert {t["name"].split(":")[0] for t in doc["tests"]} == {q for q, _ in questions(STAGE)}
+    output = doc["output"]
+    total = sum(q.points for q in asked)
+    assert f"Written questions ({total:g} points, graded by hand after the deadline; not part of this score)" in output
+    assert f"- split (2 points): answered ({len(ANSWERS['split'].split())} words)\n  {ANSWERS['split']}" in output
+    assert "- context (3 points): not answered yet" in output
+
+
+def test_the_local_gradebook_keeps_a_column_per_written_question_for_manual_scores(tmp_path):
+    stage = get_stage(STAGE)
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    alice, bob = subs / "smithalice_1234_99_01_tokenisation.ipynb", subs / "jonesbob_77_100_01_tokenisation.ipynb"
+    write_notebook(answered(make_notebook(stage, "reference"), ANSWERS), alice)
+    write_notebook(make_notebook(stage, "student"), bob)
+    done = gptcourse("grade", "--stage", STAGE, "--out", out, "--canvas-assignment", "Tokenisation (555)", subs)
+    assert done.returncode == 0, done.stderr
+    assert "written questions (split, context): 4 answer(s) to grade by hand" in done.stdout
+    autograded = sum(p for _, p in questions(STAGE))
+    header = next(csv.reader((out / "grades.csv").open(encoding="utf-8")))
+    assert header[-6:] == ["id", "name", "email", "split (written)", "context (written)", "total with written"]
+    book = rows(out / "grades.csv")
+    assert book["(max)"]["total"] == f"{autograded:g}" and book["(max)"]["total with written"] == f"{autograded + 5:g}"
+    assert (book["smithalice"]["total"], book["smithalice"]["split (written)"]) == (f"{autograded:g}", "")
+    assert book["jonesbob"]["total"] == "0" == book["jonesbob"]["total with written"]
+    assert json.loads((out / "smithalice" / "results.json").read_text())["score"] == autograded
+    assert json.loads((out / "smithalice" / "written.json").read_text()) == {"split": ANSWERS["split"], "context": ""}
+    sheet = (out / "written.md").read_text(encoding="utf-8")
+    assert ANSWERS["split"] in sheet and written_questions(stage)[0].rubric in sheet and "*(no answer)*" in sheet
+
+    # the instructor types scores into grades.csv; a run without files rebuilds the gradebook and keeps them
+    table = list(csv.reader((out / "grades.csv").read_text(encoding="utf-8").splitlines()))
+    position = {name: i for i, name in enumerate(table[0])}
+    for row in table[2:]:
+        if row[0] == "smithalice":
+            row[position["split (written)"]], row[position["context (written)"]] = "2", "1.5"
+        else:
+            row[position["split (written)"]] = "0"
+    with (out / "grades.csv").open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows(table)
+    done = gptcourse("grade", "--stage", STAGE, "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert "no file given: the gradebook" in done.stdout and "1 answer(s) to grade by hand" in done.stdout
+    book = rows(out / "grades.csv")
+    assert book["smithalice"]["total"] == f"{autograded:g}"
+    assert book["smithalice"]["total with written"] == f"{autograded + 3.5:g}"
+    assert (book["jonesbob"]["split (written)"], book["jonesbob"]["context (written)"]) == ("0", "")
+    canvas = {r["Student"]: r for r in csv.DictReader((out / "canvas.csv").open(encoding="utf-8"))}
+    assert canvas["smithalice"]["Tokenisation (555)"] == f"{autograded + 3.5:g}"  # the column's name is kept
+
+    # regrading a student keeps the scores typed for them
+    assert gptcourse("grade", "--stage", STAGE, "--out", out, alice).returncode == 0
+    assert rows(out / "grades.csv")["smithalice"]["context (written)"] == "1.5"
+
+    # the class report: the written questions apart from the autograder's totals
+    report = gptcourse("report", out)
+    assert report.returncode == 0, report.stderr
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert f"Totals out of {autograded:g}:" in text
+    assert "| split | 2/2 | 1.00 / 2 |" in text and "| context | 1/2 | 1.50 / 3 |" in text
+    assert "split (written) | context (written)" in text and f"| smithalice | {autograded:g} |" in text
+
+    # a score out of range stops the rebuild, naming its cell; nothing is rewritten
+    before = (out / "grades.csv").read_text(encoding="utf-8")
+    (out / "grades.csv").write_text(before.replace(",2,1.5,", ",5,1.5,"), encoding="utf-8")
+    broken = (out / "grades.csv").read_text(encoding="utf-8")
+    done = gptcourse("grade", "--stage", STAGE, "--out", out)
+    assert done.returncode == 2 and "column 'split (written)': '5' is not a score from 0 to 2" in done.stderr
+    assert "smithalice" in done.stderr and (out / "grades.csv").read_text(encoding="utf-8") == broken
+
+
+def test_the_nbgrader_source_holds_the_rubric_in_a_manually_graded_answer_cell():
+    stage = get_stage(STAGE)
+    cells = nbgrader_notebook(stage)["cells"]
+    for q in written_questions(stage):
+        [prompt] = [c for c in cells if c["metadata"].get("gptcourse", {}).get("written") == q.id]
+        [answer] = [c for c in cells if c["metadata"].get("gptcourse", {}).get("written_answer") == q.id]
+        assert prompt["metadata"]["nbgrader"]["locked"] and not prompt["metadata"]["nbgrader"]["grade"]
+        meta = answer["metadata"]["nbgrader"]
+        assert (meta["grade_id"], meta["points"], meta["solution"], meta["grade"]) == (
+            written_cell_id(q.id),
+            q.points,
+            True,
+            True,
+        )
+        assert answer["cell_type"] == "markdown" and q.rubric in answer["source"]
+
+
+@pytest.mark.slow
+def test_nbgrader_grades_them_by_hand_and_the_engine_never_does(tmp_path):
+    """nbgrader's own commands: the release has empty answer cells and no rubric; autograde scores
+    the code with the engine and leaves the written answers for the formgrader; a manual score (as
+    the formgrader stores it) counts in nbgrader's total, never in the engine's results.json."""
+    stage = get_stage(STAGE)
+    asked = written_questions(stage)
+    course = Course(tmp_path, [STAGE])
+    course.run("generate_assignment", STAGE)
+    released = course.released(STAGE)
+    text = json.dumps(released, ensure_ascii=False)
+    assert all(json.dumps(q.rubric, ensure_ascii=False)[1:-1] not in text for q in asked)
+    assert written_answers(released) == {q.id: "" for q in asked}
+    course.run("db", "student", "add", "ada")
+    course.hand_in("ada", STAGE, answered(filled(released, STAGE), ANSWERS))
+    course.run("autograde", STAGE)
+    autograded = sum(p for _, p in questions(STAGE))
+    from nbgrader.api import Gradebook
+
+    database = f"sqlite:///{course.root / 'gradebook.db'}"
+    with Gradebook(database) as gb:
+        # the answered question awaits a person; nbgrader itself gives the untouched answer cell 0
+        split, context = (gb.find_grade(written_cell_id(q), STAGE, STAGE, "ada") for q in ("split", "context"))
+        assert split.needs_manual_grade and split.auto_score is None and split.max_score == 2
+        assert not context.needs_manual_grade and context.auto_score == 0 and context.max_score == 3
+        assert gb.find_submission(STAGE, "ada").score == autograded
+        split.manual_score, split.needs_manual_grade = 2.0, False  # what the formgrader saves
+        gb.db.commit()
+    out = tmp_path / "results"
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder.cli", "grade", "--stage", STAGE, "--nbgrader", course.root, "--out", out],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    header, maxima, ada = done.stdout.splitlines()[:3]
+    assert header.split()[-4:] == ["split", "context", "late", "total"]
+    assert ada.split()[-3:] == ["2", "0", f"{autograded + 2:g}"]
+    assert "written questions to grade in the formgrader" not in done.stdout  # split graded, context empty
+    assert json.loads((out / "ada" / "results.json").read_text())["score"] == autograded
+    assert ANSWERS["split"] in answers_in(course.root / "autograded" / "ada" / STAGE / f"{STAGE}.ipynb")
+    rows_ = course.export()
+    assert float(rows_[(STAGE, "ada")]["raw_score"]) == autograded + 2
+    with Gradebook(database) as gb:  # the autograde run above (--force) kept the manual score
+        assert gb.find_grade(written_cell_id("split"), STAGE, STAGE, "ada").manual_score == 2.0
