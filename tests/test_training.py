@@ -227,7 +227,7 @@ def test_presets_are_consistent():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_run_with_bf16_autocast_and_compile(corpus, tmp_path):
-    preset = SMALL.replace(steps=100, eval_interval=50, autocast="bf16", compile=True)
+    preset = SMALL.replace(steps=100, eval_interval=50, autocast="bf16", compile="model")
     result = loop.run(preset, corpus, torch.device("cuda"), tmp_path, progress=False)
     assert next(result.model.parameters()).device.type == "cuda"
     assert result.final_val < result.history["val_loss"][0] - 1.2, result.history["val_loss"]

@@ -123,4 +123,7 @@ def model_from(state: dict, device: torch.device | str = "cpu") -> tuple[TrainGP
 def preset_from(state: dict) -> Preset:
     """The preset the checkpointed run was started with (fields added since filled by their defaults)."""
     known = {f.name for f in dataclasses.fields(Preset)}
-    return Preset(**{k: v for k, v in state["preset"].items() if k in known})
+    fields = {k: v for k, v in state["preset"].items() if k in known}
+    if isinstance(fields.get("compile"), bool):  # format 1: compile was True or False
+        fields["compile"] = "model" if fields["compile"] else "none"
+    return Preset(**fields)

@@ -17,7 +17,7 @@ from training.data import BPE, DEFAULT_BPE_MERGES, TOKENIZERS, ByteBPE, CharToke
 from training.generate import generate_fast
 from training.model import POSITIONS, TrainGPT
 from training.plot import plot_losses
-from training.presets import PRESETS, get_preset
+from training.presets import COMPILE, PRESETS, get_preset
 
 
 def resolve_device(name: str) -> torch.device:
@@ -118,8 +118,8 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
     }
     if args.patience is not None:
         overrides["patience"] = args.patience or None
-    if args.no_compile:
-        overrides["compile"] = False
+    if args.compile is not None:
+        overrides["compile"] = args.compile
     if args.autocast is not None:
         overrides["autocast"] = None if args.autocast == "none" else args.autocast
     preset = preset.replace(**overrides, threads=args.threads)  # threads fit this machine, not the checkpoint's
@@ -266,7 +266,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         type=int,
         help="stop after this many evaluations without a better validation loss (0: never; default: the preset's)",
     )
-    train.add_argument("--no-compile", action="store_true", help="do not torch.compile the model (CUDA)")
+    train.add_argument(
+        "--compile",
+        choices=COMPILE,
+        help="on CUDA, torch.compile the model, its blocks (one compiled block for all layers) or none "
+        "(default: the preset's)",
+    )
     train.add_argument(
         "--batch-size", type=_positive_int, help="global batch (split over the processes under torchrun)"
     )

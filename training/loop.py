@@ -39,7 +39,7 @@ from training import checkpoint, ddp
 from training.data import Corpus
 from training.ddp import DistInfo
 from training.evaluate import estimate_loss, full_loss
-from training.model import TrainConfig, TrainGPT
+from training.model import TrainConfig, TrainGPT, compile_blocks
 from training.presets import Preset
 
 LOG_INTERVAL = 10  # steps between progress-bar updates (each one reads the losses back)
@@ -291,9 +291,10 @@ class _Training:
         return patience is not None and self.best.evaluations_since(self.history) >= patience
 
     def keep_best(self) -> None:
-        """Put the best weights into the model (the run's result)."""
+        """Put the best weights into the model (the run's result), uncompiled."""
         if self.best.weights is not None:
             self.model.load_state_dict(self.best.weights)
+        self.model.compiled_block = None
 
     def save(self) -> None:
         """Write the checkpoint (rank 0, when there is an output folder): the best weights and
@@ -372,9 +373,13 @@ class _Progress:
 
 
 def compiled(model: TrainGPT, preset: Preset, device: torch.device) -> nn.Module:
-    """``torch.compile(model)`` when the preset asks for it on CUDA, else the model itself
-    (on a CPU compiling costs more than it saves). The compiled module shares the weights."""
-    return torch.compile(model) if preset.compile and device.type == "cuda" else model
+    """What the training steps run: on CUDA, ``torch.compile(model)`` (``preset.compile == "model"``)
+    or the model with its block compiled (``"blocks"``, :func:`training.model.compile_blocks`);
+    elsewhere, or with ``"none"``, the model itself (on a CPU compiling costs more than it saves).
+    Either shares the model's weights; evaluations run the uncompiled model."""
+    if device.type != "cuda" or preset.compile == "none":
+        return model
+    return torch.compile(model) if preset.compile == "model" else compile_blocks(model)
 
 
 def run(
