@@ -74,6 +74,7 @@ $PY benchmarks/run_notebook.py 08_rnn 09_encoders --quick --json "$WORK/notebook
 step "4. the gpu-marked tests"
 set +e
 $PY -m pytest -q -p no:cacheprovider -m gpu tests/test_training.py tests/test_training_model.py tests/test_ddp.py \
+  assignments/07_gpt/test_gpt.py \
   --junitxml="$WORK/pytest.xml"
 TESTS=$?
 set -e
