@@ -14,7 +14,7 @@
 # 3. the notebooks 07 (real sizes: its CUDA branch), 08 and 09 (quick sizes), top to bottom as plain
 #    Python on CUDA, every check cell passing (benchmarks/run_notebook.py);
 # 4. the gpu-marked tests;
-# 5. if the clock allows, the preset without torch.compile, for comparison.
+# 5. while the clock allows, the preset without torch.compile, and with nanoGPT's 16,384 tokens a step.
 # Writes $OUT/gpu_results.md (the figures with the card, torch and CUDA versions and the commands,
 # for benchmarks/RESULTS_training.md), $OUT/side_by_side.json, $OUT/losses.png, $OUT/check.log.
 set -euo pipefail
@@ -79,18 +79,27 @@ $PY -m pytest -q -p no:cacheprovider -m gpu tests/test_training.py tests/test_tr
 TESTS=$?
 set -e
 
-step "5. the preset without torch.compile (if the clock allows)"
-VARIANT=""
-if [ "$DEVICE" = cuda ] && [ "$(elapsed)" -lt 360 ]; then
-  $PY -m training train --preset gpu --device cuda --compile none --out "$WORK/nocompile" --quiet --sample-tokens 0
-  VARIANT=$WORK/nocompile/summary.json
+step "5. variants of the preset, while the clock allows (each about 40 s)"
+VARIANTS=()
+if [ "$DEVICE" = cuda ]; then
+  for extra in "--compile none" "--batch-size 32 --steps 2000 --lr 1e-3 --eval-interval 200"; do
+    if [ "$(elapsed)" -lt 380 ]; then
+      name=variant${#VARIANTS[@]}
+      # shellcheck disable=SC2086
+      $PY -m training train --preset gpu --device cuda $extra --out "$WORK/$name" --quiet --sample-tokens 0
+      echo "$extra" > "$WORK/$name/options.txt"
+      VARIANTS+=("$WORK/$name")
+    else
+      echo "skipped: $extra (at $(elapsed) s)"
+    fi
+  done
 else
-  echo "skipped (at $(elapsed) s, or not on CUDA)"
+  echo "skipped (not on CUDA)"
 fi
 
 step "6. the results"
 $PY benchmarks/gpu_results.py --side "$OUT/side_by_side.json" --same "$SAME" --notebooks "$WORK/notebook07.json" \
-  "$WORK/notebook0809.json" --tests "$WORK/pytest.xml" --variant "$VARIANT" --seconds "$(elapsed)" \
+  "$WORK/notebook0809.json" --tests "$WORK/pytest.xml" --variants "${VARIANTS[@]}" --seconds "$(elapsed)" \
   --command "bash benchmarks/gpu_check.sh $MODE" > "$OUT/gpu_results.md"
 cat "$OUT/gpu_results.md"
 echo "gpu_check: done in $(elapsed) s"

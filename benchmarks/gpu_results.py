@@ -50,18 +50,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--same", required=True, help="identical or DIFFERENT: gptcourse sample's greedy texts")
     parser.add_argument("--notebooks", nargs="+", default=[])
     parser.add_argument("--tests", required=True)
-    parser.add_argument("--variant", default="")
+    parser.add_argument("--variants", nargs="*", default=[], help="the folders of the variant runs")
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--command", required=True)
     args = parser.parse_args(argv)
     side = json.loads(Path(args.side).read_text())
     out = [Path(args.side).with_suffix(".md").read_text().rstrip(), ""]
-    if args.variant:
-        v = json.loads(Path(args.variant).read_text())
+    for folder in map(Path, args.variants):
+        options = (folder / "options.txt").read_text().strip()
+        v = json.loads((folder / "summary.json").read_text())
         out.append(
-            f"Without torch.compile (`--compile none`): kept step {v['best_step']}, exact validation loss "
+            f"- `--preset gpu {options}`: kept step {v['best_step']} of {v['steps']}, exact validation loss "
             f"{v['best_val_loss']:.4f}, {v['seconds']:.1f} s of training, {v['tokens_per_second']:,.0f} tokens/s."
         )
+    if args.variants:
         out.append("")
     out.append(f"`gptcourse sample`, greedy, with and without the KV cache: the texts are {args.same}.")
     out.append("")

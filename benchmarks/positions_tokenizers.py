@@ -54,14 +54,16 @@ def load() -> str:
 def one_run(corpus, positions: str, steps: int, threads: int) -> dict:
     preset = CPU.replace(positions=positions, steps=steps, threads=threads, eval_interval=max(1, steps // 6))
     preset = preset.replace(warmup=min(preset.warmup, steps))
-    at_start = load()
+    at_start, cpu_start = load(), time.process_time()
     result = loop.run(preset, corpus, torch.device("cpu"), None, progress=False, log=lambda line: None)
+    cpu_seconds = time.process_time() - cpu_start
     h = result.history
     return {
         "tokenizer": corpus.tokenizer.kind,
         "positions": positions,
         "load": at_start,
         "seconds": result.seconds,
+        "cpu_seconds": cpu_seconds,
         "best_step": result.best_step,
         "best_loss": result.best_val,
         "bpc": corpus.bits_per_char(result.best_val),
@@ -97,7 +99,7 @@ def plot(runs: list[dict], path: Path) -> None:
 def report(runs: list[dict], command: str, loads: tuple[str, str], threads: int, steps: int) -> str:
     rows = [
         f"| {r['tokenizer']} | {r['positions']} | {r['vocab']} | {r['tokens_per_char']:.3f} | {r['best_step']} "
-        f"| {r['best_loss']:.4f} | **{r['bpc']:.3f}** | {r['seconds']:.0f} s | {r['load']} |"
+        f"| {r['best_loss']:.4f} | **{r['bpc']:.3f}** | {r['seconds']:.0f} s | {r['cpu_seconds']:.0f} s | {r['load']} |"
         for r in sorted(runs, key=lambda r: r["bpc"])
     ]
     cpu = platform.processor() or platform.machine()
@@ -107,10 +109,11 @@ def report(runs: list[dict], command: str, loads: tuple[str, str], threads: int,
 Command: `{command}`; {steps} steps of the `cpu` preset per run (4x4x128, a context of 64
 tokens, batch 24, bf16 autocast where the CPU has it), {threads} thread(s), on {cpu} with
 {os.cpu_count()} cores, torch {torch.__version__}. Load average before: {loads[0]}; after: {loads[1]}
-(other developers share the machine: times are slowed by their work, losses are not).
+(other developers share the machine: wall times are slowed by their work, losses are not; the CPU
+time is what the run itself used).
 
-| tokenizer | positions | vocabulary | tokens per character | kept step | exact val loss (nats/token) | bits per character | training time | load at start |
-|---|---|---|---|---|---|---|---|---|
+| tokenizer | positions | vocabulary | tokens per character | kept step | exact val loss (nats/token) | bits per character | training time (wall) | CPU time (training and evaluations) | load at start |
+|---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
 ![bits per character against training time](positions_tokenizers.png)
@@ -130,7 +133,9 @@ def write_section(path: Path, section: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=CPU.steps)
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (default 1: CPU time is then the run's own)"
+    )
     parser.add_argument("--no-write", action="store_true", help="print the table only")
     args = parser.parse_args(argv)
     loads = [load()]
