@@ -14,7 +14,8 @@ Figures go to the Agg backend and are closed; the cells run in ``--workdir`` (a 
 folder by default), where the files they write land. ``--set NAME=VALUE`` replaces the line
 ``NAME = ...`` of the cell that assigns it (the options of 07's real run).
 
-Each cell's wall time, and its printed output, is shown; a cell that raises, or a check
+Each cell's wall time and CPU time (this process's, all its threads: on a machine shared with
+other work, the CPU time is what the cell itself needed), and its printed output, are shown; a cell that raises, or a check
 cell whose public tests do not pass, stops the run with exit status 1. This is how the
 GPU check (``benchmarks/gpu_check.sh``) runs 07-09 on CUDA, and how the figures of the
 notebooks' real runs are measured on a CPU.
@@ -91,22 +92,23 @@ def run(stage_id: str, settings: dict[str, str]) -> list[dict]:
         first = source.strip().splitlines()[0][:70] if source.strip() else ""
         print(f"--- {stage_id} cell {index} [{tags}] {first}", flush=True)
         out = Tee(sys.stdout)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         error = None
         with contextlib.redirect_stdout(out):
             try:
                 exec(compile(source, f"<{stage_id} cell {index}>", "exec"), namespace)
             except BaseException:  # noqa: BLE001 (a notebook cell's failure, reported and stopping the run)
                 error = traceback.format_exc()
-        seconds = time.perf_counter() - start
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
         plt.close("all")
         record = {"cell": index, "tags": tags, "first_line": first, "seconds": round(seconds, 3)}
+        record["cpu_seconds"] = round(cpu_seconds, 3)  # this process's CPU time, all its threads
         record["output"] = out.text()[-2000:]  # the end of what it printed
         if "check" in tags and "public tests passed" not in out.text():
             error = error or "the check cell did not report that its public tests passed"
         record["error"] = error
         records.append(record)
-        print(f"    ({seconds:.1f} s)", flush=True)
+        print(f"    ({seconds:.1f} s, {cpu_seconds:.1f} s of CPU)", flush=True)
         if error:
             print(error, file=sys.stderr)
             raise SystemExit(1)
