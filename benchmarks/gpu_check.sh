@@ -1,41 +1,106 @@
 #!/usr/bin/env bash
-# The GPU checks of the training package, in one go on a CUDA machine (python3 with torch,
-# tqdm, numpy, matplotlib and pytest), from the repository root:
-#   GPTCOURSE_SHAKESPEARE=/path/to/tinyshakespeare.txt OUT=/tmp/gpu bash benchmarks/gpu_check.sh [train options]
-# 1. the gpu preset end to end (`python3 -m training train --preset gpu --device cuda`);
-# 2. `sample` from its checkpoint on CUDA, with and without the KV cache (500 tokens);
-# 3. the KV-cache speed-up for 500 new tokens on CUDA;
-# 4. the gpu-marked tests that import without nbformat/otter (--noconftest: conftest.py needs them).
-# Everything is logged to $OUT/check.log; the run's summary.json, losses.png and greedy
-# sample are copied to $OUT; the checkpoint stays in $RUN.
+# Every GPU check of the course in one go: about 7 minutes on one H100 (8 at most).
+#
+#   OUT=/tmp/gpu bash benchmarks/gpu_check.sh          # on a CUDA machine, from the repository root
+#   OUT=/tmp/gpucpu bash benchmarks/gpu_check.sh --cpu # the same steps at tiny sizes on a CPU (its test)
+#
+# Needs python3 with torch, numpy, tqdm, matplotlib and pytest; no Jupyter, no network. Tiny
+# Shakespeare is read from $GPTCOURSE_SHAKESPEARE, else .data/tinyshakespeare.txt (make the folder
+# ignored, `echo /.data/ >> .git/info/exclude`, copy the file there and carry it to the machine).
+#
+# 1. the gpu preset and nanoGPT's shakespeare_char recipe side by side, one judge for both kept
+#    checkpoints, and sampling with and without the KV cache (benchmarks/gpu_side_by_side.py);
+# 2. `gptcourse sample` on CUDA: greedy text with and without the cache must be identical;
+# 3. the notebooks 07 (real sizes: its CUDA branch), 08 and 09 (quick sizes), top to bottom as plain
+#    Python on CUDA, every check cell passing (benchmarks/run_notebook.py);
+# 4. the gpu-marked tests;
+# 5. while the clock allows, the preset without torch.compile, and with nanoGPT's 16,384 tokens a step.
+# Writes $OUT/gpu_results.md (the figures with the card, torch and CUDA versions and the commands,
+# for benchmarks/RESULTS_training.md), $OUT/side_by_side.json, $OUT/losses.png, $OUT/check.log.
 set -euo pipefail
-export PYTHONPATH=. PYTHONUNBUFFERED=1
+cd "$(dirname "$0")/.."
+MODE=${1:-}
 OUT=${OUT:-/tmp/gpu-check}
-RUN=${RUN:-/tmp/gpu-run}
-mkdir -p "$OUT"
+WORK=${WORK:-/tmp/gpu-check-work}
+PY=${PYTHON:-python3}
+mkdir -p "$OUT" "$WORK"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+export GPTCOURSE_SHAKESPEARE=${GPTCOURSE_SHAKESPEARE:-$PWD/.data/tinyshakespeare.txt}
+if [ ! -f "$GPTCOURSE_SHAKESPEARE" ]; then
+  echo "gpu_check: no Tiny Shakespeare at $GPTCOURSE_SHAKESPEARE (set GPTCOURSE_SHAKESPEARE)" >&2
+  exit 2
+fi
 exec > >(tee -a "$OUT/check.log") 2>&1
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-python3 -c "import torch; print('torch', torch.__version__)"
+START=$(date +%s)
+elapsed() { echo $(( $(date +%s) - START )); }
+step() { echo; echo "== $1 (at $(elapsed) s)"; }
 
-echo "== 1. gpu preset"
-python3 -m training train --preset gpu --device cuda --out "$RUN" --quiet "$@"
-cp "$RUN/summary.json" "$RUN/losses.png" "$OUT/"
+if [ "$MODE" = "--cpu" ]; then
+  SIDE=(--cpu --tokens 60)
+  DEVICE=cpu
+  NB07=(--quick)
+  SAMPLE_TOKENS=40
+else
+  SIDE=()
+  DEVICE=cuda
+  NB07=()
+  SAMPLE_TOKENS=500
+fi
 
-echo "== 2. sample on CUDA, 500 tokens, greedy, with and without the KV cache"
-python3 -m training sample --checkpoint "$RUN/ckpt.pt" --device cuda --prompt "ROMEO:" --tokens 500 --temperature 0 > "$OUT/sample.txt"
-python3 -m training sample --checkpoint "$RUN/ckpt.pt" --device cuda --prompt "ROMEO:" --tokens 500 --temperature 0 --no-cache > "$RUN/plain.txt"
-head -c 400 "$OUT/sample.txt"; echo
-if cmp -s "$OUT/sample.txt" "$RUN/plain.txt"; then echo "greedy, cache vs no cache: identical"; else echo "greedy, cache vs no cache: DIFFERENT"; fi
-python3 -m training sample --checkpoint "$RUN/ckpt.pt" --device cuda --prompt "ROMEO:" --tokens 300 --top-k 40
+step "0. the machine"
+if [ "$DEVICE" = cuda ]; then
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+fi
+$PY -c "import torch, platform; print('torch', torch.__version__, '| CUDA', torch.version.cuda, '| Python', platform.python_version())"
 
-echo "== 3. KV cache on CUDA"
-python3 - <<'PY'
-from benchmarks.train_vs_nanogpt import kv_cache_speedup
-for block in (256, 512):
-    k = kv_cache_speedup(block, device="cuda", n_layer=6, n_head=6, n_embd=384)
-    print(f"KV cache, 6x6x384, block {block}, 500 tokens on CUDA: plain {k['plain']:.2f} s, cached {k['cached']:.2f} s, "
-          f"speed-up {k['speedup']:.1f}x, same tokens {k['same_tokens']}")
-PY
+step "1. the gpu preset and nanoGPT side by side; sampling with and without the KV cache"
+$PY benchmarks/gpu_side_by_side.py --out "$WORK/sbs" "${SIDE[@]}"
+cp "$WORK/sbs/side_by_side.md" "$WORK/sbs/side_by_side.json" "$OUT/"
+cp "$WORK/sbs/preset/losses.png" "$OUT/losses.png"
+CKPT=$WORK/sbs/preset/ckpt.pt
 
-echo "== 4. gpu-marked tests"
-python3 -m pytest -q --noconftest -p no:cacheprovider -m gpu tests/test_training.py tests/test_ddp.py
+step "2. gptcourse sample on $DEVICE: greedy, with and without the cache"
+$PY -m training sample --checkpoint "$CKPT" --device "$DEVICE" --prompt "ROMEO:" --tokens "$SAMPLE_TOKENS" --temperature 0 > "$WORK/cached.txt"
+$PY -m training sample --checkpoint "$CKPT" --device "$DEVICE" --prompt "ROMEO:" --tokens "$SAMPLE_TOKENS" --temperature 0 --no-cache > "$WORK/plain.txt"
+if cmp -s "$WORK/cached.txt" "$WORK/plain.txt"; then SAME=identical; else SAME=DIFFERENT; fi
+echo "greedy text with and without the cache: $SAME"
+head -c 300 "$WORK/cached.txt"; echo
+$PY -m training sample --checkpoint "$CKPT" --device "$DEVICE" --prompt "ROMEO:" --tokens 200 --top-k 40 > "$WORK/sampled.txt"
+
+step "3. the notebooks on $DEVICE, as plain Python: 07 ${NB07[*]:-(real sizes)}, 08 and 09 (quick)"
+$PY benchmarks/run_notebook.py 07_gpt "${NB07[@]}" --json "$WORK/notebook07.json"
+$PY benchmarks/run_notebook.py 08_rnn 09_encoders --quick --json "$WORK/notebook0809.json"
+
+step "4. the gpu-marked tests"
+set +e
+$PY -m pytest -q -p no:cacheprovider -m gpu tests/test_training.py tests/test_training_model.py tests/test_ddp.py \
+  assignments/07_gpt/test_gpt.py \
+  --junitxml="$WORK/pytest.xml"
+TESTS=$?
+set -e
+
+step "5. variants of the preset, while the clock allows (each about 40 s)"
+VARIANTS=()
+if [ "$DEVICE" = cuda ]; then
+  for extra in "--compile none" "--batch-size 32 --steps 2000 --lr 1e-3 --eval-interval 200"; do
+    if [ "$(elapsed)" -lt 380 ]; then
+      name=variant${#VARIANTS[@]}
+      # shellcheck disable=SC2086
+      $PY -m training train --preset gpu --device cuda $extra --out "$WORK/$name" --quiet --sample-tokens 0
+      echo "$extra" > "$WORK/$name/options.txt"
+      VARIANTS+=("$WORK/$name")
+    else
+      echo "skipped: $extra (at $(elapsed) s)"
+    fi
+  done
+else
+  echo "skipped (not on CUDA)"
+fi
+
+step "6. the results"
+$PY benchmarks/gpu_results.py --side "$OUT/side_by_side.json" --same "$SAME" --notebooks "$WORK/notebook07.json" \
+  "$WORK/notebook0809.json" --tests "$WORK/pytest.xml" --variants "${VARIANTS[@]}" --seconds "$(elapsed)" \
+  --command "bash benchmarks/gpu_check.sh $MODE" > "$OUT/gpu_results.md"
+cat "$OUT/gpu_results.md"
+echo "gpu_check: done in $(elapsed) s"
+if [ "$SAME" != identical ] || [ "$TESTS" -ne 0 ]; then exit 1; fi

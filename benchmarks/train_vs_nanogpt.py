@@ -36,10 +36,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import nanogpt_baseline  # noqa: E402
-from solutions.gpt import GPT, GPTConfig, generate, generate_cached  # noqa: E402
+from solutions.gpt import generate, generate_cached  # noqa: E402
 from training import loop  # noqa: E402
 from training.data import prepare  # noqa: E402
 from training.evaluate import full_loss  # noqa: E402
+from training.generate import generate_fast  # noqa: E402
+from training.model import TrainConfig, TrainGPT  # noqa: E402
 from training.presets import CPU  # noqa: E402
 
 TARGET = 1.88
@@ -117,31 +119,47 @@ def kv_cache_speedup(
     n_head: int = CPU.n_head,
     n_embd: int = CPU.n_embd,
 ) -> dict:
-    """Seconds for ``new_tokens`` greedy tokens from a one-token prompt, with and without the cache.
+    """Seconds for ``new_tokens`` greedy tokens from a one-token prompt: stage 07's reference
+    ``generate`` and ``generate_cached``, and ``gptcourse sample``'s generation
+    (``training.generate.generate_fast``) without and with its cache, on the same weights.
 
     The model has fresh weights (a forward pass takes as long whatever the weights'
-    values); the best of ``repeats`` timings of each is kept. ``same_tokens`` says whether
-    the two gave the same tokens (fresh weights give near-ties, which rounding may break
-    either way, so it is reported, not required).
+    values); the best of ``repeats`` timings of each is kept, after one warm-up call (on
+    CUDA it captures the graph). ``same_tokens`` says whether all four gave the same tokens
+    (fresh weights give near-ties, which rounding may break either way, so it is reported,
+    not required).
     """
     torch.manual_seed(0)
-    config = GPTConfig(vocab_size=65, block_size=block_size, n_layer=n_layer, n_head=n_head, n_embd=n_embd)
-    model = GPT(config).to(device)
+    config = TrainConfig(vocab_size=65, block_size=block_size, n_layer=n_layer, n_head=n_head, n_embd=n_embd)
+    model = TrainGPT(config).to(device)
     prompt = torch.zeros(1, 1, dtype=torch.long, device=device)
     sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
-    times: dict[str, list[float]] = {"cached": [], "plain": []}
-    same = True
+    ways = {
+        "plain": lambda n: generate(model, prompt, n, temperature=0),
+        "cached": lambda n: generate_cached(model, prompt, n, temperature=0),
+        "fast_plain": lambda n: generate_fast(model, prompt, n, temperature=0, cache=False),
+        "fast_cached": lambda n: generate_fast(model, prompt, n, temperature=0),
+    }
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    outs = {}
+    for way in ways.values():
+        way(4)  # warm-up
     for _ in range(repeats):
-        outs = {}
-        for name, fn in (("plain", generate), ("cached", generate_cached)):
+        for name, way in ways.items():
             sync()
             t = time.perf_counter()
-            outs[name] = fn(model, prompt, new_tokens, temperature=0)
+            outs[name] = way(new_tokens)
             sync()
             times[name].append(time.perf_counter() - t)
-        same = same and torch.equal(outs["plain"], outs["cached"])
-    plain, cached = min(times["plain"]), min(times["cached"])
-    return {"block_size": block_size, "plain": plain, "cached": cached, "speedup": plain / cached, "same_tokens": same}
+    best = {name: min(ts) for name, ts in times.items()}
+    same = all(torch.equal(outs["plain"], out) for out in outs.values())
+    return {
+        "block_size": block_size,
+        **best,
+        "speedup": best["plain"] / best["cached"],
+        "fast_speedup": best["fast_plain"] / best["fast_cached"],
+        "same_tokens": same,
+    }
 
 
 def machine() -> str:
@@ -198,7 +216,9 @@ def report(
     ]
     p = CPU
     kv_rows = [
-        f"| {k['block_size']} | {k['plain']:.2f} s | {k['cached']:.2f} s | **{k['speedup']:.1f}x** | {'yes' if k['same_tokens'] else 'NO'} |"
+        f"| {k['block_size']} | {k['plain']:.2f} s | {k['cached']:.2f} s | **{k['speedup']:.1f}x** "
+        f"| {k['fast_plain']:.2f} s | {k['fast_cached']:.2f} s | **{k['fast_speedup']:.1f}x** "
+        f"| {'yes' if k['same_tokens'] else 'NO'} |"
         for k in kv
     ]
     return f"""{START}
@@ -230,12 +250,15 @@ interference only ever slows a run down, so the fastest run of each is compared.
 
 ### KV cache: 500 new tokens, greedy, one-token prompt, CPU
 
-| block_size | `generate` | `generate_cached` | speed-up | same tokens |
-|---|---|---|---|---|
+| block_size | stage 07 `generate` | `generate_cached` | speed-up | `gptcourse sample --no-cache` | `gptcourse sample` | speed-up | same tokens |
+|---|---|---|---|---|---|---|---|
 {chr(10).join(kv_rows)}
 
-Fresh weights of the `cpu` preset's shape (the time of a forward pass does not depend on
-their values); best of 3. The cache helps only while the sequence fits in `block_size`:
+Stage 07's reference functions (written for clarity: `torch.cat` per token, a mask per
+token) and `gptcourse sample`'s generation (`training/generate.py`: a preallocated cache,
+no host sync per token, fused attention; a CUDA graph per token on a GPU), in one run on the
+same fresh weights of the `cpu` preset's shape (the time of a forward pass does not depend
+on their values); best of 3 after a warm-up. The cache helps only while the sequence fits in `block_size`:
 with learned absolute positions the window cannot slide, so past it `generate_cached`
 recomputes the window as `generate` does. With the `cpu` preset's block of 64, 437 of the
 500 new tokens come past it; a 512-position model keeps all 500 in the cache.
@@ -261,8 +284,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS_training.md"))
     parser.add_argument("--no-write", action="store_true", help="print the report only")
+    parser.add_argument("--kv-only", action="store_true", help="only the KV-cache timings (printed, not written)")
     args = parser.parse_args(argv)
 
+    if args.kv_only:
+        torch.set_num_threads(args.threads)
+        for block in (CPU.block_size, 512):
+            print(kv_cache_speedup(block), flush=True)
+        return 0
     corpus = prepare("shakespeare")
     if corpus.vocab_size != 65:
         raise SystemExit("this benchmark needs Tiny Shakespeare (set $GPTCOURSE_SHAKESPEARE or go online)")
@@ -291,7 +320,11 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     kv = [kv_cache_speedup(CPU.block_size), kv_cache_speedup(512)]
     for k in kv:
-        print(f"== KV cache, block {k['block_size']}: {k['plain']:.2f} s -> {k['cached']:.2f} s ({k['speedup']:.1f}x)")
+        print(
+            f"== KV cache, block {k['block_size']}: stage 07 {k['plain']:.2f} s -> {k['cached']:.2f} s "
+            f"({k['speedup']:.1f}x); gptcourse sample {k['fast_plain']:.2f} s -> {k['fast_cached']:.2f} s "
+            f"({k['fast_speedup']:.1f}x)"
+        )
     loads.append(load())
     command = "python benchmarks/train_vs_nanogpt.py" + (f" --repeats {args.repeats}" if args.repeats > 1 else "")
     section = report(done, kv, command, tuple(loads), args.threads, args.probe_every)

@@ -11,11 +11,13 @@ from pathlib import Path
 import torch
 
 from autograder.kit.threads import configure_threads
-from solutions.gpt import GPT, generate, generate_cached, get_device
+from solutions.gpt import get_device
 from training import checkpoint, ddp, loop
-from training.data import BPE, DEFAULT_BPE_MERGES, CharTokenizer, prepare
+from training.data import BPE, DEFAULT_BPE_MERGES, TOKENIZERS, ByteBPE, CharTokenizer, prepare
+from training.generate import generate_fast
+from training.model import POSITIONS, TrainGPT
 from training.plot import plot_losses
-from training.presets import PRESETS, get_preset
+from training.presets import COMPILE, PRESETS, get_preset
 
 
 def resolve_device(name: str) -> torch.device:
@@ -38,8 +40,8 @@ def resolve_device(name: str) -> torch.device:
 
 
 def sample_text(
-    model: GPT,
-    tokenizer: CharTokenizer | BPE,
+    model: TrainGPT,
+    tokenizer: CharTokenizer | BPE | ByteBPE,
     prompt: str,
     tokens: int,
     *,
@@ -51,6 +53,8 @@ def sample_text(
 ) -> str:
     """``prompt`` followed by ``tokens`` generated tokens, decoded (KV cache unless ``cache=False``).
 
+    The draws come from a generator on the model's device, seeded with ``seed``.
+
     Raises:
         ValueError: if the prompt is empty for this tokenizer or holds unknown characters.
     """
@@ -59,16 +63,19 @@ def sample_text(
         raise ValueError(f"the prompt {prompt!r} has no tokens for this model's tokenizer")
     device = next(model.parameters()).device
     idx = torch.tensor([ids], dtype=torch.long, device=device)
-    generator = torch.Generator().manual_seed(seed)
-    gen = generate_cached if cache else generate
-    out = gen(model, idx, tokens, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    out = generate_fast(
+        model, idx, tokens, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator, cache=cache
+    )
     return tokenizer.decode(out[0].tolist())
 
 
-def default_prompt(tokenizer: CharTokenizer | BPE) -> str:
+def default_prompt(tokenizer: CharTokenizer | BPE | ByteBPE) -> str:
     """A newline when the vocabulary has one (as nanoGPT starts), else the first vocabulary entry."""
     if tokenizer.kind == "char":
         return "\n" if "\n" in tokenizer.stoi else tokenizer.chars[0]
+    if tokenizer.kind == "byte-bpe":
+        return "\n"
     return tokenizer.decode([0])
 
 
@@ -87,7 +94,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -> int:
-    state = checkpoint.load(args.resume) if args.resume else None
+    state = checkpoint.resumable(checkpoint.load(args.resume), args.resume) if args.resume else None
     if state is not None:
         preset = checkpoint.preset_from(state)
         corpus_name = args.corpus or state["corpus"]
@@ -105,9 +112,14 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
             ("lr", args.lr),
             ("eval_interval", args.eval_interval),
             ("seed", args.seed),
+            ("positions", args.positions if state is None else None),
         )
         if v is not None
     }
+    if args.patience is not None:
+        overrides["patience"] = args.patience or None
+    if args.compile is not None:
+        overrides["compile"] = args.compile
     if args.autocast is not None:
         overrides["autocast"] = None if args.autocast == "none" else args.autocast
     preset = preset.replace(**overrides, threads=args.threads)  # threads fit this machine, not the checkpoint's
@@ -131,9 +143,13 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
     )
     say(
         f"preset {preset.name}: {preset.n_layer} layers x {preset.n_head} heads "
-        f"x {preset.n_embd}, block {preset.block_size}, "
+        f"x {preset.n_embd}, block {preset.block_size}, {preset.positions} positions, "
         f"batch {preset.batch_size}, {preset.steps} steps, lr {preset.lr:g}; on {where}"
         + (f"; resuming at step {state['step']}" if state is not None else "")
+    )
+    say(
+        "keeps the weights of the lowest exact validation loss"
+        + (f"; stops after {preset.patience} evaluations without a new best" if preset.patience else "")
     )
 
     result = loop.run(preset, corpus, device, out, resume=state, info=info, progress=not args.quiet, log=say)
@@ -143,20 +159,34 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
     summary = {
         "preset": preset.name,
         "corpus": corpus_name,
+        "tokenizer": corpus.tokenizer.kind,
+        "positions": preset.positions,
         "device": where,
         "steps": result.step,
+        "best_step": result.best_step,
+        "best_val_loss": result.best_val,
+        "best_val_bits_per_char": corpus.bits_per_char(result.best_val),
         "final_val_loss": result.final_val,
+        "stopped_early": result.stopped_early,
         "seconds": round(result.seconds, 2),
         "tokens_per_second": round(result.tokens_per_second, 1),
+        "best_saved_at": result.best_saved_at,
         "checkpoint": str(result.checkpoint),
     }
-    plot = plot_losses(history, out / "losses.png", title=f"{preset.name} preset on {corpus_name}")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    say(
-        f"validation loss (the whole held-out split): {result.final_val:.4f}; {result.seconds:.1f} s, "
-        f"{result.tokens_per_second:,.0f} tokens/s"
+    plot = plot_losses(
+        history,
+        out / "losses.png",
+        title=f"{preset.name} preset on {corpus_name}",
+        best=(result.best_step, result.best_val),
     )
-    say(f"checkpoint: {result.checkpoint}; loss curves: {plot}")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    final = f"{result.final_val:.4f} at step {result.step}" if result.final_val is not None else "not reached"
+    say(
+        f"kept the weights of step {result.best_step}: validation loss {result.best_val:.4f} "
+        f"({corpus.bits_per_char(result.best_val):.3f} bits per character; exact, the whole held-out split); "
+        f"last step: {final}; {result.seconds:.1f} s, {result.tokens_per_second:,.0f} tokens/s"
+    )
+    say(f"checkpoint (the kept weights): {result.checkpoint}; loss curves: {plot}")
     tokens = args.sample_tokens if args.sample_tokens is not None else preset.sample_tokens
     if tokens > 0:
         text = sample_text(result.model, corpus.tokenizer, default_prompt(corpus.tokenizer), tokens, seed=preset.seed)
@@ -217,10 +247,30 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="folder for ckpt.pt, losses.png and summary.json (default: runs/<preset>, or the resumed checkpoint's)",
     )
     train.add_argument(
-        "--tokenizer", choices=["char", "bpe"], default="char", help="character level (default) or the course's BPE"
+        "--tokenizer",
+        choices=TOKENIZERS,
+        default="char",
+        help="char (default), bpe (the course's word-level BPE) or byte-bpe (stage 02's byte-level BPE)",
     )
     train.add_argument(
-        "--bpe-merges", type=_positive_int, default=DEFAULT_BPE_MERGES, help="merges learned for --tokenizer bpe"
+        "--bpe-merges",
+        type=_positive_int,
+        default=DEFAULT_BPE_MERGES,
+        help=f"merges learned for --tokenizer bpe or byte-bpe (default {DEFAULT_BPE_MERGES})",
+    )
+    train.add_argument(
+        "--positions", choices=POSITIONS, help="position scheme of the model (stage 03; default: the preset's, learned)"
+    )
+    train.add_argument(
+        "--patience",
+        type=int,
+        help="stop after this many evaluations without a better validation loss (0: never; default: the preset's)",
+    )
+    train.add_argument(
+        "--compile",
+        choices=COMPILE,
+        help="on CUDA, torch.compile the model, its blocks (one compiled block for all layers) or none "
+        "(default: the preset's)",
     )
     train.add_argument(
         "--batch-size", type=_positive_int, help="global batch (split over the processes under torchrun)"

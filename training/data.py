@@ -5,7 +5,7 @@
 part (the first 90 %) and a held-out validation part (the last 10 %), as nanoGPT and
 stage 01 do.
 
-Two tokenizers, both serialisable to plain data (strings, lists) so that a checkpoint
+Three tokenizers, all serialisable to plain data (strings, lists) so that a checkpoint
 holds its tokenizer without pickled objects:
 
 - ``char``: one id per distinct character of the whole corpus (sorted, as
@@ -18,20 +18,32 @@ holds its tokenizer without pickled objects:
   breaks, indentation and runs of spaces are lost (``decode(encode(s)) ==
   " ".join(s.split())``). Samples from a BPE model therefore come out as one long line,
   and its loss is per BPE token (not comparable with a character-level loss).
+- ``byte-bpe``: stage 02's byte-level BPE (``train_byte_bpe``, ``byte_bpe_encode``): ids
+  0..255 are the UTF-8 bytes, merge ``i`` makes id ``256 + i``, learned on the training
+  text only, no pre-splitting, nothing lost (``decode(encode(s)) == s``). The merges and
+  the ids are those of the stage's reference, computed here with numpy (one pass per
+  merge over the whole text) instead of its Python loops, which would take minutes on
+  Tiny Shakespeare.
+
+Losses per token differ in unit between tokenizers; :meth:`Corpus.bits_per_char` turns a
+validation loss into bits per character of the validation text, the unit they share.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from solutions.bpe import BPETokenizer, train_bpe
+from solutions.bpe import BPETokenizer, byte_bpe_decode, train_bpe
 from solutions.data import load_corpus
 from solutions.tokenisation import build_vocab, train_val_split
 
 VAL_FRACTION = 0.1
 DEFAULT_BPE_MERGES = 300
+TOKENIZERS = ("char", "bpe", "byte-bpe")
 
 
 class CharTokenizer:
@@ -116,27 +128,133 @@ class BPE:
         return {"kind": self.kind, "merges": [list(m) for m in self.merges], "alphabet": self.alphabet, "eow": self.eow}
 
 
-def tokenizer_from_state(state: dict) -> CharTokenizer | BPE:
+def merge_pair(ids: np.ndarray, pair: tuple[int, int], new_id: int) -> np.ndarray:
+    """``ids`` with every occurrence of ``pair`` replaced by ``new_id``, non-overlapping, left to right.
+
+    Example:
+        >>> merge_pair(np.array([97, 97, 97, 98]), (97, 97), 256).tolist()
+        [256, 97, 98]
+    """
+    a, b = pair
+    if len(ids) < 2:
+        return ids
+    hits = (ids[:-1] == a) & (ids[1:] == b)  # (N-1,): a pair starts here
+    if a == b and hits.any():  # in a run of a's, pairs start at every other position from the run's start
+        is_a = ids == a
+        starts = is_a & ~np.concatenate(([False], is_a[:-1]))
+        run_start = np.maximum.accumulate(np.where(starts, np.arange(len(ids)), 0))
+        hits &= ((np.arange(len(ids) - 1) - run_start[:-1]) % 2) == 0
+    where = np.flatnonzero(hits)
+    if len(where) == 0:
+        return ids
+    out = ids.copy()
+    out[where] = new_id
+    return np.delete(out, where + 1)
+
+
+def learn_byte_merges(text: str, vocab_size: int) -> list[tuple[int, int]]:
+    """The merges of stage 02's ``train_byte_bpe(text, vocab_size)``, the same list, with numpy.
+
+    Each step counts every adjacent pair (overlapping ones included), merges the most
+    frequent (ties: the pair met first) and stops early when fewer than two ids are left.
+
+    Raises:
+        ValueError: if ``vocab_size`` is below 256.
+
+    Example:
+        >>> learn_byte_merges("aaabdaaabac", 258)
+        [(97, 97), (256, 97)]
+    """
+    if vocab_size < 256:
+        raise ValueError(f"vocab_size must be at least 256, got {vocab_size}")
+    ids = np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.int64)
+    merges: list[tuple[int, int]] = []
+    for new_id in range(256, vocab_size):
+        if len(ids) < 2:
+            break
+        codes = ids[:-1] * vocab_size + ids[1:]  # one number per adjacent pair
+        counts = np.bincount(codes, minlength=vocab_size * vocab_size)
+        tied = np.flatnonzero(counts == counts.max())
+        best = tied[0] if len(tied) == 1 else codes[np.flatnonzero(np.isin(codes, tied))[0]]  # met first
+        pair = (int(best // vocab_size), int(best % vocab_size))
+        ids = merge_pair(ids, pair, new_id)
+        merges.append(pair)
+    return merges
+
+
+class ByteBPE:
+    """Stage 02's byte-level BPE: bytes 0..255, then one id per merge; lossless.
+
+    Example:
+        >>> tok = ByteBPE.fit("aaabdaaabac", num_merges=2)
+        >>> tok.merges, tok.encode("aaab"), tok.decode(tok.encode("héllo")), tok.vocab_size
+        ([(97, 97), (256, 97)], [257, 98], 'héllo', 258)
+    """
+
+    kind = "byte-bpe"
+
+    def __init__(self, merges: list[tuple[int, int]]) -> None:
+        self.merges = [(int(a), int(b)) for a, b in merges]
+
+    @classmethod
+    def fit(cls, train_text: str, num_merges: int = DEFAULT_BPE_MERGES) -> ByteBPE:
+        """Learn ``num_merges`` merges on ``train_text`` (fewer if the text runs out of pairs)."""
+        return cls(learn_byte_merges(train_text, 256 + num_merges))
+
+    @property
+    def vocab_size(self) -> int:
+        return 256 + len(self.merges)
+
+    def encode(self, text: str) -> list[int]:
+        """The ids of ``text``: its UTF-8 bytes with the merges applied in order (stage 02's ``byte_bpe_encode``)."""
+        ids = np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.int64)
+        for rank, pair in enumerate(self.merges):
+            ids = merge_pair(ids, pair, 256 + rank)
+        return ids.tolist()
+
+    def decode(self, ids: list[int] | torch.Tensor) -> str:
+        """The text of the ids (invalid UTF-8 becomes U+FFFD)."""
+        return byte_bpe_decode(ids, self.merges)
+
+    def state(self) -> dict:
+        """Plain data from which :func:`tokenizer_from_state` rebuilds this tokenizer."""
+        return {"kind": self.kind, "merges": [list(m) for m in self.merges]}
+
+
+def tokenizer_from_state(state: dict) -> CharTokenizer | BPE | ByteBPE:
     """Rebuild a tokenizer from ``tokenizer.state()`` (as stored in a checkpoint)."""
     if state["kind"] == "char":
         return CharTokenizer(state["chars"])
     if state["kind"] == "bpe":
         return BPE([tuple(m) for m in state["merges"]], state["alphabet"], state["eow"])
+    if state["kind"] == "byte-bpe":
+        return ByteBPE([tuple(m) for m in state["merges"]])
     raise ValueError(f"unknown tokenizer kind {state['kind']!r}")
 
 
 @dataclass
 class Corpus:
-    """A tokenised corpus: ``train`` and ``val`` are 1-D ``torch.long`` id tensors."""
+    """A tokenised corpus: ``train`` and ``val`` are 1-D ``torch.long`` id tensors;
+    ``val_chars`` is the length in characters of the validation text."""
 
     name: str
-    tokenizer: CharTokenizer | BPE
+    tokenizer: CharTokenizer | BPE | ByteBPE
     train: torch.Tensor
     val: torch.Tensor
+    val_chars: int = 0
 
     @property
     def vocab_size(self) -> int:
         return self.tokenizer.vocab_size
+
+    def bits_per_char(self, loss: float) -> float:
+        """A validation loss (nats per token) in bits per character of the validation text.
+
+        ``loss * tokens / characters / ln 2``: the text's total cost in bits, shared out over
+        its characters, whatever the tokenizer. (For the word-level ``bpe``, which drops
+        whitespace, the characters are those of the text it keeps.)
+        """
+        return loss * len(self.val) / self.val_chars / math.log(2)
 
 
 def prepare(
@@ -155,15 +273,21 @@ def prepare(
     """
     if text is None:
         text = load_corpus(corpus)
+    cut = int(len(text) * (1 - val_fraction))  # train_val_split's cut, in characters
     if tokenizer == "char":
         tok = CharTokenizer.fit(text)
         ids = torch.tensor(tok.encode(text), dtype=torch.long)
         train, val = train_val_split(ids, val_fraction)
-    elif tokenizer == "bpe":
-        cut = int(len(text) * (1 - val_fraction))
-        tok = BPE.fit(text[:cut], bpe_merges, alphabet_text=text)
+        val_chars = len(val)
+    elif tokenizer in ("bpe", "byte-bpe"):
+        tok = (
+            BPE.fit(text[:cut], bpe_merges, alphabet_text=text)
+            if tokenizer == "bpe"
+            else ByteBPE.fit(text[:cut], bpe_merges)
+        )
         train = torch.tensor(tok.encode(text[:cut]), dtype=torch.long)
         val = torch.tensor(tok.encode(text[cut:]), dtype=torch.long)
+        val_chars = len(text[cut:]) if tokenizer == "byte-bpe" else len(" ".join(text[cut:].split()))
     else:
-        raise ValueError(f"unknown tokenizer {tokenizer!r}: use 'char' or 'bpe'")
-    return Corpus(name=corpus, tokenizer=tok, train=train, val=val)
+        raise ValueError(f"unknown tokenizer {tokenizer!r}: use one of {', '.join(TOKENIZERS)}")
+    return Corpus(name=corpus, tokenizer=tok, train=train, val=val, val_chars=val_chars)

@@ -1,23 +1,28 @@
-"""The training run behind ``gptcourse train``: the reference GPT, AdamW, warm-up + cosine.
+"""The training run behind ``gptcourse train``: stage 07's GPT, AdamW, warm-up + cosine, keep the best.
 
-One function, :func:`run`, trains :class:`solutions.gpt.GPT` on a prepared corpus with
-a :class:`~training.presets.Preset`, on one device or, under ``torchrun``, on several
-processes with DistributedDataParallel (see :mod:`training.ddp`). It
+One function, :func:`run`, trains :class:`training.model.TrainGPT` (the reference GPT with
+fused kernels) on a prepared corpus with a :class:`~training.presets.Preset`, on one device
+or, under ``torchrun``, on several processes with DistributedDataParallel (see
+:mod:`training.ddp`). It
 
 - draws each step's global batch from a seeded CPU generator (the same draws on every
   device and process count; each process keeps its rows);
 - sets the learning rate of step ``s``: ``lr * (s+1) / warmup`` during the warm-up, then
   a cosine from ``lr`` down to ``min_lr`` at the last step;
-- shows a progress bar with the batch loss and tokens per second, estimates the train
-  and validation losses every ``eval_interval`` steps (the same windows every time) and
-  saves a checkpoint then (and on Ctrl-C), so that an interrupted run can be resumed
-  and continues exactly as if it had not stopped;
-- ends with the exact validation loss over the whole held-out split, in float32.
+- every ``eval_interval`` steps (and at the last) estimates the training loss and measures
+  the *exact* validation loss (every window of the held-out split, float32), and **keeps
+  the best**: the weights of the evaluation with the lowest validation loss are the run's
+  result and the model of ``ckpt.pt``; after ``patience`` evaluations in a row without a
+  new best (when set) it stops early;
+- shows a progress bar with the batch loss and tokens per second, and a line per
+  evaluation with the best so far and its step;
+- writes ``ckpt.pt`` when the best improves, at the end and on Ctrl-C: the best weights,
+  and the last step's whole state (weights, optimiser, random-number states), so that an
+  interrupted run resumes exactly as if it had not stopped.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -31,11 +36,11 @@ from tqdm import tqdm
 
 from autograder.engine.progress import interactive
 from autograder.kit.threads import configure_threads, thread_count
-from solutions.gpt import GPT, GPTConfig
 from training import checkpoint, ddp
 from training.data import Corpus
 from training.ddp import DistInfo
 from training.evaluate import estimate_loss, full_loss
+from training.model import TrainConfig, TrainGPT, compile_blocks
 from training.presets import Preset
 
 LOG_INTERVAL = 10  # steps between progress-bar updates (each one reads the losses back)
@@ -45,12 +50,16 @@ LOG_INTERVAL = 10  # steps between progress-bar updates (each one reads the loss
 class RunResult:
     """What :func:`run` hands back."""
 
-    model: GPT
+    model: TrainGPT  # with the kept (best) weights
     history: dict[str, list]
-    step: int
+    step: int  # the last step trained
     seconds: float  # wall time of this run's steps and evaluations (probes excluded)
     tokens: int  # training tokens processed by this run (all processes together)
-    final_val: float | None = None  # exact validation loss (None when stopped early)
+    final_val: float | None = None  # exact validation loss of the last step (None when interrupted)
+    best_step: int | None = None  # the step whose weights were kept
+    best_val: float | None = None  # their exact validation loss
+    stopped_early: bool = False  # patience ran out before preset.steps
+    best_saved_at: float | None = None  # when (time.time()) this run last wrote a new best to ckpt.pt
     checkpoint: Path | None = None
 
     @property
@@ -117,8 +126,8 @@ def cpu_threads(preset: Preset, info: DistInfo = DistInfo()) -> int:
 
 
 def new_history() -> dict[str, list]:
-    """Empty lists: per evaluation ``step``, ``train_loss``, ``val_loss``, ``time`` (seconds);
-    per step ``batch_step``, ``batch_loss`` and ``lr``."""
+    """Empty lists: per evaluation ``step``, ``train_loss`` (an estimate), ``val_loss`` (exact),
+    ``time`` (seconds); per step ``batch_step``, ``batch_loss`` and ``lr``."""
     return {"step": [], "train_loss": [], "val_loss": [], "time": [], "batch_step": [], "batch_loss": [], "lr": []}
 
 
@@ -139,11 +148,33 @@ class _Clock:
         self.excluded += time.perf_counter() - t
 
 
+class _Best:
+    """The best evaluation so far: its step, its exact validation loss and a copy of its weights."""
+
+    def __init__(self) -> None:
+        self.step: int | None = None
+        self.val = math.inf
+        self.weights: dict[str, torch.Tensor] | None = None
+
+    def offer(self, step: int, val: float, model: nn.Module) -> bool:
+        """Keep ``model``'s weights if ``val`` beats the best so far; returns whether it did."""
+        if not val < self.val:
+            return False
+        self.step, self.val = step, val
+        self.weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        return True
+
+    def evaluations_since(self, history: dict[str, list]) -> int:
+        """How many evaluations came after the best one."""
+        return sum(1 for s in history["step"] if self.step is not None and s > self.step)
+
+
 class _Training:
-    """One run's state and its steps: the model, the optimiser, the batch draws, the history.
+    """One run's state and its steps: the model, the optimiser, the batch draws, the history, the best.
 
     :func:`run` builds one, then calls :meth:`step` until the run ends, :meth:`evaluate`
-    and :meth:`save` at each evaluation, and :meth:`flush` whenever it reads the losses.
+    at each evaluation (which keeps the best and saves when it improves), and
+    :meth:`flush` whenever it reads the losses.
     """
 
     def __init__(
@@ -162,22 +193,24 @@ class _Training:
         self.preset, self.corpus, self.device, self.info = preset, corpus, device, info
         self.rows = ddp.local_rows(preset.batch_size, info)  # this process's rows of the global batch
         torch.manual_seed(preset.seed)
-        self.config = GPTConfig(
+        self.config = TrainConfig(
             vocab_size=corpus.vocab_size,
             block_size=T,
             n_layer=preset.n_layer,
             n_head=preset.n_head,
             n_embd=preset.n_embd,
             dropout=preset.dropout,
+            positions=preset.positions,
         )
-        self.model = GPT(self.config).to(device)
+        self.model = TrainGPT(self.config).to(device)
         self.optimizer = make_optimizer(self.model, preset, device)
         self.generator = torch.Generator().manual_seed(preset.seed)  # the batch draws, on CPU everywhere
-        self.step_count, self.history = 0, new_history()
+        self.step_count, self.history, self.best = 0, new_history(), _Best()
+        self.best_saved_at: float | None = None
         if resume is not None:
             self._restore(resume)
         self.train, self.val = corpus.train.to(device), corpus.val.to(device)
-        self.fast = torch.compile(self.model) if preset.compile and device.type == "cuda" else self.model
+        self.fast = compiled(self.model, preset, device)
         self.trained = ddp.wrap(self.fast, info, device)
         self.amp = autocast_for(preset, device)
         self.offsets = torch.arange(T, device=device)
@@ -186,15 +219,19 @@ class _Training:
         self.pending: list[torch.Tensor] = []  # batch losses not yet read back
 
     def _restore(self, resume: dict) -> None:
-        if resume["config"] != dataclasses.asdict(self.config):
+        if checkpoint.config_dict(resume) != checkpoint.config_dict({"config": self.config}):
             raise ValueError("the checkpoint's model does not match this preset and corpus")
-        self.model.load_state_dict(resume["model"])
-        self.optimizer.load_state_dict(resume["optimizer"])
-        self.generator.set_state(resume["rng"]["batches"])
-        torch.set_rng_state(resume["rng"]["torch"])
-        if self.device.type == "cuda" and resume["rng"]["cuda"]:
-            torch.cuda.set_rng_state_all(resume["rng"]["cuda"])
+        last = resume["train_state"]
+        self.model.load_state_dict(last["model"])
+        self.optimizer.load_state_dict(last["optimizer"])
+        self.generator.set_state(last["rng"]["batches"])
+        torch.set_rng_state(last["rng"]["torch"])
+        if self.device.type == "cuda" and last["rng"]["cuda"]:
+            torch.cuda.set_rng_state_all(last["rng"]["cuda"])
         self.step_count, self.history = resume["step"], resume["history"]
+        if resume["best_step"] is not None:
+            self.best.step, self.best.val = resume["best_step"], resume["best_val_loss"]
+            self.best.weights = {k: v.to(self.device) for k, v in resume["model"].items()}
 
     def step(self) -> None:
         """One optimiser step on a fresh draw of the global batch, at the schedule's rate."""
@@ -224,27 +261,52 @@ class _Training:
             self.history["batch_loss"].extend(losses)
             self.pending.clear()
 
-    def evaluate(self) -> None:
-        """Estimate the train and validation losses on the same windows as every evaluation."""
+    def evaluate(self) -> bool:
+        """Estimate the training loss (the same windows every time), measure the exact validation
+        loss, and keep the weights if they are the best so far; returns whether they were.
+
+        Both run on the uncompiled model (no recompilation for eval mode or the last, short
+        batch); the validation pass is in float32 over every window of the held-out split.
+        """
         p = self.preset
-        kwargs = dict(
+        self.history["step"].append(self.step_count)
+        train = estimate_loss(
+            self.model,
+            self.train,
             block_size=p.block_size,
             batch_size=p.batch_size,
             eval_iters=p.eval_iters,
+            seed=p.seed + 1,
             info=self.info,
             autocast=self.amp(),
         )
-        self.history["step"].append(self.step_count)
-        self.history["train_loss"].append(estimate_loss(self.fast, self.train, seed=p.seed + 1, **kwargs))
-        self.history["val_loss"].append(estimate_loss(self.fast, self.val, seed=p.seed + 2, **kwargs))
+        val = full_loss(self.model, self.val, p.block_size, batch_size=max(p.batch_size, 64), info=self.info)
+        self.history["train_loss"].append(train)
+        self.history["val_loss"].append(val)
         self.history["time"].append(self.clock.base + self.clock.elapsed())
+        return self.best.offer(self.step_count, val, self.model)
+
+    def out_of_patience(self) -> bool:
+        """Whether ``preset.patience`` evaluations in a row have brought no new best."""
+        patience = self.preset.patience
+        return patience is not None and self.best.evaluations_since(self.history) >= patience
+
+    def keep_best(self) -> None:
+        """Put the best weights into the model (the run's result), uncompiled."""
+        if self.best.weights is not None:
+            self.model.load_state_dict(self.best.weights)
+        self.model.compiled_block = None
 
     def save(self) -> None:
-        """Write the checkpoint (rank 0, when there is an output folder)."""
+        """Write the checkpoint (rank 0, when there is an output folder): the best weights and
+        this step's whole state."""
         if self.info.is_main and self.ckpt_path is not None:
             checkpoint.save(
                 self.ckpt_path,
                 model=self.model,
+                best=self.best.weights,
+                best_step=self.best.step,
+                best_val_loss=self.best.val if self.best.step is not None else None,
                 optimizer=self.optimizer,
                 preset=self.preset,
                 tokenizer=self.corpus.tokenizer,
@@ -253,6 +315,21 @@ class _Training:
                 history=self.history,
                 generator=self.generator,
             )
+
+
+def evaluation_line(history: dict[str, list], best_step: int | None, best_val: float) -> str:
+    """The progress line of the last evaluation: its losses, the best so far and its step.
+
+    Example:
+        >>> h = {"step": [0, 100], "train_loss": [4.2, 2.1], "val_loss": [4.2, 2.2], "time": [0.0, 9.6]}
+        >>> evaluation_line(h, 100, 2.2)
+        'step 100: train 2.1000, val 2.2000 (exact) | best 2.2000 at step 100 (10 s)'
+    """
+    return (
+        f"step {history['step'][-1]}: train {history['train_loss'][-1]:.4f}, "
+        f"val {history['val_loss'][-1]:.4f} (exact) | best {best_val:.4f} at step {best_step} "
+        f"({history['time'][-1]:.0f} s)"
+    )
 
 
 class _Progress:
@@ -287,17 +364,24 @@ class _Progress:
 
     def evaluated(self) -> None:
         """Write the evaluation's line."""
-        h = self.training.history
+        t = self.training
         if self.main:
-            line = (
-                f"step {self.training.step_count}: train {h['train_loss'][-1]:.4f}, "
-                f"val {h['val_loss'][-1]:.4f} ({h['time'][-1]:.0f} s)"
-            )
+            line = evaluation_line(t.history, t.best.step, t.best.val)
             (self.log if self.bar.disable else self.bar.write)(line)
         self.restart()
 
     def close(self) -> None:
         self.bar.close()
+
+
+def compiled(model: TrainGPT, preset: Preset, device: torch.device) -> nn.Module:
+    """What the training steps run: on CUDA, ``torch.compile(model)`` (``preset.compile == "model"``)
+    or the model with its block compiled (``"blocks"``, :func:`training.model.compile_blocks`);
+    elsewhere, or with ``"none"``, the model itself (on a CPU compiling costs more than it saves).
+    Either shares the model's weights; evaluations run the uncompiled model."""
+    if device.type != "cuda" or preset.compile == "none":
+        return model
+    return torch.compile(model) if preset.compile == "model" else compile_blocks(model)
 
 
 def run(
@@ -310,11 +394,11 @@ def run(
     info: DistInfo = DistInfo(),
     progress: bool = True,
     stop_after: int | None = None,
-    probe: Callable[[int, GPT], None] | None = None,
+    probe: Callable[[int, nn.Module], None] | None = None,
     probe_every: int = 0,
     log: Callable[[str], None] = print,
 ) -> RunResult:
-    """Train the reference GPT on ``corpus`` with ``preset``; returns a :class:`RunResult`.
+    """Train stage 07's GPT on ``corpus`` with ``preset``, keep the best; returns a :class:`RunResult`.
 
     Args:
         preset: the model size and the recipe; ``preset.steps`` is the run's total.
@@ -327,7 +411,7 @@ def run(
         stop_after: stop once this many steps in all are done (the schedule still
             follows ``preset.steps``), as an interruption would.
         probe: ``probe(step, model)`` is called every ``probe_every`` steps and at the
-            end; its time is not counted (the benchmark's common judge).
+            end (with the last step's weights); its time is not counted (the benchmark's judge).
         log: where the evaluation lines go when there is no progress bar (rank 0 only).
 
     Raises:
@@ -347,12 +431,14 @@ def run(
         if probe is not None:
             t.clock.excluding(lambda: probe(t.step_count, t.model))
 
+    shown = _Progress(t, progress, log)
     if t.step_count == 0:
         t.evaluate()
-    shown = _Progress(t, progress, log)
+        shown.evaluated()
     t.model.train()
+    stopped_early = False
     try:
-        while t.step_count < end:
+        while t.step_count < end and not stopped_early:
             if probe_every and t.step_count % probe_every == 0:
                 call_probe()
             t.step()
@@ -361,9 +447,11 @@ def run(
             if step % LOG_INTERVAL == 0 or due or step == end:
                 shown.update()
             if due:
-                t.evaluate()
-                t.save()
+                if t.evaluate():
+                    t.save()
+                    t.best_saved_at = time.time()
                 shown.evaluated()
+                stopped_early = step < preset.steps and t.out_of_patience()
     except KeyboardInterrupt:
         t.flush()
         t.save()
@@ -375,20 +463,22 @@ def run(
     t.flush()
     if probe_every:
         call_probe()
+    finished = t.step_count == preset.steps or stopped_early
+    t.save()  # the best weights and the last state: the finished run, or where an early stop reached
+    if stopped_early and info.is_main:
+        log(f"stopped early at step {t.step_count}: no better validation loss in {preset.patience} evaluations")
+    t.keep_best()
     step = t.step_count
-    result = RunResult(
+    return RunResult(
         model=t.model,
         history=t.history,
         step=step,
         seconds=t.clock.elapsed(),
         tokens=step * preset.batch_size * preset.block_size - tokens_at_start,
+        final_val=t.history["val_loss"][-1] if finished else None,
+        best_step=t.best.step,
+        best_val=t.best.val if t.best.step is not None else None,
+        stopped_early=stopped_early,
+        best_saved_at=t.best_saved_at,
+        checkpoint=t.ckpt_path,
     )
-    if step == preset.steps:
-        result.final_val = full_loss(
-            t.model, t.val, preset.block_size, batch_size=max(preset.batch_size, 64), info=info
-        )  # float32
-        t.history["final_val"] = [result.final_val]
-    if step == preset.steps or not step % preset.eval_interval == 0:
-        t.save()  # the finished run with its final loss, or the point an early stop reached
-    result.checkpoint = t.ckpt_path
-    return result

@@ -1338,6 +1338,127 @@ def _(ns):
     return raised
 
 
+class _Table(nn.Module):
+    """A bigram stand-in for keep_best: logits ``table[idx] + bias``, uniform at first (zeros)."""
+
+    def __init__(self, vocab_size, block_size):
+        super().__init__()
+        self.config = _config(vocab_size, block_size, n_layer=1, n_head=1, n_embd=vocab_size, tie_weights=False)
+        self.table = nn.Embedding(vocab_size, vocab_size)
+        self.bias = nn.Parameter(torch.zeros(vocab_size))
+        with torch.no_grad():
+            self.table.weight.zero_()
+        self.seen = []  # every call: the mode and a copy of the weights
+
+    def forward(self, idx, targets=None):
+        self.seen.append([_mode(self), torch.cat([self.table.weight.detach().reshape(-1), self.bias.detach()])])
+        logits = self.table(idx) + self.bias  # (B, T, V)
+        loss = None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        return logits, loss
+
+
+def _table_run(ns, vocab_size, val_data, steps, eval_interval, lr, warmup, seed, **extra):
+    """Train a _Table to predict token + 1 (train_data counts up, modulo vocab_size); returns the
+    history's steps, validation losses and best fields, the weights at every call and at the end."""
+    model = _Table(vocab_size, block_size=4)
+    history = ns.train(
+        model,
+        torch.arange(70) % vocab_size,
+        val_data,
+        steps=steps,
+        batch_size=4,
+        lr=lr,
+        device="cpu",
+        eval_interval=eval_interval,
+        eval_iters=1,
+        warmup=warmup,
+        generator=generator(seed),
+        progress=False,
+        **extra,
+    )
+    plain = {k: None if history.get(k) is None else [float(v) for v in history[k]] for k in ("step", "val_loss")}
+    for key in ("best_step", "best_val_loss"):
+        plain[key] = None if history.get(key) is None else float(history[key])
+    final = torch.cat([model.table.weight.detach().reshape(-1), model.bias.detach()])
+    return {"history": plain, "seen": model.seen, "final": final}
+
+
+def _evaluation_weights(seen):
+    """The weights at each evaluation: calls in eval mode, grouped between training calls."""
+    groups, inside = [], False
+    for mode, weights in seen:
+        if mode == "eval" and not inside:
+            groups.append(weights)
+        inside = mode == "eval"
+    return groups
+
+
+def _kept_problem(got, want_best=None):
+    h = got["history"]
+    if h["best_step"] is None or h["best_val_loss"] is None:
+        return "with keep_best=True the history must hold best_step and best_val_loss"
+    steps, losses = h["step"], h["val_loss"]
+    best = losses.index(min(losses))
+    if h["best_step"] != steps[best] or abs(h["best_val_loss"] - losses[best]) > 1e-9:
+        return (
+            f"the lowest validation loss, {losses[best]:.4f}, came at step {steps[best]:.0f}; the history says "
+            f"best_step={h['best_step']:.0f}, best_val_loss={h['best_val_loss']:.4f}"
+        )
+    evaluations = _evaluation_weights(got["seen"])
+    if len(evaluations) != len(steps):
+        return (
+            f"{len(steps)} evaluations are recorded, but the model was evaluated (eval mode) {len(evaluations)} times"
+        )
+    if not torch.equal(got["final"], evaluations[best]):
+        return f"after train the model's weights must be those it had at step {steps[best]:.0f}, its best evaluation"
+    return None
+
+
+@suite.case(
+    "train",
+    "keep_best=True: the weights and the step of the lowest validation loss (7 tokens, evaluations every 3 steps)",
+    points=1,
+    check=satisfies(_kept_problem),
+    timeout=60,
+)
+def _(ns):
+    # measured with the reference: the validation loss is lowest at step 18 of 30
+    val_data = torch.tensor([0, 1, 3, 4, 6, 0, 2, 3, 5, 6, 1, 2, 4, 5] * 3)  # steps of +1 and +2, alternating
+    return _table_run(ns, 7, val_data, steps=30, eval_interval=3, lr=0.08, warmup=3, seed=5, keep_best=True)
+
+
+@suite.case(
+    "train",
+    "keep_best=True when no evaluation beats the first: the starting weights come back, best_step 0",
+    points=1,
+    check=satisfies(_kept_problem),
+    timeout=60,
+)
+def _(ns):
+    # the validation text only steps by +2: learning +1 makes it worse from the first step
+    return _table_run(
+        ns, 6, torch.tensor([0, 2, 4] * 12), steps=12, eval_interval=4, lr=0.1, warmup=2, seed=6, keep_best=True
+    )
+
+
+def _last_problem(got):
+    evaluations = _evaluation_weights(got["seen"])
+    if not evaluations or not torch.equal(got["final"], evaluations[-1]):
+        return "without keep_best the model must end with the weights of its last step"
+    return None
+
+
+@suite.case(
+    "train",
+    "without keep_best the model ends with the last step's weights",
+    points=1,
+    check=satisfies(_last_problem),
+    timeout=60,
+)
+def _(ns):
+    return _table_run(ns, 6, torch.tensor([0, 1, 3, 4] * 10), steps=16, eval_interval=4, lr=0.1, warmup=2, seed=7)
+
+
 # ======================================================================== sampling
 
 PROBS = torch.softmax(LOGITS[0], dim=-1)  # about 0.610, 0.050, 0.224, 0.011, 0.083, 0.030

@@ -207,7 +207,7 @@ def _estimate(**changes: str) -> str:
 
 _TRAIN = """
 def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_interval, eval_iters, warmup,
-          generator=None, grad_clip=1.0, weight_decay=0.1, progress=True):
+          generator=None, grad_clip=1.0, weight_decay=0.1, progress=True, keep_best=False):
     if min(steps, batch_size, eval_interval, eval_iters) < 1 or lr <= 0 or not 0 <= warmup <= steps:
         raise ValueError("steps, batch_size, eval_interval, eval_iters and lr must be positive, and 0 <= warmup <= steps")
     block_size = model.config.block_size
@@ -225,11 +225,14 @@ def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_in
         return {decay_lr}
 
     history = {{"step": [], "train_loss": [], "val_loss": [], "lr": []}}
+    best = {{}}
 
     def evaluate(done):
         history["step"].append(done)
         history["train_loss"].append(estimate_loss(model, train_data, block_size, batch_size, eval_iters, generator))
         history["val_loss"].append(estimate_loss(model, val_data, block_size, batch_size, eval_iters, generator))
+        if keep_best and (not best or {judged} < best["loss"]):
+            best.update(loss={judged}, step={best_step}, weights={snapshot})
 
     evaluate(0)
     {before_loop}
@@ -243,6 +246,9 @@ def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_in
         if {evaluate_when}:
             evaluate(s + 1)
             bar.set_postfix(val=history["val_loss"][-1])
+    if keep_best:
+        {restore}
+        history["best_step"], history["best_val_loss"] = best["step"], best["loss"]
     return history
 """
 
@@ -258,6 +264,10 @@ _TRAIN_RIGHT = {
     "batch": "x, y = get_batch(train_data, block_size, batch_size, generator)",
     "inputs": "x.to(device), y.to(device)",
     "evaluate_when": "(s + 1) % eval_interval == 0 or s + 1 == steps",
+    "judged": 'history["val_loss"][-1]',
+    "best_step": "done",
+    "snapshot": "{k: v.detach().clone() for k, v in model.state_dict().items()}",
+    "restore": 'model.load_state_dict(best["weights"])',
 }
 
 
@@ -583,6 +593,29 @@ MISTAKES = [
     Variant("train", "AdamW's default betas (0.9, 0.999)", {"train": _train(betas="(0.9, 0.999)")}),
     Variant(
         "train",
+        "keep_best keeps model.state_dict() itself, the live tensors, not a copy",
+        {"train": _train(snapshot="model.state_dict()")},
+        hints=("the best weights not kept",),
+    ),
+    Variant(
+        "train",
+        "keep_best notes the best but never loads its weights back",
+        {"train": _train(restore="pass")},
+        hints=("the best weights not kept",),
+    ),
+    Variant(
+        "train",
+        "keep_best judges by the training loss",
+        {"train": _train(judged='history["train_loss"][-1]')},
+    ),
+    Variant(
+        "train",
+        "best_step is the evaluation's index, not the steps done",
+        {"train": _train(best_step='len(history["step"]) - 1')},
+        hints=("best_step is the evaluation's index",),
+    ),
+    Variant(
+        "train",
         "the training batches drawn from the validation data",
         {"train": _train(batch="x, y = get_batch(val_data, block_size, batch_size, generator)")},
     ),
@@ -768,7 +801,9 @@ _TRAIN_OTHER_STYLE = {
     """,
     "train": """
         def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_interval, eval_iters, warmup,
-                  generator=None, grad_clip=1.0, weight_decay=0.1, progress=True):
+                  generator=None, grad_clip=1.0, weight_decay=0.1, progress=True, keep_best=False):
+            import io
+
             for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_interval", eval_interval), ("eval_iters", eval_iters), ("lr", lr)):
                 if value <= 0:
                     raise ValueError(f"{name} must be positive, got {value}")
@@ -796,6 +831,10 @@ _TRAIN_OTHER_STYLE = {
                         history["step"].append(s)
                         history["train_loss"].append(estimate_loss(model, train_data, T, batch_size, eval_iters, generator))
                         history["val_loss"].append(estimate_loss(model, val_data, T, batch_size, eval_iters, generator))
+                        if keep_best and history["val_loss"][-1] < min(history["val_loss"][:-1], default=math.inf):
+                            buffer = io.BytesIO()
+                            torch.save(model.state_dict(), buffer)  # serialised: a copy
+                            history["best_step"], history["best_val_loss"] = s, history["val_loss"][-1]
                     if s == steps:
                         break
                     rows = train_data[torch.randint(0, len(train_data) - T, (batch_size, 1), generator=generator) + window]
@@ -803,6 +842,9 @@ _TRAIN_OTHER_STYLE = {
                     history["batch_loss"].append(train_step(model, optimizer, rows[:, :-1].to(device), rows[:, 1:].to(device), grad_clip))
                     scheduler.step()
                     bar.update(1)
+            if keep_best:
+                buffer.seek(0)
+                model.load_state_dict(torch.load(buffer))
             return history
     """,
 }

@@ -823,6 +823,123 @@ def _(ns):
     ]
 
 
+def _weights(model):
+    """All of a stand-in model's weights as one flat tensor (a copy)."""
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).clone()
+
+
+def _keep_best_run(ns, vocab_size, val_data, steps, eval_interval, lr, warmup, seed):
+    """Train a bigram stand-in (uniform at first) to predict token + 1 with keep_best=True, where
+    val_data mixes +1 and +2 steps: its loss falls while the +1 probability nears 1/2, then
+    rises. Returns the history, the weights at every evaluation call and the final weights."""
+    model = _bigram(seed, vocab_size=vocab_size, block_size=4)
+    with torch.no_grad():
+        model.table.weight.zero_()
+    seen = []
+    model.register_forward_hook(lambda module, args, out: seen.append([_mode(module), _weights(module)]))
+    history = ns.train(
+        model,
+        torch.arange(60) % vocab_size,
+        val_data,
+        steps=steps,
+        batch_size=4,
+        lr=lr,
+        device="cpu",
+        eval_interval=eval_interval,
+        eval_iters=1,
+        warmup=warmup,
+        generator=generator(seed),
+        progress=False,
+        keep_best=True,
+    )
+    plain = {k: None if history.get(k) is None else [float(v) for v in history[k]] for k in ("step", "val_loss")}
+    for key in ("best_step", "best_val_loss"):
+        plain[key] = None if history.get(key) is None else float(history[key])
+    return {"history": plain, "seen": seen, "final": _weights(model)}
+
+
+def _evaluation_weights(seen):
+    """The weights at each evaluation: calls in eval mode, grouped between training calls."""
+    groups, inside = [], False
+    for mode, weights in seen:
+        if mode == "eval" and not inside:
+            groups.append(weights)
+        inside = mode == "eval"
+    return groups
+
+
+def _keep_best_problem(got):
+    h = got["history"]
+    if h["best_step"] is None or h["best_val_loss"] is None:
+        return "with keep_best=True the history must hold best_step and best_val_loss"
+    steps, losses = h["step"], h["val_loss"]
+    best = losses.index(min(losses))
+    if h["best_step"] != steps[best] or abs(h["best_val_loss"] - losses[best]) > 1e-9:
+        return (
+            f"the lowest validation loss, {losses[best]:.4f}, came at step {steps[best]:.0f}; the history says "
+            f"best_step={h['best_step']:.0f}, best_val_loss={h['best_val_loss']:.4f}"
+        )
+    evaluations = _evaluation_weights(got["seen"])
+    if len(evaluations) != len(steps):
+        return (
+            f"{len(steps)} evaluations are recorded, but the model was evaluated (eval mode) {len(evaluations)} times"
+        )
+    if not torch.equal(got["final"], evaluations[best]):
+        return f"after train the model's weights must be those it had at step {steps[best]:.0f}, its best evaluation"
+    return None
+
+
+def _best_index(got):
+    """The index of the lowest validation loss in the returned history, or None."""
+    losses = got["history"]["val_loss"] or []
+    return losses.index(min(losses)) if losses else None
+
+
+def _kept_last(got, exp):
+    """Right step in the history, but the model holds the last evaluation's weights."""
+    best, evaluations = _best_index(got), _evaluation_weights(got["seen"])
+    steps = got["history"]["step"]
+    return (
+        best is not None
+        and bool(evaluations)
+        and got["history"]["best_step"] == steps[best] != steps[-1]
+        and torch.equal(got["final"], evaluations[-1])
+    )
+
+
+def _index_for_step(got, exp):
+    best = _best_index(got)
+    steps = got["history"]["step"]
+    return best is not None and got["history"]["best_step"] == best != steps[best]
+
+
+_KEEP_BEST_HINTS = [
+    Hint(
+        _kept_last,
+        "the model ends with the last evaluation's weights: keep a copy of the weights at the best one "
+        "(model.state_dict() holds the live tensors; clone them) and load it back after the loop",
+        mistake="the best weights not kept",
+    ),
+    Hint(
+        _index_for_step,
+        "best_step is the number of steps done at the best evaluation (as in history['step']), not its index",
+        mistake="best_step is the evaluation's index",
+    ),
+]
+
+
+@suite.case(
+    "train",
+    "keep_best=True: the model ends with the weights of its lowest validation loss, whose step the history gives",
+    points=1,
+    check=satisfies(_keep_best_problem, _KEEP_BEST_HINTS),
+    timeout=60,
+)
+def _(ns):
+    # measured with the reference: the validation loss is lowest at step 12 of 24
+    return _keep_best_run(ns, 6, torch.tensor([0, 1, 3, 4] * 10), steps=24, eval_interval=2, lr=0.1, warmup=2, seed=0)
+
+
 # ---------------------------------------------------------------- sampling
 
 LOGITS = torch.tensor([[3.0, 0.5, 2.0, -1.0, 1.0, 0.0]])  # probabilities about 0.61, 0.05, 0.22, 0.01, 0.08, 0.03

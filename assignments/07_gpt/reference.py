@@ -286,6 +286,7 @@ def train(
     grad_clip: float | None = 1.0,
     weight_decay: float = 0.1,
     progress: bool = True,
+    keep_best: bool = False,
 ) -> dict[str, list]:
     """Train ``model`` with AdamW for ``steps`` steps; returns the history.
 
@@ -302,11 +303,17 @@ def train(
     - Evaluation (``estimate_loss`` with ``eval_iters`` batches on the train and the
       validation data) before training, then after every ``eval_interval`` steps
       and after the last step; a tqdm progress bar shows the losses when ``progress``.
+    - ``keep_best``: at each evaluation whose validation loss is the lowest so far (the
+      first of equal ones), keep a copy of the model's weights; after the last step, put
+      the kept weights back into the model, so that it ends as it was at its best
+      evaluation. Without ``keep_best`` it ends with the last step's weights.
 
     Returns:
         A dict with ``step`` (the number of steps done at each evaluation),
         ``train_loss`` and ``val_loss`` (one entry per evaluation), ``lr`` (the
-        learning rate of each step) and ``batch_loss`` (the loss of each step's batch).
+        learning rate of each step) and ``batch_loss`` (the loss of each step's batch);
+        with ``keep_best``, also ``best_step`` (the steps done at the kept evaluation, an
+        int) and ``best_val_loss`` (its validation loss, a float).
 
     Raises:
         ValueError: if a count is not positive, ``lr`` is not positive, or ``warmup``
@@ -353,10 +360,15 @@ def train(
     offsets = torch.arange(block_size, device=train_data.device)  # (T,)
     history: dict[str, list] = {"step": [], "train_loss": [], "val_loss": [], "lr": [], "batch_loss": []}
 
+    best: dict = {}  # the kept evaluation: its step, validation loss and a copy of the weights
+
     def evaluate(step: int) -> None:
         history["step"].append(step)
         history["train_loss"].append(estimate_loss(model, train_data, block_size, batch_size, eval_iters, generator))
         history["val_loss"].append(estimate_loss(model, val_data, block_size, batch_size, eval_iters, generator))
+        if keep_best and (not best or history["val_loss"][-1] < best["val_loss"]):
+            weights = {name: value.detach().clone() for name, value in model.state_dict().items()}  # a copy
+            best.update(step=step, val_loss=history["val_loss"][-1], weights=weights)
 
     model.train()
     evaluate(0)
@@ -376,6 +388,9 @@ def train(
             evaluate(done)
             bar.set_postfix(train=f"{history['train_loss'][-1]:.3f}", val=f"{history['val_loss'][-1]:.3f}")
     bar.close()
+    if keep_best:
+        model.load_state_dict(best["weights"])
+        history["best_step"], history["best_val_loss"] = best["step"], best["val_loss"]
     return history
 
 
@@ -394,6 +409,9 @@ def sample_next(
     - ``top_p`` (nucleus): only the smallest set of most likely tokens whose total
       probability reaches ``top_p`` stays; the most likely token always stays.
       With both, ``top_k`` is applied first and ``top_p`` to the renormalised rest.
+    - ``generator``: the draw is made with it, where the logits are; it must live on
+      their device (``torch.Generator(device=logits.device)``), as a generator drives
+      only the draws of its own device.
 
     Raises:
         ValueError: if ``logits`` is not 2-D, ``temperature < 0``, ``top_k < 1`` or
@@ -433,9 +451,7 @@ def sample_next(
         logits = torch.full_like(logits, float("-inf")).scatter(-1, order, sorted_logits)
 
     probs = F.softmax(logits, dim=-1)  # (B, V)
-    if generator is not None and generator.device != probs.device:  # e.g. a CPU generator, CUDA logits
-        return torch.multinomial(probs.cpu(), 1, generator=generator).to(probs.device)
-    return torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+    return torch.multinomial(probs, 1, generator=generator)  # (B, 1), drawn on the logits' device
 
 
 def generate(

@@ -383,16 +383,18 @@ def test_the_same_calls_run_on_cuda():
         eval_interval=30,
         eval_iters=4,
         warmup=10,
-        generator=torch.Generator().manual_seed(0),
+        generator=torch.Generator().manual_seed(0),  # batches are drawn on the CPU, where the data is
         progress=False,
+        keep_best=True,
     )
     assert next(model.parameters()).device.type == "cuda"
-    assert history["val_loss"][-1] < 0.5 * history["val_loss"][0]
+    assert history["best_val_loss"] == min(history["val_loss"]) < 0.5 * history["val_loss"][0]
     prompt = DATA[:4].view(1, 4)  # on the CPU: generation moves it to the model's device
     plain = generate(model, prompt, 12, temperature=0)
     assert plain.device.type == "cuda"
     assert torch.equal(generate_cached(model, prompt, 12, temperature=0), plain)
-    sampled = generate_cached(model, prompt, 12, top_k=5, generator=torch.Generator().manual_seed(1))  # a CPU generator
+    on_gpu = torch.Generator(device=device).manual_seed(1)  # tokens are drawn where the logits are
+    sampled = generate_cached(model, prompt, 12, top_k=5, generator=on_gpu)
     assert sampled.shape == (1, 16)
 
 

@@ -1,0 +1,84 @@
+"""The report of ``benchmarks/gpu_check.sh``: its figures as Markdown, for ``benchmarks/RESULTS_training.md``.
+
+Reads what the check's steps wrote (the side-by-side JSON, the notebooks' cell records, the
+tests' JUnit XML, the variant's summary) and prints one section. The T4 estimate of the 07
+real run's CUDA branch is the H100 time of its training cell times 10.5, the ratio of the
+cards' memory bandwidths (3.35 TB/s against 320 GB/s; their float32 arithmetic differs by
+8.3x, 67 against 8.1 TFLOPS, so the bandwidth ratio is the cautious one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+H100_TO_T4 = 10.5  # memory bandwidth, H100 SXM 3.35 TB/s / T4 0.32 TB/s
+
+
+def notebook_lines(path: Path) -> list[str]:
+    """A line per notebook: its cells, its time, its training cells' times and results."""
+    lines = []
+    for stage, cells in json.loads(path.read_text()).items():
+        total = sum(c["seconds"] for c in cells)
+        checks = sum(1 for c in cells if "check" in c["tags"])
+        lines.append(f"- `{stage}`: {len(cells)} code cells in {total:.0f} s, {checks} check cells passed, no error")
+        for c in cells:
+            if "train" in c["tags"]:
+                said = [line for line in c["output"].splitlines() if re.search(r"kept the weights|exact|loss", line)]
+                estimate = f"; T4 estimate {c['seconds'] * H100_TO_T4 / 60:.1f} min" if stage == "07_gpt" else ""
+                lines.append(f"  - training cell {c['cell']}: {c['seconds']:.1f} s{estimate}; {' / '.join(said[-2:])}")
+    return lines
+
+
+def tests_line(path: Path) -> str:
+    if not path.exists():
+        return "- gpu-marked tests: no report"
+    suite = ET.parse(path).getroot()
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    a = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
+    passed = a["tests"] - a["failures"] - a["errors"] - a["skipped"]
+    return f"- gpu-marked tests: {passed} passed, {a['failures'] + a['errors']} failed, {a['skipped']} skipped"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--side", required=True)
+    parser.add_argument("--same", required=True, help="identical or DIFFERENT: gptcourse sample's greedy texts")
+    parser.add_argument("--notebooks", nargs="+", default=[])
+    parser.add_argument("--tests", required=True)
+    parser.add_argument("--variants", nargs="*", default=[], help="the folders of the variant runs")
+    parser.add_argument("--seconds", type=float, required=True)
+    parser.add_argument("--command", required=True)
+    args = parser.parse_args(argv)
+    side = json.loads(Path(args.side).read_text())
+    out = [Path(args.side).with_suffix(".md").read_text().rstrip(), ""]
+    for folder in map(Path, args.variants):
+        options = (folder / "options.txt").read_text().strip()
+        v = json.loads((folder / "summary.json").read_text())
+        out.append(
+            f"- `--preset gpu {options}`: kept step {v['best_step']} of {v['steps']}, exact validation loss "
+            f"{v['best_val_loss']:.4f}, {v['seconds']:.1f} s of training, {v['tokens_per_second']:,.0f} tokens/s."
+        )
+    if args.variants:
+        out.append("")
+    out.append(f"`gptcourse sample`, greedy, with and without the KV cache: the texts are {args.same}.")
+    out.append("")
+    out.append("Notebooks, top to bottom as plain Python on the card (benchmarks/run_notebook.py):")
+    for path in args.notebooks:
+        out += notebook_lines(Path(path))
+    out.append(tests_line(Path(args.tests)))
+    out.append("")
+    m = side["machine"]
+    out.append(
+        f"All of it: `{args.command}`, {args.seconds:.0f} s on {m['card']} (torch {m['torch']}, CUDA {m['cuda']})."
+    )
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

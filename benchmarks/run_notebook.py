@@ -1,0 +1,146 @@
+"""Run a stage's reference notebook top to bottom as plain Python: no Jupyter needed.
+
+    python benchmarks/run_notebook.py 07_gpt                      # the real sizes, on the best device
+    python benchmarks/run_notebook.py 07_gpt 08_rnn --quick       # GPTCOURSE_QUICK=1: tiny runs
+    python benchmarks/run_notebook.py 07_gpt --set TOKENIZER='"byte-bpe"' --set POSITIONS='"rope"'
+    python benchmarks/run_notebook.py 07_gpt --json out.json      # a record of every cell
+
+The notebook is built as ``gptcourse build`` builds the reference notebook (the reference
+solution in every stub cell) and its code cells run in order in one namespace, as a
+kernel would run them: the harness, the given code, the solutions, every check cell
+(whose public tests must pass), the demonstrations and the training runs. Only the
+hand-in cell (``package_submission()``, which needs the saved notebook) is left out.
+Figures go to the Agg backend and are closed; the cells run in ``--workdir`` (a new temporary
+folder by default), where the files they write land. ``--set NAME=VALUE`` replaces the line
+``NAME = ...`` of the cell that assigns it (the options of 07's real run).
+
+Each cell's wall time and CPU time (this process's, all its threads: on a machine shared with
+other work, the CPU time is what the cell itself needed), and its printed output, are shown; a cell that raises, or a check
+cell whose public tests do not pass, stops the run with exit status 1. This is how the
+GPU check (``benchmarks/gpu_check.sh``) runs 07-09 on CUDA, and how the figures of the
+notebooks' real runs are measured on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+class Tee(io.TextIOBase):
+    """Writes to a stream and keeps a copy."""
+
+    def __init__(self, stream) -> None:
+        self.stream, self.parts = stream, []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        self.stream.write(text)
+        self.stream.flush()
+        return len(text)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def code_cells(stage_id: str) -> list[dict]:
+    """The reference notebook's code cells, in order, without the hand-in cell."""
+    from autograder.build.notebooks import make_notebook
+    from autograder.course import get_stage
+
+    cells = make_notebook(get_stage(stage_id), "reference")["cells"]
+    return [c for c in cells if c["cell_type"] == "code" and "".join(c["source"]).strip() != "package_submission()"]
+
+
+def apply_settings(source: str, settings: dict[str, str]) -> tuple[str, set[str]]:
+    """``source`` with each line ``NAME = ...`` (at the start of a line) replaced by ``NAME = VALUE``."""
+    done = set()
+    for name, value in settings.items():
+        pattern = re.compile(rf"^{re.escape(name)} = .*$", re.MULTILINE)
+        if pattern.search(source):
+            source = pattern.sub(f"{name} = {value}", source, count=1)
+            done.add(name)
+    return source, done
+
+
+def run(stage_id: str, settings: dict[str, str]) -> list[dict]:
+    """Run the stage's cells; returns a record per cell. Raises ``SystemExit(1)`` at a failure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    namespace: dict = {"__name__": "__main__"}
+    records, applied = [], set()
+    for index, cell in enumerate(code_cells(stage_id)):
+        source = "".join(cell["source"])
+        source, done = apply_settings(source, settings)
+        applied |= done
+        tags = ",".join(cell.get("metadata", {}).get("tags", [])) or "code"
+        first = source.strip().splitlines()[0][:70] if source.strip() else ""
+        print(f"--- {stage_id} cell {index} [{tags}] {first}", flush=True)
+        out = Tee(sys.stdout)
+        start, cpu_start = time.perf_counter(), time.process_time()
+        error = None
+        with contextlib.redirect_stdout(out):
+            try:
+                exec(compile(source, f"<{stage_id} cell {index}>", "exec"), namespace)
+            except BaseException:  # noqa: BLE001 (a notebook cell's failure, reported and stopping the run)
+                error = traceback.format_exc()
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+        plt.close("all")
+        record = {"cell": index, "tags": tags, "first_line": first, "seconds": round(seconds, 3)}
+        record["cpu_seconds"] = round(cpu_seconds, 3)  # this process's CPU time, all its threads
+        record["output"] = out.text()[-2000:]  # the end of what it printed
+        if "check" in tags and "public tests passed" not in out.text():
+            error = error or "the check cell did not report that its public tests passed"
+        record["error"] = error
+        records.append(record)
+        print(f"    ({seconds:.1f} s, {cpu_seconds:.1f} s of CPU)", flush=True)
+        if error:
+            print(error, file=sys.stderr)
+            raise SystemExit(1)
+    missing = set(settings) - applied
+    if missing:
+        print(f"--set: no cell assigns {', '.join(sorted(missing))}", file=sys.stderr)
+        raise SystemExit(2)
+    return records
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("stages", nargs="+", help="stage ids, e.g. 07_gpt")
+    parser.add_argument("--quick", action="store_true", help="GPTCOURSE_QUICK=1: the notebooks' tiny sizes")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="replace NAME = ... lines")
+    parser.add_argument("--json", help="write the cells' records here")
+    parser.add_argument("--workdir", help="the folder the cells run in (default: a new temporary one)")
+    args = parser.parse_args(argv)
+    json_path = Path(args.json).resolve() if args.json else None
+    os.chdir(args.workdir or tempfile.mkdtemp(prefix="run-notebook-"))
+    if args.quick:
+        os.environ["GPTCOURSE_QUICK"] = "1"
+    settings = dict(item.split("=", 1) for item in args.set)
+    results = {}
+    for stage_id in args.stages:
+        start = time.perf_counter()
+        results[stage_id] = run(stage_id, settings)
+        print(f"=== {stage_id}: {len(results[stage_id])} cells in {time.perf_counter() - start:.1f} s", flush=True)
+    if json_path:
+        json_path.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
