@@ -5,7 +5,8 @@ Markdown page, a section of the specification. Each must be found in the project
 an instructor who clones the course can follow every pointer. ``outside_references``
 finds the ones that are not:
 
-- a file name with a document or source suffix (``clauses.md``, ``test_gpt.py``) that no
+- a file name with a document or source suffix (``clauses.md``, ``test_gpt.py``; not one
+  under a shell variable such as ``$OUT/``, which names no file of the project) that no
   file of the project has, unless the tools write it or an instructor adds it
   (``NOT_KEPT``); a relative path is resolved from the text's folder, and must
   stay inside the project;
@@ -25,7 +26,7 @@ from autograder.course import ASSIGNMENTS, ROOT
 
 SPEC = ASSIGNMENTS / "SPEC.md"
 SUFFIXES = ("md", "py", "json", "txt", "csv", "toml", "cfg", "sh", "yml", "yaml")
-FILE_NAME = re.compile(rf"(?<![\w./<>-])((?:\.\./|[\w-]+/)*[\w.-]*\w\.(?:{'|'.join(SUFFIXES)}))(?![\w/])")
+FILE_NAME = re.compile(rf"(?<![$\w./<>-])((?:\.\./|[\w-]+/)*[\w.-]*\w\.(?:{'|'.join(SUFFIXES)}))(?![\w/])")
 ABSOLUTE = re.compile(r"(?<![\w.~])/(?:work|home|Users|mnt|root|srv)/[\w./-]*")
 CITATION = re.compile(r"SPEC\.md\s*§\s*([^`)\],;\n]+)")
 SKIPPED = {".git", ".venv", "__pycache__", ".pytest_cache", "node_modules"}
