@@ -145,10 +145,10 @@ def pinned_requirements() -> str:
     return "\n".join(lines) + "\n"
 
 
-def shipped_files() -> list[Path]:
-    """The package's files the zip carries: the shipped packages, whole, and the ``__init__`` above them."""
+def shipped_files(packages: tuple[str, ...] = SHIPPED) -> list[Path]:
+    """The files a zip carries: the ``packages`` of ``autograder``, whole, and the ``__init__`` above them."""
     files = [PACKAGE / "__init__.py", PACKAGE / "channels" / "__init__.py"]
-    for package in SHIPPED:
+    for package in packages:
         files += sorted((PACKAGE / package).glob("*.py"))
     return files
 

@@ -1,4 +1,4 @@
-"""``gptcourse build``: the student release, the fixtures, the Gradescope zips, the nbgrader course."""
+"""``gptcourse build``: the student release, the fixtures, the Gradescope and otter zips, the nbgrader course."""
 
 from pathlib import Path
 
@@ -8,6 +8,7 @@ from .fixtures import fixture_file, is_fresh
 from .gradescope_zip import build_gradescope_zip, settings_note
 from .nbgrader_course import build_nbgrader_course
 from .notebooks import check_cells_problems, make_notebook, write_notebook
+from .otter_zip import build_otter_zip
 from .source import SourceError
 
 DEFAULT_OUT = ROOT / "release"
@@ -33,4 +34,5 @@ def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
         f"{stage.id}: Gradescope autograder -> {build_gradescope_zip(stage, out / 'gradescope', target)} "
         f"({settings_note(stage)})"
     )
+    log(f"{stage.id}: otter-grader autograder -> {build_otter_zip(stage, out / 'otter', target)}")
     log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader', target)}")
