@@ -6,11 +6,11 @@
 
 otter calls its events in the submission folder, in this order:
 
-1. ``before_grading``: before otter reads anything the student sent, leave in the
-   submission folder only the notebook otter chose and otter's own files (a student's
-   ``.OTTER_LOG``, which otter would unpickle, any module a kernel could import, otter's
-   copies of the engine and the stage's tests); read the zip's declarations
-   (``tests/<question>.py``), before anything runs;
+1. ``before_grading``: before otter unpickles, exports or runs anything, leave in the
+   submission folder only the notebook otter chose and otter's copy of the declarations
+   (not a student's ``.OTTER_LOG``, which otter would unpickle in its own process, nor any
+   module a kernel could import, nor otter's copy of the engine and the stage's tests);
+   read the zip's declarations (``tests/<question>.py``) while nothing has run;
 2. ``before_execution``: have the engine grade the submitted file in a process of its own
    (``worker``) and hand otter an empty notebook to run in its kernel in place of the
    student's, so that no student code runs in otter's kernel;
@@ -24,7 +24,6 @@ while the engine is always the zip's.
 """
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -41,7 +40,8 @@ from .results import fill
 
 TOTAL_TIMEOUT = 600.0  # the engine's Limits.total_timeout (otter run)
 STARTUP = 180.0  # seconds allowed on top of the engine's own limit (starting Python and torch, a busy machine)
-OTTERS_OWN = ("tests", "__init__.py")  # what otter itself puts in the submission folder
+DECLARATIONS = "tests"  # otter's copy of the zip's tests/ in the submission folder
+PACKAGE_MARK = "__init__.py"  # the empty file otter puts there (appending to a student's own)
 METADATA = "submission_metadata.json"
 
 
@@ -54,16 +54,28 @@ def inert_notebook() -> nbformat.NotebookNode:
 
 
 def clear_folder(folder: Path, keep: Path) -> list[str]:
-    """Remove from ``folder`` everything but ``keep`` and otter's own files; the names removed."""
+    """Remove from ``folder`` everything but ``keep`` and otter's declarations, and empty otter's
+    ``__init__.py``; the names removed.
+
+    >>> import tempfile; folder = Path(tempfile.mkdtemp())
+    >>> for name in ("lab.ipynb", ".OTTER_LOG", "__init__.py", "tests/q.py", "otter/__init__.py"):
+    ...     (folder / name).parent.mkdir(exist_ok=True); _ = (folder / name).write_text("x")
+    >>> clear_folder(folder, folder / "lab.ipynb"), sorted(p.name for p in folder.iterdir())
+    (['.OTTER_LOG', 'otter'], ['__init__.py', 'lab.ipynb', 'tests'])
+    >>> (folder / "__init__.py").read_text()
+    ''
+    """
     removed = []
     for entry in sorted(folder.iterdir()):
-        if entry == keep or entry.name in OTTERS_OWN:
+        if entry == keep or (entry.name == DECLARATIONS and entry.is_dir() and not entry.is_symlink()):
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)
         else:
             entry.unlink()
-        removed.append(entry.name)
+        if entry.name != PACKAGE_MARK:
+            removed.append(entry.name)
+    (folder / PACKAGE_MARK).write_text("")
     return removed
 
 
@@ -95,10 +107,9 @@ class GradeWithEngine(AbstractOtterPlugin):
                 command += ["--platform-timeout", str(self.timeout)]
             if (self.root / METADATA).exists():
                 command += ["--protect", str(self.root / METADATA)]
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the zip's engine, nothing else
-            try:
+            try:  # run from the zip's folder: ``-m`` puts it first on the path, so the zip's engine grades
                 done = subprocess.run(
-                    command, cwd=self.support, env=env, capture_output=True, text=True, timeout=self.timeout + STARTUP
+                    command, cwd=self.support, capture_output=True, text=True, timeout=self.timeout + STARTUP
                 )
             except subprocess.TimeoutExpired:
                 raise OtterRuntimeError(
