@@ -22,11 +22,12 @@ they take any otter zip:
   channels/otter), the stage's suites and fixtures (``stage/``) and its settings
   (``gptcourse.json``), as in the engine's own zip.
 
-Questions graded by hand (to come): such a question gets no test file (otter's manual
-questions have none) and no engine tests; the notebook carries otter's manual-question
-metadata and ``otter_config.json`` the PDF settings (``pdf``, or ``token``,
-``course_id``, ``assignment_id``), which otter's ``setup.sh`` already reads to install
-its PDF tools. ``questions`` below is the one list to filter.
+Questions graded by hand (to come): as in otter, such a question gets no test file;
+``questions`` below is the one list to filter (and ``channels.otter.results.fill`` the
+one place that matches the engine's questions with the declared ones). Its answers reach
+the grader as otter sends them: a PDF of the notebook, which ``otter_config.json``'s
+``pdf`` (or ``token``, ``course_id``, ``assignment_id``) asks for and otter's own
+``setup.sh`` already installs the tools of.
 """
 
 import json
@@ -64,9 +65,9 @@ otter-grader autograder of gptcourse stage {stage}.
 
 otter run -a {stage}.zip notebook.ipynb grades a notebook with it; otter grade and Gradescope
 (as an otter autograder) take it as they take any otter zip. otter_config.json loads the
-plugin autograder.channels.otter.plugin.GradeWithEngine (in files/gptcourse/): the gptcourse engine grades
-the notebook in its confined child processes, never otter's kernel, and its results replace
-otter's, test by test. tests/ declares the questions for otter (their cases fail if a kernel
+plugin autograder.channels.otter.plugin.GradeWithEngine (in files/gptcourse/): the gptcourse
+engine grades the notebook in its confined child processes, never otter's kernel, and its
+results replace otter's, test by test. tests/ declares the questions for otter (their cases fail if a kernel
 ever runs them); files/gptcourse/stage holds the suites and the expected outputs.
 """
 
