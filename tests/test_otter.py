@@ -302,3 +302,50 @@ def test_an_engine_that_cannot_grade_gives_otters_error_and_no_points(tmp_path, 
     assert tried.returncode != 0
     assert tried.results["score"] == 0 and tried.results["tests"][0]["name"] == "Autograder Error"
     assert "the gptcourse engine failed on this submission" in tried.results["tests"][0]["output"]
+
+
+def test_a_submission_over_the_rate_limit_carries_the_last_results_over(tmp_path):
+    """As the engine's own zip does: not graded, the last graded submission's results kept, the reason said."""
+    from otter.run import AutograderConfig
+    from otter.test_files import GradingResults, OKTestFile
+
+    from autograder.channels.gradescope.rate_limit import MARK
+    from autograder.channels.gradescope.settings import GradescopeSettings
+    from autograder.channels.otter.results import fill
+
+    stage = get_stage(STAGE)
+    settings = GradescopeSettings(STAGE, max_submissions=2, window_hours=24)
+    with zipfile.ZipFile(build_otter_zip(stage, tmp_path / "zip", fixture_file(stage), settings)) as z:
+        z.extractall(tmp_path / "source")
+    cases = stage_tests(stage).cases
+    last = {
+        "score": 3.0,
+        "output": "Public tests: 3 of 26 points.",
+        "tests": [{"name": cases[0].key, "score": cases[0].points, "max_score": cases[0].points, "output": "passed"}],
+    }
+    earlier = [
+        {"submission_time": f"2026-01-02T0{h}:00:00.000000+00:00", "score": 3.0, "results": last} for h in (1, 2)
+    ]
+    metadata = tmp_path / "submission_metadata.json"
+    metadata.write_text(json.dumps({"created_at": "2026-01-02T12:00:00+00:00", "previous_submissions": earlier}))
+    notebook = submission(STAGE, tmp_path, "reference")
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder.channels.otter.worker", str(notebook), str(tmp_path / "out.json")]
+        + ["--metadata", str(metadata)],
+        cwd=tmp_path / "source" / SUPPORT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    graded = json.loads((tmp_path / "out.json").read_text())
+    assert graded["gradescope"]["extra_data"] == {MARK: True} and graded["seconds"] == 0.0  # not graded
+    declared = {p.stem: OKTestFile.from_file(str(p)) for p in (tmp_path / "source" / "tests").glob("*.py")}
+    results = GradingResults([])
+    fill(results, graded, declared)
+    per_question = {q: tf.score for q, tf in results.results.items()}
+    assert per_question == {q: (cases[0].points if q == cases[0].qid else 0.0) for q, _ in questions(STAGE)}
+    doc = results.to_gradescope_dict(AutograderConfig({"show_hidden": True}))
+    assert doc["score"] == 3.0 and doc["extra_data"] == {MARK: True}
+    assert doc["output"].startswith("Submission limit reached: 2 graded submissions in the last 24 hours")
+    assert doc["tests"] == last["tests"]

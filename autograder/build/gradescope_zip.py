@@ -37,13 +37,14 @@ from autograder.channels.gradescope.settings import GradescopeSettings, shipped_
 from autograder.course import Stage
 
 
-def settings_note(stage: Stage) -> str:
-    """The Gradescope settings to choose for a stage's zip, as the build prints them."""
+def settings_note(stage: Stage, limits: bool = True) -> str:
+    """The Gradescope settings to choose for a stage's zip, as the build prints them (``limits``:
+    and that Gradescope's default memory and CPU suffice, as measured for the engine's zip)."""
     minutes = stage_settings(stage.id, stage.folder).timeout_minutes
     return (
         f"on Gradescope set the timeout to {minutes:g} min"
         + (" (the default)" if minutes == 10 else "")
-        + "; the default 768 MB of memory and 0.5 CPU suffice"
+        + ("; the default 768 MB of memory and 0.5 CPU suffice" if limits else "")
     )
 
 

@@ -14,8 +14,8 @@ they take any otter zip:
   not ``otter grade``, whose Dockerfile adds ``files/`` later) the engine checks torch and
   grades an empty notebook, so that a broken image fails when it is built;
 - ``otter_config.json`` (``otter_config``): the plugin
-  ``autograder.channels.otter.plugin.GradeWithEngine``, and otter's own ``RateLimiting``
-  plugin when the stage's ``gradescope.json`` sets a rate limit;
+  ``autograder.channels.otter.plugin.GradeWithEngine`` (the stage's rate limit, in
+  ``gptcourse.json``, is the engine's: ``channels.otter.worker``);
 - ``tests/<question>.py``: a question per file, a case per engine test (its name, points,
   hidden or public), none of which a kernel can pass (``channels.otter.declaration``);
 - ``files/gptcourse/``: the engine (``autograder/``: kit, engine, channels/gradescope and
@@ -80,19 +80,9 @@ def questions(tests: StageTests) -> dict[str, list[tuple[str, bool, float]]]:
     return found
 
 
-def otter_config(stage: Stage, settings: GradescopeSettings) -> dict:
-    """``otter_config.json``: the plugin, and otter's rate limit where the stage sets one."""
-    plugins: list = [{PLUGIN: {"stage": stage.id}}]
-    if settings.max_submissions is not None:
-        plugins.append(
-            {
-                "otter.plugins.builtin.RateLimiting": {
-                    "allowed_submissions": settings.max_submissions,
-                    "hours": settings.window_hours,
-                }
-            }
-        )
-    return {"lang": "python", "plugins": plugins, "show_hidden": True, "show_stdout": False}
+def otter_config(stage: Stage) -> dict:
+    """``otter_config.json``: the plugin, for this stage."""
+    return {"lang": "python", "plugins": [{PLUGIN: {"stage": stage.id}}], "show_hidden": True, "show_stdout": False}
 
 
 def otter_generate(config: dict, tests: dict[str, str], requirements: str) -> dict[str, bytes]:
@@ -126,7 +116,7 @@ def build_otter_zip(
     """
     settings = settings or stage_settings(stage.id, stage.folder)
     tests = {qid: declaration(qid, cases) for qid, cases in questions(stage.tests()).items()}
-    generated = otter_generate(otter_config(stage, settings), tests, pinned_requirements())
+    generated = otter_generate(otter_config(stage), tests, pinned_requirements())
     generated["setup.sh"] += SETUP_GPTCOURSE.format(root=AUTOGRADER_DIR, support=SUPPORT).encode()
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{stage.id}.zip"

@@ -34,5 +34,8 @@ def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
         f"{stage.id}: Gradescope autograder -> {build_gradescope_zip(stage, out / 'gradescope', target)} "
         f"({settings_note(stage)})"
     )
-    log(f"{stage.id}: otter-grader autograder -> {build_otter_zip(stage, out / 'otter', target)}")
+    log(
+        f"{stage.id}: otter-grader autograder -> {build_otter_zip(stage, out / 'otter', target)} "
+        f"(otter run -a, otter grade -a; {settings_note(stage, limits=False)})"
+    )
     log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader', target)}")

@@ -106,7 +106,7 @@ class GradeWithEngine(AbstractOtterPlugin):
             if self.containerized:
                 command += ["--platform-timeout", str(self.timeout)]
             if (self.root / METADATA).exists():
-                command += ["--protect", str(self.root / METADATA)]
+                command += ["--metadata", str(self.root / METADATA)]
             try:  # run from the zip's folder: ``-m`` puts it first on the path, so the zip's engine grades
                 done = subprocess.run(
                     command, cwd=self.support, capture_output=True, text=True, timeout=self.timeout + STARTUP

@@ -45,8 +45,7 @@ class EngineResults(GradingResults):
         doc["tests"] = tests
         doc["output"] = "\n".join(x for x in (engine["output"], self.output) if x)
         doc.setdefault("score", engine["score"])  # otter sets its own only to rescale or threshold
-        if "execution_time" in engine:
-            doc["execution_time"] = engine["execution_time"]
+        doc.update({k: v for k, v in engine.items() if k in ("execution_time", "extra_data")})
         doc.setdefault("stdout_visibility", "hidden")
         return doc
 

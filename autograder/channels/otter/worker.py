@@ -11,8 +11,13 @@ engine's own results.json document, the one the Gradescope zip writes.
 ``--platform-timeout SECONDS`` (Gradescope, otter grade's containers): the submission's
 code gets that timeout less what the otter process has used and a reserve for judging,
 writing and otter's own steps after the engine (``budget``); without it, the engine's
-defaults, as ``gptcourse grade``'s. ``--self-check`` (the end of the zip's ``setup.sh``):
-check torch and grade an empty notebook, so that a broken image fails when it is built.
+defaults, as ``gptcourse grade``'s. ``--metadata FILE`` (Gradescope's
+``submission_metadata.json``): the stage's rate limit, as the engine's own zip applies it
+(``channels.gradescope.rate_limit``): a submission over the limit is not graded and
+carries over the results of the last graded one (``carried_over``); the file is made
+readable by this user only while the student's code runs. ``--self-check`` (the end of
+the zip's ``setup.sh``): check torch and grade an empty notebook, so that a broken image
+fails when it is built.
 
 otter's process never hosts the engine's children: ``otter run`` is the instructor's own
 process, whose other children (otter's kernel) the engine's sweep of strays must not touch.
@@ -26,6 +31,7 @@ from pathlib import Path
 
 import autograder
 from autograder.channels.gradescope.entry import self_check, shipped_tests
+from autograder.channels.gradescope.rate_limit import check_rate_limit
 from autograder.channels.gradescope.settings import GradescopeSettings, read_shipped
 from autograder.engine import processes, sandbox
 from autograder.engine.container import RESERVE, grading_budget, process_seconds
@@ -80,6 +86,42 @@ def document(graded: Graded, tests: StageTests, settings: GradescopeSettings) ->
     }
 
 
+def carried_over(doc: dict, tests: StageTests) -> dict:
+    """What the plugin reads for a submission over the rate limit: ``doc`` (``rate_limit.Limited.doc``,
+    the last graded submission's results) and, per test of the stage, the result it carried over."""
+    shown = {t.get("name"): t for t in doc.get("tests", []) if isinstance(t, dict)}
+    results = [
+        {
+            "key": case.key,
+            "qid": case.qid,
+            "public": case.public,
+            "score": float(shown.get(case.key, {}).get("score", 0.0)),
+            "max_score": case.points,
+            "message": str(shown.get(case.key, {}).get("output", "not graded: over the submission limit")),
+        }
+        for case in tests.cases
+    ]
+    return {
+        "protocol": PROTOCOL,
+        "stage": tests.stage_id,
+        "engine": str(Path(autograder.__file__).resolve().parent),
+        "questions": tests.questions(),
+        "results": results,
+        "gradescope": doc,
+        "fallback": None,
+        "seconds": 0.0,
+    }
+
+
+def read_metadata(path: Path) -> dict:
+    """``submission_metadata.json`` (an empty document when unreadable or not an object)."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m autograder.channels.otter.worker", description=__doc__.split("\n\n")[0]
@@ -87,9 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebook", nargs="?", help="the submission (otter's copy of it)")
     parser.add_argument("out", nargs="?", help="where to write what the plugin reads (JSON)")
     parser.add_argument("--platform-timeout", type=float, help="the platform's timeout for the whole run, in seconds")
-    parser.add_argument(
-        "--protect", action="append", default=[], help="a file only this user may read while grading (repeatable)"
-    )
+    parser.add_argument("--metadata", type=Path, help="Gradescope's submission_metadata.json (the rate limit)")
     parser.add_argument("--self-check", action="store_true", help="check torch, grade an empty notebook, exit")
     args = parser.parse_args(argv)
     settings, torch_version = read_shipped(SOURCE / "gptcourse.json")
@@ -102,9 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     limits = Limits()
     if args.platform_timeout is not None:
         limits = Limits(total_timeout=budget(args.platform_timeout, elapsed=process_seconds(os.getppid())))
-    # Where the child cannot get a mount namespace it runs as another user on the real
-    # filesystem: the submission's metadata (names, emails, earlier scores) must be ours alone.
-    sandbox.protect(args.protect)
+    if args.metadata is not None:
+        limited = check_rate_limit(read_metadata(args.metadata), settings)
+        if limited is not None:
+            write_atomic(Path(args.out), json.dumps(carried_over(limited.doc, tests)))
+            return 0
+        # Where the child cannot get a mount namespace it runs as another user on the real
+        # filesystem: the submission's metadata (names, emails, earlier scores) must be ours alone.
+        sandbox.protect([args.metadata])
     graded = grade_submission(Path(args.notebook), tests, limits)
     processes.reap_strays()
     write_atomic(Path(args.out), json.dumps(document(graded, tests, settings)))
