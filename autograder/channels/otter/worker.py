@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 import autograder
-from autograder.channels.gradescope.entry import self_check, shipped_tests
+from autograder.channels.gradescope.entry import read_metadata, self_check, shipped_tests
 from autograder.channels.gradescope.rate_limit import check_rate_limit
 from autograder.channels.gradescope.settings import GradescopeSettings, read_shipped
 from autograder.engine import processes, sandbox
@@ -111,15 +111,6 @@ def carried_over(doc: dict, tests: StageTests) -> dict:
         "fallback": None,
         "seconds": 0.0,
     }
-
-
-def read_metadata(path: Path) -> dict:
-    """``submission_metadata.json`` (an empty document when unreadable or not an object)."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
 
 
 def main(argv: list[str] | None = None) -> int:
