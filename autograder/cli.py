@@ -333,7 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gptcourse", description="Build and grade the gptcourse notebooks.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    build = sub.add_parser("build", help="build the student release, fixtures, Gradescope zips and nbgrader course")
+    build = sub.add_parser(
+        "build", help="build the student release, fixtures, Gradescope and otter zips and nbgrader course"
+    )
     build.add_argument("--out", default=str(ROOT / "release"), help="output folder (default: release/)")
     build.add_argument("--stages", nargs="+", metavar="S", help="only these stages (default: all written ones)")
     build.set_defaults(run=cmd_build)

@@ -1,4 +1,4 @@
-"""Grading speed: one submission per stage with gptcourse, its Gradescope zip, otter and nbgrader; a class of 100.
+"""Grading speed: one submission per stage with gptcourse, its Gradescope and otter zips, plain otter, nbgrader; a class of 100.
 
 Part 1, per stage (every stage ``autograder.course.all_stages()`` finds), the same
 answers (the reference solution) graded by
@@ -8,6 +8,11 @@ answers (the reference solution) graded by
 - the stage's Gradescope zip as Gradescope runs it (gradescope_run.py: a folder laid
   out like ``/autograder``, then the zip's ``run_autograder``, unconfined; the time is
   that of ``run_autograder`` alone): the same tests through the same engine;
+- ``otter run -a release/otter/S.zip -o DIR --no-logo S.ipynb``: otter-grader with the
+  course's otter zip (``autograder/build/otter_zip.py``): its plugin has the engine grade
+  every public and hidden test in a confined child, and otter's kernel runs an empty
+  notebook in place of the student's; otter's own start-up and kernel come on top of the
+  engine's work;
 - ``otter run -a S-otter.zip -o DIR --no-logo S.ipynb``: otter-grader grading natively, as
   an instructor who wraps the course in otter would (plain_otter.py): an otter
   autograder whose test for each question runs that question's PUBLIC tests in the
@@ -20,9 +25,10 @@ answers (the reference solution) graded by
   nbgrader needs its own cell metadata, so it cannot take the gptcourse notebook as is).
 
 The zips and the nbgrader course are built from the current sources into the working
-folder by the code ``gptcourse build`` uses (what release/gradescope/<stage>.zip and
-release/nbgrader hold after a build), so that every tool grades the same version.
-Runs are interleaved (gptcourse, Gradescope zip, otter, nbgrader, then again) so that a
+folder by the code ``gptcourse build`` uses (what release/gradescope/<stage>.zip,
+release/otter/<stage>.zip and release/nbgrader hold after a build), so that every tool
+grades the same version.
+Runs are interleaved (gptcourse, Gradescope zip, otter zip, otter, nbgrader, then again) so that a
 change of load touches all alike; each figure is the median of the runs: two, a third
 only when the first two differ by more than 10 %, and one for a tool whose first run took
 over 20 s. The score of every run is recorded with the most the tool can give (otter's
@@ -51,7 +57,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import plain_otter  # noqa: E402
 from benchmarks.measure import BIN, Measured, median, run_measured  # noqa: E402
 
-TOOLS = ("gptcourse", "gradescope", "otter", "nbgrader")  # the columns, in the order they run
+TOOLS = ("gptcourse", "gradescope", "otter_engine", "otter", "nbgrader")  # the columns, in the order they run
 OTTER_DOCTESTS_STAGE = "01_tokenisation"  # the stage of plain_otter.CASES
 
 
@@ -61,6 +67,7 @@ def _stage_inputs(stage, work: Path, course: Path) -> dict:
     from autograder.build.gradescope_zip import build_gradescope_zip
     from autograder.build.nbgrader_course import build_nbgrader_course
     from autograder.build.notebooks import make_notebook, write_notebook
+    from autograder.build.otter_zip import build_otter_zip
     from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_TRAIN
 
     fixture = fixture_file(stage)  # rebuilt here when stale, never inside a timed run
@@ -77,10 +84,17 @@ def _stage_inputs(stage, work: Path, course: Path) -> dict:
     public = plain_otter.public_points(cases)
     inputs = {
         "zip": build_gradescope_zip(stage, work / "gradescope", fixture),
+        "otter_engine_zip": build_otter_zip(stage, work / "otter-engine", fixture),
         "otter_zip": plain_otter.write_stage_zip(cases, work / "otter" / f"{stage.id}.zip"),
         "notebook": notebook,
         "otter_notebook": otter_notebook,
-        "max": {"gptcourse": total, "gradescope": total, "otter": round(sum(public.values()), 6), "nbgrader": total},
+        "max": {
+            "gptcourse": total,
+            "gradescope": total,
+            "otter_engine": total,
+            "otter": round(sum(public.values()), 6),
+            "nbgrader": total,
+        },
     }
     if stage.id == OTTER_DOCTESTS_STAGE:
         inputs["otter_doctest_zip"] = plain_otter.write_doctest_zip(work / "otter" / f"{stage.id}-doctests.zip")
@@ -197,6 +211,12 @@ def _run_tool(tool: str, stage, paths: dict, course: Path, out: Path, say) -> tu
     if tool == "gradescope":
         m, score = _gradescope_run(paths, out)
         return _check(m, "the Gradescope zip's run_autograder", say), score
+    if tool == "otter_engine":
+        m = run_measured(
+            [str(BIN / "otter"), "run", "-a", str(paths["otter_engine_zip"]), "-o", str(out), "--no-logo"]
+            + [str(paths["notebook"])]
+        )
+        return _check(m, "otter run (the otter zip)", say), _results_json_score(out)
     if tool in ("otter", "otter_doctests"):
         archive = paths["otter_zip" if tool == "otter" else "otter_doctest_zip"]
         m = run_measured(

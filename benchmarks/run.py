@@ -32,6 +32,8 @@ if str(ROOT) not in sys.path:
 from benchmarks import measure  # noqa: E402
 
 SECTIONS = ("grading", "class", "checks", "bpe")
+TITLES = {"grading": "1. one submission per stage", "class": "2. a class", "checks": "3. check cells", "bpe": "4. BPE"}
+KEYS = {"grading": ("grading",), "class": ("class", "class_heavy"), "checks": ("checks",), "bpe": ("bpe",)}
 CHECK_GOAL_S = 2.0
 
 
@@ -91,6 +93,7 @@ def render_machine(m: dict, load: dict, command: str, started: str, took_s: floa
 COLUMNS = (
     ("gptcourse", "gptcourse", "gptcourse"),
     ("gradescope", "Gradescope zip", "zip"),
+    ("otter_engine", "otter zip (engine)", "otter zip"),
     ("otter", "otter (public, in kernel)", "otter"),
     ("nbgrader", "nbgrader", "nbgrader"),
 )
@@ -111,13 +114,21 @@ def not_full_marks(r: dict) -> list[str]:
     return out
 
 
+def recorded_columns(r: dict) -> tuple:
+    """The columns every stage of a recorded grading section has (an older run may lack one)."""
+    return tuple(c for c in COLUMNS if all(c[0] in e for e in r["stages"].values()))
+
+
 def render_grading(r: dict) -> str:
+    columns = recorded_columns(r)
     lines = [
         "## 1. Grading one submission of each stage",
         "",
         "Wall time on the stage's reference answers, the median of each tool's runs: two, a third",
         f"only when the first two differ by more than {r.get('agree', 0.1):.0%}, one only for a tool whose first run took over {r.get('slow_single_s', 20):g} s",
-        "(runs interleaved: gptcourse, Gradescope zip, otter, nbgrader, then again). Memory: the peak of the summed PSS of the",
+        "(runs interleaved: "
+        + ", ".join(name for _, name, _ in columns)
+        + ", then again). Memory: the peak of the summed PSS of the",
         "command's whole process tree (sampled every 50 ms; shared pages counted once); in",
         "brackets the largest single process (`ru_maxrss`, as `/usr/bin/time -f %M` reports).",
         "The zips and the nbgrader course are built from the current sources by the code of `gptcourse build`.",
@@ -131,6 +142,16 @@ def render_grading(r: dict) -> str:
         "  `autograder/build/gradescope_tryout.py`; Gradescope's memory and CPU limits are tested elsewhere).",
         "  The time is `run_autograder`'s alone (unpacking not counted); the memory is the whole command's.",
         "  The same tests through the same engine as gptcourse.",
+        *(
+            [
+                "- **otter zip (engine)**: `otter run -a release/otter/S.zip -o DIR --no-logo S.ipynb`: otter-grader with",
+                "  the course's otter zip, on the same notebook: its plugin has the engine grade every public and hidden",
+                "  test in a confined child and otter's kernel run an empty notebook in place of the student's. The same",
+                "  tests through the same engine as gptcourse, plus otter's start-up and its kernel.",
+            ]
+            if any(key == "otter_engine" for key, _, _ in columns)
+            else []
+        ),
         "- **otter (public, in kernel)**: `otter run -a S-otter.zip -o DIR --no-logo S.ipynb`: otter-grader",
         "  grading natively, as an instructor who wraps the course in otter would (`benchmarks/plain_otter.py`):",
         "  an otter autograder zip (`otter_config.json`, OK-format `tests/<question>.py`) whose test for each",
@@ -143,20 +164,22 @@ def render_grading(r: dict) -> str:
         "  nbgrader's release with the same reference answers (nbgrader needs its own cell",
         "  metadata); its grade cells grade as the course's nbgrader release sets them up.",
         "",
-        "In the table, *zip* is the Gradescope zip and *otter* otter running the public tests in the kernel.",
+        "In the table, *zip* is the Gradescope zip, "
+        + ("*otter zip* otter with the course's otter zip, " if any(k == "otter_engine" for k, _, _ in columns) else "")
+        + "*otter* otter running the public tests in the kernel.",
         "",
         "| stage | "
         + " | ".join(
-            f"{short} s" + ("" if key == "gptcourse" else f" | gptcourse / {short}") for key, _, short in COLUMNS
+            f"{short} s" + ("" if key == "gptcourse" else f" | gptcourse / {short}") for key, _, short in columns
         )
         + " | "
-        + " | ".join(f"peak MiB {short}" for _, _, short in COLUMNS)
+        + " | ".join(f"peak MiB {short}" for _, _, short in columns)
         + " | score ("
-        + " / ".join(short for _, _, short in COLUMNS)
+        + " / ".join(short for _, _, short in columns)
         + ") |",
-        "|---|" + "---:|" * (2 * len(COLUMNS) - 1) + "---:|" * len(COLUMNS) + "---|",
+        "|---|" + "---:|" * (2 * len(columns) - 1) + "---:|" * len(columns) + "---|",
     ]
-    keys = [key for key, _, _ in COLUMNS]
+    keys = [key for key, _, _ in columns]
     for sid, e in r["stages"].items():
         g = e["gptcourse"]["wall_s"]
         cells = [
@@ -173,7 +196,7 @@ def render_grading(r: dict) -> str:
             for k in keys
         )
         + " |"
-        + " |" * (len(COLUMNS) + 1)
+        + " |" * (len(columns) + 1)
     )
     lines += ["", "\"gptcourse / X\": gptcourse's time over X's (below 1: gptcourse is faster).", ""]
     short = not_full_marks(r)
@@ -183,7 +206,7 @@ def render_grading(r: dict) -> str:
         )
     else:
         lines += ["The reference earned full marks from every tool in every run (otter: full public points).", ""]
-    lines += ["Every run, in seconds (" + "; ".join(name for _, name, _ in COLUMNS) + "):", ""]
+    lines += ["Every run, in seconds (" + "; ".join(name for _, name, _ in columns) + "):", ""]
     for sid, e in r["stages"].items():
         lines.append(
             f"- {sid}: "
@@ -393,7 +416,7 @@ def render_summary(data: dict) -> str:
     g = data.get("grading")
     if g:
         st = g["stages"]
-        for key, name, _ in COLUMNS[1:]:
+        for key, name, _ in recorded_columns(g)[1:]:
             ratios = {sid: e["gptcourse"]["wall_s"] / e[key]["wall_s"] for sid, e in st.items()}
             lines.append(
                 f"- **gptcourse grade / {name}** (one submission, median of 1-3 runs): "
@@ -533,7 +556,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== 1. one submission per stage, up to {args.repeats} runs per tool")
             t = monitor.now()
             data["grading"] = bench_grading.one_submission(stages, work / "one", repeats=args.repeats)
-            sections["1. one submission per stage"] = (t, monitor.now())
+            sections[TITLES["grading"]] = (t, monitor.now())
         if "class" in args.only:
             from benchmarks import bench_grading
 
@@ -546,27 +569,30 @@ def main(argv: list[str] | None = None) -> int:
                 data["class_heavy"] = bench_grading.a_class(
                     get_stage(args.heavy_stage), work / "class-heavy", sizes=(args.heavy_size,)
                 )
-            sections["2. a class"] = (t, monitor.now())
+            sections[TITLES["class"]] = (t, monitor.now())
         if "checks" in args.only:
             from benchmarks import bench_checks
 
             print("== 3. check cells in a kernel")
             t = monitor.now()
             data["checks"] = bench_checks.all_stages(stages)
-            sections["3. check cells"] = (t, monitor.now())
+            sections[TITLES["checks"]] = (t, monitor.now())
         if "bpe" in args.only:
             from benchmarks import bench_bpe
 
             print("== 4. BPE")
             t = monitor.now()
             data["bpe"] = bench_bpe.run(totals=tuple(args.bpe_merges))
-            sections["4. BPE"] = (t, monitor.now())
+            sections[TITLES["bpe"]] = (t, monitor.now())
     by_section = {name: {**monitor.window(a, b), "minutes": (b - a) / 60} for name, (a, b) in sections.items()}
     load = monitor.stop()
     load.update(before=before, after=measure.loadavg()[0], sections=by_section)
     data["load"] = load
     took = time.perf_counter() - t0
     data["seconds"] = took
+    recorded = Path(args.out).with_suffix(".json")
+    if recorded.is_file():
+        data.update(carry_over(json.loads(recorded.read_text()), args.only))
 
     out = Path(args.out)
     out.write_text(render_all(data))
@@ -575,11 +601,43 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def carry_over(recorded: dict, ran: list[str]) -> dict:
+    """The sections of an earlier run (``recorded``, its RESULTS.json) that this run did not make,
+    each noted under ``carried`` with when, by which command and under what load it was made."""
+    out: dict = {"carried": {}}
+    for section in SECTIONS:
+        if section in ran or not any(key in recorded for key in KEYS[section]):
+            continue
+        out.update({key: recorded[key] for key in KEYS[section] if key in recorded})
+        earlier = recorded.get("carried", {}).get(section)
+        out["carried"][section] = earlier or {
+            "started": recorded["started"],
+            "command": recorded["command"],
+            "load": recorded.get("load", {}).get("sections", {}).get(TITLES[section]),
+        }
+    return out if out["carried"] else {}
+
+
+def render_carried(carried: dict) -> str:
+    """The lines that say which sections come from earlier runs."""
+    if not carried:
+        return ""
+    lines = ["Sections carried over from earlier runs (not run again by the command above):", ""]
+    for section, how in carried.items():
+        load = how.get("load")
+        during = f", load mean {load['mean']:.2f}, max {load['max']:.2f}" if load else ""
+        lines.append(
+            f"- {TITLES[section]}: made on {how['started']} (UTC) by `{how['command'].split('#')[0].strip()}`{during}"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def render_all(data: dict) -> str:
     """The whole RESULTS.md from the recorded figures (``data`` as RESULTS.json holds them)."""
     data = _int_keys(data)
     parts = [
         render_machine(data["machine"], data["load"], data["command"], data["started"], data["seconds"]),
+        render_carried(data.get("carried", {})),
         render_summary(data),
     ]
     if "grading" in data:
@@ -592,7 +650,7 @@ def render_all(data: dict) -> str:
         parts.append(render_checks(data["checks"]))
     if "bpe" in data:
         parts.append(render_bpe(data["bpe"]))
-    return "\n".join(parts).rstrip("\n") + "\n"
+    return "\n".join(p for p in parts if p).rstrip("\n") + "\n"
 
 
 def _int_keys(value):

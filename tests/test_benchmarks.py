@@ -118,14 +118,15 @@ def test_otter_doctest_zip_of_stage_01_parses(tmp_path):
 
 @pytest.mark.slow
 def test_grading_benchmark_at_tiny_size(tmp_path):
-    """Stage 01, one run of every tool (gptcourse, its Gradescope zip, otter natively and with
-    doctests, nbgrader): each exits 0 and gives the reference full marks, and the report renders."""
+    """Stage 01, one run of every tool (gptcourse, its Gradescope and otter zips, otter natively and
+    with doctests, nbgrader): each exits 0 and gives the reference full marks, and the report renders."""
     said: list[str] = []
     result = bench_grading.one_submission([get_stage("01_tokenisation")], tmp_path, repeats=1, say=said.append)
     entry = result["stages"]["01_tokenisation"]
-    tools = ("gptcourse", "gradescope", "otter", "nbgrader", "otter_doctests")
+    tools = ("gptcourse", "gradescope", "otter_engine", "otter", "nbgrader", "otter_doctests")
     assert all(entry[t]["ok"] and len(entry[t]["runs"]) == 1 for t in tools), said
     assert entry["max"]["otter"] < entry["max"]["gptcourse"] == entry["max"]["gradescope"] == entry["max"]["nbgrader"]
+    assert entry["max"]["otter_engine"] == entry["max"]["gptcourse"]
     assert {t: entry["scores"][t] for t in tools} == {t: entry["max"][t] for t in tools}, said
     assert run.not_full_marks(result) == []
     text = run.render_grading(json.loads(json.dumps(result, default=str)))
@@ -146,12 +147,27 @@ def test_report_renders_from_recorded_figures():
     stage = {
         "gptcourse": one(4.0, [32.0]),
         "gradescope": one(5.0, [32.0]),
+        "otter_engine": one(7.0, [32.0]),
         "otter": one(8.0, [19.0]),
         "nbgrader": one(6.0, [32.0]),
         "otter_doctests": one(10.0, [19.0]),
         "nbgrader_generate_s": 5.0,
-        "scores": {"gptcourse": 32.0, "gradescope": 32.0, "otter": 19.0, "nbgrader": 32.0, "otter_doctests": 19.0},
-        "max": {"gptcourse": 32.0, "gradescope": 32.0, "otter": 19.0, "nbgrader": 32.0, "otter_doctests": 19.0},
+        "scores": {
+            "gptcourse": 32.0,
+            "gradescope": 32.0,
+            "otter_engine": 32.0,
+            "otter": 19.0,
+            "nbgrader": 32.0,
+            "otter_doctests": 19.0,
+        },
+        "max": {
+            "gptcourse": 32.0,
+            "gradescope": 32.0,
+            "otter_engine": 32.0,
+            "otter": 19.0,
+            "nbgrader": 32.0,
+            "otter_doctests": 19.0,
+        },
     }
     grading = {
         "repeats": 1,
@@ -159,10 +175,19 @@ def test_report_renders_from_recorded_figures():
         "otter_doctests": {"stage": "01_tokenisation", "cases": 20, "questions": 6},
     }
     text = run.render_grading(grading)
-    assert "| 01_tokenisation | 4.00 | 5.00 | **0.80** | 8.00 | **0.50** | 6.00 | **0.67** |" in text
-    assert "| 32/32 / 32/32 / 19/19 / 32/32 |" in text and "full marks from every tool" in text
+    assert "| 01_tokenisation | 4.00 | 5.00 | **0.80** | 7.00 | **0.57** | 8.00 | **0.50** | 6.00 | **0.67** |" in text
+    assert "| 32/32 / 32/32 / 32/32 / 19/19 / 32/32 |" in text and "full marks from every tool" in text
+    assert "**otter zip (engine)**: `otter run -a release/otter/S.zip" in text
     assert "**otter with hand-written doctests**" in text and "public tests only" in text
+
+    def without_otter_zip(e: dict) -> dict:  # as a run made before the otter zip recorded it
+        drop = {k: v for k, v in e.items() if k != "otter_engine"}
+        return {**drop, **{k: {t: v for t, v in e[k].items() if t != "otter_engine"} for k in ("scores", "max")}}
+
+    older = {**grading, "stages": {sid: without_otter_zip(e) for sid, e in grading["stages"].items()}}
+    assert "| 01_tokenisation | 4.00 | 5.00 | **0.80** | 8.00 | **0.50** |" in run.render_grading(older)
     summary = run.render_summary({"grading": grading})
+    assert "- **gptcourse grade / otter zip (engine)** (one submission, median of 1-3 runs): 01 0.57." in summary
     assert "- **gptcourse grade / otter (public, in kernel)** (one submission, median of 1-3 runs): 01 0.50." in summary
     short = {**stage, "gradescope": one(5.0, [32.0, 30.0]), "scores": {**stage["scores"], "gradescope": 30.0}}
     grading["stages"]["01_tokenisation"] = short
@@ -203,3 +228,28 @@ def test_report_renders_from_recorded_figures():
         }
     }
     assert "Checks over the goal" in run.render_checks(checks)
+
+
+def test_a_run_of_some_sections_carries_the_others_over_and_says_so():
+    recorded = {
+        "started": "2026-11-23 20:22",
+        "command": "make bench        # = .venv/bin/python benchmarks/run.py",
+        "load": {"sections": {"4. BPE": {"mean": 5.15, "max": 5.37, "minutes": 0.8}}},
+        "grading": {"stages": {}},
+        "class": {"runs": []},
+        "class_heavy": {"runs": []},
+        "bpe": {"totals": []},
+    }
+    carried = run.carry_over(recorded, ["grading"])
+    assert set(carried) == {"carried", "class", "class_heavy", "bpe"} and "grading" not in carried
+    assert carried["carried"]["bpe"] == {
+        "started": "2026-11-23 20:22",
+        "command": recorded["command"],
+        "load": recorded["load"]["sections"]["4. BPE"],
+    }
+    text = run.render_carried(carried["carried"])
+    assert "- 4. BPE: made on 2026-11-23 20:22 (UTC) by `make bench`, load mean 5.15, max 5.37" in text
+    assert "- 2. a class: made on 2026-11-23 20:22 (UTC) by `make bench`" in text
+    again = run.carry_over({**recorded, **carried, "started": "later", "command": "x"}, ["grading"])
+    assert again["carried"] == carried["carried"]  # carried twice: still the run that made it
+    assert run.carry_over(recorded, list(run.SECTIONS)) == {}

@@ -160,6 +160,8 @@ def test_gradescope_zip_layout_and_no_reference_code(tmp_path):
         assert "set -e" in setup and "--self-check" in setup.splitlines()[-1]
         assert "torch==2.13.0+cpu" in archive.read("requirements.txt").decode()
     assert (out / "nbgrader" / "source" / "01_tokenisation" / "01_tokenisation.ipynb").exists()
+    with zipfile.ZipFile(out / "otter" / "01_tokenisation.zip") as archive:
+        assert {"otter_config.json", "run_autograder", "files/gptcourse/stage/hidden.py"} <= set(archive.namelist())
     assert (out / "student" / "01_tokenisation" / "01_tokenisation.ipynb").read_bytes() == (
         ROOT / "release" / "student" / "01_tokenisation" / "01_tokenisation.ipynb"
     ).read_bytes()

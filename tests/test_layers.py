@@ -6,6 +6,9 @@
 - ``autograder.engine`` and ``autograder.channels.gradescope`` ship in the Gradescope zip:
   they import the kit, the engine and themselves, never the build, the reports, the course
   layout, the authoring tools, nbgrader, the references or training;
+- ``autograder.channels.otter`` ships in the otter zip with them: its worker imports what
+  that zip carries; its plugin runs in otter's own process and imports otter, nbformat and
+  itself only;
 - nothing below the CLI imports the CLI; the grading CLI imports neither the references
   nor training until ``train`` or ``sample`` runs.
 """
@@ -19,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograder.build.gradescope_zip import TOP_LEVEL, shipped_files
+from autograder.build.otter_zip import SHIPPED as OTTER_SHIPPED
 from autograder.course import ROOT
 
 PACKAGE = ROOT / "autograder"
@@ -79,6 +83,31 @@ def test_what_ships_to_gradescope_imports_only_what_ships(path):
             assert _stdlib(module) or module.split(".")[0] in SHIPPED_THIRD_PARTY, (
                 f"{path.relative_to(PACKAGE)}:{line} imports {module}"
             )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in shipped_files(OTTER_SHIPPED) if p.parent.name == "otter"],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_what_ships_in_the_otter_zip_imports_only_what_ships(path):
+    """The otter channel: the worker runs the zip's engine; the plugin and its results run in otter's
+    own process (``otter run``: the instructor's), and import neither the engine nor torch."""
+    in_otters_process = path.stem in ("__init__", "plugin", "results")
+    carried = (
+        ("autograder.channels.otter",)
+        if in_otters_process
+        else ("autograder.kit", "autograder.engine", "autograder.channels.gradescope", "autograder.channels.otter")
+    )
+    third_party = {"otter", "nbformat"} | (set() if in_otters_process else SHIPPED_THIRD_PARTY)
+    for module, line, _ in _imports(path):
+        where = f"{path.relative_to(PACKAGE)}:{line} imports {module}"
+        if module == "autograder":
+            assert not in_otters_process, where  # the worker names the package it runs (the zip's)
+        elif module.startswith("autograder"):
+            assert module.startswith(carried), where
+        else:
+            assert _stdlib(module) or module.split(".")[0] in third_party, where
 
 
 def test_the_zip_carries_every_shipped_package_whole():

@@ -3,7 +3,12 @@
 Lays out a folder like Gradescope's ``/autograder`` (``source/`` the unpacked zip,
 ``submission/`` the notebook, ``submission_metadata.json``, ``results/``), runs the zip's
 own ``run_autograder`` with this Python in place of the image's, and returns
-``results/results.json``. With ``gradescope_limits`` (root, Linux) it runs inside a cgroup
+``results/results.json``. An otter zip (``release/otter/<stage>.zip``: it holds
+``otter_config.json``) is run as Gradescope and each container of ``otter grade`` run it:
+its ``run_autograder`` activates otter's environment and runs ``run_otter.py``, whose one
+statement, ``otter.run.run_autograder.main("/autograder")``, runs here with this Python,
+the root in place of ``/autograder`` and Python's path as the image has it
+(``otter_command``). With ``gradescope_limits`` (root, Linux) it runs inside a cgroup
 of Gradescope's default limits: 768 MB of memory (no swap) and half a CPU; where no
 cgroup can be made it falls back on ``ulimit -d`` (768 MB of data per process) and
 ``taskset`` (one CPU), weaker stand-ins, and says so (``Tryout.confined`` tells which).
@@ -11,6 +16,7 @@ cgroup can be made it falls back on ``ulimit -d`` (768 MB of data per process) a
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,6 +25,8 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from autograder.channels.otter import SUPPORT as OTTER_SUPPORT
 
 MEMORY_BYTES = 768 * 2**20  # Gradescope's default memory limit
 CPU_QUOTA = 0.5  # Gradescope's default CPU share
@@ -169,12 +177,33 @@ def run_zip(
         return run_root(root, gradescope_limits, python, timeout)
 
 
+def is_otter_root(root: Path) -> bool:
+    """Whether ``root/source`` holds an otter autograder (otter's ``otter_config.json``)."""
+    return (Path(root) / "source" / "otter_config.json").is_file()
+
+
+def otter_command(root: Path, python: str = sys.executable) -> str:
+    """The shell command that runs an otter zip's ``run_otter.py`` on ``root`` as otter's image runs it.
+
+    Python's path: ``run_otter.py``'s folder first (``source/``), the site's packages, then
+    ``source/files/gptcourse``, which the zip's ``setup.sh`` adds with a ``.pth`` file;
+    ``-P`` keeps the working folder off it, as running a script does.
+    """
+    source = Path(root) / "source"
+    code = (
+        f"import sys; sys.path.insert(0, {str(source)!r}); sys.path.append({str(source / OTTER_SUPPORT)!r}); "
+        f"from otter.run.run_autograder import main; main({str(root)!r})"
+    )
+    return f"cd {shlex.quote(str(root))} && exec {shlex.quote(python)} -P -c {shlex.quote(code)}"
+
+
 def run_root(
     root: Path, gradescope_limits: bool = False, python: str = sys.executable, timeout: float = 3600.0
 ) -> Tryout:
-    """Run ``root/source/run_autograder`` on ``root`` (see ``make_root``), confined if asked."""
+    """Run the zip in ``root/source`` on ``root`` (see ``make_root``), confined if asked: its own
+    ``run_autograder``, or for an otter zip ``run_otter.py``'s statement (``otter_command``)."""
     env = dict(os.environ, GRADESCOPE_ROOT=str(root), GPTCOURSE_PYTHON=python)
-    command = f'exec "{root / "source" / "run_autograder"}"'
+    command = otter_command(root, python) if is_otter_root(root) else f'exec "{root / "source" / "run_autograder"}"'
     cgroup, confined = None, "unconfined"
     if gradescope_limits:
         try:
@@ -182,7 +211,7 @@ def run_root(
             command = f"{cgroup.enter_command()}; {command}"
             confined = cgroup.how
         except OSError as exc:
-            command = f"ulimit -d {MEMORY_BYTES // 1024}; exec taskset -c 0 bash -c '{command}'"
+            command = f"ulimit -d {MEMORY_BYTES // 1024}; exec taskset -c 0 bash -c {shlex.quote(command)}"
             confined = (
                 f"ulimit -d {MEMORY_BYTES // 1024} (768 MB of data per process, not in all) and taskset -c 0 "
                 f"(one whole CPU, not half): no cgroup could be made ({exc})"

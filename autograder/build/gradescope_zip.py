@@ -42,13 +42,14 @@ from autograder.course import Stage
 from .written import gradescope_sheet, written_json, written_questions
 
 
-def settings_note(stage: Stage) -> str:
-    """The Gradescope settings to choose for a stage's zip, as the build prints them."""
+def settings_note(stage: Stage, limits: bool = True) -> str:
+    """The Gradescope settings to choose for a stage's zip, as the build prints them (``limits``:
+    and that Gradescope's default memory and CPU suffice, as measured for the engine's zip)."""
     minutes = stage_settings(stage.id, stage.folder).timeout_minutes
     return (
         f"on Gradescope set the timeout to {minutes:g} min"
         + (" (the default)" if minutes == 10 else "")
-        + "; the default 768 MB of memory and 0.5 CPU suffice"
+        + ("; the default 768 MB of memory and 0.5 CPU suffice" if limits else "")
     )
 
 
@@ -150,10 +151,10 @@ def pinned_requirements() -> str:
     return "\n".join(lines) + "\n"
 
 
-def shipped_files() -> list[Path]:
-    """The package's files the zip carries: the shipped packages, whole, and the ``__init__`` above them."""
+def shipped_files(packages: tuple[str, ...] = SHIPPED) -> list[Path]:
+    """The files a zip carries: the ``packages`` of ``autograder``, whole, and the ``__init__`` above them."""
     files = [PACKAGE / "__init__.py", PACKAGE / "channels" / "__init__.py"]
-    for package in SHIPPED:
+    for package in packages:
         files += sorted((PACKAGE / package).glob("*.py"))
     return files
 

@@ -1,5 +1,5 @@
-"""``gptcourse build``: the student release, the fixtures, the Gradescope zips, the nbgrader course,
-and what of earlier stages' answers each student notebook holds."""
+"""``gptcourse build``: the student release, the fixtures, the Gradescope and otter zips, the nbgrader
+course, and what of earlier stages' answers each student notebook holds."""
 
 from pathlib import Path
 
@@ -10,6 +10,7 @@ from .fixtures import fixture_file, is_fresh
 from .gradescope_zip import build_gradescope_zip, settings_note, write_gradescope_sheet
 from .nbgrader_course import build_nbgrader_course
 from .notebooks import check_cells_problems, make_notebook, write_notebook
+from .otter_zip import build_otter_zip
 from .source import SourceError
 
 DEFAULT_OUT = ROOT / "release"
@@ -59,4 +60,8 @@ def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
     sheet = write_gradescope_sheet(stage, out / "gradescope")
     if sheet is not None:
         log(f"{stage.id}: written questions to add to the Gradescope assignment by hand -> {sheet}")
+    log(
+        f"{stage.id}: otter-grader autograder -> {build_otter_zip(stage, out / 'otter', target)} "
+        f"(otter run -a, otter grade -a; {settings_note(stage, limits=False)})"
+    )
     log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader', target)}")

@@ -1,1 +1,2 @@
-"""The ways a course is delivered and graded: ``gptcourse grade`` on a folder (``local``), Gradescope and nbgrader."""
+"""The ways a course is delivered and graded: ``gptcourse grade`` on a folder (``local``), Gradescope, nbgrader
+and otter-grader."""

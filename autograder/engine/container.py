@@ -147,11 +147,11 @@ def grading_budget(platform_timeout: float, elapsed: float = 0.0, reserve: float
     return budget
 
 
-def process_seconds() -> float:
-    """Seconds since this process started (Linux), 0 where unknown: the entry point's own start-up
-    counts against the budget."""
+def process_seconds(pid: int | str = "self") -> float:
+    """Seconds since this process (or process ``pid``) started (Linux), 0 where unknown: the entry
+    point's own start-up counts against the budget."""
     try:
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
         uptime = float(Path("/proc/uptime").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return 0.0

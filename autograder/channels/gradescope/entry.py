@@ -160,10 +160,10 @@ class Watchdog:
             self._written = True
 
 
-def read_metadata(root: Path) -> dict:
-    """``submission_metadata.json`` (an empty document when missing or unreadable)."""
+def read_metadata(path: Path) -> dict:
+    """``submission_metadata.json`` at ``path`` (an empty document when missing or unreadable)."""
     try:
-        doc = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8"))
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         f"limits: {container_limits().describe()}; Gradescope timeout {settings.timeout_minutes:g} min, "
         f"the submission's code may run {budget:.0f} s in all"
     )
-    limited = check_rate_limit(read_metadata(args.root), settings)
+    limited = check_rate_limit(read_metadata(args.root / "submission_metadata.json"), settings)
     # Where the child cannot get a mount namespace it runs as another user on the real
     # filesystem: the metadata (names, emails, earlier scores) must be ours alone.
     sandbox.protect([args.root / "submission_metadata.json"])

@@ -13,7 +13,9 @@ Defaults suit most courses. A stage changes them with an optional file
 budget inside it (``engine.container.grading_budget``) so that results are always written.
 
 The build copies the settings into the zip as ``gptcourse.json``; the entry point reads
-them there. This module uses the standard library only (it is shipped in the zip).
+them there; the otter zip carries the same file (``files/gptcourse/gptcourse.json``),
+which its worker reads. This module uses the standard library only (it is shipped in the
+zips).
 """
 
 import json
