@@ -101,9 +101,11 @@ def judge_case(
 ) -> Verdict:
     """The verdict on one case (``CheckFault`` when the test's check fails on the output).
 
-    A timed case is judged against the calibration workload's time measured here, in the
-    parent, right after this submission ran (``calibration`` keeps it for the submission's
-    other timed cases), so that a busy or slow machine moves both times alike.
+    A timed case is judged on the CPU time its child used (read from outside it), against
+    the calibration workload's CPU time measured here, in the parent, right after this
+    submission ran (``calibration`` keeps it for the submission's other timed cases): CPU
+    time is what a busy or shared machine does not inflate. Where the child's CPU time
+    cannot be read (no ``/proc``), its wall time stands in.
     """
     if case.key in outcome.errors:
         return Verdict(False, outcome.errors[case.key])
@@ -111,12 +113,13 @@ def judge_case(
         return Verdict(False, "no result came back for this test")
     got = outcome.values[case.key]
     if case.timed:
-        if case.key not in outcome.seconds:
+        seconds = outcome.cpu_seconds.get(case.key, outcome.seconds.get(case.key))
+        if seconds is None:
             return Verdict(False, "the time of this test could not be measured")
         calibration = {} if calibration is None else calibration
         if "seconds" not in calibration:
             calibration["seconds"] = calibrate()
-        got = {"output": got, "seconds": outcome.seconds[case.key], "calibration": calibration["seconds"]}
+        got = {"output": got, "seconds": seconds, "calibration": calibration["seconds"]}
     return judge_output(case, got, _expected(case, fixtures))
 
 

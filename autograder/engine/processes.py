@@ -71,6 +71,44 @@ def _subtree(root: int, tree: dict[int, list[int]]) -> list[int]:
     return out
 
 
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first); None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    # the command name is in parentheses and may hold spaces: parse after the last ')'
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user and system, every thread) that process ``pid`` and its live
+    descendants have used, with the children they waited for; None when ``/proc`` cannot
+    tell (not Linux, or the process is gone).
+
+    Read from outside the process, so that the code it runs cannot change it; timed tests
+    compare it with the calibration workload's CPU time, which a busy machine does not
+    inflate as it does wall time.
+
+    Example::
+
+        before = cpu_seconds(child_pid)
+        ...  # the child runs a test
+        used = cpu_seconds(child_pid) - before
+    """
+    ticks = os.sysconf("SC_CLK_TCK")
+    own = _stat_fields(pid)
+    if own is None or len(own) < 15:
+        return None
+    total = 0
+    for member in _subtree(pid, _children_map()):
+        fields = own if member == pid else _stat_fields(member)
+        if fields is not None and len(fields) >= 15:
+            total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return total / ticks
+
+
 def _freeze_then_kill(victims: list[int], group: int | None = None) -> None:
     """SIGSTOP every victim (and process ``group``), then SIGKILL them: a frozen process cannot fork away meanwhile."""
     for sig in (signal.SIGSTOP, signal.SIGKILL):

@@ -80,6 +80,7 @@ class Outcome:
         default_factory=dict
     )  # cell index -> what of its IPython syntax did not run
     seconds: dict[str, float] = field(default_factory=dict)  # case key -> time measured here
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # timed case key -> the child's CPU time
     output: str = ""  # the student's own prints, capped
     fatal: str | None = None  # the submission could not be run at all
     isolation: dict = field(default_factory=dict)  # how the last child was confined (sandbox.enter)
@@ -596,6 +597,7 @@ class _StepTimer:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.case_started = time.monotonic()
+        self.case_cpu: float | None = None  # the child's CPU time when a timed case started
         self.deadline = time.monotonic() + limits.startup_timeout
 
     def between_steps(self) -> None:
@@ -625,8 +627,12 @@ def _take(kind, what, event: dict, child: _Child, by_key, outcome: Outcome, stri
         timer.between_steps()
     elif kind == "case":
         timer.case(case_limit(by_key[what], timer.limits, strikes.struck))
+        timer.case_cpu = processes.cpu_seconds(child.pid) if by_key[what].timed and child.pid else None
     elif kind == "result":
         outcome.seconds.setdefault(what, time.monotonic() - timer.case_started)
+        cpu = processes.cpu_seconds(child.pid) if timer.case_cpu is not None else None
+        if cpu is not None:
+            outcome.cpu_seconds.setdefault(what, cpu - timer.case_cpu)
         if str(event.get("error", "")).startswith(TIMED_OUT):
             strikes.struck.add(by_key[what].qid)
         _record(event, outcome)

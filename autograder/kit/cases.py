@@ -105,9 +105,11 @@ class Suite:
         """Register the decorated probe as a test case of question ``qid``.
 
         A ``timed`` case is judged on ``{"output": ..., "seconds": ..., "calibration": ...}``:
-        the probe's output, the seconds it took as measured by the grader (outside the
-        student's process), and the seconds a fixed calibration workload took on the
-        same machine in the same run (see ``calibration``).
+        the probe's output, the CPU seconds the student's process used for it (read by the
+        grader from outside that process; in a notebook's check(), the kernel's own), and
+        the CPU seconds a fixed calibration workload took on the same machine in the same
+        run (``runtime.calibrate``): CPU time, so that a busy or shared machine does not
+        fail fast code.
 
         ``guard=True`` marks a test that a no-op could pass (the caller's tensor is not
         modified, the mode is restored, nothing is raised): it earns its points only when a

@@ -44,12 +44,14 @@ def calibration_workload(rounds: int = 75) -> int:
 
 
 def calibrate(repeats: int = 3) -> float:
-    """Seconds the calibration workload takes here (the fastest of a few runs)."""
+    """CPU seconds the calibration workload takes in this thread (the fastest of a few runs):
+    other programs, and this process's other threads, do not count, so a busy machine does
+    not change it much."""
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.thread_time()
         calibration_workload()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
     return best
 
 
@@ -149,17 +151,18 @@ class CheckFault(Exception):
 def run_probe(
     case: Case, names: Namespace, cell_of: Callable[[str], str | None] = notebook_cell
 ) -> tuple[Any, str | None, float]:
-    """Run ``case``'s probe once, reseeded: ``(output, None, seconds)`` or ``(None, error, seconds)``.
+    """Run ``case``'s probe once, reseeded: ``(output, None, seconds)`` or ``(None, error, seconds)``,
+    ``seconds`` the CPU time this process used meanwhile (all its threads; see ``calibrate``).
 
     ``cell_of`` names the cells of the student's code (see ``error_location``).
     """
     reseed(CASE_SEED)
-    start = time.perf_counter()
+    start = time.process_time()
     try:
         output = case.probe(names)
     except Exception as exc:  # a student's error is a failed test, described in words
-        return None, describe_error(exc, cell_of), time.perf_counter() - start
-    return output, None, time.perf_counter() - start
+        return None, describe_error(exc, cell_of), time.process_time() - start
+    return output, None, time.process_time() - start
 
 
 def boolean_in(value: Any, path: str = "output", depth: int = 0) -> str | None:
