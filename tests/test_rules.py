@@ -48,21 +48,6 @@ NOT_YET: dict[tuple[str, str], str] = {
             "stage 02: clause rows have no ids (64 rows in 8 questions) and no mistake declares the clauses it breaks (47 mistakes)",
         ),
         (
-            "04",
-            "no-ops earn nothing",
-            "stage 04: a no-op passes tests that are no guards (shift's 'the caller's tensor is not modified'; causal_mask T=1 and T=0 and padding_mask with no padding for zeros)",
-        ),
-        (
-            "04",
-            "dtype slips cost only their clause",
-            "stage 04: no dtype clauses; value tests of shift, pad_and_shift (int64) and lm_loss (float32) also test the dtype (16 tests)",
-        ),
-        (
-            "04",
-            "every clause has a mistake",
-            "stage 04: clause rows have no ids (36 rows in 6 questions) and no mistake declares the clauses it breaks (33 mistakes)",
-        ),
-        (
             "05",
             "no-ops earn nothing",
             "stage 05: a no-op passes tests that are no guards (heads' round trips; mha's bias=False, causal-mask and shape tests)",
