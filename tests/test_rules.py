@@ -48,21 +48,6 @@ NOT_YET: dict[tuple[str, str], str] = {
             "stage 02: clause rows have no ids (64 rows in 8 questions) and no mistake declares the clauses it breaks (47 mistakes)",
         ),
         (
-            "05",
-            "no-ops earn nothing",
-            "stage 05: a no-op passes tests that are no guards (heads' round trips; mha's bias=False, causal-mask and shape tests)",
-        ),
-        (
-            "05",
-            "dtype slips cost only their clause",
-            "stage 05: no dtype clauses; value tests of heads and mha also test the dtype (23 tests)",
-        ),
-        (
-            "05",
-            "every clause has a mistake",
-            "stage 05: clause rows have no ids (30 rows in 2 questions) and no mistake declares the clauses it breaks (19 mistakes)",
-        ),
-        (
             "06",
             "no-ops earn nothing",
             "stage 06: a no-op passes tests that are no guards (feedforward's and block's dropout-in-eval and causal tests)",
