@@ -190,6 +190,7 @@ def _round_trips(got):
     "decode(encode(s)) == s for the passage and for the empty string",
     points=1,
     check=satisfies(_round_trips),
+    guard=True,  # a no-op returning its input passes a round trip: it counts only with a value test passing
 )
 def _(ns):
     itos = {i: c for c, i in _SONNET_STOI.items()}
@@ -355,6 +356,7 @@ def _shapes(got):
         ],
     ),
     builds_on=("rows are windows and y is x shifted by one; both long",),
+    guard=True,  # zeros of the right shape and dtype pass: it counts only with a value test passing
 )
 def _(ns):
     x, y = ns.get_batch(torch.arange(40, dtype=torch.int32), block_size=5, batch_size=3, generator=generator(1))
@@ -427,6 +429,7 @@ def _same_batch(got):
     "a generator seeded alike gives the same 4 x 16 batch, whatever the global generator did",
     points=1,
     check=satisfies(_same_batch),
+    guard=True,  # zeros are the same batch twice: it counts only with a value test passing
 )
 def _(ns):
     data = torch.arange(500)

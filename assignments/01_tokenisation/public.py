@@ -76,6 +76,7 @@ def _(ns):
     check=equal(),
     expected="to be or not",
     builds_on=("encode gives a list of ids",),
+    guard=True,  # a no-op returning its input passes a round trip: it counts only with a value test passing
 )
 def _(ns):
     stoi = {c: i for i, c in enumerate(sorted(set("to be or not")))}
@@ -240,7 +241,13 @@ def _same_batches(got):
     return None
 
 
-@suite.case("get_batch", "the same generator seed gives the same batch", points=1, check=satisfies(_same_batches))
+@suite.case(
+    "get_batch",
+    "the same generator seed gives the same batch",
+    points=1,
+    check=satisfies(_same_batches),
+    guard=True,  # zeros are the same batch twice: it counts only with a value test passing
+)
 def _(ns):
     x1, y1 = ns.get_batch(torch.arange(500), 16, 4, generator=torch.Generator().manual_seed(5))
     torch.rand(3)  # moves the global generator between the calls

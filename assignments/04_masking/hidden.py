@@ -14,8 +14,12 @@ those three questions. The black-box causality tests use the test's own attentio
 (masks, ids, the tokens as the caller holds them after the call, devices as strings);
 every clause and its tests are in ``clauses.md`` beside this file.
 
-Tolerances: masks, shifted ids and padded batches are compared exactly (dtype, shape
-and every value). lm_loss: rtol 1e-5, atol 1e-6 for the loss (float32 cross-entropy
+Tolerances: masks are compared exactly (dtype, shape and every value: a mask is boolean);
+shifted ids and padded batches exactly by shape and value, whatever their dtype
+(``equal(dtype=None)``), each stated dtype having a test of its own (``dtypes()``), so that
+a dtype slip costs that test alone. A test that a function doing nothing could pass (the
+caller's tensor left unchanged, the empty mask, a batch without padding) is a guard
+(``guard=True``): it counts only when a test of the question's values passes. lm_loss: rtol 1e-5, atol 1e-6 for the loss (float32 cross-entropy
 in any order of summation agrees to about 1e-7); rtol 1e-4, atol 1e-7 for its gradient.
 Devices: grading has no second device, so the device tests watch the torch calls the
 function makes (a TorchFunctionMode) and fail a tensor made without a device that is
@@ -39,6 +43,7 @@ from autograder.kit import (
     Verdict,
     catch,
     close,
+    dtypes,
     equal,
     generator,
     raises,
@@ -59,7 +64,11 @@ def _grid(rows):
 
 
 def _rows(t):
-    return tuple(tuple(int(v) for v in row) for row in t.tolist())
+    """The rows of a (B, T) tensor as a key of the tables (None for any other input: no table answers it)."""
+    try:
+        return tuple(tuple(int(v) for v in row) for row in t.tolist())
+    except TypeError:  # not 2-D: a row is a number, or an item a list
+        return None
 
 
 # The calls combined_mask and pad_and_shift may make to the stage's other functions while
@@ -151,6 +160,10 @@ def _mask_like(got, exp):
     return type(got) is torch.Tensor and got.shape == exp.shape
 
 
+def _bool_like(got, exp):
+    return _mask_like(got, exp) and got.dtype == torch.bool
+
+
 def _diag_blocked(got, exp):
     eye = torch.eye(exp.shape[0], dtype=torch.bool)
     return _mask_like(got, exp) and bool(torch.equal(got.to(torch.bool), exp | eye))
@@ -197,7 +210,7 @@ def _(ns):
     return ns.causal_mask(9)
 
 
-@suite.case("causal_mask", "T=0 gives an empty (0, 0) mask", points=1, check=equal(), expected=REFERENCE)
+@suite.case("causal_mask", "T=0 gives an empty (0, 0) mask", points=1, check=equal(), expected=REFERENCE, guard=True)
 def _(ns):
     return ns.causal_mask(0)
 
@@ -237,12 +250,13 @@ def _(ns):
     return ns.causal_mask(7)
 
 
-def _placed(what, hint, mistake):
-    """A check: the output equals the fixture, and every tensor the call made got a device."""
+def _placed(what, hint, mistake, dtype="expected"):
+    """A check: the output equals the fixture (its dtype as ``dtype`` says, see ``equal``), and
+    every tensor the call made got a device."""
 
     def check(got, expected, reveal):
         calls, out = got
-        verdict = equal()(out, expected[1], reveal)
+        verdict = equal(dtype=dtype)(out, expected[1], reveal)
         if not verdict.passed:
             return Verdict(False, f"the result is not right yet: {verdict.message}")
         made = unplaced(calls)
@@ -351,7 +365,9 @@ def _(ns):
     return ns.padding_mask(_IDS, _PAD)
 
 
-@suite.case("padding_mask", "a batch with no padding blocks nothing", points=1, check=equal(), expected=REFERENCE)
+@suite.case(
+    "padding_mask", "a batch with no padding blocks nothing", points=1, check=equal(), expected=REFERENCE, guard=True
+)
 def _(ns):
     return ns.padding_mask(torch.arange(10).reshape(2, 5), pad_id=11)
 
@@ -387,22 +403,22 @@ _COMBINED = "B=4, T=6, pad_id=2"
     check=equal(
         [
             Hint(
-                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(~got, exp)),
+                lambda got, exp: _bool_like(got, exp) and bool(torch.equal(~got, exp)),
                 "the mask is inverted: True marks the keys that are BLOCKED",
                 mistake="mask inverted",
             ),
             Hint(
-                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, _CAUSAL_6 | (_CIDS == 2)[:, :, None])),
+                lambda got, exp: _bool_like(got, exp) and bool(torch.equal(got, _CAUSAL_6 | (_CIDS == 2)[:, :, None])),
                 "your padding blocks rows (queries); it must block columns (keys)",
                 mistake="padding on the query side",
             ),
             Hint(
-                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, _CAUSAL_6 & _CIDS_PADDING)),
+                lambda got, exp: _bool_like(got, exp) and bool(torch.equal(got, _CAUSAL_6 & _CIDS_PADDING)),
                 "a key is blocked if it is in the future OR is padding, not only when both hold",
                 mistake="AND instead of OR",
             ),
             Hint(
-                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, exp | torch.eye(6, dtype=torch.bool))),
+                lambda got, exp: _bool_like(got, exp) and bool(torch.equal(got, exp | torch.eye(6, dtype=torch.bool))),
                 "the diagonal is blocked: a real token may attend to itself",
                 mistake="diagonal blocked",
             ),
@@ -452,6 +468,19 @@ def _(ns):
     return _isolated(ns, "combined_mask", _CIDS, 2)
 
 
+@suite.case(
+    "combined_mask",
+    "ids that are not (B, T) raise ValueError",
+    points=1,
+    check=satisfies(_all_value_errors(["combined_mask of a 1-D tensor", "combined_mask of a 3-D tensor"])),
+)
+def _(ns):
+    return [
+        catch(_isolated, ns, "combined_mask", _CIDS[0].clone(), 2),
+        catch(_isolated, ns, "combined_mask", _CIDS[None].clone(), 2),
+    ]
+
+
 # ---------------------------------------------------------------- shift
 
 _TOKENS = torch.randint(4, 50, (3, 7), generator=generator(81))
@@ -466,11 +495,6 @@ _SHIFT = "B=3, T=7 with start_id=2"
         [
             Hint(_shape_is(3, 8), "the output keeps the shape (B, T)", mistake="shift keeps every token"),
             Hint(
-                lambda got, exp: _mask_like(got, exp) and got.dtype != torch.long,
-                "token ids stay torch.long",
-                mistake="shift changes the dtype",
-            ),
-            Hint(
                 lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, 1:], _TOKENS[:, 1:])),
                 "the first token is lost and the last kept: it is the last token of each row that drops off",
                 mistake="first token dropped",
@@ -480,7 +504,8 @@ _SHIFT = "B=3, T=7 with start_id=2"
                 "that is a shift to the left (the targets' direction); the inputs move one step to the right",
                 mistake="shift to the left",
             ),
-        ]
+        ],
+        dtype=None,
     ),
     expected=REFERENCE,
 )
@@ -489,7 +514,12 @@ def _(ns):
 
 
 @suite.case(
-    "shift", "T=1: a row becomes just the start token", points=1, check=equal(), expected=REFERENCE, builds_on=(_SHIFT,)
+    "shift",
+    "T=1: a row becomes just the start token",
+    points=1,
+    check=equal(dtype=None),
+    expected=REFERENCE,
+    builds_on=(_SHIFT,),
 )
 def _(ns):
     return ns.shift_right(torch.tensor([[5], [6]]), start_id=30)
@@ -509,6 +539,7 @@ def _(ns):
         ]
     ),
     expected=_TOKENS.clone(),
+    guard=True,
 )
 def _(ns):
     tokens = _TOKENS.clone()
@@ -524,6 +555,7 @@ def _(ns):
         "shift_right",
         "make the start column on tokens.device (tokens.new_full, or device=tokens.device)",
         "start column off the tokens' device",
+        dtype=None,
     ),
     expected=REFERENCE,
     builds_on=(_SHIFT,),
@@ -533,6 +565,28 @@ def _(ns):
     with Placement() as spy:
         out = ns.shift_right(tokens, 2)
     return [list(call) for call in spy.calls], out
+
+
+@suite.case(
+    "shift",
+    "the ids keep the dtype of tokens (int64 and int32)",
+    points=1,
+    check=dtypes(
+        [
+            Hint(
+                lambda got, exp: (
+                    isinstance(got, (list, tuple))
+                    and any(type(g) is torch.Tensor and g.dtype != e.dtype for g, e in zip(got, exp))
+                ),
+                "token ids keep the dtype of tokens: make the start column with it (tokens.new_full)",
+                mistake="shift changes the dtype",
+            )
+        ]
+    ),
+    expected=REFERENCE,
+)
+def _(ns):
+    return [ns.shift_right(_TOKENS.clone(), 2), ns.shift_right(_TOKENS.to(torch.int32), 2)]
 
 
 @suite.case(
@@ -592,15 +646,6 @@ def _pas_hints(pad_id, ignore):
             "the inputs are the sequences shifted right, with start_id in front",
             mistake="inputs not shifted",
         ),
-        Hint(
-            lambda got, exp: (
-                isinstance(got, (tuple, list))
-                and len(got) == 2
-                and any(type(g) is torch.Tensor and g.dtype != torch.long for g in got)
-            ),
-            "both tensors hold token ids: torch.long",
-            mistake="batch not torch.long",
-        ),
     ]
     if ignore == -100:  # with the default, ignoring the argument changes nothing
         hints = [h for h in hints if h.mistake != "ignore_index argument ignored"]
@@ -610,7 +655,7 @@ def _pas_hints(pad_id, ignore):
 _PADDED = "four sequences of lengths 5, 1, 3, 7 with start_id=2, pad_id=1, ignore_index=-1"
 
 
-@suite.case("pad_and_shift", _PADDED, points=2, check=equal(_pas_hints(1, -1)), expected=REFERENCE)
+@suite.case("pad_and_shift", _PADDED, points=2, check=equal(_pas_hints(1, -1), dtype=None), expected=REFERENCE)
 def _(ns):
     return _isolated(ns, "pad_and_shift", _SEQS, start_id=2, pad_id=1, ignore_index=-1)
 
@@ -619,16 +664,44 @@ def _(ns):
     "pad_and_shift",
     "the same sequences with the default ignore_index",
     points=1,
-    check=equal(_pas_hints(1, -100)),
+    check=equal(_pas_hints(1, -100), dtype=None),
     expected=REFERENCE,
 )
 def _(ns):
     return _isolated(ns, "pad_and_shift", _SEQS, 2, 1)
 
 
-@suite.case("pad_and_shift", "sequences of equal length need no padding", points=1, check=equal(), expected=REFERENCE)
+@suite.case(
+    "pad_and_shift",
+    "sequences of equal length need no padding",
+    points=1,
+    check=equal(dtype=None),
+    expected=REFERENCE,
+)
 def _(ns):
     return _isolated(ns, "pad_and_shift", [[7, 8, 9], [10, 11, 12]], start_id=3, pad_id=4)
+
+
+@suite.case(
+    "pad_and_shift",
+    "both tensors are torch.long",
+    points=1,
+    check=dtypes(
+        [
+            Hint(
+                lambda got, exp: (
+                    isinstance(got, (tuple, list))
+                    and any(type(g) is torch.Tensor and g.dtype != torch.long for g in got)
+                ),
+                "both tensors hold token ids: torch.long",
+                mistake="batch not torch.long",
+            )
+        ]
+    ),
+    expected=REFERENCE,
+)
+def _(ns):
+    return _isolated(ns, "pad_and_shift", _SEQS, start_id=2, pad_id=1, ignore_index=-1)
 
 
 @suite.case("pad_and_shift", "an empty list of sequences raises ValueError", points=1, check=raises("ValueError"))
@@ -673,7 +746,11 @@ _LOSS = "B=3, T=5, V=11 with 6 ignored positions"
 
 
 @suite.case(
-    "lm_loss", _LOSS, points=2, check=close(rtol=1e-5, atol=1e-6, hints=_loss_hints(_KEPT, 15)), expected=REFERENCE
+    "lm_loss",
+    _LOSS,
+    points=2,
+    check=close(rtol=1e-5, atol=1e-6, dtype=None, hints=_loss_hints(_KEPT, 15)),
+    expected=REFERENCE,
 )
 def _(ns):
     return ns.lm_loss(_LOGITS.clone(), _TARGETS.clone())
@@ -683,7 +760,7 @@ def _(ns):
     "lm_loss",
     "a custom ignore_index of 0 skips token 0 instead of -100",
     points=1,
-    check=close(rtol=1e-5, atol=1e-6),
+    check=close(rtol=1e-5, atol=1e-6, dtype=None),
     expected=REFERENCE,
     builds_on=(_LOSS,),
 )
@@ -697,7 +774,7 @@ def _(ns):
     "lm_loss",
     "the gradient reaches the logits and is 0 at ignored positions",
     points=1,
-    check=close(rtol=1e-4, atol=1e-7),
+    check=close(rtol=1e-4, atol=1e-7, dtype=None),
     expected=REFERENCE,
     builds_on=(_LOSS,),
 )
@@ -709,12 +786,15 @@ def _(ns):
 
 @suite.case(
     "lm_loss",
-    "logits and targets that do not fit together raise ValueError",
+    "targets of another shape than logits without V raise ValueError",
     points=1,
-    check=satisfies(_all_value_errors(["logits (3, 5, 11) with targets (3, 4)", "logits (15, 11) with targets (15,)"])),
+    check=satisfies(
+        _all_value_errors(["logits (3, 5, 11) with targets (5, 3)", "logits (3, 5, 11) with targets (3, 4)"])
+    ),
 )
 def _(ns):
+    # only what the text rules out: targets whose shape is not logits.shape[:-1] (another B or T)
     return [
+        catch(ns.lm_loss, _LOGITS.clone(), _TARGETS.T.clone()),
         catch(ns.lm_loss, _LOGITS.clone(), _TARGETS[:, :4].clone()),
-        catch(ns.lm_loss, _LOGITS.reshape(15, 11).clone(), _TARGETS.reshape(15).clone()),
     ]

@@ -1,214 +1,262 @@
-"""Realistic mistakes and correct alternatives for stage 04_masking."""
+"""Realistic mistakes and correct alternatives for stage 04_masking.
+
+Most mistakes are the reference with one slip (``slip(BASE, old, new)``), so that each
+breaks exactly the clause (``clauses.md`` id) it declares; a few are written out whole,
+as a student would write them.
+"""
 
 from autograder.authoring.catalogue import Variant
 
+
+def slip(source: str, *changes: tuple[str, str]) -> str:
+    """``source`` with each ``(old, new)`` of ``changes`` made (an error if ``old`` is absent or repeated)."""
+    for old, new in changes:
+        if source.count(old) != 1:
+            raise ValueError(f"{old!r} occurs {source.count(old)} times in the base source")
+        source = source.replace(old, new)
+    return source
+
+
+CAUSAL = """
+def causal_mask(T, device=None):
+    if isinstance(T, bool) or not isinstance(T, int) or T < 0:
+        raise ValueError(f"T must be a non-negative integer, got {T!r}")
+    return torch.ones(T, T, dtype=torch.bool, device=device).triu(diagonal=1)
+"""
+
+PADDING = """
+def padding_mask(ids, pad_id):
+    if ids.dim() != 2:
+        raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")
+    return (ids == pad_id).unsqueeze(1)
+"""
+
+COMBINED = """
+def combined_mask(ids, pad_id):
+    if ids.dim() != 2:
+        raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")
+    return causal_mask(ids.shape[1], device=ids.device) | padding_mask(ids, pad_id)
+"""
+
+SHIFT = """
+def shift_right(tokens, start_id):
+    if tokens.dim() != 2:
+        raise ValueError(f"tokens must have shape (B, T), got {tuple(tokens.shape)}")
+    start = tokens.new_full((tokens.shape[0], 1), start_id)
+    return torch.cat([start, tokens[:, :-1]], dim=1)
+"""
+
+PAD_AND_SHIFT = """
+def pad_and_shift(sequences, start_id, pad_id, ignore_index=-100):
+    if len(sequences) == 0:
+        raise ValueError("sequences must hold at least one sequence")
+    seqs = [[int(t) for t in seq] for seq in sequences]
+    T_max = max(len(seq) for seq in seqs)
+    inputs = torch.full((len(seqs), T_max), pad_id, dtype=torch.long)
+    targets = torch.full((len(seqs), T_max), ignore_index, dtype=torch.long)
+    for b, seq in enumerate(seqs):
+        if seq:
+            inputs[b, : len(seq)] = torch.tensor([start_id] + seq[:-1], dtype=torch.long)
+            targets[b, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+    return inputs, targets
+"""
+
+LM_LOSS = """
+def lm_loss(logits, targets, ignore_index=-100):
+    if logits.dim() != 3 or logits.shape[:-1] != targets.shape:
+        raise ValueError(f"logits must be (B, T, V) and targets (B, T), got {tuple(logits.shape)} and {tuple(targets.shape)}")
+    V = logits.shape[-1]
+    return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=ignore_index)
+"""
+
+_BASES = {
+    "causal_mask": ("causal_mask", CAUSAL),
+    "padding_mask": ("padding_mask", PADDING),
+    "combined_mask": ("combined_mask", COMBINED),
+    "shift": ("shift_right", SHIFT),
+    "pad_and_shift": ("pad_and_shift", PAD_AND_SHIFT),
+    "lm_loss": ("lm_loss", LM_LOSS),
+}
+
+
+def mistake(qid, name, changes, clauses, **options):
+    """A mistake of ``qid``: its reference with each ``(old, new)`` of ``changes`` made."""
+    stub, base = _BASES[qid]
+    return Variant(qid, name, {stub: slip(base, *changes)}, clauses=clauses, **options)
+
+
 MISTAKES = [
     # causal_mask
-    Variant(
+    mistake(
         "causal_mask",
         "diagonal=0 blocks each position from itself",
-        {
-            "causal_mask": """
-        def causal_mask(T, device=None):
-            return torch.triu(torch.ones(T, T, dtype=torch.bool, device=device), diagonal=0)
-    """
-        },
+        [(".triu(diagonal=1)", ".triu(diagonal=0)")],
+        ("diagonal",),
         hints=("diagonal blocked",),
     ),
-    Variant(
+    mistake(
         "causal_mask",
         "inverted: True marks the keys that may be attended",
-        {
-            "causal_mask": """
-        def causal_mask(T, device=None):
-            return torch.tril(torch.ones(T, T, device=device)).bool()
-    """
-        },
+        [(".triu(diagonal=1)", ".tril()")],
+        ("future", "diagonal"),
         hints=("mask inverted",),
     ),
-    Variant(
+    mistake(
         "causal_mask",
         "transposed: blocks the past, opens the future",
-        {
-            "causal_mask": """
-        def causal_mask(T, device=None):
-            return torch.ones(T, T, device=device).tril(diagonal=-1).bool()
-    """
-        },
+        [(".triu(diagonal=1)", ".tril(diagonal=-1)")],
+        ("future",),
         hints=("past blocked instead of the future",),
     ),
-    Variant(
+    mistake(
         "causal_mask",
         "additive float mask of 0 and -inf",
-        {
-            "causal_mask": """
-        def causal_mask(T, device=None):
-            return torch.full((T, T), float("-inf"), device=device).triu(diagonal=1)
-    """
-        },
+        [("torch.ones(T, T, dtype=torch.bool, device=device)", 'torch.full((T, T), float("-inf"), device=device)')],
+        ("bool-shape",),
         hints=("mask not boolean",),
     ),
-    Variant(
+    mistake(
         "causal_mask",
         "device argument ignored",
-        {
-            "causal_mask": """
-        def causal_mask(T, device=None):
-            return torch.triu(torch.ones(T, T), diagonal=1).bool()
-    """
-        },
+        [("torch.ones(T, T, dtype=torch.bool, device=device)", "torch.ones(T, T, dtype=torch.bool)")],
+        ("device",),
         hints=("device ignored",),
     ),
+    mistake("causal_mask", "T = 0 refused as not positive", [("T < 0:", "T < 1:")], ("empty",)),
+    mistake(
+        "causal_mask",
+        "T not checked",
+        [
+            (
+                "    if isinstance(T, bool) or not isinstance(T, int) or T < 0:\n"
+                '        raise ValueError(f"T must be a non-negative integer, got {T!r}")\n',
+                "",
+            )
+        ],
+        ("not-int",),
+    ),
     # padding_mask
-    Variant(
+    mistake(
         "padding_mask",
         "shape (B, T, 1): blocks queries instead of keys",
-        {
-            "padding_mask": """
-        def padding_mask(ids, pad_id):
-            return (ids == pad_id).unsqueeze(-1)
-    """
-        },
+        [(".unsqueeze(1)", ".unsqueeze(-1)")],
+        ("shape",),
         hints=("padding mask (B, T, 1)",),
     ),
-    Variant(
+    mistake(
         "padding_mask",
         "shape (B, T) without the query axis",
-        {
-            "padding_mask": """
-        def padding_mask(ids, pad_id):
-            return ids == pad_id
-    """
-        },
+        [(".unsqueeze(1)", "")],
+        ("shape",),
         hints=("padding mask (B, T)",),
     ),
-    Variant(
+    mistake(
         "padding_mask",
         "pad id hard-coded as 0",
-        {
-            "padding_mask": """
-        def padding_mask(ids, pad_id):
-            return (ids == 0)[:, None, :]
-    """
-        },
+        [("(ids == pad_id)", "(ids == 0)")],
+        ("pad-id",),
         hints=("pad id fixed",),
     ),
-    Variant(
+    mistake(
         "padding_mask",
         "inverted: True on the real tokens",
-        {
-            "padding_mask": """
-        def padding_mask(ids, pad_id):
-            return (ids != pad_id).unsqueeze(1)
-    """
-        },
+        [("(ids == pad_id)", "(ids != pad_id)")],
+        ("padding-true",),
         hints=("mask inverted",),
     ),
-    Variant(
+    mistake(
         "padding_mask",
         "shape (B, 1, 1, T) with a head axis",
-        {
-            "padding_mask": """
-        def padding_mask(ids, pad_id):
-            return (ids == pad_id)[:, None, None, :]
-    """
-        },
+        [(".unsqueeze(1)", "[:, None, None, :]")],
+        ("shape",),
         hints=("padding mask with a head axis",),
     ),
+    mistake(
+        "padding_mask",
+        "ids that are not 2-D not rejected",
+        [("if ids.dim() != 2:", "if ids.dim() > 2:")],
+        ("not-2d",),
+    ),
     # combined_mask
-    Variant(
+    mistake(
         "combined_mask",
         "AND instead of OR",
-        {
-            "combined_mask": """
-        def combined_mask(ids, pad_id):
-            return causal_mask(ids.shape[1], device=ids.device) & padding_mask(ids, pad_id)
-    """
-        },
+        [("causal_mask(ids.shape[1], device=ids.device) |", "causal_mask(ids.shape[1], device=ids.device) &")],
+        ("or",),
         hints=("AND instead of OR",),
     ),
-    Variant(
+    mistake(
         "combined_mask",
         "padding applied on the query side",
-        {
-            "combined_mask": """
-        def combined_mask(ids, pad_id):
-            T = ids.shape[1]
-            return causal_mask(T, device=ids.device) | (ids == pad_id).unsqueeze(2)
-    """
-        },
+        [("padding_mask(ids, pad_id)", "(ids == pad_id).unsqueeze(2)")],
+        ("keys",),
         hints=("padding on the query side",),
     ),
-    Variant(
+    mistake(
         "combined_mask",
         "padding broadcast as (B, T): right only when B == T",
-        {
-            "combined_mask": """
-        def combined_mask(ids, pad_id):
-            T = ids.shape[1]
-            return causal_mask(T, device=ids.device) | (ids == pad_id)
-    """
-        },
+        [("padding_mask(ids, pad_id)", "(ids == pad_id)")],
+        ("keys",),
     ),
-    Variant(
+    mistake(
         "combined_mask",
         "inverted: True where attention is allowed",
-        {
-            "combined_mask": """
-        def combined_mask(ids, pad_id):
-            return ~(causal_mask(ids.shape[1], device=ids.device) | padding_mask(ids, pad_id))
-    """
-        },
+        [
+            (
+                "return causal_mask(ids.shape[1], device=ids.device) | padding_mask(ids, pad_id)",
+                "return ~(causal_mask(ids.shape[1], device=ids.device) | padding_mask(ids, pad_id))",
+            )
+        ],
+        ("or", "diagonal"),
         hints=("mask inverted",),
     ),
-    Variant(
+    mistake(
         "combined_mask",
         "own causal part built with diagonal=0",
-        {
-            "combined_mask": """
-        def combined_mask(ids, pad_id):
-            B, T = ids.shape
-            future = torch.ones(T, T, dtype=torch.bool, device=ids.device).triu()
-            return future | (ids == pad_id)[:, None, :]
-    """
-        },
+        [
+            (
+                "causal_mask(ids.shape[1], device=ids.device)",
+                "torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool, device=ids.device).triu()",
+            )
+        ],
+        ("diagonal",),
         hints=("diagonal blocked",),
     ),
+    mistake(
+        "combined_mask",
+        "the mask returned as 0/1 floats",
+        [
+            ("| padding_mask(ids, pad_id)", "| padding_mask(ids, pad_id)).float()"),
+            ("return causal_mask(", "return (causal_mask("),
+        ],
+        ("shape",),
+    ),
+    mistake(
+        "combined_mask",
+        "ids that are not 2-D not rejected",
+        [("if ids.dim() != 2:", "if ids.dim() > 2:")],
+        ("not-2d",),
+    ),
     # shift
-    Variant(
+    mistake(
         "shift",
         "drops the first token instead of the last",
-        {
-            "shift_right": """
-        def shift_right(tokens, start_id):
-            start = torch.full((tokens.shape[0], 1), start_id, dtype=tokens.dtype, device=tokens.device)
-            return torch.cat([start, tokens[:, 1:]], dim=1)
-    """
-        },
+        [("tokens[:, :-1]", "tokens[:, 1:]")],
+        ("row",),
         hints=("first token dropped",),
     ),
-    Variant(
+    mistake(
         "shift",
         "shifts left, the way targets move",
-        {
-            "shift_right": """
-        def shift_right(tokens, start_id):
-            start = torch.full((tokens.shape[0], 1), start_id, dtype=tokens.dtype, device=tokens.device)
-            return torch.cat([tokens[:, 1:], start], dim=1)
-    """
-        },
+        [("torch.cat([start, tokens[:, :-1]], dim=1)", "torch.cat([tokens[:, 1:], start], dim=1)")],
+        ("row",),
         hints=("shift to the left",),
     ),
-    Variant(
+    mistake(
         "shift",
         "keeps every token (length T + 1)",
-        {
-            "shift_right": """
-        def shift_right(tokens, start_id):
-            start = torch.full((tokens.shape[0], 1), start_id, dtype=tokens.dtype, device=tokens.device)
-            return torch.cat([start, tokens], dim=1)
-    """
-        },
+        [("tokens[:, :-1]", "tokens")],
+        ("shape",),
         hints=("shift keeps every token",),
     ),
     Variant(
@@ -217,57 +265,64 @@ MISTAKES = [
         {
             "shift_right": """
         def shift_right(tokens, start_id):
+            if tokens.dim() != 2:
+                raise ValueError("tokens must be (B, T)")
             tokens[:, 1:] = tokens[:, :-1].clone()
             tokens[:, 0] = start_id
             return tokens
     """
         },
         hints=("writes into the input",),
+        clauses=("new-tensor",),
     ),
-    Variant(
+    mistake(
         "shift",
-        "start column made with torch.ones (float result)",
-        {
-            "shift_right": """
-        def shift_right(tokens, start_id):
-            start = torch.ones(tokens.shape[0], 1) * start_id
-            return torch.cat([start, tokens[:, :-1]], dim=1)
-    """
-        },
+        "start column made as floats",
+        [
+            (
+                "tokens.new_full((tokens.shape[0], 1), start_id)",
+                "tokens.new_full((tokens.shape[0], 1), float(start_id), dtype=torch.float)",
+            )
+        ],
+        ("dtype",),
         hints=("shift changes the dtype",),
     ),
-    Variant(
+    mistake(
+        "shift",
+        "start column made with torch.ones (float, default device)",
+        [("tokens.new_full((tokens.shape[0], 1), start_id)", "torch.ones(tokens.shape[0], 1) * start_id")],
+        ("dtype", "device"),
+        hints=("shift changes the dtype", "start column off the tokens' device"),
+    ),
+    mistake(
         "shift",
         "start column made on the default device",
-        {
-            "shift_right": """
-        def shift_right(tokens, start_id):
-            if tokens.dim() != 2:
-                raise ValueError("tokens must be (B, T)")
-            start = torch.full((tokens.shape[0], 1), start_id, dtype=tokens.dtype)
-            return torch.cat([start, tokens[:, :-1]], dim=1)
-    """
-        },
+        [
+            (
+                "tokens.new_full((tokens.shape[0], 1), start_id)",
+                "torch.full((tokens.shape[0], 1), start_id, dtype=tokens.dtype)",
+            )
+        ],
+        ("device",),
         hints=("start column off the tokens' device",),
     ),
+    mistake(
+        "shift",
+        "tokens that are not 2-D not rejected",
+        [("if tokens.dim() != 2:", "if tokens.dim() > 2:")],
+        ("not-2d",),
+    ),
     # pad_and_shift
-    Variant(
+    mistake(
         "pad_and_shift",
         "targets padded with pad_id",
-        {
-            "pad_and_shift": """
-        def pad_and_shift(sequences, start_id, pad_id, ignore_index=-100):
-            if not sequences:
-                raise ValueError("no sequences")
-            T = max(len(s) for s in sequences)
-            inputs = torch.full((len(sequences), T), pad_id, dtype=torch.long)
-            targets = torch.full((len(sequences), T), pad_id, dtype=torch.long)
-            for b, s in enumerate(sequences):
-                inputs[b, : len(s)] = torch.tensor([start_id] + list(s[:-1]))
-                targets[b, : len(s)] = torch.tensor(s)
-            return inputs, targets
-    """
-        },
+        [
+            (
+                "targets = torch.full((len(seqs), T_max), ignore_index,",
+                "targets = torch.full((len(seqs), T_max), pad_id,",
+            )
+        ],
+        ("targets",),
         hints=("targets padded with pad_id",),
     ),
     Variant(
@@ -288,62 +343,36 @@ MISTAKES = [
     """
         },
         hints=("padded before shifting",),
+        clauses=("inputs",),
     ),
-    Variant(
+    mistake(
         "pad_and_shift",
         "pads on the left",
-        {
-            "pad_and_shift": """
-        def pad_and_shift(sequences, start_id, pad_id, ignore_index=-100):
-            if not sequences:
-                raise ValueError("no sequences")
-            T = max(len(s) for s in sequences)
-            inputs = torch.full((len(sequences), T), pad_id, dtype=torch.long)
-            targets = torch.full((len(sequences), T), ignore_index, dtype=torch.long)
-            for b, s in enumerate(sequences):
-                inputs[b, T - len(s) :] = torch.tensor([start_id] + list(s[:-1]))
-                targets[b, T - len(s) :] = torch.tensor(s)
-            return inputs, targets
-    """
-        },
+        [
+            ("inputs[b, : len(seq)]", "inputs[b, T_max - len(seq) :]"),
+            ("targets[b, : len(seq)]", "targets[b, T_max - len(seq) :]"),
+        ],
+        ("inputs", "targets"),
         hints=("padding on the left",),
     ),
-    Variant(
+    mistake(
         "pad_and_shift",
         "ignore_index argument ignored (always -100)",
-        {
-            "pad_and_shift": """
-        def pad_and_shift(sequences, start_id, pad_id, ignore_index=-100):
-            if not sequences:
-                raise ValueError("no sequences")
-            T = max(len(s) for s in sequences)
-            inputs = torch.full((len(sequences), T), pad_id, dtype=torch.long)
-            targets = torch.full((len(sequences), T), -100, dtype=torch.long)
-            for b, s in enumerate(sequences):
-                inputs[b, : len(s)] = torch.tensor([start_id] + list(s[:-1]))
-                targets[b, : len(s)] = torch.tensor(s)
-            return inputs, targets
-    """
-        },
+        [("targets = torch.full((len(seqs), T_max), ignore_index,", "targets = torch.full((len(seqs), T_max), -100,")],
+        ("ignore-given",),
         hints=("ignore_index argument ignored",),
     ),
-    Variant(
+    mistake(
+        "pad_and_shift",
+        "the default ignore_index is -1",
+        [("ignore_index=-100)", "ignore_index=-1)")],
+        ("ignore-default",),
+    ),
+    mistake(
         "pad_and_shift",
         "inputs not shifted (start token forgotten)",
-        {
-            "pad_and_shift": """
-        def pad_and_shift(sequences, start_id, pad_id, ignore_index=-100):
-            if not sequences:
-                raise ValueError("no sequences")
-            T = max(len(s) for s in sequences)
-            inputs = torch.full((len(sequences), T), pad_id, dtype=torch.long)
-            targets = torch.full((len(sequences), T), ignore_index, dtype=torch.long)
-            for b, s in enumerate(sequences):
-                inputs[b, : len(s)] = torch.tensor(s)
-                targets[b, : len(s)] = torch.tensor(s)
-            return inputs, targets
-    """
-        },
+        [("torch.tensor([start_id] + seq[:-1], dtype=torch.long)", "torch.tensor(seq, dtype=torch.long)")],
+        ("inputs",),
         hints=("inputs not shifted",),
     ),
     Variant(
@@ -364,88 +393,90 @@ MISTAKES = [
     """
         },
         hints=("batch not torch.long",),
+        clauses=("dtype",),
+    ),
+    mistake(
+        "pad_and_shift",
+        "one more column for the start token (T_max + 1)",
+        [("T_max = max(len(seq) for seq in seqs)", "T_max = max(len(seq) for seq in seqs) + 1")],
+        ("shape",),
+    ),
+    mistake(
+        "pad_and_shift",
+        "an empty list gives empty tensors",
+        [
+            (
+                '    if len(sequences) == 0:\n        raise ValueError("sequences must hold at least one sequence")\n',
+                "",
+            ),
+            ("T_max = max(len(seq) for seq in seqs)", "T_max = max((len(seq) for seq in seqs), default=0)"),
+        ],
+        ("empty",),
     ),
     # lm_loss
-    Variant(
+    mistake(
         "lm_loss",
         "mean over every position, ignored ones included",
-        {
-            "lm_loss": """
-        def lm_loss(logits, targets, ignore_index=-100):
-            B, T, V = logits.shape
-            if targets.shape != (B, T):
-                raise ValueError("targets must be (B, T)")
-            per_position = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=ignore_index, reduction="none")
-            return per_position.mean()
-    """
-        },
+        [("ignore_index=ignore_index)", 'ignore_index=ignore_index, reduction="none").mean()')],
+        ("mean",),
         hints=("mean over every position",),
     ),
-    Variant(
+    mistake(
         "lm_loss",
         "ignore_index not passed on",
-        {
-            "lm_loss": """
-        def lm_loss(logits, targets, ignore_index=-100):
-            B, T, V = logits.shape
-            if targets.shape != (B, T):
-                raise ValueError("targets must be (B, T)")
-            return F.cross_entropy(logits.reshape(B * T, V), targets.reshape(B * T))
-    """
-        },
+        [(", ignore_index=ignore_index)", ")")],
+        ("ignore-given",),
         hints=("ignore_index not passed on",),
     ),
-    Variant(
+    mistake(
+        "lm_loss",
+        "the default ignore_index is -1",
+        [("ignore_index=-100)", "ignore_index=-1)")],
+        ("ignore-default",),
+    ),
+    mistake(
         "lm_loss",
         "(B, T, V) passed to cross_entropy as it is (runs only when T == V)",
-        {
-            "lm_loss": """
-        def lm_loss(logits, targets, ignore_index=-100):
-            return F.cross_entropy(logits, targets, ignore_index=ignore_index)
-    """
-        },
+        [("F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1),", "F.cross_entropy(logits, targets,")],
+        ("any-t-v",),
     ),
-    Variant(
+    mistake(
         "lm_loss",
         "sum instead of mean",
-        {
-            "lm_loss": """
-        def lm_loss(logits, targets, ignore_index=-100):
-            B, T, V = logits.shape
-            if targets.shape != (B, T):
-                raise ValueError("targets must be (B, T)")
-            return F.cross_entropy(logits.view(-1, V), targets.view(-1), ignore_index=ignore_index, reduction="sum")
-    """
-        },
+        [("ignore_index=ignore_index)", 'ignore_index=ignore_index, reduction="sum")')],
+        ("mean",),
         hints=("sum instead of mean",),
     ),
-    Variant(
+    mistake(
         "lm_loss",
         "returns a Python float",
-        {
-            "lm_loss": """
-        def lm_loss(logits, targets, ignore_index=-100):
-            B, T, V = logits.shape
-            if targets.shape != (B, T):
-                raise ValueError("targets must be (B, T)")
-            return F.cross_entropy(logits.view(-1, V), targets.view(-1), ignore_index=ignore_index).item()
-    """
-        },
+        [("ignore_index=ignore_index)", "ignore_index=ignore_index).item()")],
+        ("tensor",),
         hints=("loss returned as a float",),
     ),
-    Variant(
+    mistake(
         "lm_loss",
         "softmax applied before cross_entropy",
-        {
-            "lm_loss": """
-        def lm_loss(logits, targets, ignore_index=-100):
-            B, T, V = logits.shape
-            if targets.shape != (B, T):
-                raise ValueError("targets must be (B, T)")
-            probs = torch.softmax(logits, dim=-1)
-            return F.cross_entropy(probs.view(-1, V), targets.view(-1), ignore_index=ignore_index)
-    """
-        },
+        [("F.cross_entropy(logits.reshape(-1, V),", "F.cross_entropy(torch.softmax(logits, dim=-1).reshape(-1, V),")],
+        ("cross-entropy",),
+    ),
+    mistake(
+        "lm_loss",
+        "the loss detached from the graph",
+        [("ignore_index=ignore_index)", "ignore_index=ignore_index).detach()")],
+        ("grad",),
+    ),
+    mistake(
+        "lm_loss",
+        "shapes not checked",
+        [
+            (
+                "    if logits.dim() != 3 or logits.shape[:-1] != targets.shape:\n"
+                '        raise ValueError(f"logits must be (B, T, V) and targets (B, T), got {tuple(logits.shape)} and {tuple(targets.shape)}")\n',
+                "",
+            )
+        ],
+        ("shapes",),
     ),
 ]
 
@@ -509,7 +540,7 @@ ALTERNATIVES = [
         {
             "combined_mask": """
         def combined_mask(ids, pad_id):
-            return torch.logical_or(causal_mask(ids.size(1), ids.device), padding_mask(ids, pad_id))
+            return torch.logical_or(padding_mask(ids, pad_id), causal_mask(ids.size(1), ids.device))  # padding_mask checks ids
     """
         },
     ),
@@ -568,6 +599,18 @@ ALTERNATIVES = [
             logp = torch.log_softmax(logits, dim=-1)
             picked = logp.gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
             return -(picked * keep).sum() / keep.sum()
+    """
+        },
+    ),
+    Variant(
+        "lm_loss",
+        "the common check logits.shape[:-1] != targets.shape alone",
+        {
+            "lm_loss": """
+        def lm_loss(logits, targets, ignore_index=-100):
+            if logits.shape[:-1] != targets.shape:
+                raise ValueError(f"targets {tuple(targets.shape)} do not fit logits {tuple(logits.shape)}")
+            return F.cross_entropy(logits.flatten(0, -2), targets.flatten(), ignore_index=ignore_index)
     """
         },
     ),

@@ -3,13 +3,19 @@
 Expected values are literals (masks written as rows of 0s and 1s) and properties.
 Tolerances: masks, shifted ids and padded batches are compared exactly; lm_loss with
 rtol 1e-5, atol 1e-6 (a float32 cross-entropy of a few numbers against a float64 literal).
+Masks are compared with their dtype (a mask is boolean: a float mask of 0s and -infs is
+another thing, not a dtype slip); ids and losses by their values whatever the dtype
+(``dtype=None``): each dtype the notebook states has a test of its own (``dtypes()``), so
+that one slip costs that test alone. A test that a function doing nothing could pass (the
+caller's tensor left unchanged, T=1 and the empty mask) is a guard: it counts only when a
+test of the question's values passes.
 """
 
 import math
 
 import torch
 
-from autograder.kit import Hint, Placement, Suite, Verdict, catch, close, equal, raises, unplaced
+from autograder.kit import Hint, Placement, Suite, Verdict, catch, close, dtypes, equal, raises, unplaced
 
 suite = Suite(public=True)
 
@@ -37,7 +43,11 @@ _SHIFTED = {
 
 
 def _rows(t):
-    return tuple(tuple(int(v) for v in row) for row in t.tolist())
+    """The rows of a (B, T) tensor as a key of the tables (None for any other input: no table answers it)."""
+    try:
+        return tuple(tuple(int(v) for v in row) for row in t.tolist())
+    except TypeError:  # not 2-D: a row is a number, or an item a list
+        return None
 
 
 def _answering(ns):
@@ -132,9 +142,28 @@ def _(ns):
     return ns.causal_mask(4)
 
 
-@suite.case("causal_mask", "T=1 gives [[False]]", points=1, check=equal([_dtype_hint()]), expected=_grid("0"))
+@suite.case(
+    "causal_mask", "T=1 gives [[False]]", points=1, check=equal([_dtype_hint()]), expected=_grid("0"), guard=True
+)
 def _(ns):
     return ns.causal_mask(1)
+
+
+@suite.case(
+    "causal_mask",
+    "T=0 gives a (0, 0) boolean mask",
+    points=1,
+    check=equal([_dtype_hint()]),
+    expected=torch.zeros(0, 0, dtype=torch.bool),
+    guard=True,
+)
+def _(ns):
+    return ns.causal_mask(0)
+
+
+@suite.case("causal_mask", "T=-1 raises ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.causal_mask, -1)
 
 
 def _placed_mask(got, expected, reveal):
@@ -230,6 +259,11 @@ def _(ns):
     return ns.padding_mask(torch.tensor([[0, 4, 2, 9], [3, 0, 9, 9]]), pad_id=9)
 
 
+@suite.case("padding_mask", "1-D ids raise ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.padding_mask, torch.tensor([5, 6, 0]), 0)
+
+
 # ---------------------------------------------------------------- combined_mask
 
 _COMBINED_HINTS = [
@@ -278,6 +312,11 @@ def _(ns):
     return _on_its_own(ns, "combined_mask", torch.tensor([[4, 5, 6, 7, 8], [4, 5, 1, 1, 1]]), pad_id=1)
 
 
+@suite.case("combined_mask", "1-D ids raise ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    return catch(_on_its_own, ns, "combined_mask", torch.tensor([5, 6, 0]), 0)
+
+
 # ---------------------------------------------------------------- shift
 
 
@@ -285,18 +324,13 @@ def _shift_hints(tokens):
     """Known mistakes of shift_right, recognised from its output for the input ``tokens``."""
 
     def like(got):
-        return type(got) is torch.Tensor and got.shape == tokens.shape and got.dtype == tokens.dtype
+        return type(got) is torch.Tensor and got.shape == tokens.shape
 
     return [
         Hint(
             lambda got, exp: type(got) is torch.Tensor and tuple(got.shape) == (tokens.shape[0], tokens.shape[1] + 1),
             "the output keeps the shape (B, T): the last token drops off",
             mistake="shift keeps every token",
-        ),
-        Hint(
-            lambda got, exp: type(got) is torch.Tensor and got.shape == tokens.shape and got.dtype != tokens.dtype,
-            "token ids stay torch.long: make the start column with the dtype of the tokens",
-            mistake="shift changes the dtype",
         ),
         Hint(
             lambda got, exp: like(got) and bool(torch.equal(got[:, 1:], tokens[:, 1:])),
@@ -319,7 +353,7 @@ _BATCH = torch.tensor([[3, 4, 5, 6], [7, 8, 9, 10]])
     "shift",
     "[[5, 6, 7]] with start_id=1 gives [[1, 5, 6]]",
     points=1,
-    check=equal(_shift_hints(_FIVE_SIX_SEVEN)),
+    check=equal(_shift_hints(_FIVE_SIX_SEVEN), dtype=None),
     expected=torch.tensor([[1, 5, 6]]),
 )
 def _(ns):
@@ -337,7 +371,8 @@ def _(ns):
                 "shift_right changed the tensor it was given: build a new tensor instead of writing into the input",
                 mistake="writes into the input",
             )
-        ]
+        ],
+        dtype=None,
     ),
     expected=(torch.tensor([[0, 3, 4, 5], [0, 7, 8, 9]]), _BATCH.clone()),
 )
@@ -350,7 +385,7 @@ def _(ns):
 def _placed_shift(got, expected, reveal):
     """The shifted ids are right, and the start column is made on the tokens' device."""
     calls, out = got
-    verdict = equal()(out, torch.tensor([[1, 5, 6]]), reveal)
+    verdict = equal(dtype=None)(out, torch.tensor([[1, 5, 6]]), reveal)
     if not verdict.passed:
         return Verdict(False, f"the result is not right yet: {verdict.message}")
     made = unplaced(calls)
@@ -375,6 +410,33 @@ def _(ns):
     with Placement() as spy:
         out = ns.shift_right(tokens, 1)
     return [list(call) for call in spy.calls], out
+
+
+@suite.case(
+    "shift",
+    "the result keeps the dtype of tokens",
+    points=1,
+    check=dtypes(
+        [
+            Hint(
+                lambda got, exp: (
+                    isinstance(got, (list, tuple))
+                    and any(type(g) is torch.Tensor and g.dtype != e for g, e in zip(got, exp))
+                ),
+                "token ids keep their dtype: make the start column with the dtype of the tokens (tokens.new_full)",
+                mistake="shift changes the dtype",
+            )
+        ]
+    ),
+    expected=[torch.int64, torch.int32],
+)
+def _(ns):
+    return [ns.shift_right(_FIVE_SIX_SEVEN.clone(), 1), ns.shift_right(_FIVE_SIX_SEVEN.to(torch.int32), 1)]
+
+
+@suite.case("shift", "1-D tokens raise ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.shift_right, torch.tensor([5, 6, 7]), 1)
 
 
 # ---------------------------------------------------------------- pad_and_shift
@@ -410,7 +472,8 @@ def _pair_like(got, exp):
                 "the inputs are the sequences shifted right, with start_id in front",
                 mistake="inputs not shifted",
             ),
-        ]
+        ],
+        dtype=None,
     ),
     expected=(torch.tensor([[1, 5, 6], [1, 0, 0]]), torch.tensor([[5, 6, 7], [8, -100, -100]])),
 )
@@ -429,12 +492,40 @@ def _(ns):
                 "use the ignore_index you were given",
                 mistake="ignore_index argument ignored",
             )
-        ]
+        ],
+        dtype=None,
     ),
     expected=(torch.tensor([[2, 4, 0], [2, 6, 7]]), torch.tensor([[4, 5, -1], [6, 7, 8]])),
 )
 def _(ns):
     return _on_its_own(ns, "pad_and_shift", [[4, 5], [6, 7, 8]], start_id=2, pad_id=0, ignore_index=-1)
+
+
+@suite.case(
+    "pad_and_shift",
+    "inputs and targets are torch.long",
+    points=1,
+    check=dtypes(
+        [
+            Hint(
+                lambda got, exp: (
+                    isinstance(got, (tuple, list))
+                    and any(type(g) is torch.Tensor and g.dtype != torch.long for g in got)
+                ),
+                "both tensors hold token ids: torch.long",
+                mistake="batch not torch.long",
+            )
+        ]
+    ),
+    expected=(torch.long, torch.long),
+)
+def _(ns):
+    return _on_its_own(ns, "pad_and_shift", [[5, 6, 7], [8]], start_id=1, pad_id=0)
+
+
+@suite.case("pad_and_shift", "no sequences at all raise ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    return catch(_on_its_own, ns, "pad_and_shift", [], 1, 0)
 
 
 # ---------------------------------------------------------------- lm_loss
@@ -455,7 +546,7 @@ _NOT_A_TENSOR = Hint(
     "lm_loss",
     "uniform logits over V=4 give log 4",
     points=1,
-    check=close(rtol=1e-5, atol=1e-6, hints=[_NOT_A_TENSOR]),
+    check=close(rtol=1e-5, atol=1e-6, dtype=None, hints=[_NOT_A_TENSOR]),
     expected=torch.tensor(math.log(4.0)),
 )
 def _(ns):
@@ -469,6 +560,7 @@ def _(ns):
     check=close(
         rtol=1e-5,
         atol=1e-6,
+        dtype=None,
         hints=[
             _NOT_A_TENSOR,
             Hint(
@@ -499,6 +591,7 @@ def _(ns):
     check=close(
         rtol=1e-5,
         atol=1e-6,
+        dtype=None,
         hints=[
             _NOT_A_TENSOR,
             Hint(
@@ -516,6 +609,21 @@ def _(ns):
     return ns.lm_loss(logits, torch.tensor([[0, 1]]), ignore_index=1)
 
 
-@suite.case("lm_loss", "logits and targets of different lengths raise ValueError", points=1, check=raises("ValueError"))
+@suite.case(
+    "lm_loss",
+    "the gradient of uniform logits over V=4",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-6, dtype=None),
+    expected=torch.tensor([[[0.25, 0.25, 0.25, -0.75], [0.0, 0.0, 0.0, 0.0]]]),
+)
 def _(ns):
-    return catch(ns.lm_loss, torch.zeros(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
+    # the gradient of the mean cross-entropy is softmax - one-hot at the one scored position, 0 at the ignored one
+    logits = torch.zeros(1, 2, 4, requires_grad=True)
+    ns.lm_loss(logits, torch.tensor([[3, -100]])).backward()
+    return logits.grad
+
+
+@suite.case("lm_loss", "targets (3, 2) for logits (2, 3, 5) raise ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    # as many targets as positions (6), but not shaped like them: a check of the shapes must refuse it
+    return catch(ns.lm_loss, torch.zeros(2, 3, 5), torch.zeros(3, 2, dtype=torch.long))

@@ -129,14 +129,15 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = -10
     (If every target is ignored the mean is over nothing and comes out NaN.)
 
     Raises:
-        ValueError: if the shapes do not match.
+        ValueError: if the shape of ``targets`` is not that of ``logits`` without its
+            last axis (another ``B`` or ``T``).
 
     Example:
         >>> logits = torch.zeros(1, 2, 4)                  # uniform over 4 tokens
         >>> round(lm_loss(logits, torch.tensor([[3, -100]])).item(), 4)   # log 4
         1.3863
     """
-    if logits.dim() != 3 or targets.dim() != 2 or logits.shape[:2] != targets.shape:
+    if logits.dim() != 3 or logits.shape[:-1] != targets.shape:
         raise ValueError(
             f"logits must be (B, T, V) and targets (B, T), got {tuple(logits.shape)} and {tuple(targets.shape)}"
         )

@@ -61,6 +61,20 @@ def _mha(**changes: str) -> str:
     return _MHA.format(**{**_RIGHT, **changes})
 
 
+def slip(source: str, *changes: tuple[str, str]) -> str:
+    """``source`` with each ``(old, new)`` of ``changes`` made (an error if ``old`` is absent or repeated)."""
+    for old, new in changes:
+        if source.count(old) != 1:
+            raise ValueError(f"{old!r} occurs {source.count(old)} times in the base source")
+        source = source.replace(old, new)
+    return source
+
+
+def mha(name: str, clauses: tuple[str, ...], changes=(), hints=(), **lines: str) -> Variant:
+    """A mistake of ``mha``: the template with ``lines`` replaced, then each ``(old, new)`` of ``changes`` made."""
+    return Variant("mha", name, {"MultiHeadAttention": slip(_mha(**lines), *changes)}, hints=hints, clauses=clauses)
+
+
 MISTAKES = [
     # heads
     Variant(
@@ -76,6 +90,7 @@ MISTAKES = [
     """
         },
         hints=("split with a bare reshape",),
+        clauses=("split-blocks",),
     ),
     Variant(
         "heads",
@@ -90,6 +105,7 @@ MISTAKES = [
     """
         },
         hints=("merge without moving the head axis",),
+        clauses=("merge",),
     ),
     Variant(
         "heads",
@@ -103,6 +119,7 @@ MISTAKES = [
             return x.transpose(1, 2).view(B, T, H * D)
     """
         },
+        clauses=("merge",),
     ),
     Variant(
         "heads",
@@ -117,6 +134,7 @@ MISTAKES = [
     """
         },
         hints=("interleaved split",),
+        clauses=("split-blocks",),
     ),
     Variant(
         "heads",
@@ -131,6 +149,7 @@ MISTAKES = [
     """
         },
         hints=("head axis after the time axis",),
+        clauses=("split-shape",),
     ),
     Variant(
         "heads",
@@ -145,6 +164,7 @@ MISTAKES = [
     """
         },
         hints=("interleaved merge",),
+        clauses=("merge",),
     ),
     Variant(
         "heads",
@@ -156,80 +176,131 @@ MISTAKES = [
             return x.view(B, T, num_heads, C // num_heads).transpose(1, 2)
     """
         },
+        clauses=("divisor",),
+    ),
+    Variant(
+        "heads",
+        "merge with transpose and flatten, its rank unchecked",
+        {
+            "merge_heads": """
+        def merge_heads(x):
+            return x.transpose(1, 2).flatten(2)
+    """
+        },
+        clauses=("ranks",),
     ),
     # mha
-    Variant(
-        "mha",
+    mha(
         "scores divided by sqrt(C) instead of sqrt(D)",
-        {"MultiHeadAttention": _mha(scores="scores = q @ k.transpose(-2, -1) / math.sqrt(self.embed_dim)")},
+        ("scale",),
+        scores="scores = q @ k.transpose(-2, -1) / math.sqrt(self.embed_dim)",
         hints=("scores scaled by the wrong width",),
     ),
-    Variant(
-        "mha",
+    mha(
         "one softmax across all heads",
-        {
-            "MultiHeadAttention": _mha(
-                softmax="weights = torch.softmax(scores.transpose(1, 2).reshape(B, T, -1), dim=-1).view(B, T, self.num_heads, T).transpose(1, 2)"
-            )
-        },
+        ("softmax",),
+        softmax="weights = torch.softmax(scores.transpose(1, 2).reshape(B, T, -1), dim=-1)"
+        ".view(B, T, self.num_heads, T).transpose(1, 2)",
         hints=("one softmax across all heads",),
     ),
-    Variant(
-        "mha",
-        "True in the mask taken to mean may attend",
-        {"MultiHeadAttention": _mha(blocked="~mask")},
-        hints=("mask inverted",),
-    ),
-    Variant(
-        "mha",
+    mha("True in the mask taken to mean may attend", ("mask",), blocked="~mask", hints=("mask inverted",)),
+    mha(
         "head axis of a 3-D mask added in front",
-        {"MultiHeadAttention": _mha(mask="mask = mask.unsqueeze(0) if mask.dim() == 3 else mask")},
+        ("mask-3d",),
+        mask="mask = mask.unsqueeze(0) if mask.dim() == 3 else mask",
     ),
-    Variant("mha", "out_proj never applied", {"MultiHeadAttention": _mha(out="out = self.drop(out)")}),
-    Variant(
-        "mha",
-        "heads merged inline without the transpose",
-        {"MultiHeadAttention": _mha(merge="out = out.reshape(B, T, C)")},
-    ),
-    Variant(
-        "mha",
+    mha("out_proj never applied", ("out-proj",), out="out = self.drop(out)"),
+    mha("heads merged inline without the transpose", ("out-proj",), merge="out = out.reshape(B, T, C)"),
+    mha(
         "mask applied after the softmax (blocked weights zeroed)",
-        {
-            "MultiHeadAttention": _mha(
-                blocked="torch.zeros_like(mask)",
-                softmax="weights = torch.softmax(scores, dim=-1)\n        weights = weights if mask is None else weights.masked_fill(mask, 0.0)",
-            )
-        },
+        ("mask",),
+        blocked="torch.zeros_like(mask)",
+        softmax="weights = torch.softmax(scores, dim=-1)\n        weights = weights if mask is None else weights.masked_fill(mask, 0.0)",
         hints=("mask applied after the softmax",),
     ),
-    Variant(
-        "mha",
+    mha(
         "weights returned after dropout",
-        {"MultiHeadAttention": _mha(attend="weights = self.drop(weights)\n        out = weights @ v")},
+        ("weights-before",),
+        attend="weights = self.drop(weights)\n        out = weights @ v",
         hints=("weights returned after dropout",),
     ),
-    Variant(
-        "mha",
+    mha(
         "dropout after out_proj only, none on the attention weights",
-        {"MultiHeadAttention": _mha(attend="out = weights @ v")},
+        ("dropout-weights",),
+        attend="out = weights @ v",
         hints=("no dropout on the attention weights",),
     ),
-    Variant(
-        "mha",
+    mha(
         "no dropout after out_proj",
-        {"MultiHeadAttention": _mha(out="out = self.out_proj(out)")},
+        ("dropout-out",),
+        out="out = self.out_proj(out)",
         hints=("no dropout after out_proj",),
     ),
-    Variant(
-        "mha",
+    mha(
         "weights averaged over the heads, as nn.MultiheadAttention does by default",
-        {"MultiHeadAttention": _mha(merge="out = merge_heads(out)\n        weights = weights.mean(dim=1)")},
+        ("per-head-weights",),
+        merge="out = merge_heads(out)\n        weights = weights.mean(dim=1)",
         hints=("weights averaged over heads",),
     ),
-    Variant(
-        "mha",
-        "dropout also active in eval mode",
-        {"MultiHeadAttention": _mha(attend="out = F.dropout(weights, self.drop.p) @ v")},
+    mha("dropout also active in eval mode", ("dropout-eval",), attend="out = F.dropout(weights, self.drop.p) @ v"),
+    mha(
+        "the output projection named proj",
+        ("linears",),
+        changes=[
+            (
+                "self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)",
+                "self.proj = nn.Linear(embed_dim, embed_dim, bias=bias)",
+            )
+        ],
+        out="out = self.drop(self.proj(out))",
+    ),
+    mha("bias off by default", ("bias-default",), changes=[("bias=True):", "bias=False):")]),
+    mha(
+        "the bias argument ignored",
+        ("bias-false",),
+        changes=[
+            (
+                f"self.{name} = nn.Linear(embed_dim, embed_dim, bias=bias)",
+                f"self.{name} = nn.Linear(embed_dim, embed_dim)",
+            )
+            for name in ("q_proj", "k_proj", "v_proj", "out_proj")
+        ],
+    ),
+    mha(
+        "embed_dim not checked against num_heads",
+        ("divisible",),
+        changes=[
+            (
+                '        if embed_dim % num_heads != 0:\n            raise ValueError("embed_dim must be divisible by num_heads")\n',
+                "",
+            )
+        ],
+    ),
+    mha(
+        "a float mask not refused",
+        ("bool-mask",),
+        changes=[
+            (
+                '            if mask.dtype != torch.bool:\n                raise ValueError("the mask must be boolean")\n',
+                "",
+            )
+        ],
+    ),
+    mha(
+        "the weights returned by default",
+        ("plain-default",),
+        changes=[("return_weights=False):", "return_weights=True):")],
+    ),
+    mha("a default dropout of 0.1", ("dropout-default",), changes=[("dropout=0.0,", "dropout=0.1,")]),
+    mha(
+        "a causal mask applied when none is given",
+        ("mask-default",),
+        changes=[
+            (
+                "        if mask is not None:\n            if mask.dtype",
+                "        if mask is None:\n            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)\n        if mask is not None:\n            if mask.dtype",
+            )
+        ],
     ),
 ]
 

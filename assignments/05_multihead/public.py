@@ -4,7 +4,10 @@ Expected values are literals and properties, or what PyTorch's own nn.MultiheadA
 computes with the same weights (in the check, from the weights the test gave the module).
 Tolerances: heads are compared exactly (splitting and merging only move numbers); the
 module against nn.MultiheadAttention with rtol 1e-4, atol 1e-5 (another order of summation
-in float32, softmax of scores of size about 5); causality 1e-6 absolute.
+in float32, softmax of scores of size about 5); causality 1e-6 absolute. Values are
+compared whatever their dtype (``dtype=None``): the notebook states no dtype here. A test
+that a module doing nothing could pass (round trips, shapes, causality, no bias) is a
+guard: it counts only when a test of the question's values passes.
 """
 
 import contextlib
@@ -96,9 +99,10 @@ _MERGE = "merge_heads: (2, 4, 3, 5) gives (2, 3, 20) with the heads side by side
     "heads",
     "merge_heads(split_heads(x)) gives x back",
     points=1,
-    check=close(rtol=0.0, atol=0.0),
+    check=close(rtol=0.0, atol=0.0, dtype=None),
     expected=randn(PB, PT, PC, seed=5),
     builds_on=(_SPLIT, _MERGE),
+    guard=True,
 )
 def _(ns):
     return ns.merge_heads(ns.split_heads(randn(PB, PT, PC, seed=5), PH))
@@ -109,6 +113,11 @@ def _(ns):
 )
 def _(ns):
     return catch(ns.split_heads, randn(PB, PT, PC, seed=6), 3)
+
+
+@suite.case("heads", "merge_heads of a 3-D tensor raises ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.merge_heads, randn(PB, PT, PC, seed=6))
 
 
 # While the tests of MultiHeadAttention run, split_heads and merge_heads answer from the
@@ -185,6 +194,48 @@ def _(ns):
     return catch(ns.MultiHeadAttention, PC, 3)
 
 
+def _no_bias(got):
+    with_bias = [name for name, bias in zip(_PROJECTIONS, got) if bias != "NoneType"]
+    return f"with bias=False, {with_bias[0]} still has a bias: pass bias=bias to every nn.Linear" if with_bias else None
+
+
+@suite.case("mha", "bias=False: no projection has a bias", points=1, check=satisfies(_no_bias), guard=True)
+def _(ns):
+    module = ns.MultiHeadAttention(PC, PH, bias=False)
+    return [type(getattr(getattr(module, name, None), "bias", None)).__name__ for name in _PROJECTIONS]
+
+
+def _same_in_both_modes(got):
+    train, plain = got
+    for value in (train, plain):
+        if type(value) is not torch.Tensor or tuple(value.shape) != (PB, PT, PC):
+            return f"forward should return a tensor of shape {(PB, PT, PC)} in both modes"
+    if not float((train - plain).abs().max()) <= 1e-6:
+        return "without a dropout argument, training mode changed the output: the default dropout is 0"
+    return None
+
+
+@suite.case(
+    "mha",
+    "the default dropout is 0: training mode gives the output of eval mode",
+    points=1,
+    check=satisfies(_same_in_both_modes),
+    guard=True,
+)
+def _(ns):
+    with _tabled_heads(ns), torch.no_grad():
+        module = _module(ns, 1)
+        plain = module(randn(PB, PT, PC, seed=7))
+        return module.train()(randn(PB, PT, PC, seed=7)), plain
+
+
+@suite.case("mha", "a float mask raises ValueError", points=1, check=raises("ValueError"))
+def _(ns):
+    with _tabled_heads(ns), torch.no_grad():
+        module = _module(ns, 1)
+        return catch(module, randn(PB, PT, PC, seed=7), mask=torch.ones(PT, PT).triu(1))
+
+
 def _module(ns, seed, heads=1, C=PC, **kwargs):
     module = ns.MultiHeadAttention(C, heads, **kwargs)
     set_parameters(module, seed)
@@ -208,7 +259,7 @@ def _shapes_problem(got):
 _SHAPES = "one head: output (B, T, C) and weights (B, 1, T, T)"
 
 
-@suite.case("mha", _SHAPES, points=1, check=satisfies(_shapes_problem), builds_on=(_STRUCTURE,))
+@suite.case("mha", _SHAPES, points=1, check=satisfies(_shapes_problem), builds_on=(_STRUCTURE,), guard=True)
 def _(ns):
     x = randn(PB, PT, PC, seed=7)
     with _tabled_heads(ns), torch.no_grad():
@@ -232,7 +283,7 @@ def _twin(seed, C, heads):
 
 def _as_torch_computes(seed, heads, x, hints=(), **kwargs):
     """A check: ``(out, weights)`` equal nn.MultiheadAttention's with the weights of ``seed``."""
-    compare = close(rtol=1e-4, atol=1e-5, hints=list(hints))
+    compare = close(rtol=1e-4, atol=1e-5, dtype=None, hints=list(hints))
 
     def check(got, expected, reveal):
         with torch.no_grad():
@@ -363,6 +414,7 @@ def _causal_property(got):
     points=1,
     check=satisfies(_causal_property),
     builds_on=(_SHAPES,),
+    guard=True,
 )
 def _(ns):
     x = randn(PB, PT, PC, seed=9)
