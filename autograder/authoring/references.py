@@ -9,7 +9,8 @@ finds the ones that are not:
   under a shell variable such as ``$OUT/``, which names no file of the project) that no
   file of the project has, unless the tools write it or an instructor adds it
   (``NOT_KEPT``); a relative path is resolved from the text's folder, and must
-  stay inside the project;
+  stay inside the project (a tool's output file in a folder of the user's, such as
+  ``out/results.json``, is one the tools write);
 - an absolute path into a machine's home or work folders (``/work/...``, ``/home/...``);
 - ``SPEC.md § <section>`` naming no heading of ``assignments/SPEC.md``.
 
@@ -53,6 +54,8 @@ NOT_KEPT = frozenset(
         "gptcourse_config.py",  # written by gptcourse build into the nbgrader course
         "submission_metadata.json",  # Gradescope's, beside each submission
         "otter_config.json",  # otter-grader's, in its autograder zip
+        "run_otter.py",  # in otter's autograder zip, written by otter generate
+        "final_grades.csv",  # otter grade's gradebook
         "train.py",  # nanoGPT's training script (benchmarks/nanogpt_baseline.py follows it)
     }
 )
@@ -83,7 +86,7 @@ def outside_references(text: str, folder: Path, root: Path = ROOT) -> list[str]:
             target = (folder / name).resolve()
             if not target.is_relative_to(root.resolve()):
                 problems.append(f"{name}: the path leads out of the project")
-            elif not target.exists() and not (root / name).exists():
+            elif not target.exists() and not (root / name).exists() and Path(name).name not in NOT_KEPT:
                 problems.append(f"{name}: no such file in the project")
         elif name not in project_names(root) and name not in NOT_KEPT:
             problems.append(f"{name}: no file of the project has this name")
