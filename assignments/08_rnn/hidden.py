@@ -361,18 +361,6 @@ def _swap_aware(check):
 _CELL_FIXED = "fixed weights and a given state (B=4, I=5, H=3)"
 
 
-@suite.case(
-    "lstm_cell",
-    _CELL_FIXED,
-    points=2,
-    check=_swap_aware(_Named(1e-5, 1e-6)),
-    expected=REFERENCE,
-    builds_on=(_CELL_PARAMETERS,),
-)
-def _(ns):
-    return _lstm_probe(ns, 100, 4, 5, 3)
-
-
 # What a cell with zero weights, bias_ih = GATE_BIAS and bias_hh = 0.1 returns on the probe's
 # state when it makes one of the catalogued mistakes: (h, c), printed once from the catalogue
 # (test_rnn.py checks them against it). Each gate is then a known number.
@@ -452,9 +440,12 @@ _GATE_HINTS = [
 ]
 
 
+_CELL_GATES = "gates from the biases alone (zero weights): order, activations, the new c and h"
+
+
 @suite.case(
     "lstm_cell",
-    "gates from the biases alone (zero weights): order, activations, the new c and h",
+    _CELL_GATES,
     points=1,
     check=_swap_aware(_Named(1e-5, 1e-6, hints=_GATE_HINTS)),
     expected=REFERENCE,
@@ -469,6 +460,18 @@ def _(ns):
         cell.bias_hh.fill_(0.1)
         h, c = cell(randn(2, 4, seed=143), (_GATE_STATE[0].clone(), _GATE_STATE[1].clone()))
     return {"h": h, "c": c}
+
+
+@suite.case(
+    "lstm_cell",
+    _CELL_FIXED,
+    points=2,
+    check=_swap_aware(_Named(1e-5, 1e-6)),
+    expected=REFERENCE,
+    builds_on=(_CELL_PARAMETERS, _CELL_GATES),  # the gates' order and activations come first
+)
+def _(ns):
+    return _lstm_probe(ns, 100, 4, 5, 3)
 
 
 @suite.case(

@@ -213,11 +213,13 @@ _GATE_HINTS = [
     _SWAPPED,
 ]
 _STATE_NONE = "state=None starts from zeros"
+_GATES = "gates from the biases alone: the order input, forget, cell, output"
+_WORKED = "a worked example with every weight in use: B=2, I=3, H=2"
 
 
 @suite.case(
     "lstm_cell",
-    "gates from the biases alone: the order input, forget, cell, output",
+    _GATES,
     points=1,
     check=_pair_close(_GATE_HINTS),
     expected=(
@@ -247,14 +249,14 @@ XL = torch.tensor([[1.0, -0.5, 2.0], [-1.5, 0.5, 0.0]])
 
 @suite.case(
     "lstm_cell",
-    "a worked example with every weight in use: B=2, I=3, H=2",
+    _WORKED,
     points=1,
     check=_pair_close([_SWAPPED]),
     expected=(
         torch.tensor([[0.29918089509010315, -0.0744231790304184], [0.04909615218639374, -0.061838001012802124]]),
         torch.tensor([[0.356866717338562, -0.08000317215919495], [0.1480071097612381, -0.24185605347156525]]),
     ),
-    builds_on=(_PARAMETERS,),
+    builds_on=(_PARAMETERS, _GATES),  # a wrong gate order or activation fails here too: start at the gates
 )
 def _(ns):
     with torch.no_grad():
@@ -270,7 +272,12 @@ _ZERO_STATE = (
 
 
 @suite.case(
-    "lstm_cell", _STATE_NONE, points=1, check=_pair_close([_SWAPPED]), expected=_ZERO_STATE, builds_on=(_PARAMETERS,)
+    "lstm_cell",
+    _STATE_NONE,
+    points=1,
+    check=_pair_close([_SWAPPED]),
+    expected=_ZERO_STATE,
+    builds_on=(_PARAMETERS, _WORKED),  # the same cell as the worked example, from a zero state
 )
 def _(ns):
     with torch.no_grad():
