@@ -397,6 +397,20 @@ MISTAKES = [
             )
         },
     ),
+    Variant(
+        "mlm_mask",
+        "the random 10% drawn from the 20% left after the 80%",
+        {
+            "mlm_mask_tokens": _mlm(
+                split=(
+                    "to_mask = chosen & (u < 0.8)\n"
+                    "    to_random = chosen & ~to_mask & "
+                    "(torch.rand(ids.shape, generator=generator, device=device).to(ids.device) < 0.1)"
+                )
+            )
+        },
+        hints=("random 10% drawn from the remaining 20%",),
+    ),
     # cross_attention
     Variant("cross_attention", "keys from the decoder", {"CrossAttention": _cross(keys_from="x")}),
     Variant(
@@ -405,6 +419,11 @@ MISTAKES = [
         {"CrossAttention": _cross(keys_from="x", values_from="x")},
     ),
     Variant("cross_attention", "memory_mask ignored", {"CrossAttention": _cross(masking="pass")}),
+    Variant(
+        "cross_attention",
+        "a (B, T_q, T_k) memory_mask unsqueezed on the wrong axis",
+        {"CrossAttention": _cross(masking='scores = scores.masked_fill(memory_mask.unsqueeze(2), float("-inf"))')},
+    ),
     Variant(
         "cross_attention", "scores divided by sqrt(C), not sqrt(D)", {"CrossAttention": _cross(width="x.size(-1)")}
     ),
@@ -562,6 +581,30 @@ ALTERNATIVES = [
                 padding = (idx == self.encoder.pad_id).unsqueeze(-1)
                 total = scores.masked_fill(padding, 0.0).sum(1)
                 return total / (~padding).sum(1)
+    """
+        },
+    ),
+    Variant(
+        "classifier",
+        "the width read from encoder.ln_f (a LayerNorm(C), as the notebook promises)",
+        {
+            "SequenceClassifier": """
+        class SequenceClassifier(nn.Module):
+            def __init__(self, encoder, num_classes, pooling="mean"):
+                super().__init__()
+                if pooling not in {"mean", "first"}:
+                    raise ValueError(f"unknown pooling {pooling!r}")
+                self.encoder, self.pooling = encoder, pooling
+                width = encoder.ln_f.normalized_shape[0]  # the encoder's final LayerNorm(n_embd)
+                self.head = nn.Linear(width, num_classes)
+
+            def forward(self, idx):
+                h = self.encoder(idx)
+                if self.pooling == "first":
+                    return self.head(h[:, 0, :])
+                keep = (idx != self.encoder.pad_id).to(h.dtype)
+                pooled = torch.einsum("btc,bt->bc", h, keep) / keep.sum(1, keepdim=True)
+                return self.head(pooled)
     """
         },
     ),

@@ -276,7 +276,11 @@ def _(ns):
 
 
 class _TableEncoder(nn.Module):
-    """Stand-in encoder without attention: each position's output is its token's row of a table."""
+    """Stand-in encoder without attention: each position's output is its token's row of a table.
+
+    It has every attribute the notebook promises of the grader's encoders, ``ln_f`` a real
+    ``nn.LayerNorm(C)``, left out of ``forward`` so that the outputs are the rows as written.
+    """
 
     def __init__(self, rows, pad_id=0):
         super().__init__()
@@ -286,7 +290,7 @@ class _TableEncoder(nn.Module):
             self.tok_emb.weight.copy_(torch.tensor(rows))
         self.pos_emb = nn.Embedding(8, len(rows[0]))
         self.blocks = nn.ModuleList()
-        self.ln_f = nn.Identity()
+        self.ln_f = nn.LayerNorm(len(rows[0]))
 
     def forward(self, idx):
         return self.tok_emb(idx)
@@ -401,15 +405,51 @@ def _(ns):
     return _MLM_IDS.clone(), ids, inputs, labels
 
 
+def _mlm_pair_problem(out, ids):
+    """What is wrong with one output of mlm_mask_tokens, if it is not a pair (inputs, labels) of
+    tensors shaped like ``ids``; None when it is."""
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        return f"mlm_mask_tokens must return a pair (inputs, labels); got {type(out).__name__}"
+    for name, tensor in zip(("inputs", "labels"), out):
+        if not isinstance(tensor, torch.Tensor) or tuple(tensor.shape) != tuple(ids.shape):
+            return f"{name} must be a tensor shaped like ids {tuple(ids.shape)}"
+    return None
+
+
+def _split_fractions(ids, inputs, labels, mask_id):
+    """Of the chosen positions, the fractions that became ``mask_id``, another token, and stayed."""
+    chosen = labels != -100
+    masked = float((inputs[chosen] == mask_id).float().mean())
+    kept = float((inputs[chosen] == ids[chosen]).float().mean())
+    return masked, 1.0 - masked - kept, kept
+
+
+def _random_from_the_rest(mask_id):
+    """The hint for a 10% random replacement drawn from the 20% left after the 80% (2% in all)."""
+
+    def when(got, exp):
+        ids, inputs, labels = got
+        if not bool((labels != -100).any()):
+            return False
+        masked, other, _ = _split_fractions(ids, inputs, labels, mask_id)
+        return abs(masked - 0.8) < 0.03 and abs(other - 0.02) < 0.012
+
+    return Hint(
+        when,
+        "about 2% of the chosen positions got a random token: the 10% is 10% of all the chosen positions, "
+        "not 10% of the 20% left after the 80% (one uniform number per position: below 0.8 mask_id, "
+        "from 0.8 to 0.9 a random token, the rest unchanged)",
+        mistake="random 10% drawn from the remaining 20%",
+    )
+
+
 def _split_problem(got):
     ids, inputs, labels = got
     chosen = labels != -100
     n = int(chosen.sum())
     if n == 0:
         return "no position was chosen with prob=1.0"
-    masked = float((inputs[chosen] == 3).float().mean())
-    kept = float((inputs[chosen] == ids[chosen]).float().mean())
-    other = 1.0 - masked - kept
+    masked, other, kept = _split_fractions(ids, inputs, labels, 3)
     if not (abs(masked - 0.8) < 0.03 and abs(kept - 0.1) < 0.02 and abs(other - 0.1) < 0.02):
         return (
             f"of the chosen positions {masked:.3f} became mask_id, {other:.3f} another token and {kept:.3f} stayed; "
@@ -422,7 +462,7 @@ def _split_problem(got):
     "mlm_mask",
     "prob=1: of the chosen positions 80% become mask_id, 10% a random token, 10% stay",
     points=1,
-    check=satisfies(_split_problem),
+    check=satisfies(_split_problem, hints=[_random_from_the_rest(3)]),
 )
 def _(ns):
     ids = _MLM_IDS[:16].clone()
@@ -486,6 +526,9 @@ def _(ns):
 
 def _repeatable(got):
     first, second = got
+    problem = _mlm_pair_problem(first, _MLM_IDS[:8]) or _mlm_pair_problem(second, _MLM_IDS[:8])
+    if problem:
+        return problem
     if not (torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])):
         return (
             "two calls with generators of the same seed gave different results: draw every random number "
@@ -499,6 +542,7 @@ def _repeatable(got):
     "the same generator seed gives the same result, whatever the global random state",
     points=1,
     check=satisfies(_repeatable),
+    guard=True,  # a no-op gives the same (nothing) twice: it counts only with a test of the masking
 )
 def _(ns):
     ids = _MLM_IDS[:8].clone()
@@ -568,12 +612,31 @@ def _(ns):
     return out, _mha_state(module), x, memory, mask
 
 
+@suite.case(
+    "cross_attention",
+    "equals nn.MultiheadAttention(x, memory, memory) with a per-query (B, T_q, T_k) mask",
+    points=1,
+    check=satisfies(_agrees_with_mha),
+)
+def _(ns):
+    module = ns.CrossAttention(PC, PH)
+    set_parameters(module, 30, scale=0.2)
+    x, memory = randn(PB, PQ, PC, seed=31), randn(PB, PK, PC, seed=32)
+    mask = torch.zeros(PB, PQ, PK, dtype=torch.bool)  # (B, T_q, T_k): each query its own blocked positions
+    mask[0, 1, 2:] = True
+    mask[1, 0, :2] = True
+    mask[1, 2, 4] = True
+    with torch.no_grad():
+        out = module.eval()(x, memory, memory_mask=mask)
+    return out, _mha_state(module), x, memory, mask
+
+
 def _separate_queries(got):
     other_queries, blocked_memory = got
     if not other_queries <= 1e-6:
         return (
             f"changing the queries at positions 1 and 2 changed the output at position 0 (by up to {other_queries:.3g}): "
-            "keys and values come from memory only, never from x"
+            "a query's output may depend only on its own query and the memory"
         )
     if not blocked_memory <= 1e-6:
         return f"changing blocked memory positions changed the output (by up to {blocked_memory:.3g}): is memory_mask applied?"

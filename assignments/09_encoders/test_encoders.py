@@ -490,11 +490,11 @@ def test_hidden_stand_ins_compute_what_the_reference_parts_compute():
     state = {
         "tok_emb.weight": encoder.tok_emb.weight,
         "pos_emb.weight": encoder.pos_emb.weight,
-        "norm.weight": encoder.ln_f.weight,
-        "norm.bias": encoder.ln_f.bias,
+        "ln_f.weight": encoder.ln_f.weight,
+        "ln_f.bias": encoder.ln_f.bias,
     }
     for i, block in enumerate(encoder.blocks):
-        state.update({f"layers.{i}.{k}": v for k, v in encoder_layer_twin(block, 4 * C).state_dict().items()})
+        state.update({f"blocks.{i}.{k}": v for k, v in encoder_layer_twin(block, 4 * C).state_dict().items()})
     stand_in.load_state_dict({k: v.detach().clone() for k, v in state.items()})
     idx = ids_with_padding(3)
     x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
@@ -514,6 +514,36 @@ def test_hidden_stand_ins_compute_what_the_reference_parts_compute():
             atol=1e-5,
         )
         torch.testing.assert_close(cross.eval()(x, memory, pad), block.cross_attn(x, memory, pad), rtol=1e-4, atol=1e-5)
+
+
+def _encoder_stand_ins():
+    """Every encoder the suites hand to a student's SequenceClassifier or Seq2Seq, by name."""
+    public, hidden = _suite_module("public"), _suite_module("hidden")
+    return {
+        "public._TorchEncoder": public._TorchEncoder(15, 8, n_layer=1, n_head=H, n_embd=C, pad_id=3),
+        "public._TableEncoder": public._TableEncoder(public._ROWS, pad_id=3),
+        "hidden._TorchEncoder": hidden._TorchEncoder(15, 8, n_layer=1, n_head=H, n_embd=C, pad_id=3),
+        "hidden._Table": hidden._Table(4),
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["public._TorchEncoder", "public._TableEncoder", "hidden._TorchEncoder", "hidden._Table"]
+)
+def test_encoder_stand_ins_have_what_the_notebook_promises(name):
+    """The notebook (section 3) promises that the grader's encoders have the attributes
+    ``tok_emb``, ``pos_emb``, ``blocks``, ``ln_f`` and ``pad_id`` of section 2: embeddings,
+    a ModuleList, a LayerNorm of the encoder's width and an int; each stand-in has them all,
+    so a classifier may read any of them (``ln_f.normalized_shape`` included)."""
+    encoder = _encoder_stand_ins()[name]
+    width = encoder.tok_emb.embedding_dim
+    assert isinstance(encoder.tok_emb, nn.Embedding) and isinstance(encoder.pos_emb, nn.Embedding)
+    assert encoder.pos_emb.embedding_dim == width
+    assert isinstance(encoder.blocks, nn.ModuleList)
+    assert isinstance(encoder.ln_f, nn.LayerNorm) and encoder.ln_f.normalized_shape == (width,)
+    assert isinstance(encoder.pad_id, int)
+    notebook = get_stage("09").source.read_text(encoding="utf-8")
+    assert "the attributes `tok_emb`, `pos_emb`, `blocks`, `ln_f`\nand `pad_id` of section 2" in notebook
 
 
 def test_hidden_stand_ins_log_how_they_were_built():
