@@ -43,6 +43,7 @@ from autograder.course import Stage
 from autograder.engine.suites import StageTests
 
 from .gradescope_zip import PACKAGE, PYTHON_VERSION, _add, pinned_requirements, shipped_files, torch_build
+from .written import written_json
 
 SHIPPED = ("kit", "engine", "channels/gradescope", "channels/otter")  # the packages files/gptcourse/ carries, whole
 EXECUTABLE = ("run_autograder", "setup.sh")
@@ -81,8 +82,15 @@ def questions(tests: StageTests) -> dict[str, list[tuple[str, bool, float]]]:
 
 
 def otter_config(stage: Stage) -> dict:
-    """``otter_config.json``: the plugin, for this stage."""
-    return {"lang": "python", "plugins": [{PLUGIN: {"stage": stage.id}}], "show_hidden": True, "show_stdout": False}
+    """``otter_config.json``: the plugin, for this stage, and otter's PDF filtering (off until asked for)."""
+    return {
+        "lang": "python",
+        "plugins": [{PLUGIN: {"stage": stage.id}}],
+        "show_hidden": True,
+        "show_stdout": False,
+        "filtering": True,  # a PDF otter makes holds the written questions only (channels.otter.written)
+        "pagebreaks": True,  # each on a page of its own
+    }
 
 
 def otter_generate(config: dict, tests: dict[str, str], requirements: str) -> dict[str, bytes]:
@@ -129,5 +137,6 @@ def build_otter_zip(
         _add(archive, f"{SUPPORT}/stage/public.py", stage.public.read_bytes())
         _add(archive, f"{SUPPORT}/stage/hidden.py", stage.hidden.read_bytes())
         _add(archive, f"{SUPPORT}/stage/fixtures.json", Path(fixture_file).read_bytes())
+        _add(archive, f"{SUPPORT}/stage/written.json", written_json(stage).encode())
         _add(archive, f"{SUPPORT}/gptcourse.json", shipped_json(settings, torch_build()).encode())
     return target
