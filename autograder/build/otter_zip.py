@@ -183,7 +183,7 @@ def otter_sheet(stage: Stage) -> str:
     autograded = sum(p for _, p in stage.tests().questions())
     total = sum(q.points for q in questions)
     lines = [
-        f"# {stage.id}: written questions with otter-grader ({len(questions)}, {total:g} points)",
+        f"# {stage.id}: written questions with otter-grader ({len(questions)} questions, {total:g} points)",
         "",
         OTTER_STEPS.format(autograded=autograded, stage=stage.id),
     ]
