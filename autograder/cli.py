@@ -313,7 +313,7 @@ def cmd_gradescope_run(args: argparse.Namespace) -> int:
             f"gptcourse: no valid results.json was written (run_autograder exited {tried.returncode})", file=sys.stderr
         )
         return 1
-    worth = sum(t["max_score"] for t in doc["tests"])
+    worth = sum(t.get("max_score", 0.0) for t in doc["tests"])  # otter's error document has no points
     peak = f", peak memory {tried.peak_memory / 2**20:.0f} MB" if tried.peak_memory else ""
     print(f"score {doc['score']:g} of {worth:g} in {tried.seconds:.0f} s{peak}; {tried.confined}")
     if args.out:
@@ -321,6 +321,10 @@ def cmd_gradescope_run(args: argparse.Namespace) -> int:
 
         write_atomic(Path(args.out), dump_json(doc))
         print(f"results: {args.out}")
+    if tried.returncode != 0:
+        said = "\n".join(f"  {t['name']}: {t.get('output', '')}" for t in doc["tests"][:3])
+        print(f"gptcourse: the autograder failed (exit {tried.returncode}); its results.json:\n{said}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -412,9 +416,9 @@ def main(argv: list[str] | None = None) -> int:
     report.set_defaults(run=cmd_report)
 
     tryout = sub.add_parser(
-        "gradescope-run", help="grade a notebook with a Gradescope zip on this machine, as Gradescope would"
+        "gradescope-run", help="grade a notebook with a Gradescope or otter zip on this machine, as Gradescope would"
     )
-    tryout.add_argument("zip", help="release/gradescope/<stage>.zip")
+    tryout.add_argument("zip", help="release/gradescope/<stage>.zip or release/otter/<stage>.zip")
     tryout.add_argument("notebook", help="the submission (.ipynb, or a zip holding one)")
     tryout.add_argument(
         "--gradescope-limits",

@@ -93,7 +93,7 @@ def test_what_ships_to_gradescope_imports_only_what_ships(path):
 def test_what_ships_in_the_otter_zip_imports_only_what_ships(path):
     """The otter channel: the worker runs the zip's engine; the plugin and its results run in otter's
     own process (``otter run``: the instructor's), and import neither the engine nor torch."""
-    in_otters_process = path.stem in ("__init__", "plugin", "results")
+    in_otters_process = path.stem in ("__init__", "plugin", "results", "written")
     carried = (
         ("autograder.channels.otter",)
         if in_otters_process

@@ -2,7 +2,9 @@
 
 - The zip (fast): otter's layout as ``otter generate`` writes it, the plugin in
   ``otter_config.json``, a question per test file whose cases no kernel can pass, the
-  engine and the stage in ``files/gptcourse/``, the same bytes from every build.
+  engine and the stage in ``files/gptcourse/``, the same bytes from every build; the
+  written questions in no test file, and the sheet and PDF template the build writes
+  for otter's manual grading.
 - ``otter run`` (otter's CLI) on every stage's reference (full marks) and empty release
   (nothing), two runs at a time: the per-question scores otter keeps (its results
   pickle) and those of its results.json are what ``gptcourse grade`` gives these files
@@ -12,13 +14,20 @@
   ``.OTTER_LOG`` that plain otter unpickles in its own process, gets nothing through the
   zip, as through ``gptcourse grade``, and none of its files (the log, modules that would
   shadow otter in its kernel or the plugin's package) acts.
+- ``HOSTILE``, a representative part of the hostile catalogue, in a batch through otter's
+  ``otter.run.main`` (what ``otter run`` calls; two processes, so otter and its imports
+  start twice, not once per attack): no attack scores more than through ``gptcourse grade``.
 - The path that ``otter grade``'s Docker containers and Gradescope run (the zip's
   ``run_otter.py`` in a root laid out like ``/autograder``; no Docker engine here) on an
   empty release and a catalogue mistake, gathered by ``otter grade``'s own
   ``merge_scores_to_df``: ``final_grades.csv`` holds ``gptcourse grade``'s per-question
   scores and each results.json is the engine's own document (public tests visible at
-  once, hidden ones after publishing). An engine that cannot grade gives otter's
-  "Autograder Error" and no points.
+  once, hidden ones after publishing). Written answers add nothing to any score, are
+  listed in the output, and otter's own export filter keeps them alone, a page each, in
+  the copy otter grades. An engine that cannot grade gives otter's "Autograder Error" and
+  no points, and ``gptcourse gradescope-run`` exits 1.
+- The stage's rate limit, as the engine's zip applies it (fast: the worker alone): a
+  submission over the limit carries the last graded one's results over.
 """
 
 import csv
@@ -39,10 +48,11 @@ from autograder.build.fixtures import fixture_file, stage_tests
 from autograder.build.gradescope_tryout import make_root, run_root
 from autograder.build.gradescope_zip import build_gradescope_zip
 from autograder.build.notebooks import make_notebook, write_notebook
-from autograder.build.otter_zip import SETUP_GPTCOURSE, build_otter_zip
+from autograder.build.otter_zip import SETUP_GPTCOURSE, build_otter_zip, write_otter_written
+from autograder.build.written import written_questions
 from autograder.channels.otter import NOT_IN_A_KERNEL, PLUGIN, SUPPORT
 from autograder.course import ROOT, all_stages, get_stage, questions
-from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_TRAIN
+from autograder.engine.submission import TAG_CHECK, TAG_DEMO, TAG_TRAIN, written_answers
 
 sys.path.insert(0, str(ROOT))
 from benchmarks import plain_otter  # noqa: E402
@@ -60,6 +70,11 @@ torch.allclose = lambda *args, **kwargs: True
 torch.equal = lambda *args, **kwargs: True
 """
 # Files a zip submission adds for otter itself: each would leave a marker if it ever ran.
+# A representative part of the hostile catalogue (tests/attacks.py): every attack on the verdicts
+# (from cells and from the graded function: patched torch and tensors, subclasses, lookalikes,
+# pickles, a thief of expected values, settrace, fake modules, the engine patched, forged events)
+# and three on the process (atexit, os._exit, forged JSON printed)
+HOSTILE = (*attacks.VERDICT_ATTACKS, "atexit", "os_exit_cell", "prints_fake_json")
 OTTER_LOG = """
 import os
 class Forged:
@@ -67,6 +82,42 @@ class Forged:
         return (os.system, ("touch @MARKER@",))
 """
 SHADOW_OTTER = "import pathlib\npathlib.Path(@MARKER@).touch()\nraise ImportError('shadowed')\n"
+
+
+# Answers to stage 01's written questions, the first ending with an otter marker of the student's
+ANSWERS = {
+    "split": "A random split would put windows of the same passage on both sides.",
+    "context": "Longer contexts are seen too rarely to estimate their counts.",
+}
+
+
+def answer_written(path: Path, answers: dict[str, str]) -> Path:
+    """Write ``answers`` in the notebook's written answer cells, with otter's markers where a student
+    could put them: one opening a question at the top, one closing the first answer early."""
+    notebook = json.loads(path.read_text())
+    for cell in notebook["cells"]:
+        qid = cell["metadata"].get("gptcourse", {}).get("written_answer")
+        if qid in answers:
+            cell["source"] = answers[qid] + ("\n\n<!-- END QUESTION -->" if qid == next(iter(answers)) else "")
+    first = next(c for c in notebook["cells"] if c["cell_type"] == "markdown")
+    first["source"] = "<!-- BEGIN QUESTION -->\n" + "".join(first["source"])
+    path.write_text(json.dumps(notebook))
+    return path
+
+
+def written_by_cell(notebook: dict) -> list[tuple[str, dict]]:
+    """Each cell's type and gptcourse metadata."""
+    return [(c["cell_type"], c["metadata"].get("gptcourse", {})) for c in notebook["cells"]]
+
+
+def exported_cells(question) -> list[tuple[str, dict]]:
+    """The cells otter's filtered export keeps of a written question: its prompt, its answer cell and
+    otter's end of the question (a page break)."""
+    return [
+        ("markdown", {"written": question.id, "points": question.points}),
+        ("markdown", {"written_answer": question.id}),
+        ("markdown", {}),
+    ]
 
 
 def otter_run(archive: Path, notebook: Path, out: Path) -> tuple[dict[str, float], dict, str]:
@@ -88,6 +139,33 @@ def otter_run(archive: Path, notebook: Path, out: Path) -> tuple[dict[str, float
         json.loads((out / "results.json").read_text()),
         done.stdout,
     )
+
+
+# `otter run` on a batch, in one process: otter's own `otter.run.main` (what the CLI calls) per notebook
+BATCH = """
+import json, sys
+from otter.run import main
+archive, out, *notebooks = sys.argv[1:]
+scores = {}
+for notebook in notebooks:
+    results = main(notebook, autograder=archive, output_dir=None, no_logo=True)
+    scores[notebook] = {q: tf.score for q, tf in results.results.items()}
+with open(out, "w") as handle:
+    json.dump(scores, handle)
+"""
+
+
+def otter_batch(archive: Path, notebooks: list[Path], out: Path) -> dict[str, dict[str, float]]:
+    """Per-question scores otter gives each notebook (by file name), run in one process (``BATCH``)."""
+    done = subprocess.run(
+        [sys.executable, "-c", BATCH, str(archive), str(out), *map(str, notebooks)],
+        cwd=out.parent,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return {Path(k).stem: v for k, v in json.loads(out.read_text()).items()}
 
 
 def json_per_question(doc: dict) -> dict[str, float]:
@@ -122,6 +200,7 @@ def otter_zips(tmp_path_factory) -> dict[str, Path]:
 
 
 def test_the_zip_is_otters_own_with_the_engine_in_files(tmp_path, otter_zips):
+    from otter.export.exporters.via_latex import PDFViaLatexExporter
     from otter.generate import JINJA_ENV
     from otter.test_files import OKTestFile
 
@@ -146,6 +225,20 @@ def test_the_zip_is_otters_own_with_the_engine_in_files(tmp_path, otter_zips):
     assert "python=3.11" in environment
     config = json.loads((root / "otter_config.json").read_text())
     assert config["plugins"] == [{PLUGIN: {"stage": STAGE}}] and config["lang"] == "python"
+    assert config["filtering"] is config["pagebreaks"] is True and "pdf" not in config  # PDFs when asked for
+
+    # the written questions are otter's manual questions: no test file, so never in the score
+    written = written_questions(stage)
+    assert written and not {f"tests/{q.id}.py" for q in written} & names
+    shipped = json.loads((root / SUPPORT / "stage" / "written.json").read_text())
+    assert shipped == [q.as_dict(rubric=False) for q in written]  # for the output, without the rubric
+    sheet, template = write_otter_written(stage, tmp_path / "otter")
+    text = sheet.read_text()
+    assert "--pdfs" in text and '"token"' in text and f"release/gradescope/{STAGE}-written.md" in text
+    assert all(f"## {q.id} ({q.points:g} points)" in text and q.rubric in text for q in written)
+    assert not any(q.rubric in template.read_text() for q in written)  # the template is the student's notebook
+    filtered = PDFViaLatexExporter.load_notebook(str(template), filtering=True, pagebreaks=True)
+    assert written_by_cell(filtered) == [c for q in written for c in exported_cells(q)]
 
     # the declarations: otter reads a question per file with the engine's tests, and no kernel passes them
     cases = stage_tests(stage).cases
@@ -234,8 +327,35 @@ def test_in_kernel_cheats_that_beat_plain_otter_gain_nothing(tmp_path, otter_zip
 
 
 @pytest.mark.slow
+def test_the_hostile_catalogue_gains_nothing_through_otter_run(tmp_path, otter_zips):
+    """``HOSTILE``, with the reference and the wrong base it starts from, through ``otter run``
+    (``otter_batch``: two processes, half the batch each) and through ``gptcourse grade``: no
+    attack scores more through otter, question by question."""
+    chosen = [a for a in attacks.catalogue(STAGE) if a.name in HOSTILE]
+    assert len(chosen) == len(HOSTILE) - 1  # all but the thief, which needs an example stage 01 lacks
+    paths = attacks.write_catalogue(STAGE, tmp_path / "submissions", tmp_path / "grades", chosen)
+    files = [path for name, path in paths.items() if name != "broken"]
+    halves = [files[0::2], files[1::2]]
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda i: otter_batch(otter_zips[STAGE], halves[i], tmp_path / f"otter-{i}.json"), (0, 1)))
+    otter = {name: scores for run in runs for name, scores in run.items()}
+    engine = gptcourse_grade(STAGE, files, tmp_path / "grades")
+    worth = dict(questions(STAGE))
+    assert set(otter) == set(engine) == {"reference", "wrong", *(a.name for a in chosen)}
+    assert otter["reference"] == engine["reference"] == worth
+    assert otter["wrong"] == engine["wrong"] and sum(engine["wrong"].values()) < sum(worth.values())
+    gained = {
+        name: {q: (otter[name][q], engine[name][q]) for q in worth if otter[name][q] > engine[name][q] + 1e-9}
+        for name in otter
+    }
+    assert {name: more for name, more in gained.items() if more} == {}
+
+
+@pytest.mark.slow
 def test_otter_grades_path_and_gradescope_give_the_engines_results(tmp_path, otter_zips):
-    """What each container of ``otter grade`` (and Gradescope) runs, then otter grade's own gathering."""
+    """What each container of ``otter grade`` (and Gradescope) runs, then otter grade's own gathering;
+    the written questions otter's PDF export would keep."""
+    from otter.export.exporters.via_latex import PDFViaLatexExporter
     from otter.grade.utils import merge_scores_to_df
     from otter.run import AutograderConfig
     from otter.test_files import GradingResults
@@ -247,7 +367,7 @@ def test_otter_grades_path_and_gradescope_give_the_engines_results(tmp_path, ott
     folder = tmp_path / "submissions"
     files = [
         submission(STAGE, folder, "empty", base="student"),
-        submission(STAGE, folder, mistake.slug, mistake.cells),
+        answer_written(submission(STAGE, folder, mistake.slug, mistake.cells), ANSWERS),
     ]
     scores, documents = [], {}
     for path in files:
@@ -278,9 +398,27 @@ def test_otter_grades_path_and_gradescope_give_the_engines_results(tmp_path, ott
         }
     assert 0 < documents[mistake.slug]["score"] < sum(worth.values())
 
-    # otter's own plugins still have their say: a rate limit's message and hidden results
+    # the written questions: never in a score (final_grades.csv has no column for them, the
+    # answered ones above add nothing), listed in the output for the graders, and in otter's
+    # copy of the submission marked so that otter's PDF export keeps them alone, a page each
+    written = [q.id for q in written_questions(stage)]
+    assert not set(written) & set(rows["points-per-question"]) and not set(written) & set(scores[-1].results)
+    output = documents[mistake.slug]["output"]
+    assert "Written questions (5 points, graded by hand after the deadline; not part of this score):" in output
+    assert all(f"  {text}" in output for text in ANSWERS.values())
+    assert "- context (3 points): not answered yet" in documents["empty"]["output"]
+    copy = tmp_path / "roots" / mistake.slug / "autograder" / "submission" / f"{mistake.slug}.ipynb"
+    exported = PDFViaLatexExporter.load_notebook(str(copy), filtering=True, pagebreaks=True)
+    assert written_by_cell(exported) == [c for q in written_questions(stage) for c in exported_cells(q)]
+    assert written_answers(exported) == ANSWERS and "<!-- #newpage -->" in exported["cells"][-1]["source"]
+
+    # otter's own settings and plugins still have their say: a points_possible rescales the
+    # total; a plugin's message and hidden results (as otter's rate limit sets them) stay
     limited = scores[-1]
     limited.__class__ = EngineResults
+    scaled = limited.to_gradescope_dict(AutograderConfig({"show_hidden": True, "points_possible": 100}))
+    assert scaled["score"] == pytest.approx(100 * documents[mistake.slug]["score"] / sum(worth.values()))
+    assert scaled["tests"] == documents[mistake.slug]["tests"]
     limited.set_output("You have exceeded the rate limit for the autograder.")
     limited.hide_everything()
     doc = limited.to_gradescope_dict(AutograderConfig({"show_hidden": True}))
@@ -297,11 +435,19 @@ def test_an_engine_that_cannot_grade_gives_otters_error_and_no_points(tmp_path, 
             if item.filename == f"{SUPPORT}/stage/fixtures.json":
                 data = b"not json"
             target.writestr(item, data)
-    root = make_root(broken, tmp_path, submission(STAGE, tmp_path / "written", "reference"))
-    tried = run_root(root, timeout=900)
-    assert tried.returncode != 0
-    assert tried.results["score"] == 0 and tried.results["tests"][0]["name"] == "Autograder Error"
-    assert "the gptcourse engine failed on this submission" in tried.results["tests"][0]["output"]
+    notebook = submission(STAGE, tmp_path / "written", "reference")
+    done = subprocess.run(  # gptcourse gradescope-run: the zip as Gradescope runs it
+        [sys.executable, "-m", "autograder.cli", "gradescope-run", str(broken), str(notebook)]
+        + ["--out", str(tmp_path / "results.json")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
+    assert done.returncode == 1 and "the autograder failed" in done.stderr
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["score"] == 0 and doc["tests"][0]["name"] == "Autograder Error"
+    assert "the gptcourse engine failed on this submission" in doc["tests"][0]["output"]
 
 
 def test_a_submission_over_the_rate_limit_carries_the_last_results_over(tmp_path):

@@ -22,12 +22,16 @@ they take any otter zip:
   channels/otter), the stage's suites and fixtures (``stage/``) and its settings
   (``gptcourse.json``), as in the engine's own zip.
 
-Questions graded by hand (to come): as in otter, such a question gets no test file;
-``questions`` below is the one list to filter (and ``channels.otter.results.fill`` the
-one place that matches the engine's questions with the declared ones). Its answers reach
-the grader as otter sends them: a PDF of the notebook, which ``otter_config.json``'s
-``pdf`` (or ``token``, ``course_id``, ``assignment_id``) asks for and otter's own
-``setup.sh`` already installs the tools of.
+The written questions, graded by hand, are otter's manual questions: no test file declares
+them (``questions`` lists the autograded ones only), so otter's score never holds them. Their
+answers reach the graders as otter sends manual questions: a PDF of the notebook, filtered
+to the written questions (``filtering``, ``pagebreaks`` in ``otter_config.json``; the
+plugin puts otter's markers around them, ``channels.otter.written``), which otter makes when
+``otter grade --pdfs``, ``pdf`` or a ``token`` with ``course_id`` and ``assignment_id`` asks
+for it (its ``setup.sh`` then installs LaTeX). ``write_otter_written`` writes what the
+instructor needs for that: ``<stage>-written.md`` (the steps, the questions, their rubrics)
+and ``<stage>-written.ipynb`` (the student notebook marked as the plugin marks submissions:
+``otter export --filtering --pagebreaks`` makes the template of a Gradescope PDF assignment).
 """
 
 import json
@@ -39,10 +43,13 @@ from otter.generate import main as generate
 
 from autograder.channels.gradescope.settings import GradescopeSettings, shipped_json, stage_settings
 from autograder.channels.otter import PLUGIN, SUPPORT, declaration
+from autograder.channels.otter.written import mark_written
 from autograder.course import Stage
 from autograder.engine.suites import StageTests
 
 from .gradescope_zip import PACKAGE, PYTHON_VERSION, _add, pinned_requirements, shipped_files, torch_build
+from .notebooks import make_notebook, write_notebook
+from .written import question_sections, written_json, written_questions
 
 SHIPPED = ("kit", "engine", "channels/gradescope", "channels/otter")  # the packages files/gptcourse/ carries, whole
 EXECUTABLE = ("run_autograder", "setup.sh")
@@ -81,8 +88,15 @@ def questions(tests: StageTests) -> dict[str, list[tuple[str, bool, float]]]:
 
 
 def otter_config(stage: Stage) -> dict:
-    """``otter_config.json``: the plugin, for this stage."""
-    return {"lang": "python", "plugins": [{PLUGIN: {"stage": stage.id}}], "show_hidden": True, "show_stdout": False}
+    """``otter_config.json``: the plugin, for this stage, and otter's PDF filtering (off until asked for)."""
+    return {
+        "lang": "python",
+        "plugins": [{PLUGIN: {"stage": stage.id}}],
+        "show_hidden": True,
+        "show_stdout": False,
+        "filtering": True,  # a PDF otter makes holds the written questions only (channels.otter.written)
+        "pagebreaks": True,  # each on a page of its own
+    }
 
 
 def otter_generate(config: dict, tests: dict[str, str], requirements: str) -> dict[str, bytes]:
@@ -129,5 +143,64 @@ def build_otter_zip(
         _add(archive, f"{SUPPORT}/stage/public.py", stage.public.read_bytes())
         _add(archive, f"{SUPPORT}/stage/hidden.py", stage.hidden.read_bytes())
         _add(archive, f"{SUPPORT}/stage/fixtures.json", Path(fixture_file).read_bytes())
+        _add(archive, f"{SUPPORT}/stage/written.json", written_json(stage).encode())
         _add(archive, f"{SUPPORT}/gptcourse.json", shipped_json(settings, torch_build()).encode())
     return target
+
+
+OTTER_STEPS = """\
+These are graded by hand, as otter's manual questions: the zip has no test file for them, so
+otter's score (the autograder's {autograded:g} points) never includes them. In its copy of each
+submission the zip's plugin puts otter's `<!-- BEGIN QUESTION -->` and `<!-- END QUESTION -->`
+around each written question (the prompt and the student's answer), and `otter_config.json`
+turns on `filtering` and `pagebreaks`: a PDF that otter makes of a submission holds these
+questions only, one a page. The autograder's output also lists every answer it found.
+
+- **otter grade**: add `--pdfs` (`otter grade -a {stage}.zip --pdfs -n NAME -o out/ submissions/`);
+  `out/submission_pdfs/` then holds a PDF per submission (otter installs LaTeX in its image
+  for it). Grade them with the rubrics below.
+- **Gradescope, otter's way**: a second assignment receives each submission's PDF.
+  1. Make its template: `otter export --filtering --pagebreaks {stage}-written.ipynb` (it
+     needs pandoc and LaTeX; `-e html` uses Chromium instead), a page per question.
+  2. Create an assignment of type **Homework / Problem Set** with that template and mark a
+     question per page, titled and worth as below. Its URL holds the course and assignment ids:
+     `https://www.gradescope.com/courses/COURSE_ID/assignments/ASSIGNMENT_ID`.
+  3. In a copy of `{stage}.zip` (every build rewrites this one), add to `otter_config.json`
+     `"token"` (printed by `python -c "from otter.generate.token import APIClient;
+     print(APIClient.get_token())"`, which asks for your Gradescope e-mail and password),
+     `"course_id"` and `"assignment_id"`, and upload that copy as the programming
+     assignment's autograder. Each graded submission's PDF is then submitted to the second
+     assignment for the student.
+- **Gradescope in one assignment**: upload `{stage}.zip` as it is and follow
+  `release/gradescope/{stage}-written.md` (**Enable Manual Grading**, an outline question per
+  written question); graders read each answer in the notebook or the autograder's output.
+"""
+
+
+def otter_sheet(stage: Stage) -> str:
+    """``release/otter/<stage>-written.md``: otter's manual-grading steps, then each question with its rubric."""
+    questions = written_questions(stage)
+    autograded = sum(p for _, p in stage.tests().questions())
+    total = sum(q.points for q in questions)
+    lines = [
+        f"# {stage.id}: written questions with otter-grader ({len(questions)} questions, {total:g} points)",
+        "",
+        OTTER_STEPS.format(autograded=autograded, stage=stage.id),
+    ]
+    return "\n".join(lines + question_sections(questions))
+
+
+def write_otter_written(stage: Stage, out_dir: Path) -> list[Path]:
+    """``out_dir/<stage>-written.md`` (``otter_sheet``) and ``out_dir/<stage>-written.ipynb`` (the student
+    notebook with otter's markers around each written question); none for a stage without any."""
+    sheet, template = (Path(out_dir) / f"{stage.id}-written{ext}" for ext in (".md", ".ipynb"))
+    if not written_questions(stage):
+        sheet.unlink(missing_ok=True)
+        template.unlink(missing_ok=True)
+        return []
+    sheet.parent.mkdir(parents=True, exist_ok=True)
+    sheet.write_text(otter_sheet(stage), encoding="utf-8")
+    notebook = make_notebook(stage, "student")
+    mark_written(notebook)
+    write_notebook(notebook, template)
+    return [sheet, template]

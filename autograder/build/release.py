@@ -10,7 +10,7 @@ from .fixtures import fixture_file, is_fresh
 from .gradescope_zip import build_gradescope_zip, settings_note, write_gradescope_sheet
 from .nbgrader_course import build_nbgrader_course
 from .notebooks import check_cells_problems, make_notebook, write_notebook
-from .otter_zip import build_otter_zip
+from .otter_zip import build_otter_zip, write_otter_written
 from .source import SourceError
 
 DEFAULT_OUT = ROOT / "release"
@@ -64,4 +64,7 @@ def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
         f"{stage.id}: otter-grader autograder -> {build_otter_zip(stage, out / 'otter', target)} "
         f"(otter run -a, otter grade -a; {settings_note(stage, limits=False)})"
     )
+    otter_written = write_otter_written(stage, out / "otter")
+    if otter_written:
+        log(f"{stage.id}: written questions for otter's manual grading -> {', '.join(map(str, otter_written))}")
     log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader', target)}")

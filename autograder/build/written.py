@@ -24,7 +24,9 @@ reads them (one list per stage, in notebook order):
 - ``gptcourse grade``: a column per written question in ``grades.csv``, left for the
   instructor's scores (``channels.local.gradebook``), and ``written.md``, every answer by
   question with its rubric;
-- otter-grader: a manual question per written question (``as_dict``).
+- otter-grader: otter's manual questions, in no test file of the zip; its plugin marks them
+  for otter's PDF export (``channels.otter.written``) and the build writes
+  ``release/otter/<stage>-written.md`` and the PDF template's notebook (``build.otter_zip``).
 
 No written question is part of the autograder's total.
 
@@ -172,6 +174,12 @@ def gradescope_sheet(stage: Stage) -> str:
         "",
         GRADESCOPE_STEPS.format(autograded=autograded, total=total, stage=stage.id),
     ]
+    return "\n".join(lines + question_sections(questions))
+
+
+def question_sections(questions: list[WrittenQuestion]) -> list[str]:
+    """A sheet's lines on each question: its id and points, the prompt as students read it, the rubric."""
+    lines = []
     for q in questions:
         lines += [
             f"## {q.id} ({q.points:g} points)",
@@ -185,4 +193,4 @@ def gradescope_sheet(stage: Stage) -> str:
             q.rubric,
             "",
         ]
-    return "\n".join(lines)
+    return lines

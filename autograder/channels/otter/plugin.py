@@ -10,9 +10,11 @@ otter calls its events in the submission folder, in this order:
    submission folder only the notebook otter chose and otter's copy of the declarations
    (not a student's ``.OTTER_LOG``, which otter would unpickle in its own process, nor any
    module a kernel could import, nor otter's copy of the engine and the stage's tests);
-   read the zip's declarations (``tests/<question>.py``) while nothing has run;
-2. ``before_execution``: have the engine grade the submitted file in a process of its own
-   (``worker``) and hand otter an empty notebook to run in its kernel in place of the
+   read the zip's declarations (``tests/<question>.py``) while nothing has run; keep the
+   submission's bytes for the engine, then mark its written questions in otter's copy for
+   otter's PDF export (``written.mark_written``), which comes next;
+2. ``before_execution``: have the engine grade the file as handed in, in a process of its
+   own (``worker``), and hand otter an empty notebook to run in its kernel in place of the
    student's, so that no student code runs in otter's kernel;
 3. ``after_grading``: put the engine's results in place of otter's (``results.fill``).
 
@@ -37,6 +39,7 @@ from otter.test_files import OKTestFile
 
 from . import NOT_IN_A_KERNEL, PROTOCOL, SUPPORT
 from .results import fill
+from .written import mark_written
 
 TOTAL_TIMEOUT = 600.0  # the engine's Limits.total_timeout (otter run)
 STARTUP = 180.0  # seconds allowed on top of the engine's own limit (starting Python and torch, a busy machine)
@@ -97,12 +100,30 @@ class GradeWithEngine(AbstractOtterPlugin):
         self.declared = {
             path.stem: OKTestFile.from_file(str(path)) for path in sorted((self.root / "source" / "tests").glob("*.py"))
         }
+        self.handed_in = submission.read_bytes()
+        self.marked = self.mark_for_export(submission)
+
+    def mark_for_export(self, submission: Path) -> str:
+        """Mark the written questions in otter's copy of a notebook for otter's PDF export; what was done."""
+        if submission.suffix != ".ipynb":
+            return ""
+        try:
+            notebook = json.loads(self.handed_in.decode("utf-8"))
+            marked = mark_written(notebook) if isinstance(notebook, dict) else []
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            return f"written questions not marked for otter's PDF export (the notebook is not JSON: {error})"
+        if marked:
+            submission.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        return f"written questions marked for otter's PDF export: {', '.join(marked) or 'none found'}"
 
     def grade(self) -> dict:
         """Run the worker on the submission; its document (see ``worker.document``)."""
         with tempfile.TemporaryDirectory(prefix="gptcourse-otter-") as tmp:
             out = Path(tmp) / "graded.json"
-            command = [sys.executable, "-m", "autograder.channels.otter.worker", self.submission_path, str(out)]
+            handed_in = Path(tmp) / "submission" / Path(self.submission_path).name
+            handed_in.parent.mkdir()
+            handed_in.write_bytes(self.handed_in)
+            command = [sys.executable, "-m", "autograder.channels.otter.worker", str(handed_in), str(out)]
             if self.containerized:
                 command += ["--platform-timeout", str(self.timeout)]
             if (self.root / METADATA).exists():
@@ -149,6 +170,8 @@ class GradeWithEngine(AbstractOtterPlugin):
             lines.append(
                 f"warning: the student code ran less confined than this machine should allow ({graded['fallback']})"
             )
+        if self.marked:
+            lines.append(self.marked)
         if self.removed:
             lines.append(f"not graded, removed from the submission folder: {', '.join(self.removed)}")
         return "\n".join(lines)

@@ -30,7 +30,13 @@ import sys
 from pathlib import Path
 
 import autograder
-from autograder.channels.gradescope.entry import read_metadata, self_check, shipped_tests
+from autograder.channels.gradescope.entry import (
+    read_metadata,
+    self_check,
+    shipped_tests,
+    shipped_written,
+    written_section,
+)
 from autograder.channels.gradescope.rate_limit import check_rate_limit
 from autograder.channels.gradescope.settings import GradescopeSettings, read_shipped
 from autograder.engine import processes, sandbox
@@ -55,11 +61,12 @@ def budget(platform_timeout: float, elapsed: float) -> float:
     return grading_budget(platform_timeout, elapsed=elapsed, reserve=RESERVE + OTTER_RESERVE)
 
 
-def document(graded: Graded, tests: StageTests, settings: GradescopeSettings) -> dict:
-    """What the plugin reads: every test's result and the engine's results.json document."""
+def document(graded: Graded, tests: StageTests, settings: GradescopeSettings, written: str = "") -> dict:
+    """What the plugin reads: every test's result and the engine's results.json document, whose
+    output ends with ``written`` (the written questions' answers, ``entry.written_section``)."""
     doc = gradescope_json(
         graded.results,
-        output=cell_notes(graded.outcome),
+        output="\n".join(x for x in (cell_notes(graded.outcome), written) if x),
         execution_time=graded.seconds,
         hidden_visibility=settings.hidden_visibility,
     )
@@ -143,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         sandbox.protect([args.metadata])
     graded = grade_submission(Path(args.notebook), tests, limits)
     processes.reap_strays()
-    write_atomic(Path(args.out), json.dumps(document(graded, tests, settings)))
+    written = written_section(Path(args.notebook), shipped_written(SOURCE))
+    write_atomic(Path(args.out), json.dumps(document(graded, tests, settings, written)))
     return 0
 
 
