@@ -157,11 +157,15 @@ SLOW_FIRST = (
     "tests/test_gradescope_limits.py::test_every_function_hanging",
     "tests/test_nbgrader.py::test_the_cheat_and_the_hostile_catalogue",
     "tests/test_nbgrader.py::test_every_stage_through_nbgrader",
+    "tests/test_otter.py::test_the_hostile_catalogue_gains_nothing",
     "tests/test_rules.py::test_graded_rule[09_encoders",
     "tests/test_rules.py::test_graded_rule[07_gpt",
     "tests/test_nbgrader.py::test_a_course_runs_through_nbgrader",
     "tests/test_rules.py::test_graded_rule[02_bpe",
     "tests/test_rules.py::test_graded_rule[08_rnn",
+    "tests/test_otter.py::test_in_kernel_cheats",
+    "tests/test_otter.py::test_otter_grades_path",
+    "tests/test_otter.py::test_every_stage_through_otter_run",
     "tests/test_gradescope.py",
     "tests/test_benchmarks.py",
     "tests/test_gradescope_limits.py",
@@ -173,7 +177,7 @@ SLOW_FIRST = (
 # pytest-xdist spreads them over its workers. Every other file runs on one worker (its
 # module-scoped fixtures are made once); test_hostile.py's batches and test_rules.py's graded
 # catalogues run one worker per stage (a second worker would only wait for the first).
-SPREAD = ("tests/test_nbgrader.py", "tests/test_rules.py", "tests/test_gradescope_limits.py")
+SPREAD = ("tests/test_nbgrader.py", "tests/test_rules.py", "tests/test_gradescope_limits.py", "tests/test_otter.py")
 PER_STAGE = {"tests/test_hostile.py": "hostile", "tests/test_rules.py::test_graded_rule": "catalogue"}
 STAGE_ID = re.compile(r"\[(\d\d_[a-z]+)")  # the stage a parametrised test's id starts with
 

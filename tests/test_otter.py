@@ -193,10 +193,23 @@ def gptcourse_grade(stage_id: str, files: list[Path], out: Path) -> dict[str, di
     return {r["submission"]: {q: float(r[q]) for q in qids} for r in rows}
 
 
+class _Zips(dict):
+    """Each stage's otter zip, built the first time a test asks for it (the tests are spread
+    over pytest-xdist's workers: each builds only the zips its tests use)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+
+    def __missing__(self, stage_id: str) -> Path:
+        stage = get_stage(stage_id)
+        self[stage_id] = build_otter_zip(stage, self.folder, fixture_file(stage))
+        return self[stage_id]
+
+
 @pytest.fixture(scope="module")
 def otter_zips(tmp_path_factory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("otter")
-    return {s.id: build_otter_zip(s, folder, fixture_file(s)) for s in all_stages()}
+    return _Zips(tmp_path_factory.mktemp("otter"))
 
 
 def test_the_zip_is_otters_own_with_the_engine_in_files(tmp_path, otter_zips):
@@ -263,14 +276,14 @@ def test_the_zip_is_otters_own_with_the_engine_in_files(tmp_path, otter_zips):
 
 
 @pytest.mark.slow
-def test_every_stage_through_otter_run(tmp_path, otter_zips):
-    """otter run on every stage's reference and empty release, two at a time."""
+@pytest.mark.parametrize("stage", all_stages(), ids=lambda s: s.id)
+def test_every_stage_through_otter_run(tmp_path, otter_zips, stage):
+    """otter run on the stage's reference and empty release, side by side."""
     jobs = []
-    for stage in all_stages():
-        for kind in ("reference", "student"):
-            notebook = tmp_path / "submissions" / kind / f"{stage.id}.ipynb"
-            write_notebook(make_notebook(stage, kind), notebook)
-            jobs.append((stage.id, kind, notebook))
+    for kind in ("reference", "student"):
+        notebook = tmp_path / "submissions" / kind / f"{stage.id}.ipynb"
+        write_notebook(make_notebook(stage, kind), notebook)
+        jobs.append((stage.id, kind, notebook))
     with ThreadPoolExecutor(2) as pool:
         runs = list(
             pool.map(lambda j: otter_run(otter_zips[j[0]], j[2], tmp_path / "out" / j[1] / j[0]), jobs)  # noqa: B023
