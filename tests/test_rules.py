@@ -23,16 +23,6 @@ NOT_YET: dict[tuple[str, str], str] = {
     (stage, rule): reason
     for stage, rule, reason in [
         (
-            "01",
-            "dtype slips cost only their clause",
-            "stage 01: no dtype clauses; value tests of train_val_split, get_batch (int64) and kneser_ney (float32) also test the dtype",
-        ),
-        (
-            "01",
-            "every clause has a mistake",
-            "stage 01: clause rows have no ids (49 rows in 6 questions) and no mistake declares the clauses it breaks (44 mistakes)",
-        ),
-        (
             "02",
             "no-ops earn nothing",
             "stage 02: a no-op passes tests that are no guards (byte_bpe's round trip for a stub returning its input; count_pairs' empty cases for zeros)",

@@ -5,12 +5,12 @@ from autograder.authoring.catalogue import Variant
 # A correct n-gram class; each ngram mistake replaces one of its {PLACEHOLDERS}.
 _NGRAM = """
     class NGramLM:
-        def __init__(self, n, vocab_size, alpha=1.0):
+        def __init__(self, n, vocab_size, alpha={ALPHA_DEFAULT}):
             {INIT_CHECK}
             self.n, self.V, self.alpha = n, vocab_size, alpha
 
         def fit(self, ids):
-            ids = list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)
+            ids = {FIT_IDS}
             self.c, self.h = {}, {}
             for t in range(self.n - 1, len(ids)):
                 ctx = tuple(ids[t - self.n + 1 : t])
@@ -19,7 +19,7 @@ _NGRAM = """
             {FIT_RETURN}
 
         def prob(self, context, token):
-            context = list(context.tolist() if isinstance(context, torch.Tensor) else context)
+            context = {PROB_CONTEXT}
             {PROB_CHECK}
             ctx = {CONTEXT}
             return (self.c.get(ctx + (token,), 0) + {ADD}) / (self.h.get(ctx, 0) + {ADD_TOTAL})
@@ -32,6 +32,9 @@ _NGRAM = """
 """
 
 _NGRAM_RIGHT = {
+    "ALPHA_DEFAULT": "1.0",
+    "FIT_IDS": "list(ids.tolist() if isinstance(ids, torch.Tensor) else ids)",
+    "PROB_CONTEXT": "list(context.tolist() if isinstance(context, torch.Tensor) else context)",
     "INIT_CHECK": 'if n < 1 or vocab_size < 1 or alpha <= 0: raise ValueError(f"bad arguments n={n}, vocab_size={vocab_size}, alpha={alpha}")',
     "COUNT_CONTEXT": "self.h[ctx] = self.h.get(ctx, 0) + 1",
     "FIT_RETURN": "return self",
@@ -51,33 +54,45 @@ def _ngram(**changes: str) -> str:
     return code
 
 
+# name -> (the placeholders it changes, the clauses it breaks)
 _NGRAM_MISTAKES = {
-    "alpha added without alpha * V in the denominator": {"ADD_TOTAL": "self.alpha"},
-    "uses the first n-1 ids of a long context": {"CONTEXT": "tuple(context[: self.n - 1])"},
-    "perplexity averages over every position": {"PERPLEXITY": "math.exp(sum(nll) / len(ids))"},
-    "perplexity returns the mean NLL without the exp": {"PERPLEXITY": "sum(nll) / len(nll)"},
-    "a unigram model keeps the whole context (context[-(n-1):] with n = 1)": {
-        "CONTEXT": "tuple(context[-(self.n - 1):])"
-    },
-    "alpha ignored (always add-one)": {"ADD": "1", "ADD_TOTAL": "self.V"},
-    "c(h) counts every occurrence of the context, even at the end": {
-        "COUNT_CONTEXT": "pass",
-        "FIT_RETURN": (
-            "for t in range(len(ids) - self.n + 2):\n"
-            "                ctx = tuple(ids[t : t + self.n - 1])\n"
-            "                self.h[ctx] = self.h.get(ctx, 0) + 1\n"
-            "            return self"
-        ),
-    },
-    "perplexity returns a tensor (torch.exp)": {"PERPLEXITY": "torch.exp(torch.tensor(sum(nll) / len(nll)))"},
-    "fit does not return self": {"FIT_RETURN": "pass"},
-    "no ValueError for bad n, vocab_size or alpha": {"INIT_CHECK": "pass"},
-    "prob accepts a context shorter than n-1": {"PROB_CHECK": "pass"},
-    "perplexity of too few ids divides by zero": {"PERPLEXITY_CHECK": "pass"},
+    "alpha added without alpha * V in the denominator": ({"ADD_TOTAL": "self.alpha"}, ("add-alpha",)),
+    "uses the first n-1 ids of a long context": ({"CONTEXT": "tuple(context[: self.n - 1])"}, ("last-ids",)),
+    "perplexity averages over every position": ({"PERPLEXITY": "math.exp(sum(nll) / len(ids))"}, ("perplexity",)),
+    "perplexity returns the mean NLL without the exp": ({"PERPLEXITY": "sum(nll) / len(nll)"}, ("perplexity",)),
+    "a unigram model keeps the whole context (context[-(n-1):] with n = 1)": (
+        {"CONTEXT": "tuple(context[-(self.n - 1):])"},
+        ("unigram",),
+    ),
+    "alpha ignored (always add-one)": ({"ADD": "1", "ADD_TOTAL": "self.V"}, ("add-alpha",)),
+    "c(h) counts every occurrence of the context, even at the end": (
+        {
+            "COUNT_CONTEXT": "pass",
+            "FIT_RETURN": (
+                "for t in range(len(ids) - self.n + 2):\n"
+                "                ctx = tuple(ids[t : t + self.n - 1])\n"
+                "                self.h[ctx] = self.h.get(ctx, 0) + 1\n"
+                "            return self"
+            ),
+        },
+        ("context-count",),
+    ),
+    "perplexity returns a tensor (torch.exp)": (
+        {"PERPLEXITY": "torch.exp(torch.tensor(sum(nll) / len(nll)))"},
+        ("perplexity-forms",),
+    ),
+    "fit does not return self": ({"FIT_RETURN": "pass"}, ("fit-self",)),
+    "no ValueError for bad n, vocab_size or alpha": ({"INIT_CHECK": "pass"}, ("init-error",)),
+    "prob accepts a context shorter than n-1": ({"PROB_CHECK": "pass"}, ("prob-error",)),
+    "perplexity of too few ids divides by zero": ({"PERPLEXITY_CHECK": "pass"}, ("perplexity-error",)),
+    "default alpha of 0.5": ({"ALPHA_DEFAULT": "0.5"}, ("default-alpha",)),
+    # list(tensor) holds 0-d tensors, which hash by identity: no count is ever found again
+    "fit iterates a tensor without .tolist()": ({"FIT_IDS": "list(ids)"}, ("fit-forms",)),
+    "prob iterates a tensor context without .tolist()": ({"PROB_CONTEXT": "list(context)"}, ("prob-forms",)),
 }
 # A correct Kneser-Ney table; each kneser_ney mistake replaces one of its {PLACEHOLDERS}.
 _KN = """
-    def kneser_ney_bigram(ids, vocab_size, discount=0.75):
+    def kneser_ney_bigram(ids, vocab_size, discount={DEFAULT}):
         if {DISCOUNT_OUTSIDE}:
             raise ValueError("discount must be in [0, 1]")
         ids = torch.as_tensor(ids).long()
@@ -94,6 +109,7 @@ _KN = """
 """
 
 _KN_RIGHT = {
+    "DEFAULT": "0.75",
     "DISCOUNT_OUTSIDE": "not 0 <= discount <= 1",
     "BIGRAM_CHECK": 'if len(ids) < 2: raise ValueError("need at least two tokens")',
     "PCONT": "seen.sum(0) / seen.sum()",
@@ -110,23 +126,30 @@ def _kn(**changes: str) -> str:
     return code
 
 
+# name -> (the placeholders it changes, the hints it must trigger, the clauses it breaks)
 _KN_MISTAKES = {
     "unseen history gets a uniform row": (
         {"UNSEEN": "torch.where(ca > 0, table, torch.full_like(table, 1.0 / vocab_size))"},
         (),
+        ("unseen",),
     ),
-    "unigram frequency instead of continuation counts": ({"PCONT": "c.sum(0) / c.sum()"}, ()),
-    "table transposed (column a holds P(. | a))": ({"RETURN": "table.T.contiguous().float()"}, ("table transposed",)),
-    "no check of the discount": ({"DISCOUNT_OUTSIDE": "False"}, ()),
-    "a float64 table": ({"RETURN": "table"}, ()),
-    "discount 1 rejected": ({"DISCOUNT_OUTSIDE": "not 0 <= discount < 1"}, ()),
+    "unigram frequency instead of continuation counts": ({"PCONT": "c.sum(0) / c.sum()"}, (), ("pcont",)),
+    "table transposed (column a holds P(. | a))": (
+        {"RETURN": "table.T.contiguous().float()"},
+        ("table transposed",),
+        ("rows",),
+    ),
+    "no check of the discount": ({"DISCOUNT_OUTSIDE": "False"}, (), ("range",)),
+    "a float64 table": ({"RETURN": "table"}, (), ("dtype",)),
+    "discount 1 rejected": ({"DISCOUNT_OUTSIDE": "not 0 <= discount < 1"}, (), ("ends",)),
     "backoff weight from the count of a, not its distinct followers": (
         {"BACKOFF": "discount * ca / ca.clamp(min=1)"},
         (),
+        ("formula",),
     ),
-    "no ValueError for fewer than two tokens": ({"BIGRAM_CHECK": "pass"}, ()),
+    "no ValueError for fewer than two tokens": ({"BIGRAM_CHECK": "pass"}, (), ("no-bigram",)),
+    "default discount of 0.5": ({"DEFAULT": "0.5"}, (), ("default",)),
 }
-
 
 MISTAKES = [
     # build_vocab
@@ -142,6 +165,7 @@ MISTAKES = [
     """
         },
         hints=("ids in order of first appearance",),
+        clauses=("sorted-ids",),
     ),
     Variant(
         "build_vocab",
@@ -155,6 +179,20 @@ MISTAKES = [
     """
         },
         hints=("ids start at 1",),
+        clauses=("sorted-ids",),
+    ),
+    Variant(
+        "build_vocab",
+        "characters outside ASCII left out",
+        {
+            "build_vocab": """
+        def build_vocab(text):
+            chars = sorted(c for c in set(text) if c.isascii())
+            stoi = {c: i for i, c in enumerate(chars)}
+            return stoi, {i: c for c, i in stoi.items()}
+    """
+        },
+        clauses=("unicode",),
     ),
     Variant(
         "build_vocab",
@@ -167,6 +205,7 @@ MISTAKES = [
     """
         },
         hints=("maps swapped",),
+        clauses=("pair",),
     ),
     Variant(
         "build_vocab",
@@ -181,8 +220,20 @@ MISTAKES = [
     """
         },
         hints=("repeated characters numbered",),
+        clauses=("distinct",),
     ),
     # encode_decode
+    Variant(
+        "encode_decode",
+        "decode assumes a tensor (ids.tolist())",
+        {
+            "decode": """
+        def decode(ids, itos):
+            return "".join(itos[i] for i in ids.tolist())
+    """
+        },
+        clauses=("decode-list",),
+    ),
     Variant(
         "encode_decode",
         "unknown characters silently dropped",
@@ -192,6 +243,7 @@ MISTAKES = [
             return [stoi[c] for c in text if c in stoi]
     """
         },
+        clauses=("unknown-error",),
     ),
     Variant(
         "encode_decode",
@@ -202,6 +254,7 @@ MISTAKES = [
             return [stoi[c] for c in text]
     """
         },
+        clauses=("unknown-error",),
     ),
     Variant(
         "encode_decode",
@@ -212,6 +265,7 @@ MISTAKES = [
             return "".join(itos[i] for i in ids)
     """
         },
+        clauses=("decode-tensor",),
     ),
     Variant(
         "encode_decode",
@@ -222,6 +276,7 @@ MISTAKES = [
             return " ".join(itos[int(i)] for i in ids)
     """
         },
+        clauses=("decode-join",),
     ),
     Variant(
         "encode_decode",
@@ -235,6 +290,7 @@ MISTAKES = [
             return torch.tensor([stoi[ch] for ch in text], dtype=torch.long)
     """
         },
+        clauses=("encode-list",),
     ),
     Variant(
         "encode_decode",
@@ -247,6 +303,7 @@ MISTAKES = [
             return [stoi[ch] for ch in text]
     """
         },
+        clauses=("error-names",),
     ),
     # train_val_split
     Variant(
@@ -255,11 +312,14 @@ MISTAKES = [
         {
             "train_val_split": """
         def train_val_split(data, val_fraction=0.1):
+            if not 0 <= val_fraction < 1:
+                raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
             n = round(len(data) * (1 - val_fraction))
             return data[:n], data[n:]
     """
         },
         hints=("training length not int(len * (1 - val_fraction))",),
+        clauses=("floor",),
     ),
     Variant(
         "train_val_split",
@@ -267,11 +327,14 @@ MISTAKES = [
         {
             "train_val_split": """
         def train_val_split(data, val_fraction=0.1):
+            if not 0 <= val_fraction < 1:
+                raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
             n_val = int(len(data) * val_fraction)
             return data[: len(data) - n_val], data[len(data) - n_val :]
     """
         },
         hints=("training length not int(len * (1 - val_fraction))",),
+        clauses=("floor",),
     ),
     Variant(
         "train_val_split",
@@ -279,11 +342,14 @@ MISTAKES = [
         {
             "train_val_split": """
         def train_val_split(data, val_fraction=0.1):
+            if not 0 <= val_fraction < 1:
+                raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
             data = data[torch.randperm(len(data))]
             n = int(len(data) * (1 - val_fraction))
             return data[:n], data[n:]
     """
         },
+        clauses=("contiguous",),
     ),
     Variant(
         "train_val_split",
@@ -291,10 +357,13 @@ MISTAKES = [
         {
             "train_val_split": """
         def train_val_split(data, val_fraction=0.1):
+            if not 0 <= val_fraction < 1:
+                raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
             n_val = len(data) - int(len(data) * (1 - val_fraction))
             return data[n_val:], data[:n_val]
     """
         },
+        clauses=("contiguous",),
     ),
     Variant(
         "train_val_split",
@@ -308,6 +377,7 @@ MISTAKES = [
             return data[:n], data[n:]
     """
         },
+        clauses=("default",),
     ),
     Variant(
         "train_val_split",
@@ -319,6 +389,35 @@ MISTAKES = [
             return data[:n], data[n:]
     """
         },
+        clauses=("range",),
+    ),
+    Variant(
+        "train_val_split",
+        "slices from the end: data[-0:] is all of it",
+        {
+            "train_val_split": """
+        def train_val_split(data, val_fraction=0.1):
+            if not 0 <= val_fraction < 1:
+                raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+            n_val = len(data) - int(len(data) * (1 - val_fraction))
+            return data[:-n_val], data[-n_val:]
+    """
+        },
+        clauses=("zero",),
+    ),
+    Variant(
+        "train_val_split",
+        "parts rebuilt with torch.tensor(list), always int64",
+        {
+            "train_val_split": """
+        def train_val_split(data, val_fraction=0.1):
+            if not 0 <= val_fraction < 1:
+                raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+            n = int(len(data) * (1 - val_fraction))
+            return torch.tensor(data[:n].tolist()), torch.tensor(data[n:].tolist())
+    """
+        },
+        clauses=("dtype",),
     ),
     # get_batch
     Variant(
@@ -327,12 +426,15 @@ MISTAKES = [
         {
             "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
+            if len(data) <= block_size:
+                raise ValueError("data too short")
             ix = torch.randint(len(data) - block_size - 1, (batch_size,), generator=generator)
-            x = torch.stack([data[i : i + block_size] for i in ix])
-            y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix])
+            x = torch.stack([data[i : i + block_size] for i in ix]).long()
+            y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix]).long()
             return x, y
     """
         },
+        clauses=("starts",),
     ),
     Variant(
         "get_batch",
@@ -340,11 +442,14 @@ MISTAKES = [
         {
             "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
+            if len(data) <= block_size:
+                raise ValueError("data too short")
             ix = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
-            x = torch.stack([data[i : i + block_size] for i in ix])
+            x = torch.stack([data[i : i + block_size] for i in ix]).long()
             return x, x.clone()
     """
         },
+        clauses=("windows",),
     ),
     Variant(
         "get_batch",
@@ -352,12 +457,15 @@ MISTAKES = [
         {
             "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
+            if len(data) <= block_size:
+                raise ValueError("data too short")
             ix = torch.randint(len(data) - block_size, (batch_size,))
-            x = torch.stack([data[i : i + block_size] for i in ix])
-            y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix])
+            x = torch.stack([data[i : i + block_size] for i in ix]).long()
+            y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix]).long()
             return x, y
     """
         },
+        clauses=("generator",),
     ),
     Variant(
         "get_batch",
@@ -365,13 +473,16 @@ MISTAKES = [
         {
             "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
+            if len(data) <= block_size:
+                raise ValueError("data too short")
             ix = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
-            x = torch.stack([data[i : i + block_size] for i in ix], dim=1)
-            y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix], dim=1)
+            x = torch.stack([data[i : i + block_size] for i in ix], dim=1).long()
+            y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix], dim=1).long()
             return x, y
     """
         },
         hints=("batch shaped (T, B)",),
+        clauses=("shape",),
     ),
     Variant(
         "get_batch",
@@ -379,12 +490,15 @@ MISTAKES = [
         {
             "get_batch": """
         def get_batch(data, block_size, batch_size, generator=None):
+            if len(data) <= block_size:
+                raise ValueError("data too short")
             start = int(torch.randint(len(data) - block_size - batch_size + 1, (1,), generator=generator))
-            x = torch.stack([data[start + b : start + b + block_size] for b in range(batch_size)])
-            y = torch.stack([data[start + b + 1 : start + b + block_size + 1] for b in range(batch_size)])
+            x = torch.stack([data[start + b : start + b + block_size] for b in range(batch_size)]).long()
+            y = torch.stack([data[start + b + 1 : start + b + block_size + 1] for b in range(batch_size)]).long()
             return x, y
     """
         },
+        clauses=("uniform",),
     ),
     Variant(
         "get_batch",
@@ -400,6 +514,7 @@ MISTAKES = [
             return x, y
     """
         },
+        clauses=("starts",),
     ),
     Variant(
         "get_batch",
@@ -415,6 +530,7 @@ MISTAKES = [
             return x, y
     """
         },
+        clauses=("dtype",),
     ),
     Variant(
         "get_batch",
@@ -428,13 +544,66 @@ MISTAKES = [
             return x, y
     """
         },
+        clauses=("too-short",),
+    ),
+    Variant(
+        "get_batch",
+        "generator required (no default)",
+        {
+            "get_batch": """
+        def get_batch(data, block_size, batch_size, generator):
+            if len(data) <= block_size:
+                raise ValueError("data too short")
+            ix = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
+            x = torch.stack([data[i : i + block_size] for i in ix]).long()
+            y = torch.stack([data[i + 1 : i + block_size + 1] for i in ix]).long()
+            return x, y
+    """
+        },
+        clauses=("optional",),
     ),
     # ngram: each changes one part of the correct class _NGRAM above
-    *(Variant("ngram", name, {"NGramLM": _ngram(**changes)}) for name, changes in _NGRAM_MISTAKES.items()),
+    *(
+        Variant("ngram", name, {"NGramLM": _ngram(**changes)}, clauses=clauses)
+        for name, (changes, clauses) in _NGRAM_MISTAKES.items()
+    ),
     # kneser_ney: each changes one part of the correct function _KN above
     *(
-        Variant("kneser_ney", name, {"kneser_ney_bigram": _kn(**changes)}, hints=hints)
-        for name, (changes, hints) in _KN_MISTAKES.items()
+        Variant("kneser_ney", name, {"kneser_ney_bigram": _kn(**changes)}, hints=hints, clauses=clauses)
+        for name, (changes, hints, clauses) in _KN_MISTAKES.items()
+    ),
+    Variant(
+        "kneser_ney",
+        "plain loops over a tensor's 0-d items (no int())",
+        {
+            # dict keys of 0-d tensors hash by identity: every pair of a tensor counts as a new bigram type
+            "kneser_ney_bigram": """
+        def kneser_ney_bigram(ids, vocab_size, discount=0.75):
+            if not 0 <= discount <= 1:
+                raise ValueError(f"discount {discount} is not in [0, 1]")
+            ids = list(ids)
+            if len(ids) < 2:
+                raise ValueError("fewer than two tokens hold no bigram")
+            pairs = {}
+            for a, b in zip(ids, ids[1:]):
+                pairs[(a, b)] = pairs.get((a, b), 0) + 1
+            before, after, count = [0] * vocab_size, [0] * vocab_size, [0] * vocab_size
+            for (a, b), n in pairs.items():
+                before[b] += 1
+                after[a] += 1
+                count[a] += n
+            table = torch.zeros(vocab_size, vocab_size)
+            for a in range(vocab_size):
+                for w in range(vocab_size):
+                    cont = before[w] / len(pairs)
+                    if count[a] == 0:
+                        table[a, w] = cont
+                    else:
+                        table[a, w] = max(pairs.get((a, w), 0) - discount, 0) / count[a] + discount * after[a] / count[a] * cont
+            return table
+    """
+        },
+        clauses=("ids-forms",),
     ),
 ]
 

@@ -2,14 +2,16 @@
 
 Small inputs whose answers can be worked out by hand, each aimed at one rule of the
 contract. Tolerances: probabilities and perplexities are Python floats computed in double
-precision from small counts, compared within 1e-9; the Kneser-Ney table is float32,
-compared within 1e-5 relative plus 1e-7 absolute (float32 rounding of values near 1 is
-about 6e-8).
+precision from small counts, compared within 1e-9; the Kneser-Ney table is compared
+within 1e-5 relative plus 1e-7 absolute (float32 rounding of values near 1 is about 6e-8).
+Values are compared whatever their dtype; each dtype the notebook states (the parts of
+``train_val_split`` keep the data's, ``get_batch`` gives long ids, the Kneser-Ney table is
+float32) has a test of its own (``dtypes()``), so that one slip costs that test alone.
 """
 
 import torch
 
-from autograder.kit import Hint, Suite, catch, close, close_number, equal, raises, satisfies
+from autograder.kit import Hint, Suite, catch, close, close_number, dtypes, equal, raises, satisfies
 
 suite = Suite(public=True)
 
@@ -59,6 +61,18 @@ def _stoi(got):
 )
 def _(ns):
     return ns.build_vocab("hello")
+
+
+@suite.case(
+    "build_vocab",
+    "naïve: a character outside ASCII gets its id too",
+    points=1,
+    check=equal(),
+    expected=({"a": 0, "e": 1, "n": 2, "v": 3, "ï": 4}, {0: "a", 1: "e", 2: "n", 3: "v", 4: "ï"}),
+    builds_on=("hello: sorted characters get ids 0..V-1",),
+)
+def _(ns):
+    return ns.build_vocab("naïve")
 
 
 # ---------------------------------------------------------------- encode_decode
@@ -155,6 +169,29 @@ def _(ns):
     return _split(ns, 20)
 
 
+@suite.case(
+    "train_val_split",
+    "val_fraction=0 leaves the validation part empty",
+    points=1,
+    check=equal(),
+    expected=([0, 1, 2, 3, 4], []),
+    builds_on=("ten items, val_fraction=0.2",),
+)
+def _(ns):
+    return _split(ns, 5, val_fraction=0.0)
+
+
+@suite.case(
+    "train_val_split",
+    "the parts keep the dtype of the data (int32 here)",
+    points=1,
+    check=dtypes(),
+    expected=(torch.int32, torch.int32),
+)
+def _(ns):
+    return ns.train_val_split(torch.arange(10, dtype=torch.int32), val_fraction=0.2)
+
+
 def _all_value_errors(got):
     wrong = [f"val_fraction={f}: {r or 'nothing raised'}" for f, r in got if r != "ValueError"]
     return None if not wrong else "expected ValueError for a val_fraction outside [0, 1); got " + ", ".join(wrong)
@@ -176,8 +213,6 @@ def _batch_problem(got):
         return "x and y must both be tensors"
     if tuple(x.shape) != (4, 8) or tuple(y.shape) != (4, 8):
         return f"expected x and y of shape (4, 8) (batch_size, block_size), got {tuple(x.shape)} and {tuple(y.shape)}"
-    if x.dtype != torch.long or y.dtype != torch.long:
-        return f"expected dtype torch.int64 (long) even for int32 data, got {x.dtype} and {y.dtype}"
     for row_x, row_y in zip(x.tolist(), y.tolist()):
         start = row_x[0] - 100
         if row_x != data[start : start + 8]:
@@ -189,7 +224,7 @@ def _batch_problem(got):
 
 @suite.case(
     "get_batch",
-    "rows are windows and y is x shifted by one; both long",
+    "rows are windows and y is x shifted by one",
     points=1,
     check=satisfies(
         _batch_problem,
@@ -206,6 +241,17 @@ def _(ns):
     data = torch.arange(100, 160, dtype=torch.int32)
     x, y = ns.get_batch(data, block_size=8, batch_size=4, generator=torch.Generator().manual_seed(0))
     return x, y, data.tolist()
+
+
+@suite.case(
+    "get_batch",
+    "x and y are torch.long, also for int32 data",
+    points=1,
+    check=dtypes(),
+    expected=(torch.long, torch.long),
+)
+def _(ns):
+    return ns.get_batch(torch.arange(30, dtype=torch.int32), 4, 2, generator=torch.Generator().manual_seed(2))
 
 
 def _both_starts(got):
@@ -225,7 +271,7 @@ def _both_starts(got):
     "with 10 tokens and block_size 8, both valid starts 0 and 1 are drawn",
     points=1,
     check=satisfies(_both_starts),
-    builds_on=("rows are windows and y is x shifted by one; both long",),
+    builds_on=("rows are windows and y is x shifted by one",),
 )
 def _(ns):
     x, y = ns.get_batch(torch.arange(10), block_size=8, batch_size=64, generator=torch.Generator().manual_seed(1))
@@ -255,9 +301,34 @@ def _(ns):
     return (x1, y1), (x2, y2)
 
 
+def _windows_without_generator(got):
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return f"get_batch must return a pair (x, y), got {type(got).__name__}"
+    x, y = got
+    if type(x) is not torch.Tensor or type(y) is not torch.Tensor or x.shape != (3, 4) or y.shape != (3, 4):
+        return "expected two (3, 4) tensors"
+    for row_x, row_y in zip(x.tolist(), y.tolist()):
+        if row_x != list(range(row_x[0], row_x[0] + 4)) or not 0 <= row_x[0] <= 45:
+            return f"a row of x is not a window of the data: {row_x}"
+        if row_y != [i + 1 for i in row_x]:
+            return "y must be x shifted one token to the left (the next token at each position)"
+    return None
+
+
+@suite.case(
+    "get_batch",
+    "without a generator: rows are windows of the data",
+    points=1,
+    check=satisfies(_windows_without_generator),
+    builds_on=("rows are windows and y is x shifted by one",),
+)
+def _(ns):
+    return ns.get_batch(torch.arange(50), 4, 3)
+
+
 @suite.case("get_batch", "data no longer than block_size raises ValueError", points=1, check=raises("ValueError"))
 def _(ns):
-    return catch(ns.get_batch, torch.arange(8), 8, 2)
+    return catch(ns.get_batch, torch.arange(8), 8, 2, generator=torch.Generator().manual_seed(0))
 
 
 # ---------------------------------------------------------------- ngram
@@ -266,9 +337,16 @@ def _(ns):
 _ADD_ONE = "bigram with add-one smoothing: (2 + 1) / (2 + 3)"
 
 
+def _fitted(ns, ids, *args, **kwargs):
+    """A model made with ``args`` and fitted to ``ids``, whatever ``fit`` returns (its own test checks that)."""
+    lm = ns.NGramLM(*args, **kwargs)
+    lm.fit(ids)
+    return lm
+
+
 @suite.case("ngram", _ADD_ONE, points=1, check=close_number(rtol=0.0, atol=1e-9), expected=0.6)
 def _(ns):
-    return ns.NGramLM(2, vocab_size=3, alpha=1.0).fit([0, 1, 0, 1, 2]).prob([0], 1)
+    return _fitted(ns, [0, 1, 0, 1, 2], 2, vocab_size=3, alpha=1.0).prob([0], 1)
 
 
 @suite.case(
@@ -280,7 +358,7 @@ def _(ns):
     builds_on=(_ADD_ONE,),
 )
 def _(ns):
-    return ns.NGramLM(2, vocab_size=3, alpha=0.5).fit([0, 1, 0, 1, 2]).prob([0], 1)
+    return _fitted(ns, [0, 1, 0, 1, 2], 2, vocab_size=3, alpha=0.5).prob([0], 1)
 
 
 @suite.case(
@@ -292,7 +370,7 @@ def _(ns):
     builds_on=(_ADD_ONE,),
 )
 def _(ns):
-    return ns.NGramLM(2, vocab_size=3).fit([0, 1, 0, 1, 2]).prob([1, 0], 1)
+    return _fitted(ns, [0, 1, 0, 1, 2], 2, vocab_size=3).prob([1, 0], 1)
 
 
 @suite.case(
@@ -304,10 +382,12 @@ def _(ns):
     builds_on=(_ADD_ONE,),
 )
 def _(ns):
-    return ns.NGramLM(1, vocab_size=3).fit([0, 1, 0, 1, 2]).prob([2, 2], 0)
+    return _fitted(ns, [0, 1, 0, 1, 2], 1, vocab_size=3, alpha=1.0).prob([2, 2], 0)
 
 
 def _sums_to_one(got):
+    if not all(type(p) is float for p in got):
+        return f"prob must return a Python float, got {', '.join(sorted({type(p).__name__ for p in got}))}"
     return None if abs(sum(got) - 1.0) < 1e-9 else f"the probabilities of the next token sum to {sum(got):.6f}, not 1"
 
 
@@ -319,7 +399,7 @@ def _sums_to_one(got):
     builds_on=(_ADD_ONE,),
 )
 def _(ns):
-    lm = ns.NGramLM(3, vocab_size=4, alpha=0.5).fit([0, 1, 2, 3, 0, 1, 2, 2, 0, 1])
+    lm = _fitted(ns, [0, 1, 2, 3, 0, 1, 2, 2, 0, 1], 3, vocab_size=4, alpha=0.5)
     return [lm.prob([0, 1], w) for w in range(4)]
 
 
@@ -332,7 +412,7 @@ def _(ns):
     builds_on=(_ADD_ONE,),
 )
 def _(ns):
-    return ns.NGramLM(1, vocab_size=4, alpha=1.0).fit([0, 1, 2, 3]).perplexity([3, 2, 1, 0, 1])
+    return _fitted(ns, [0, 1, 2, 3], 1, vocab_size=4, alpha=1.0).perplexity([3, 2, 1, 0, 1])
 
 
 @suite.case(
@@ -344,7 +424,39 @@ def _(ns):
     builds_on=(_ADD_ONE,),
 )
 def _(ns):
-    return ns.NGramLM(2, vocab_size=3).fit([0, 1, 0, 1, 2]).perplexity([0, 1, 2])
+    return _fitted(ns, [0, 1, 0, 1, 2], 2, vocab_size=3, alpha=1.0).perplexity([0, 1, 2])
+
+
+def _same_object(got):
+    model, returned = got
+    return None if model == returned else "fit must return the model itself (return self), so that calls can be chained"
+
+
+@suite.case("ngram", "fit returns self", points=1, check=satisfies(_same_object))
+def _(ns):
+    lm = ns.NGramLM(2, vocab_size=3)
+    return id(lm), id(lm.fit([0, 1, 0, 1, 2]))
+
+
+def _tensors_in(got):
+    for what, value, right in zip(("prob(tensor([0]), 1)", "perplexity(tensor([0, 1, 2]))"), got, (0.6, 0.24**-0.5)):
+        if type(value) is not float:
+            return f"{what} must return a Python float, got {type(value).__name__}"
+        if abs(value - right) > 1e-9 * right:
+            return f"{what} of a bigram fitted to a tensor is {value:.6g}: tensors must count as the lists of their ids"
+    return None
+
+
+@suite.case(
+    "ngram",
+    "tensors in: fit, prob's context and perplexity take 1-D tensors",
+    points=1,
+    check=satisfies(_tensors_in),
+    builds_on=(_ADD_ONE, "bigram perplexity of [0, 1, 2]: exp of the mean NLL over its 2 positions with a context"),
+)
+def _(ns):
+    lm = _fitted(ns, torch.tensor([0, 1, 0, 1, 2]), 2, vocab_size=3, alpha=1.0)
+    return [lm.prob(torch.tensor([0]), 1), lm.perplexity(torch.tensor([0, 1, 2]))]
 
 
 def _ngram_errors(got):
@@ -359,7 +471,7 @@ def _ngram_errors(got):
     check=satisfies(_ngram_errors),
 )
 def _(ns):
-    lm = ns.NGramLM(3, vocab_size=4).fit([0, 1, 2, 3, 0, 1])
+    lm = _fitted(ns, [0, 1, 2, 3, 0, 1], 3, vocab_size=4)
     return [
         ("NGramLM(0, 4)", catch(ns.NGramLM, 0, 4)["raised"]),
         ("NGramLM(2, 4, alpha=0)", catch(ns.NGramLM, 2, 4, alpha=0.0)["raised"]),
@@ -388,14 +500,25 @@ def _(ns):
     return ns.kneser_ney_bigram([0, 1, 2, 0, 1, 3, 0, 2], vocab_size=5, discount=0.75)
 
 
+_HAND = "ids [0, 1, 0, 2, 0, 1], V=4, d=0.5, worked by hand (token 3 never occurs)"
+_HAND_TABLE = torch.tensor(
+    [
+        [1 / 6, 7 / 12, 1 / 4, 0.0],
+        [3 / 4, 1 / 8, 1 / 8, 0.0],
+        [3 / 4, 1 / 8, 1 / 8, 0.0],
+        [1 / 2, 1 / 4, 1 / 4, 0.0],
+    ]
+)
+
+
 @suite.case(
     "kneser_ney",
-    "ids [0, 1, 0, 2, 0, 1], V=4, d=0.5, worked by hand (token 3 never occurs)",
+    _HAND,
     points=1,
     check=close(
         rtol=1e-5,
         atol=1e-7,
-        dtype=torch.float32,
+        dtype=None,
         hints=[
             Hint(
                 lambda got, exp: (
@@ -408,16 +531,46 @@ def _(ns):
             ),
         ],
     ),
+    expected=_HAND_TABLE,
+    builds_on=("every row is a distribution",),
+)
+def _(ns):
+    return ns.kneser_ney_bigram([0, 1, 0, 2, 0, 1], vocab_size=4, discount=0.5)
+
+
+@suite.case(
+    "kneser_ney",
+    "the default discount is 0.75: the same ids, V=4",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-7, dtype=None),
+    # c(a, w) and N1+ as above; with d = 3/4, row 0 is [d/3, (2-d)/3 + d/6, (1-d)/3 + d/6, 0]
     expected=torch.tensor(
         [
-            [1 / 6, 7 / 12, 1 / 4, 0.0],
-            [3 / 4, 1 / 8, 1 / 8, 0.0],
-            [3 / 4, 1 / 8, 1 / 8, 0.0],
+            [1 / 4, 13 / 24, 5 / 24, 0.0],
+            [5 / 8, 3 / 16, 3 / 16, 0.0],
+            [5 / 8, 3 / 16, 3 / 16, 0.0],
             [1 / 2, 1 / 4, 1 / 4, 0.0],
         ]
     ),
-    builds_on=("every row is a distribution",),
+    builds_on=(_HAND,),
 )
+def _(ns):
+    return ns.kneser_ney_bigram([0, 1, 0, 2, 0, 1], vocab_size=4)
+
+
+@suite.case(
+    "kneser_ney",
+    "a 1-D tensor of ids gives the table of the same ids in a list",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-7, dtype=None),
+    expected=_HAND_TABLE,
+    builds_on=(_HAND,),
+)
+def _(ns):
+    return ns.kneser_ney_bigram(torch.tensor([0, 1, 0, 2, 0, 1]), vocab_size=4, discount=0.5)
+
+
+@suite.case("kneser_ney", "the table is float32", points=1, check=dtypes(), expected=torch.float32)
 def _(ns):
     return ns.kneser_ney_bigram([0, 1, 0, 2, 0, 1], vocab_size=4, discount=0.5)
 
