@@ -33,21 +33,6 @@ NOT_YET: dict[tuple[str, str], str] = {
             "stage 02: clause rows have no ids (64 rows in 8 questions) and no mistake declares the clauses it breaks (47 mistakes)",
         ),
         (
-            "06",
-            "no-ops earn nothing",
-            "stage 06: a no-op passes tests that are no guards (feedforward's and block's dropout-in-eval and causal tests)",
-        ),
-        (
-            "06",
-            "dtype slips cost only their clause",
-            "stage 06: no dtype clauses; value tests of layernorm, feedforward and block also test the dtype (32 tests)",
-        ),
-        (
-            "06",
-            "every clause has a mistake",
-            "stage 06: clause rows have no ids (39 rows in 3 questions) and no mistake declares the clauses it breaks (27 mistakes)",
-        ),
-        (
             "07",
             "checks never fault",
             "stage 07: the check of 'model: changing later tokens leaves earlier logits unchanged' raises IndexError on a no-op's output (its input)",

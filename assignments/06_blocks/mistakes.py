@@ -20,7 +20,7 @@ class LayerNorm(nn.Module):
     def forward(self, x):
         {shape_check}
         {stats}
-        return {normalise} * self.weight + self.bias
+        return {normalise} {affine}
 """
 
 _LN_RIGHT = {
@@ -35,6 +35,7 @@ _LN_RIGHT = {
     ),
     "stats": "mean = x.mean(-1, keepdim=True)\n        var = ((x - mean) ** 2).mean(-1, keepdim=True)",
     "normalise": "(x - mean) / torch.sqrt(var + self.eps)",
+    "affine": "* self.weight + self.bias",
 }
 
 
@@ -44,7 +45,7 @@ def _layernorm(**changes: str) -> str:
 
 _FEEDFORWARD = """
 class FeedForward(nn.Module):
-    def __init__(self, embed_dim, ff_dim, activation="gelu", dropout={default_dropout}):
+    def __init__(self, embed_dim, ff_dim, activation={default_act}, dropout={default_dropout}):
         super().__init__()
         {check}
         self.activation = activation
@@ -53,6 +54,7 @@ class FeedForward(nn.Module):
         self.p = dropout
 
     def forward(self, x):
+        {unpack}
         h = self.fc1(x)
         {act}
         return {out}
@@ -60,6 +62,8 @@ class FeedForward(nn.Module):
 
 _FF_RIGHT = {
     "default_dropout": "0.0",
+    "default_act": '"gelu"',
+    "unpack": "",
     "check": (
         'if activation not in ("gelu", "relu"):\n            raise ValueError(f"unknown activation {activation!r}")'
     ),
@@ -75,16 +79,17 @@ def _feedforward(**changes: str) -> str:
 
 _BLOCK = """
 class TransformerBlock(nn.Module):
-    def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first={default_order}):
+    def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation={default_act}, norm_first={default_order}):
         super().__init__()
         self.norm_first = norm_first
         self.attn = {attn}
-        self.ln1 = LayerNorm(embed_dim)
-        self.ln2 = LayerNorm(embed_dim)
+        self.{ln1} = LayerNorm(embed_dim)
+        self.{ln2} = LayerNorm(embed_dim)
         self.ff = {ff}
         {extra}
 
     def forward(self, x, mask=None):
+        {mask_default}
         if {pre_norm}:
             {pre_attn}
             {pre_ff}
@@ -96,6 +101,10 @@ class TransformerBlock(nn.Module):
 
 _BLOCK_RIGHT = {
     "default_order": "True",
+    "default_act": '"gelu"',
+    "ln1": "ln1",
+    "ln2": "ln2",
+    "mask_default": "",
     "attn": "MultiHeadAttention(embed_dim, num_heads, dropout=dropout)",
     "ff": "FeedForward(embed_dim, ff_dim, activation=activation, dropout=dropout)",
     "extra": "",
@@ -111,6 +120,8 @@ def _block(**changes: str) -> str:
     return _BLOCK.format(**{**_BLOCK_RIGHT, **changes})
 
 
+_NO_PUBLIC = "no public test {}"
+
 MISTAKES = [
     # layernorm
     Variant(
@@ -118,12 +129,14 @@ MISTAKES = [
         "unbiased variance (divides by C - 1)",
         {"LayerNorm": _layernorm(stats="mean = x.mean(-1, keepdim=True)\n        var = x.var(-1, keepdim=True)")},
         hints=("unbiased variance",),
+        clauses=("biased-var",),
     ),
     Variant(
         "layernorm",
         "eps added outside the square root",
         {"LayerNorm": _layernorm(normalise="(x - mean) / (torch.sqrt(var) + self.eps)")},
         hints=("eps outside the square root",),
+        clauses=("eps-inside",),
     ),
     Variant(
         "layernorm",
@@ -133,11 +146,13 @@ MISTAKES = [
                 stats="mean = x.mean(1, keepdim=True)\n        var = x.var(1, keepdim=True, unbiased=False)"
             )
         },
+        clauses=("last-axis",),
     ),
     Variant(
         "layernorm",
         "weight and bias are plain tensors, not parameters",
         {"LayerNorm": _layernorm(params="self.weight = torch.ones(dim)\n        self.bias = torch.zeros(dim)")},
+        clauses=("params",),
     ),
     Variant(
         "layernorm",
@@ -147,10 +162,46 @@ MISTAKES = [
                 params="self.weight = nn.Parameter(torch.zeros(dim))\n        self.bias = nn.Parameter(torch.ones(dim))"
             )
         },
+        clauses=("init",),
     ),
-    Variant("layernorm", "the default eps is BERT's 1e-12", {"LayerNorm": _layernorm(default_eps="1e-12")}),
-    Variant("layernorm", "no check that the last axis is dim long", {"LayerNorm": _layernorm(shape_check="pass")}),
-    Variant("layernorm", "no check of dim and eps", {"LayerNorm": _layernorm(arguments="pass")}),
+    Variant(
+        "layernorm",
+        "the default eps is BERT's 1e-12",
+        {"LayerNorm": _layernorm(default_eps="1e-12")},
+        clauses=("eps-default",),
+    ),
+    Variant(
+        "layernorm",
+        "no check that the last axis is dim long",
+        {"LayerNorm": _layernorm(shape_check="pass")},
+        clauses=("shape-error",),
+    ),
+    Variant(
+        "layernorm", "no check of dim and eps", {"LayerNorm": _layernorm(arguments="pass")}, clauses=("arg-errors",)
+    ),
+    Variant(
+        "layernorm",
+        "the bias never added",
+        {"LayerNorm": _layernorm(affine="* self.weight")},
+        clauses=("formula",),
+    ),
+    Variant(
+        "layernorm",
+        "forward unpacks x as (B, T, C)",
+        {"LayerNorm": _layernorm(shape_check="B, T, C = x.shape\n        " + _LN_RIGHT["shape_check"])},
+        clauses=("any-axes",),
+    ),
+    Variant(
+        "layernorm",
+        "the mean and the variance detached from the graph",
+        {
+            "LayerNorm": _layernorm(
+                stats="mean = x.mean(-1, keepdim=True).detach()\n        var = ((x - mean) ** 2).mean(-1, keepdim=True).detach()"
+            )
+        },
+        hidden_only=_NO_PUBLIC.format("takes gradients"),
+        clauses=("gradients",),
+    ),
     # feedforward
     Variant(
         "feedforward",
@@ -161,6 +212,7 @@ MISTAKES = [
             )
         },
         hints=("tanh approximation of GELU",),
+        clauses=("gelu",),
     ),
     Variant(
         "feedforward",
@@ -171,27 +223,69 @@ MISTAKES = [
             )
         },
         hints=("sigmoid approximation of GELU",),
+        clauses=("gelu",),
     ),
     Variant(
         "feedforward",
         "the activation argument is ignored (always GELU)",
         {"FeedForward": _feedforward(act="h = F.gelu(h)")},
+        clauses=("relu",),
     ),
-    Variant("feedforward", "no activation between the two layers", {"FeedForward": _feedforward(act="pass")}),
+    Variant(
+        "feedforward",
+        "no activation between the two layers",
+        {"FeedForward": _feedforward(act="pass")},
+        clauses=("formula",),
+    ),
     Variant(
         "feedforward",
         "dropout also active in eval mode",
         {"FeedForward": _feedforward(out="F.dropout(self.fc2(h), self.p)")},
+        clauses=("dropout-eval",),
     ),
-    Variant("feedforward", "the default dropout is 0.1", {"FeedForward": _feedforward(default_dropout="0.1")}),
-    Variant("feedforward", "the two layers have no bias", {"FeedForward": _feedforward(bias=", bias=False")}),
-    Variant("feedforward", "an unknown activation silently means relu", {"FeedForward": _feedforward(check="pass")}),
+    Variant(
+        "feedforward",
+        "the default dropout is 0.1",
+        {"FeedForward": _feedforward(default_dropout="0.1")},
+        clauses=("dropout-default",),
+    ),
+    Variant(
+        "feedforward",
+        "the two layers have no bias",
+        {"FeedForward": _feedforward(bias=", bias=False")},
+        clauses=("layers",),
+    ),
+    Variant(
+        "feedforward",
+        "an unknown activation silently means relu",
+        {"FeedForward": _feedforward(check="pass")},
+        clauses=("unknown-error",),
+    ),
+    Variant(
+        "feedforward",
+        "relu by default",
+        {"FeedForward": _feedforward(default_act='"relu"')},
+        clauses=("gelu-default",),
+    ),
+    Variant(
+        "feedforward",
+        "forward unpacks x as (B, T, C)",
+        {"FeedForward": _feedforward(unpack="B, T, C = x.shape")},
+        clauses=("any-axes",),
+    ),
+    Variant(
+        "feedforward",
+        "dropout never applied",
+        {"FeedForward": _feedforward(out="self.fc2(h)")},
+        clauses=("dropout-train",),
+    ),
     # block
     Variant(
         "block",
         "pre-norm and post-norm swapped",
         {"TransformerBlock": _block(pre_norm="not self.norm_first")},
         hints=("pre-norm and post-norm swapped",),
+        clauses=("order",),
     ),
     Variant(
         "block",
@@ -202,6 +296,7 @@ MISTAKES = [
                 pre_ff="x = self.ln2(x)\n            x = x + self.ff(x)",
             )
         },
+        clauses=("pre-norm",),
     ),
     Variant(
         "block",
@@ -211,6 +306,7 @@ MISTAKES = [
                 post_attn="x = x + self.ln1(self.attn(x, mask=mask))", post_ff="x = x + self.ln2(self.ff(x))"
             )
         },
+        clauses=("post-norm",),
     ),
     Variant(
         "block",
@@ -220,21 +316,25 @@ MISTAKES = [
                 pre_attn="x = x + self.attn(self.ln1(x))", post_attn="x = self.ln1(x + self.attn(x))"
             )
         },
+        clauses=("causal-mask",),
     ),
     Variant(
         "block",
         "ln1 used for both sublayers",
         {"TransformerBlock": _block(pre_ff="x = x + self.ff(self.ln1(x))", post_ff="x = self.ln1(x + self.ff(x))")},
+        clauses=("pre-norm", "post-norm"),
     ),
     Variant(
         "block",
         "no residual around the feed-forward network",
         {"TransformerBlock": _block(pre_ff="x = self.ff(self.ln2(x))", post_ff="x = self.ln2(self.ff(x))")},
+        clauses=("pre-norm", "post-norm"),
     ),
     Variant(
         "block",
         "the activation is not passed to FeedForward",
         {"TransformerBlock": _block(ff="FeedForward(embed_dim, ff_dim, dropout=dropout)")},
+        clauses=("activation",),
     ),
     Variant(
         "block",
@@ -245,6 +345,7 @@ MISTAKES = [
                 ff="FeedForward(embed_dim, ff_dim, activation=activation)",
             )
         },
+        clauses=("dropout",),
     ),
     Variant(
         "block",
@@ -254,8 +355,14 @@ MISTAKES = [
                 ff="FeedForward(embed_dim, 4 * embed_dim, activation=activation, dropout=dropout)"
             )
         },
+        clauses=("part-args",),
     ),
-    Variant("block", "post-norm by default", {"TransformerBlock": _block(default_order="False")}),
+    Variant(
+        "block",
+        "post-norm by default",
+        {"TransformerBlock": _block(default_order="False")},
+        clauses=("order-default",),
+    ),
     Variant(
         "block",
         "an extra dropout on each sublayer's output, as nn.TransformerEncoderLayer has",
@@ -268,8 +375,55 @@ MISTAKES = [
                 post_ff="x = self.ln2(x + self.drop(self.ff(x)))",
             )
         },
+        clauses=("dropout",),
+    ),
+    Variant(
+        "block",
+        "the norms named norm1 and norm2",
+        {"TransformerBlock": _block().replace("self.ln1", "self.norm1").replace("self.ln2", "self.norm2")},
+        clauses=("parts",),
+    ),
+    Variant(
+        "block",
+        "relu by default",
+        {"TransformerBlock": _block(default_act='"relu"')},
+        hidden_only=_NO_PUBLIC.format("builds a block without an activation argument"),
+        clauses=("defaults",),
+    ),
+    Variant(
+        "block",
+        "mask=None means a causal mask",
+        {
+            "TransformerBlock": _block(
+                mask_default=(
+                    "if mask is None:\n"
+                    "            mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool, device=x.device).triu(1)"
+                )
+            )
+        },
+        hidden_only=_NO_PUBLIC.format("runs a block without a mask"),
+        clauses=("no-mask",),
+    ),
+    Variant(
+        "block",
+        "the first sequence's mask used for every sequence",
+        {"TransformerBlock": _block(mask_default="mask = mask if mask is None or mask.dim() == 2 else mask[0]")},
+        hidden_only=_NO_PUBLIC.format("gives a block a (B, T, T) or (B, 1, T) mask"),
+        clauses=("batched-masks",),
+    ),
+    Variant(
+        "block",
+        "any activation but relu means gelu",
+        {
+            "TransformerBlock": _block(
+                ff='FeedForward(embed_dim, ff_dim, activation="relu" if activation == "relu" else "gelu", dropout=dropout)'
+            )
+        },
+        hidden_only=_NO_PUBLIC.format("gives a block an unknown activation"),
+        clauses=("errors",),
     ),
 ]
+
 
 ALTERNATIVES = [
     Variant(

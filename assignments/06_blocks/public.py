@@ -24,7 +24,7 @@ PB, PT, PC, PH, PF = 2, 3, 20, 4, 36
 def _pair_agrees(what):
     def test(got):
         mine, theirs = got
-        verdict = close(rtol=1e-4, atol=1e-5)(mine, theirs, True)
+        verdict = close(dtype=None, rtol=1e-4, atol=1e-5)(mine, theirs, True)
         return None if verdict.passed else f"your result and {what} do not agree: {verdict.message}"
 
     return test
@@ -50,7 +50,7 @@ def _scaled(factor, atol=1e-4):
     "layernorm",
     "weight (ones) and bias (zeros) are nn.Parameter of shape (dim,)",
     points=1,
-    check=equal(),
+    check=equal(dtype=None),
     expected=["Parameter", "Parameter", torch.ones(PC), torch.zeros(PC)],
 )
 def _(ns):
@@ -66,6 +66,7 @@ _ONE_TO_FOUR = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
     "[1, 2, 3, 4] becomes mean 0, variance 1 (weight ones, bias zeros)",
     points=1,
     check=close(
+        dtype=None,
         rtol=1e-5,
         atol=1e-5,
         hints=[
@@ -88,6 +89,7 @@ def _(ns):
     points=1,
     # sqrt(1.25) + 1 in place of sqrt(1.25 + 1) shrinks every value by the same factor
     check=close(
+        dtype=None,
         rtol=1e-5,
         atol=1e-5,
         hints=[
@@ -109,7 +111,7 @@ def _(ns):
     "layernorm",
     "the default eps=1e-5 matters when the spread is tiny: [0, 0.001, 0.002, 0.003]",
     points=1,
-    check=close(rtol=1e-5, atol=1e-5),
+    check=close(dtype=None, rtol=1e-5, atol=1e-5),
     # (x - 0.0015) / sqrt(1.25e-6 + 1e-5)
     expected=torch.tensor([[-0.4472135954999579, -0.14907119849998596, 0.14907119849998596, 0.4472135954999579]]),
     builds_on=("[1, 2, 3, 4] becomes mean 0, variance 1 (weight ones, bias zeros)",),
@@ -146,7 +148,7 @@ def _(ns):
     "layernorm",
     "LayerNorm(0) and a negative eps raise ValueError",
     points=1,
-    check=equal(),
+    check=equal(dtype=None),
     expected=["ValueError", "ValueError"],
 )
 def _(ns):
@@ -160,7 +162,7 @@ def _(ns):
     "feedforward",
     "fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)",
     points=1,
-    check=equal(),
+    check=equal(dtype=None),
     expected=([PF, PC], [PC, PF], [PB, PT, PC]),
 )
 def _(ns):
@@ -182,7 +184,7 @@ def _hand_set(ns, embed_dim, ff_dim, activation, w1, b1, w2, b2):
     "feedforward",
     "relu on a small hand-set network (2 -> 3 -> 2)",
     points=1,
-    check=close(rtol=1e-6, atol=1e-6),
+    check=close(dtype=None, rtol=1e-6, atol=1e-6),
     expected=torch.tensor([[3.0, 2.25], [0.5, 0.75], [7.5, -4.25]]),
     builds_on=("fc1 is (ff_dim, C), fc2 is (C, ff_dim), output (B, T, C)",),
 )
@@ -237,6 +239,7 @@ def _values_near(values):
     "gelu (the default) is the exact x * Phi(x), through a 1 -> 1 -> 1 network",
     points=1,
     check=close(
+        dtype=None,
         rtol=1e-5,
         atol=1e-5,
         hints=[
@@ -280,7 +283,7 @@ def _(ns):
 
 def _dropout_modes(got):
     evaluated, without, first, second, plain_first, plain_second = got
-    verdict = close(rtol=1e-6, atol=1e-6)(evaluated, without, True)
+    verdict = close(dtype=None, rtol=1e-6, atol=1e-6)(evaluated, without, True)
     if not verdict.passed:
         return f"with dropout=0.5 in eval mode the output must equal that of the same weights without dropout: {verdict.message}"
     if type(first) is not torch.Tensor or type(second) is not torch.Tensor or first.shape != second.shape:
@@ -289,7 +292,7 @@ def _dropout_modes(got):
         return (
             "with dropout=0.5 in training mode two calls on the same input gave the same output: dropout is not applied"
         )
-    verdict = close(rtol=0.0, atol=1e-6)(plain_second, plain_first, True)
+    verdict = close(dtype=None, rtol=0.0, atol=1e-6)(plain_second, plain_first, True)
     if not verdict.passed:
         return f"without a dropout argument two calls in training mode must agree (the default dropout is 0.0): {verdict.message}"
     return None
@@ -398,7 +401,7 @@ def _block_and_torch(ns, norm_first, activation, seed, default_order=False):
     "block",
     "has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",
     points=1,
-    check=equal(),
+    check=equal(dtype=None),
     expected=(["MultiHeadAttention", "LayerNorm", "LayerNorm", "Identity"], [PB, PT, PC]),
 )
 def _(ns):
@@ -498,6 +501,7 @@ def _causal_property(got):
     "with a causal mask, changing the last token leaves earlier outputs alone",
     points=1,
     check=satisfies(_causal_property),
+    guard=True,  # a module that does nothing passes it: it counts only when a test of the values passes
 )
 def _(ns):
     block, _ = _block_and_torch(ns, True, "gelu", 10)
@@ -511,7 +515,7 @@ def _(ns):
 
 def _steady(got):
     first, second = got
-    verdict = close(rtol=0.0, atol=1e-6)(second, first, True)
+    verdict = close(dtype=None, rtol=0.0, atol=1e-6)(second, first, True)
     if not verdict.passed:
         return (
             "with the dropout of attn and ff set to p=0, your block in training mode still changed its output from call "
@@ -525,6 +529,7 @@ def _steady(got):
     "the block adds no dropout of its own (dropout=0.5, training mode, the parts' dropout set to 0)",
     points=1,
     check=satisfies(_steady),
+    guard=True,  # a module that does nothing passes it: it counts only when a test of the values passes
 )
 def _(ns):
     with _placeholders(ns):
