@@ -1,0 +1,138 @@
+"""The numbers 07's notebook states, each with the measurement that makes it true
+(``autograder.authoring.claims``; measured by ``tests/test_claims.py``), with the
+reference solution, in seconds.
+"""
+
+import functools
+import importlib.util
+import math
+import types
+
+import torch
+
+from autograder.authoring.claims import Claim
+from autograder.course import get_stage
+from solutions.data import load_corpus
+from solutions.gpt import GPT, GPTConfig, train
+from solutions.tokenisation import NGramLM, build_vocab, encode, train_val_split
+
+
+@functools.cache
+def _public_tests():
+    """07's public tests as a module (the training check's corpus and its measurement)."""
+    spec = importlib.util.spec_from_file_location("gptcourse_claims_07_public", get_stage("07").public)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _DefaultInitGPT(GPT):
+    """The reference GPT with PyTorch's default initialisation of every layer instead of GPT-2's
+    (the tied head keeps the embedding's N(0, 1), as a model that sets no initialisation has)."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__(config)
+        for module in self.modules():
+            if module is not self and hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+        self.tok_emb.reset_parameters()  # the tied weight as nn.Embedding draws it
+
+
+class _threads:
+    """Run with this many torch threads, then restore the count (small models run best on one)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def __enter__(self) -> None:
+        self.before = torch.get_num_threads()
+        torch.set_num_threads(self.count)
+
+    def __exit__(self, *exc) -> None:
+        torch.set_num_threads(self.before)
+
+
+def _training_check(model_class) -> float:
+    """The validation loss the public training check measures, for the reference train and this GPT."""
+    tests = _public_tests()
+    with _threads(1):
+        return tests._train_and_measure(types.SimpleNamespace(GPT=model_class, train=train), tests._sentences(0), 0)
+
+
+def _first_loss(model_class) -> float:
+    """The first loss of section 3's demo model (V = 65) on random targets."""
+    torch.manual_seed(0)
+    model = model_class(GPTConfig(vocab_size=65, block_size=32, n_layer=2, n_head=4, n_embd=64))
+    idx, targets = torch.randint(65, (4, 32)), torch.randint(65, (4, 32))
+    with torch.no_grad():
+        return model(idx, targets)[1].item()
+
+
+def _sentences_split():
+    """The training check's characters as ids, split as the test splits them (90 % / 10 %)."""
+    text = _public_tests()._sentences(0)
+    chars = sorted(set(text))
+    data = [chars.index(c) for c in text]
+    cut = int(len(data) * 0.9)
+    return chars, data[:cut], data[cut:]
+
+
+def _unigram_on_sentences() -> float:
+    """The validation loss of a model that knows only how often each character occurs."""
+    chars, train_ids, val_ids = _sentences_split()
+    return math.log(NGramLM(1, len(chars), alpha=0.01).fit(train_ids).perplexity(val_ids))
+
+
+def _sentence_entropy_per_character() -> float:
+    """The public sentences' entropy per character: 4 x 4 x 3 equally likely sentences, over
+    their mean length (the floor no model gets below)."""
+    text = _public_tests()._sentences(0)
+    sentences = text.count(".")
+    return math.log(4 * 4 * 3) / (len(text) / sentences)
+
+
+@functools.cache
+def _shakespeare_ids():
+    """Shakespeare's characters as ids, split as 01's and 07's notebooks split them."""
+    text = load_corpus("shakespeare", offline_ok=False)
+    stoi, _ = build_vocab(text)
+    return len(stoi), *train_val_split(torch.tensor(encode(text, stoi), dtype=torch.long))
+
+
+def _stage01_demo(n: int) -> float:
+    """The perplexity of 01's demo n-gram (alpha 0.01, 200,000 training and 20,000 validation characters)."""
+    vocab, train_data, val_data = _shakespeare_ids()
+    return NGramLM(n, vocab, alpha=0.01).fit(train_data[:200_000].tolist()).perplexity(val_data[:20_000].tolist())
+
+
+def _five_gram_whole_split() -> float:
+    """The validation loss (nats) of the 5-gram (alpha 0.01) counted on the whole training split."""
+    vocab, train_data, val_data = _shakespeare_ids()
+    return math.log(NGramLM(5, vocab, alpha=0.01).fit(train_data).perplexity(val_data))
+
+
+CLAIMS = [
+    # section 3: initialisation
+    Claim("cell below starts at 4.18 on random targets", lambda: _first_loss(GPT), low=4.175, high=4.185),
+    Claim("against $\\ln 65 = 4.17$", lambda: math.log(65), low=4.165, high=4.175),
+    Claim("the same model starts at a loss of about 41", lambda: _first_loss(_DefaultInitGPT), low=38, high=44),
+    Claim(
+        "validation loss of about 0.33 with either initialisation", lambda: _training_check(GPT), low=0.31, high=0.35
+    ),
+    Claim(
+        "validation loss of about 0.33 with either initialisation",
+        lambda: _training_check(_DefaultInitGPT),
+        low=0.31,
+        high=0.35,
+    ),
+    # section 6: perplexity
+    Claim("from 28.8 (the unigram)", lambda: _stage01_demo(1), low=28.75, high=28.85),
+    Claim("down to 9.75 (the 4-gram)", lambda: _stage01_demo(4), low=9.745, high=9.755),
+    Claim("reaches 5.87 (a loss of 1.770 nats)", lambda: math.exp(_five_gram_whole_split()), low=5.865, high=5.875),
+    Claim("reaches 5.87 (a loss of 1.770 nats)", _five_gram_whole_split, low=1.7695, high=1.7705),
+    # section 10: the training check
+    Claim("$\\ln V \\approx 2.9$", lambda: math.log(len(_sentences_split()[0])), low=2.85, high=2.95),
+    Claim("how often each character occurs reaches about 2.6", _unigram_on_sentences, low=2.5, high=2.7),
+    Claim("the reference reaches about 0.33", lambda: _training_check(GPT), low=0.31, high=0.35),
+    Claim("no model gets below about 0.2", _sentence_entropy_per_character, low=0.17, high=0.23),
+]
