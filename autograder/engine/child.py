@@ -287,9 +287,12 @@ def _run_cases(job: dict, tools, cases: dict, names, cell_of, loaded: tuple, con
     (``deferred``); ``sys.modules`` is put back as the engine left it before they load
     (``loaded``: those modules, and the public suite the hidden ones import from).
     A question that ran out of time (``struck``) gets ``strike_fraction`` of its later tests' limits.
+    A timed test waits for the parent's word before it starts and before the next step, so
+    that the CPU time the parent reads around it is the test's alone.
     """
     deferred, unloaded = bool(job.get("deferred")), "this test could not be loaded"
     struck = set(job.get("struck") or ())
+    timed_keys = set(job.get("timed") or ())
     engine, public = loaded
     for key in job["cases"]:
         if key not in cases and deferred:
@@ -304,11 +307,16 @@ def _run_cases(job: dict, tools, cases: dict, names, cell_of, loaded: tuple, con
                     "it replace or patch a module the tests use?)"
                 )
         emit(ev="case", key=key)
+        timed = key in timed_keys
+        if timed:  # the parent reads this process's CPU time before the test and after it
+            read_message(control_fd)
         case = cases.get(key)
         if case is None:
             emit(ev="result", key=key, error=unloaded)
-            continue
-        emit(ev="result", key=key, **_run_case(case, job, tools, struck, names, cell_of))
+        else:
+            emit(ev="result", key=key, **_run_case(case, job, tools, struck, names, cell_of))
+        if timed:
+            read_message(control_fd)
 
 
 def _run_case(case, job: dict, tools, struck: set[str], names, cell_of) -> dict:

@@ -485,6 +485,7 @@ def _job(
         "deferred": any(not s.public for s in suites),
         "preload": sorted({name for s in suites for name in s.imports}),
         "cases": keys,
+        "timed": [c.key for c in tests.cases if c.timed and c.key in keys],  # each waits for a word (child)
         "cells": cells,
         "skip_cells": sorted(skip_cells),
         "cell_timeout": limits.cell_timeout,
@@ -611,6 +612,14 @@ class _StepTimer:
         self.deadline = self.case_started + limit + self.limits.grace
 
 
+def _cpu_time_between(child: "_Child") -> float | None:
+    """The child's CPU time now, read while it waits (before a timed test starts, and after it
+    ends, ``child._run_cases``); then the word that lets it go on."""
+    cpu = processes.cpu_seconds(child.pid) if child.pid else None
+    child.control.send(_message({"go": True}))
+    return cpu
+
+
 def _take(kind, what, event: dict, child: _Child, by_key, outcome: Outcome, strikes: _Strikes, timer: _StepTimer):
     """Note what an accepted event says (isolation, a cell's error, a case's output) and time the next step."""
     if kind == "ready":
@@ -627,12 +636,13 @@ def _take(kind, what, event: dict, child: _Child, by_key, outcome: Outcome, stri
         timer.between_steps()
     elif kind == "case":
         timer.case(case_limit(by_key[what], timer.limits, strikes.struck))
-        timer.case_cpu = processes.cpu_seconds(child.pid) if by_key[what].timed and child.pid else None
+        timer.case_cpu = _cpu_time_between(child) if by_key[what].timed else None
     elif kind == "result":
         outcome.seconds.setdefault(what, time.monotonic() - timer.case_started)
-        cpu = processes.cpu_seconds(child.pid) if timer.case_cpu is not None else None
-        if cpu is not None:
-            outcome.cpu_seconds.setdefault(what, cpu - timer.case_cpu)
+        if by_key[what].timed:
+            cpu = _cpu_time_between(child)
+            if cpu is not None and timer.case_cpu is not None:
+                outcome.cpu_seconds.setdefault(what, cpu - timer.case_cpu)
         if str(event.get("error", "")).startswith(TIMED_OUT):
             strikes.struck.add(by_key[what].qid)
         _record(event, outcome)
