@@ -321,6 +321,7 @@ def _(ns):
     points=1,
     check=equal(),
     expected=[{}, {}],
+    guard=True,  # a no-op returning zeros (an empty dict here) passes: it counts only with a value test passing
 )
 def _(ns):
     return [_as_dict(ns.count_pairs({("ab_",): 3, ("c",): 1})), _as_dict(ns.count_pairs({}))]
@@ -829,6 +830,7 @@ def _round_trips(got):
     "decode(encode(s)) == s for emoji, combining marks and CJK",
     points=1,
     check=satisfies(_round_trips),
+    guard=True,  # a no-op returning its input passes a round trip: it counts only with a value test passing
 )
 def _(ns):
     return [ns.byte_bpe_decode(ns.byte_bpe_encode(s, BYTE_MERGES), BYTE_MERGES) for s in ROUND_TRIP]

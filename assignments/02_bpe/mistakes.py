@@ -106,6 +106,7 @@ MISTAKES = [
     """
         },
         hints=("word types sorted",),
+        clauses=("order",),
     ),
     Variant(
         "word_frequencies",
@@ -123,6 +124,7 @@ MISTAKES = [
     """
         },
         hints=("end-of-word symbol split into characters",),
+        clauses=("eow-symbol",),
     ),
     Variant(
         "word_frequencies",
@@ -140,6 +142,7 @@ MISTAKES = [
     """
         },
         hints=("split on single spaces",),
+        clauses=("split",),
     ),
     Variant(
         "word_frequencies",
@@ -156,6 +159,7 @@ MISTAKES = [
     """
         },
         hints=("no end-of-word symbol",),
+        clauses=("eow-symbol",),
     ),
     Variant(
         "word_frequencies",
@@ -170,6 +174,7 @@ MISTAKES = [
             return freqs
     """
         },
+        clauses=("empty-eow",),
     ),
     # count_pairs
     Variant(
@@ -186,6 +191,7 @@ MISTAKES = [
     """
         },
         hints=("overlapping pairs counted once", "counts too small"),
+        clauses=("overlap",),
     ),
     Variant(
         "count_pairs",
@@ -201,6 +207,7 @@ MISTAKES = [
     """
         },
         hints=("word counts ignored", "counts too small"),
+        clauses=("weighted",),
     ),
     Variant(
         "count_pairs",
@@ -217,6 +224,7 @@ MISTAKES = [
             return counts
     """
         },
+        clauses=("boundary",),
     ),
     Variant(
         "count_pairs",
@@ -232,6 +240,7 @@ MISTAKES = [
             return counts
     """
         },
+        clauses=("boundary",),
     ),
     # merge_pair
     Variant(
@@ -257,6 +266,7 @@ MISTAKES = [
     """
         },
         hints=("overlapping occurrences merged twice",),
+        clauses=("left-to-right",),
     ),
     Variant(
         "merge_pair",
@@ -274,6 +284,7 @@ MISTAKES = [
             return result
     """
         },
+        clauses=("whole",),
     ),
     Variant(
         "merge_pair",
@@ -300,6 +311,7 @@ MISTAKES = [
     """
         },
         hints=("input dict changed",),
+        clauses=("new-dict",),
     ),
     Variant(
         "merge_pair",
@@ -324,6 +336,7 @@ MISTAKES = [
             return result
     """
         },
+        clauses=("sum-counts",),
     ),
     Variant(
         "merge_pair",
@@ -350,6 +363,7 @@ MISTAKES = [
     """
         },
         hints=("merged right to left",),
+        clauses=("left-to-right",),
     ),
     Variant(
         "merge_pair",
@@ -371,6 +385,7 @@ MISTAKES = [
             return result
     """
         },
+        clauses=("not-two",),
     ),
     # train_bpe (each on a correct incremental learner, so it is fast enough)
     Variant(
@@ -382,6 +397,7 @@ MISTAKES = [
             )
         },
         hints=("lexicographic tie-breaking",),
+        clauses=("ties",),
     ),
     Variant(
         "train_bpe",
@@ -391,6 +407,7 @@ MISTAKES = [
                 choose="best = max(counts, key=counts.get)",
             )
         },
+        clauses=("ties",),
     ),
     Variant(
         "train_bpe",
@@ -400,6 +417,7 @@ MISTAKES = [
                 loop="len(merges) < num_merges",
             )
         },
+        clauses=("early-stop",),
     ),
     Variant(
         "train_bpe",
@@ -410,6 +428,7 @@ MISTAKES = [
             )
         },
         hints=("eow not passed on",),
+        clauses=("eow",),
     ),
     Variant(
         "train_bpe",
@@ -419,6 +438,7 @@ MISTAKES = [
                 check="num_merges = max(num_merges, 0)",
             )
         },
+        clauses=("negative",),
     ),
     Variant(
         "train_bpe",
@@ -429,6 +449,7 @@ MISTAKES = [
                 "table = collections.Counter(tuple(word) + (eow,) for word in text.split())",
             )
         },
+        clauses=("empty-eow",),
     ),
     # segment
     Variant(
@@ -454,6 +475,7 @@ MISTAKES = [
     """
         },
         hints=("end-of-word symbol missing from the word",),
+        clauses=("start",),
     ),
     Variant(
         "segment",
@@ -472,6 +494,7 @@ MISTAKES = [
             return symbols
     """
         },
+        clauses=("every",),
     ),
     Variant(
         "segment",
@@ -493,6 +516,7 @@ MISTAKES = [
             return out
     """
         },
+        clauses=("order",),
     ),
     Variant(
         "segment",
@@ -517,6 +541,7 @@ MISTAKES = [
     """
         },
         hints=("end-of-word symbol missing from the word",),
+        clauses=("eow",),
     ),
     Variant(
         "segment",
@@ -538,6 +563,7 @@ MISTAKES = [
             return symbols
     """
         },
+        clauses=("bad-word",),
     ),
 ]
 
@@ -633,6 +659,7 @@ MISTAKES += [
             )
         },
         hints=("end-of-word symbol left in the text",),
+        clauses=("decode-words",),
     ),
     Variant(
         "tokenizer",
@@ -644,6 +671,7 @@ MISTAKES += [
             )
         },
         hints=("ids not in vocabulary order",),
+        clauses=("vocab",),
     ),
     Variant(
         "tokenizer",
@@ -653,6 +681,7 @@ MISTAKES += [
                 add_merge="self.vocab[a + b] = len(self.vocab)",
             )
         },
+        clauses=("first-id",),
     ),
     Variant(
         "tokenizer",
@@ -668,6 +697,7 @@ MISTAKES += [
                 ),
             )
         },
+        clauses=("decode-forms",),
     ),
     Variant(
         "tokenizer",
@@ -677,6 +707,7 @@ MISTAKES += [
                 lookup="ids.append(self.vocab[token])",
             )
         },
+        clauses=("encode-unknown",),
     ),
     Variant(
         "tokenizer",
@@ -686,6 +717,7 @@ MISTAKES += [
                 decode_body=_without(_DECODE, "if current:", "words.append(current)"),
             )
         },
+        clauses=("last-word",),
     ),
     Variant(
         "tokenizer",
@@ -695,6 +727,7 @@ MISTAKES += [
                 train_alphabet="None",
             )
         },
+        clauses=("train",),
     ),
     Variant(
         "tokenizer",
@@ -706,6 +739,7 @@ MISTAKES += [
                 'raise ValueError(f"{word!r} contains the end-of-word symbol")',
             )
         },
+        clauses=("encode-eow",),
     ),
     Variant(
         "tokenizer",
@@ -715,6 +749,7 @@ MISTAKES += [
                 decode_body=_without(_DECODE, "if i not in self.itos:", 'raise ValueError(f"unknown id {i}")'),
             )
         },
+        clauses=("decode-unknown",),
     ),
     # efficiency: correct learners that are too slow
     Variant(
@@ -751,6 +786,7 @@ MISTAKES += [
             return merges
     """
         },
+        clauses=("budget",),
     ),
     Variant(
         "efficiency",
@@ -773,6 +809,7 @@ MISTAKES += [
             return merges
     """
         },
+        clauses=("budget",),
     ),
     Variant(
         "efficiency",
@@ -807,6 +844,7 @@ MISTAKES += [
             return merges
     """
         },
+        clauses=("budget",),
     ),
     Variant(
         "efficiency",
@@ -851,6 +889,7 @@ MISTAKES += [
             return merges
     """
         },
+        clauses=("budget",),
     ),
     # byte_bpe
     Variant(
@@ -871,6 +910,7 @@ MISTAKES += [
     """
         },
         hints=("invalid UTF-8 raises",),
+        clauses=("invalid-utf8",),
     ),
     Variant(
         "byte_bpe",
@@ -889,6 +929,7 @@ MISTAKES += [
             return "".join(table[i].decode("utf-8", errors="replace") for i in ids)
     """
         },
+        clauses=("decode",),
     ),
     Variant(
         "byte_bpe",
@@ -918,6 +959,7 @@ MISTAKES += [
             return merges
     """
         },
+        clauses=("ties",),
     ),
     Variant(
         "byte_bpe",
@@ -948,6 +990,7 @@ MISTAKES += [
     """
         },
         hints=("wrong number of merges",),
+        clauses=("count",),
     ),
     Variant(
         "byte_bpe",
@@ -964,6 +1007,7 @@ MISTAKES += [
             return ids
     """
         },
+        clauses=("encode",),
     ),
     Variant(
         "byte_bpe",
@@ -991,6 +1035,7 @@ MISTAKES += [
             return merges
     """
         },
+        clauses=("vocab-error",),
     ),
     Variant(
         "byte_bpe",
@@ -1006,6 +1051,7 @@ MISTAKES += [
             return b"".join(table[i] for i in ids).decode("utf-8", errors="replace")
     """
         },
+        clauses=("decode-range",),
     ),
     Variant(
         "byte_bpe",
@@ -1031,6 +1077,7 @@ MISTAKES += [
             return ids
     """
         },
+        clauses=("undefined-merge",),
     ),
 ]
 
