@@ -364,6 +364,7 @@ def _padding_never_matters(got):
     "padding (1 or 3 tokens at the end) never changes the outputs at the real positions",
     points=2,
     check=satisfies(_padding_never_matters),
+    guard=True,
 )
 def _(ns):
     encoder = _encoder(ns, 5)
@@ -856,6 +857,7 @@ def _(ns):
     points=1,
     check=equal(),
     expected=[[[4, 9], "torch.int64", [4, 9], "torch.int64"], [[1, 30], "torch.int64", [1, 30], "torch.int64"]],
+    guard=True,
 )
 def _(ns):
     out = []
@@ -1063,6 +1065,7 @@ def _queries_apart(got):
     "queries apart: other queries and blocked memory positions never matter",
     points=1,
     check=satisfies(_queries_apart),
+    guard=True,
 )
 def _(ns):
     module = _cross(ns, 9)
@@ -1284,6 +1287,7 @@ def _causal_problem(got):
     "causal self-mask: later target positions never change earlier outputs (both orders)",
     points=1,
     check=satisfies(_causal_problem),
+    guard=True,
 )
 def _(ns):
     changed = _XD.clone()
@@ -1309,6 +1313,7 @@ def _memory_padding_problem(got):
     "memory padding: blocked memory positions never change the output (both orders)",
     points=1,
     check=satisfies(_memory_padding_problem),
+    guard=True,
 )
 def _(ns):
     other = _MEMD.clone()
@@ -1515,7 +1520,11 @@ def _source_padding_problem(got):
 
 
 @suite.case(
-    "seq2seq", "source padding (pad_id=9) never changes the logits", points=2, check=satisfies(_source_padding_problem)
+    "seq2seq",
+    "source padding (pad_id=9) never changes the logits",
+    points=2,
+    check=satisfies(_source_padding_problem),
+    guard=True,
 )
 def _(ns):
     model = _seq2seq(ns, 5, pad_id=9)
@@ -1596,7 +1605,7 @@ def _(ns):
     return ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6]]), start_id=1, end_id=2, max_len=5).tolist()
 
 
-@suite.case("seq2seq", "greedy: max_len=0 returns (B, 0)", points=1, check=equal(), expected=[2, 0])
+@suite.case("seq2seq", "greedy: max_len=0 returns (B, 0)", points=1, check=equal(), expected=[2, 0], guard=True)
 def _(ns):
     model = _Scripted([[5, 6], [4, 4]])
     return list(ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6]]), start_id=1, end_id=2, max_len=0).shape)
@@ -1691,6 +1700,7 @@ def _greedy_mode_problem(got):
     "greedy: eval mode and no gradients inside; the caller's mode (train or eval) restored",
     points=1,
     check=satisfies(_greedy_mode_problem),
+    guard=True,
 )
 def _(ns):
     src = torch.tensor([[3, 4], [5, 6], [7, 8]])
@@ -1934,6 +1944,7 @@ def _step_norms(seen):
     points=1,
     check=satisfies(_clipping_problem),
     timeout=30,
+    guard=True,
 )
 def _(ns):
     with _watching_steps() as seen:
@@ -1955,6 +1966,7 @@ def _default_clip_problem(got):
     points=1,
     check=satisfies(_default_clip_problem),
     timeout=30,
+    guard=True,
 )
 def _(ns):
     model = _Recorder(pad_id=9, seed=8, scale=50.0)  # large logits: gradient norms far above 1

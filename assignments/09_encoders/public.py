@@ -220,6 +220,7 @@ def _padding_ignored(got):
     "padding added at the end never changes the outputs at the real positions",
     points=1,
     check=satisfies(_padding_ignored),
+    guard=True,
 )
 def _(ns):
     encoder = ns.Encoder(11, 8, n_layer=2, n_head=4, n_embd=PC).eval()
@@ -236,6 +237,7 @@ def _(ns):
     "pad_id=3: tokens 3 are the padding (and 0 is an ordinary token)",
     points=1,
     check=satisfies(_padding_ignored),
+    guard=True,
 )
 def _(ns):
     encoder = ns.Encoder(11, 8, n_layer=1, n_head=4, n_embd=PC, pad_id=3).eval()
@@ -648,6 +650,7 @@ def _separate_queries(got):
     "each query reads the memory only: other queries and blocked memory positions do not matter",
     points=1,
     check=satisfies(_separate_queries),
+    guard=True,
 )
 def _(ns):
     module = ns.CrossAttention(PC, PH).eval()
@@ -790,6 +793,7 @@ def _causal_self_attention(got):
     "with a causal self_mask, the last position never changes earlier outputs",
     points=1,
     check=satisfies(_causal_self_attention),
+    guard=True,
 )
 def _(ns):
     block = _decoder_block(ns, 39)
@@ -903,6 +907,7 @@ def _source_padding_ignored(got):
     "padding added to the source never changes the logits (blocked in cross-attention)",
     points=1,
     check=satisfies(_source_padding_ignored),
+    guard=True,
 )
 def _(ns):
     model = _model(ns, 52)
@@ -1109,6 +1114,7 @@ def _same_rows_problem(got):
     points=1,
     check=satisfies(_same_rows_problem),
     timeout=30,
+    guard=True,
 )
 def _(ns):
     runs = []
