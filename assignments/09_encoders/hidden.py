@@ -27,6 +27,12 @@ Probes return raw outputs (tensors, numbers, modes and gradient state as words);
 comparison is made by the check. Every clause of each question's contract and the tests
 that cover it are listed in ``clauses.md`` beside this file.
 
+Values are compared whatever their dtype (``dtype=None``): the one dtype the notebook
+states (mlm_mask's inputs and labels typed like ``ids``) has a test of its own, so that
+one slip costs that test alone. Tests that a function doing nothing could pass (padding
+or later tokens changing nothing, the mode restored, the same seed giving the same
+rows) are guards: they count once a test of the values passes.
+
 Tolerances (relative + absolute, per test)
     Margins below were measured with benchmarks/tolerance_margins.py (the reference's own
     outputs recomputed in float64 against the float32 fixtures) and by comparing the
@@ -76,6 +82,7 @@ from autograder.kit import (
     Suite,
     catch,
     close,
+    dtypes,
     equal,
     generator,
     grad_mode,
@@ -293,7 +300,7 @@ def _(ns):
     "encoder",
     "fixed weights, no padding: outputs",
     points=2,
-    check=close(rtol=1e-4, atol=1e-4),
+    check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
     builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
 )
@@ -306,7 +313,7 @@ def _(ns):
     "encoder",
     "fixed weights, padding at the end and in the middle: outputs at the real positions",
     points=2,
-    check=close(rtol=1e-4, atol=1e-4),
+    check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
     builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
 )
@@ -320,7 +327,7 @@ def _(ns):
     "encoder",
     "fixed weights, 3 blocks of 2 heads, ff_dim 40: outputs",
     points=1,
-    check=close(rtol=1e-4, atol=1e-4),
+    check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
     builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
 )
@@ -364,6 +371,7 @@ def _padding_never_matters(got):
     "padding (1 or 3 tokens at the end) never changes the outputs at the real positions",
     points=2,
     check=satisfies(_padding_never_matters),
+    guard=True,
 )
 def _(ns):
     encoder = _encoder(ns, 5)
@@ -379,7 +387,7 @@ def _(ns):
     "encoder",
     "pad_id=5: tokens 5 are blocked wherever they stand, token 0 is ordinary",
     points=2,
-    check=close(rtol=1e-4, atol=1e-4),
+    check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
     builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
 )
@@ -410,7 +418,7 @@ def _(ns):
     "encoder",
     "dropout=0.3 changes nothing in eval mode",
     points=1,
-    check=close(rtol=1e-4, atol=1e-4),
+    check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
     builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
 )
@@ -453,7 +461,7 @@ def _classifier(ns, encoder, seed, **kwargs):
     "classifier",
     "mean pooling over the real positions, padding at the end and in the middle",
     points=2,
-    check=close(rtol=1e-4, atol=1e-4),
+    check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
 )
 def _(ns):
@@ -462,7 +470,11 @@ def _(ns):
 
 
 @suite.case(
-    "classifier", "first pooling takes position 0", points=2, check=close(rtol=1e-4, atol=1e-4), expected=REFERENCE
+    "classifier",
+    "first pooling takes position 0",
+    points=2,
+    check=close(rtol=1e-4, atol=1e-4, dtype=None),
+    expected=REFERENCE,
 )
 def _(ns):
     with torch.no_grad():
@@ -473,7 +485,7 @@ def _(ns):
     "classifier",
     "default pooling (no pooling argument) is the mean",
     points=1,
-    check=close(rtol=1e-4, atol=1e-4),
+    check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
 )
 def _(ns):
@@ -485,7 +497,7 @@ def _(ns):
     "classifier",
     "mean pooling with an encoder whose pad_id is 4",
     points=1,
-    check=close(rtol=1e-4, atol=1e-4),
+    check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
 )
 def _(ns):
@@ -562,7 +574,8 @@ def _pooled_hint(kind, text, mistake):
                 "divided by T",
             ),
             _pooled_hint("sum", "the outputs were summed, not averaged", "summed, not averaged"),
-        ]
+        ],
+        dtype=None,
     ),
     expected={
         "mean": torch.tensor([[1.0, 2.5, 0.5], [-0.375, 0.875, 0.375], [2.0, 2.0, 2.0]]),
@@ -852,10 +865,10 @@ def _(ns):
 
 @suite.case(
     "mlm_mask",
-    "shapes and dtypes: inputs like ids, labels long, also for one row",
+    "dtypes: inputs and labels typed like the long ids, also for one row",
     points=1,
-    check=equal(),
-    expected=[[[4, 9], "torch.int64", [4, 9], "torch.int64"], [[1, 30], "torch.int64", [1, 30], "torch.int64"]],
+    check=dtypes(),
+    expected=[(torch.int64, torch.int64), (torch.int64, torch.int64)],
 )
 def _(ns):
     out = []
@@ -863,8 +876,7 @@ def _(ns):
         torch.randint(4, 50, (4, 9), generator=generator(214)),
         torch.randint(4, 50, (1, 30), generator=generator(215)),
     ):
-        inputs, labels = ns.mlm_mask_tokens(ids, 3, 50, generator=generator(216))
-        out.append([list(inputs.shape), str(inputs.dtype), list(labels.shape), str(labels.dtype)])
+        out.append(ns.mlm_mask_tokens(ids, 3, 50, generator=generator(216)))
     return out
 
 
@@ -910,7 +922,7 @@ def _(ns):
     "cross_attention",
     "fixed weights, 5 queries, 7 memory positions, no mask",
     points=2,
-    check=close(rtol=1e-4, atol=1e-5),
+    check=close(rtol=1e-4, atol=1e-5, dtype=None),
     expected=REFERENCE,
     builds_on=("projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default",),
 )
@@ -923,7 +935,7 @@ def _(ns):
     "cross_attention",
     "fixed weights with a (B, 1, T_k) padding mask",
     points=2,
-    check=close(rtol=1e-4, atol=1e-5),
+    check=close(rtol=1e-4, atol=1e-5, dtype=None),
     expected=REFERENCE,
     builds_on=("projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default",),
 )
@@ -936,7 +948,7 @@ def _(ns):
     "cross_attention",
     "fixed weights with a per-query (B, T_q, T_k) mask",
     points=1,
-    check=close(rtol=1e-4, atol=1e-5),
+    check=close(rtol=1e-4, atol=1e-5, dtype=None),
     expected=REFERENCE,
     builds_on=("projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default",),
 )
@@ -949,7 +961,7 @@ def _(ns):
     "cross_attention",
     "2 and 6 heads on the same input",
     points=1,
-    check=close(rtol=1e-4, atol=1e-5),
+    check=close(rtol=1e-4, atol=1e-5, dtype=None),
     expected=REFERENCE,
     builds_on=("projections: nn.Linear(24, 24) with bias, output (B, T_q, C), no dropout by default",),
 )
@@ -981,7 +993,7 @@ def _against_mha(got):
     blocked = None if mask is None else mask.expand(x.size(0), x.size(1), memory.size(1)).repeat_interleave(H, dim=0)
     with torch.no_grad():
         theirs = twin.eval()(x, memory, memory, attn_mask=blocked, need_weights=False)[0]
-    verdict = close(rtol=1e-4, atol=1e-5)(out, theirs, False)
+    verdict = close(rtol=1e-4, atol=1e-5, dtype=None)(out, theirs, False)
     if verdict.passed:
         return None
     return f"your output and nn.MultiheadAttention(x, memory, memory)'s (same weights) do not agree: {verdict.message}"
@@ -1063,6 +1075,7 @@ def _queries_apart(got):
     "queries apart: other queries and blocked memory positions never matter",
     points=1,
     check=satisfies(_queries_apart),
+    guard=True,
 )
 def _(ns):
     module = _cross(ns, 9)
@@ -1081,7 +1094,7 @@ def _(ns):
     "cross_attention",
     "dropout=0.5 does nothing in eval mode",
     points=1,
-    check=close(rtol=1e-4, atol=1e-5),
+    check=close(rtol=1e-4, atol=1e-5, dtype=None),
     expected=REFERENCE,
     builds_on=("fixed weights with a (B, 1, T_k) padding mask",),  # the same call, without dropout
 )
@@ -1158,7 +1171,7 @@ def _(ns):
     "decoder_block",
     "pre-norm, fixed weights, causal self-mask and a padded memory",
     points=2,
-    check=close(rtol=1e-4, atol=1e-5),
+    check=close(rtol=1e-4, atol=1e-5, dtype=None),
     expected=REFERENCE,
     builds_on=("parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default",),
 )
@@ -1173,7 +1186,7 @@ def _(ns):
     "decoder_block",
     "post-norm with relu, fixed weights, causal self-mask and a per-query memory mask",
     points=2,
-    check=close(rtol=1e-4, atol=1e-5),
+    check=close(rtol=1e-4, atol=1e-5, dtype=None),
     expected=REFERENCE,
     builds_on=("parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default",),
 )
@@ -1188,7 +1201,7 @@ def _(ns):
     "decoder_block",
     "the default block (no norm_first, no masks) is pre-norm with gelu",
     points=1,
-    check=close(rtol=1e-4, atol=1e-5),
+    check=close(rtol=1e-4, atol=1e-5, dtype=None),
     expected=REFERENCE,
     builds_on=("parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default",),
 )
@@ -1228,7 +1241,7 @@ def _against_decoder_layer(got):
     pad = got["pad"].expand(x.size(0), x.size(1), memory.size(1)).repeat_interleave(H, dim=0)
     with torch.no_grad():
         theirs = twin.eval()(x, memory, tgt_mask=got["causal"], memory_mask=pad)
-    verdict = close(rtol=1e-4, atol=1e-5)(got["out"], theirs, False)
+    verdict = close(rtol=1e-4, atol=1e-5, dtype=None)(got["out"], theirs, False)
     if verdict.passed:
         return None
     return f"your block and nn.TransformerDecoderLayer(norm_first={got['norm'] == 'pre'}) (same weights) do not agree: {verdict.message}"
@@ -1284,6 +1297,7 @@ def _causal_problem(got):
     "causal self-mask: later target positions never change earlier outputs (both orders)",
     points=1,
     check=satisfies(_causal_problem),
+    guard=True,
 )
 def _(ns):
     changed = _XD.clone()
@@ -1309,6 +1323,7 @@ def _memory_padding_problem(got):
     "memory padding: blocked memory positions never change the output (both orders)",
     points=1,
     check=satisfies(_memory_padding_problem),
+    guard=True,
 )
 def _(ns):
     other = _MEMD.clone()
@@ -1353,7 +1368,7 @@ def _(ns):
     "decoder_block",
     "dropout=0.3 changes nothing in eval mode",
     points=1,
-    check=close(rtol=1e-4, atol=1e-5),
+    check=close(rtol=1e-4, atol=1e-5, dtype=None),
     expected=REFERENCE,
     builds_on=("parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default",),
 )
@@ -1467,7 +1482,7 @@ def _(ns):
     "seq2seq",
     "fixed weights: logits for a padded source",
     points=3,
-    check=close(rtol=1e-4, atol=1e-4),
+    check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
     builds_on=(
         "built with Encoder(src_vocab, max_len, n_layer, n_head, n_embd, pad_id) and n_layer pre-norm GELU DecoderBlock(C, H, 4C)",
@@ -1482,7 +1497,7 @@ def _(ns):
     "seq2seq",
     "fixed weights, pad_id=2 (token 0 ordinary): logits",
     points=2,
-    check=close(rtol=1e-4, atol=1e-4),
+    check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
     builds_on=(
         "built with Encoder(src_vocab, max_len, n_layer, n_head, n_embd, pad_id) and n_layer pre-norm GELU DecoderBlock(C, H, 4C)",
@@ -1515,7 +1530,11 @@ def _source_padding_problem(got):
 
 
 @suite.case(
-    "seq2seq", "source padding (pad_id=9) never changes the logits", points=2, check=satisfies(_source_padding_problem)
+    "seq2seq",
+    "source padding (pad_id=9) never changes the logits",
+    points=2,
+    check=satisfies(_source_padding_problem),
+    guard=True,
 )
 def _(ns):
     model = _seq2seq(ns, 5, pad_id=9)
@@ -1596,7 +1615,7 @@ def _(ns):
     return ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6]]), start_id=1, end_id=2, max_len=5).tolist()
 
 
-@suite.case("seq2seq", "greedy: max_len=0 returns (B, 0)", points=1, check=equal(), expected=[2, 0])
+@suite.case("seq2seq", "greedy: max_len=0 returns (B, 0)", points=1, check=equal(), expected=[2, 0], guard=True)
 def _(ns):
     model = _Scripted([[5, 6], [4, 4]])
     return list(ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6]]), start_id=1, end_id=2, max_len=0).shape)
@@ -1691,6 +1710,7 @@ def _greedy_mode_problem(got):
     "greedy: eval mode and no gradients inside; the caller's mode (train or eval) restored",
     points=1,
     check=satisfies(_greedy_mode_problem),
+    guard=True,
 )
 def _(ns):
     src = torch.tensor([[3, 4], [5, 6], [7, 8]])
@@ -1934,6 +1954,7 @@ def _step_norms(seen):
     points=1,
     check=satisfies(_clipping_problem),
     timeout=30,
+    guard=True,
 )
 def _(ns):
     with _watching_steps() as seen:
@@ -1955,6 +1976,7 @@ def _default_clip_problem(got):
     points=1,
     check=satisfies(_default_clip_problem),
     timeout=30,
+    guard=True,
 )
 def _(ns):
     model = _Recorder(pad_id=9, seed=8, scale=50.0)  # large logits: gradient norms far above 1
