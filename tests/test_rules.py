@@ -78,26 +78,6 @@ NOT_YET: dict[tuple[str, str], str] = {
             "stage 05: clause rows have no ids (30 rows in 2 questions) and no mistake declares the clauses it breaks (19 mistakes)",
         ),
         (
-            "07",
-            "checks never fault",
-            "stage 07: the check of 'model: changing later tokens leaves earlier logits unchanged' raises IndexError on a no-op's output (its input)",
-        ),
-        (
-            "07",
-            "no-ops earn nothing",
-            "stage 07: a no-op passes tests that are no guards (train's mode and batches, sampling's seeding, generate's and kv_cache's call records, model's causality for zeros)",
-        ),
-        (
-            "07",
-            "dtype slips cost only their clause",
-            "stage 07: no dtype clauses; value tests of model, sampling, generate and kv_cache also test the dtype (13 tests)",
-        ),
-        (
-            "07",
-            "every clause has a mistake",
-            "stage 07: clause rows have no ids (83 rows in 8 questions) and no mistake declares the clauses it breaks (57 mistakes)",
-        ),
-        (
             "08",
             "every test serves a clause",
             "stage 08: 22 tests are cited by no clause (lstm_cell, lstm_layer, ...: the clause tables name older test names)",
