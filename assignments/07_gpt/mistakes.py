@@ -19,11 +19,11 @@ _GPT = """
     def __init__(self, config):
         super().__init__()
         {config_check}
-        self.config = config
+        self.config = {config_kept}
         C = config.n_embd
-        hidden = config.ff_dim or 4 * C
+        hidden = {hidden}
         self.tok_emb = nn.Embedding(config.vocab_size, C)
-        self.pos_emb = nn.Embedding(config.block_size, C)
+        self.pos_emb = nn.Embedding({pos_rows}, C)
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList({blocks})
         self.ln_f = LayerNorm(C)
@@ -41,12 +41,12 @@ _GPT = """
         B, T = idx.shape
         {length_check}
         pos = torch.arange(T, device=idx.device)
-        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
+        x = {embedded}
         mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=idx.device), diagonal=1)
         for block in self.blocks:
             x = block(x, {mask})
         logits = self.head({final})
-        loss = None
+        loss = {no_loss}
         if targets is not None:
             {loss}
         return logits, loss
@@ -54,6 +54,11 @@ _GPT = """
 
 _GPT_RIGHT = {
     "config_class": "",
+    "config_kept": "config",
+    "hidden": "config.ff_dim or 4 * C",
+    "pos_rows": "config.block_size",
+    "embedded": "self.drop(self.tok_emb(idx) + self.pos_emb(pos))",
+    "no_loss": "None",
     "config_check": (
         'for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):\n'
         "            if getattr(config, name) < 1:\n"
@@ -106,7 +111,7 @@ def num_parameters(config):
     C, V, L = config.n_embd, config.vocab_size, config.n_layer
     hidden = {hidden}
     embeddings = {embeddings}
-    block = {attention} + 4 * C + (C * hidden + hidden) + (hidden * C + C)
+    block = {attention} + {norms} + (C * hidden + hidden) + (hidden * C + C) + {extra}
     head = {head}
     return embeddings + L * block + {final} + head
 """
@@ -115,6 +120,8 @@ _PARAMS_RIGHT = {
     "hidden": "config.ff_dim if config.ff_dim is not None else 4 * C",
     "embeddings": "V * C + config.block_size * C",
     "attention": "4 * (C * C + C)",
+    "norms": "4 * C",
+    "extra": "0",
     "head": "0 if config.tie_weights else V * C",
     "final": "2 * C",
 }
@@ -151,17 +158,20 @@ def _device(**changes: str) -> str:
 # ---------------------------------------------------------------- train
 
 _TRAIN_STEP = """
-def train_step(model, optimizer, x, y, grad_clip=1.0):
+def train_step(model, optimizer, x, y, grad_clip={default}):
     {check}
     {zero}
     _, loss = model(x, y)
     {backward_and_clip}
-    optimizer.step()
+    {step}
     {after_step}
-    return loss.item()
+    return {result}
 """
 
 _TRAIN_STEP_RIGHT = {
+    "default": "1.0",
+    "step": "optimizer.step()",
+    "result": "loss.item()",
     "check": ('if grad_clip is not None and grad_clip <= 0:\n        raise ValueError("grad_clip must be positive")'),
     "zero": "optimizer.zero_grad()",
     "after_step": "",
@@ -179,8 +189,7 @@ def _train_step(**changes: str) -> str:
 
 _ESTIMATE = """
 def estimate_loss(model, data, block_size, batch_size, eval_iters, generator=None):
-    if eval_iters < 1 or batch_size < 1:
-        raise ValueError("eval_iters and batch_size must be positive")
+    {check}
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -195,6 +204,7 @@ def estimate_loss(model, data, block_size, batch_size, eval_iters, generator=Non
 """
 
 _ESTIMATE_RIGHT = {
+    "check": 'if eval_iters < 1 or batch_size < 1:\n        raise ValueError("eval_iters and batch_size must be positive")',
     "batch": "x, y = get_batch(data, block_size, batch_size, generator)",
     "restore": "model.train(was_training)",
     "result": "sum(losses) / len(losses)",
@@ -208,10 +218,10 @@ def _estimate(**changes: str) -> str:
 _TRAIN = """
 def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_interval, eval_iters, warmup,
           generator=None, grad_clip=1.0, weight_decay=0.1, progress=True, keep_best=False):
-    if min(steps, batch_size, eval_interval, eval_iters) < 1 or lr <= 0 or not 0 <= warmup <= steps:
+    if min(steps, batch_size, eval_interval, eval_iters) < 1 or lr <= 0 or {warmup_check}:
         raise ValueError("steps, batch_size, eval_interval, eval_iters and lr must be positive, and 0 <= warmup <= steps")
     block_size = model.config.block_size
-    model.to(device)
+    {to_device}
     decay = [p for p in model.parameters() if {decayed}]
     no_decay = [p for p in model.parameters() if not ({decayed})]
     optimizer = {optimizer}(
@@ -228,15 +238,15 @@ def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_in
     best = {{}}
 
     def evaluate(done):
-        history["step"].append(done)
+        history["step"].append({step_entry})
         history["train_loss"].append(estimate_loss(model, train_data, block_size, batch_size, eval_iters, generator))
         history["val_loss"].append(estimate_loss(model, val_data, block_size, batch_size, eval_iters, generator))
-        if keep_best and (not best or {judged} < best["loss"]):
+        if {tracking} and (not best or {judged} < best["loss"]):
             best.update(loss={judged}, step={best_step}, weights={snapshot})
 
     evaluate(0)
     {before_loop}
-    bar = tqdm(range(steps), disable=not progress)
+    bar = tqdm(range(steps), disable={disable})
     for s in bar:
         rate = lr_at(s)
         {set_lr}
@@ -246,13 +256,20 @@ def train(model, train_data, val_data, *, steps, batch_size, lr, device, eval_in
         if {evaluate_when}:
             evaluate(s + 1)
             bar.set_postfix(val=history["val_loss"][-1])
-    if keep_best:
+    {restore_when}:
         {restore}
+    if keep_best:
         history["best_step"], history["best_val_loss"] = best["step"], best["loss"]
     return history
 """
 
 _TRAIN_RIGHT = {
+    "warmup_check": "not 0 <= warmup <= steps",
+    "to_device": "model.to(device)",
+    "step_entry": "done",
+    "tracking": "keep_best",
+    "disable": "not progress",
+    "restore_when": "if keep_best",
     "betas": "(0.9, 0.95)",
     "clip": "grad_clip",
     "decayed": "p.dim() >= 2",
@@ -278,20 +295,20 @@ def _train(**changes: str) -> str:
 # ---------------------------------------------------------------- sampling
 
 _SAMPLE = """
-def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+def sample_next(logits, temperature=1.0, top_k=None, top_p={top_p_default}, generator=None):
     if logits.dim() != 2:
         raise ValueError("logits must be (B, V)")
     if temperature < 0:
         raise ValueError("temperature must be >= 0")
     if top_k is not None and top_k < 1:
         raise ValueError("top_k must be >= 1")
-    if top_p is not None and not 0 < top_p <= 1:
+    if {p_check}:
         raise ValueError("top_p must be in (0, 1]")
     {greedy}
     logits = {scaled}
     {filters}
     probs = {probs}
-    return torch.multinomial(probs, 1, {draw})
+    return {drawn}
 """
 
 _TOP_K = """if top_k is not None:
@@ -307,10 +324,12 @@ _TOP_P = """if top_p is not None and top_p < 1:
         logits = torch.empty_like(logits).scatter(-1, order, sorted_logits)"""
 
 _SAMPLE_RIGHT = {
+    "top_p_default": "None",
+    "p_check": "top_p is not None and not 0 < top_p <= 1",
+    "drawn": "torch.multinomial(probs, 1, generator=generator)",
     "greedy": "if temperature == 0:\n        return logits.argmax(dim=-1, keepdim=True)",
     "scaled": "logits / temperature",
     "probs": "F.softmax(logits, dim=-1)",
-    "draw": "generator=generator",
     "kth_index": ":, -1:",
     "kth_compare": "<",
     "mass": "drop = sorted_probs.cumsum(dim=-1) - sorted_probs >= top_p",
@@ -331,8 +350,8 @@ def _sample(**changes: str) -> str:
 # ---------------------------------------------------------------- generate
 
 _GENERATE = """
-def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
-    if idx.dim() != 2 or max_new_tokens < 0:
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k={top_k_default}, top_p=None, generator=None):
+    if {check}:
         raise ValueError("idx must be (B, T0) and max_new_tokens >= 0")
     block_size = model.config.block_size
     idx = idx.to(next(model.parameters()).device)
@@ -340,7 +359,7 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     was_training = model.training
     model.eval()
     with {grad_context}:
-        for _ in range(max_new_tokens):
+        for _ in range({count}):
             logits, _ = model({context})
             next_id = sample_next(logits[{position}], {arguments})
             idx = torch.cat([idx, next_id], dim=1)
@@ -349,6 +368,9 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
 """
 
 _GENERATE_RIGHT = {
+    "top_k_default": "None",
+    "check": "idx.dim() != 2 or max_new_tokens < 0",
+    "count": "max_new_tokens",
     "result": "idx",
     "grad_context": "torch.no_grad()",
     "context": "idx[:, -block_size:]",
@@ -366,7 +388,7 @@ def _generate(**changes: str) -> str:
 
 _CACHED = """
 def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
-    if idx.dim() != 2 or max_new_tokens < 0:
+    if {check}:
         raise ValueError("idx must be (B, T0) and max_new_tokens >= 0")
     cfg = model.config
     H = cfg.n_head
@@ -388,7 +410,7 @@ def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top
                 k = torch.cat([cache[layer][0], k], dim=2)
                 v = torch.cat([cache[layer][1], v], dim=2)
             {keep}
-            scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+            scores = q @ k.transpose(-2, -1) / {scale}
             a = attn.out_proj(merge_heads(F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1) @ v))
             if {pre_norm}:
                 x = x + a
@@ -396,24 +418,31 @@ def generate_cached(model, idx, max_new_tokens, temperature=1.0, top_k=None, top
             else:
                 x = block.ln1(x + a)
                 x = block.ln2(x + block.ff(x))
-        return model.head(model.ln_f(x[:, -1])), new_cache
+        return {out}, new_cache
 
     idx = idx.to(next(model.parameters()).device)
     start = idx.size(1)
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        logits, cache = run(idx[:, -cfg.block_size:], None)
-        for i in range(max_new_tokens):
-            next_id = sample_next(logits, temperature, top_k, top_p, generator)
+        logits, cache = run({prefill}, None)
+        for i in range({count}):
+            next_id = sample_next(logits, {arguments})
             idx = torch.cat([idx, next_id], dim=1)
             if i + 1 < max_new_tokens:
                 {advance}
-    model.train(was_training)
+    {restore}
     return {result}
 """
 
 _CACHED_RIGHT = {
+    "check": "idx.dim() != 2 or max_new_tokens < 0",
+    "scale": "math.sqrt(q.size(-1))",
+    "out": "model.head(model.ln_f(x[:, -1]))",
+    "prefill": "idx[:, -cfg.block_size:]",
+    "count": "max_new_tokens",
+    "arguments": "temperature, top_k, top_p, generator",
+    "restore": "model.train(was_training)",
     "result": "idx",
     "positions": "torch.arange(start, start + T, device=tokens.device)",
     "pre_norm": "cfg.norm_first",
@@ -443,6 +472,8 @@ def _gpt_init(line: str) -> str:
     return _gpt(init=line)
 
 
+_NO_PUBLIC = "no public test {}"
+
 MISTAKES = [
     # model
     Variant(
@@ -450,6 +481,7 @@ MISTAKES = [
         "no weight tying",
         {"GPT": _gpt(head="self.head = nn.Linear(C, config.vocab_size, bias=False)")},
         hints=("head not tied",),
+        clauses=("tied",),
     ),
     Variant(
         "model",
@@ -464,14 +496,21 @@ MISTAKES = [
             )
         },
         hints=("head with a bias",),
+        clauses=("head",),
     ),
-    Variant("model", "no final LayerNorm before the head", {"GPT": _gpt(final="x")}),
-    Variant("model", "the blocks run without the causal mask", {"GPT": _gpt(mask="mask=None")}),
-    Variant("model", "no ValueError for a sequence longer than block_size", {"GPT": _gpt(length_check="pass")}),
+    Variant("model", "no final LayerNorm before the head", {"GPT": _gpt(final="x")}, clauses=("ln-f",)),
+    Variant("model", "the blocks run without the causal mask", {"GPT": _gpt(mask="mask=None")}, clauses=("causal",)),
+    Variant(
+        "model",
+        "no ValueError for a sequence longer than block_size",
+        {"GPT": _gpt(length_check="pass")},
+        clauses=("length",),
+    ),
     Variant(
         "model",
         "nanoGPT's defaults copied into GPTConfig (12 layers, 12 heads, 768 wide)",
         {"GPT": _gpt(config_class=_NANOGPT_CONFIG)},
+        clauses=("defaults",),
     ),
     Variant(
         "model",
@@ -481,6 +520,7 @@ MISTAKES = [
                 blocks="[TransformerBlock(C, config.n_head, hidden, dropout=config.dropout, norm_first=config.norm_first)] * config.n_layer"
             )
         },
+        clauses=("blocks",),
     ),
     Variant(
         "model",
@@ -490,13 +530,15 @@ MISTAKES = [
                 blocks="[TransformerBlock(C, config.n_head, hidden, norm_first=config.norm_first) for _ in range(config.n_layer)]"
             )
         },
+        clauses=("dropout",),
     ),
     Variant(
         "model",
         "the loss written by hand, so -100 targets are not skipped",
         {"GPT": _gpt(loss="loss = -F.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).mean()")},
+        clauses=("loss",),
     ),
-    Variant("model", "no check of the configuration's sizes", {"GPT": _gpt(config_check="pass")}),
+    Variant("model", "no check of the configuration's sizes", {"GPT": _gpt(config_check="pass")}, clauses=("errors",)),
     Variant(
         "model",
         "the head is tied whatever tie_weights says",
@@ -509,6 +551,56 @@ MISTAKES = [
             )
         },
         hints=("head tied when tie_weights=False",),
+        clauses=("untied",),
+    ),
+    Variant(
+        "model",
+        "self.config rebuilt from vocab_size and block_size alone (the other fields at their defaults)",
+        {"GPT": _gpt(config_kept="GPTConfig(config.vocab_size, config.block_size)")},
+        hidden_only=_NO_PUBLIC.format("reads self.config's fields"),
+        clauses=("config-kept",),
+    ),
+    Variant(
+        "model",
+        "the position table sized by vocab_size",
+        {"GPT": _gpt(pos_rows="config.vocab_size")},
+        clauses=("tables",),
+    ),
+    Variant(
+        "model",
+        "ff_dim ignored: the blocks always 4 * n_embd wide",
+        {"GPT": _gpt(hidden="4 * C")},
+        hidden_only=_NO_PUBLIC.format("builds a GPT with a given ff_dim"),
+        clauses=("ff-dim",),
+    ),
+    Variant(
+        "model",
+        "pre-norm blocks whatever norm_first says",
+        {
+            "GPT": _gpt(
+                blocks="[TransformerBlock(C, config.n_head, hidden, dropout=config.dropout, norm_first=True) for _ in range(config.n_layer)]"
+            )
+        },
+        hidden_only=_NO_PUBLIC.format("builds a post-norm GPT"),
+        clauses=("norm-first",),
+    ),
+    Variant(
+        "model",
+        "the token vectors scaled by sqrt(n_embd) before the positions are added",
+        {
+            "GPT": _gpt(
+                embedded="self.drop(self.tok_emb(idx) * math.sqrt(C_) + self.pos_emb(pos))".replace(
+                    "C_", "self.config.n_embd"
+                )
+            )
+        },
+        clauses=("logits",),
+    ),
+    Variant(
+        "model",
+        "a zero loss, not None, without targets",
+        {"GPT": _gpt(no_loss="torch.zeros((), device=idx.device)")},
+        clauses=("no-targets",),
     ),
     # params
     Variant(
@@ -516,19 +608,42 @@ MISTAKES = [
         "the tied matrix counted twice",
         {"num_parameters": _params(head="V * C")},
         hints=("tied matrix counted twice",),
+        clauses=("tied-once",),
     ),
-    Variant("params", "position embeddings left out", {"num_parameters": _params(embeddings="V * C")}),
     Variant(
-        "params", "attention projections counted without biases", {"num_parameters": _params(attention="4 * C * C")}
+        "params", "position embeddings left out", {"num_parameters": _params(embeddings="V * C")}, clauses=("pos-emb",)
     ),
-    Variant("params", "ff_dim ignored (always 4 * n_embd)", {"num_parameters": _params(hidden="4 * C")}),
-    Variant("params", "the final LayerNorm forgotten", {"num_parameters": _params(final="0")}),
+    Variant(
+        "params",
+        "attention projections counted without biases",
+        {"num_parameters": _params(attention="4 * C * C")},
+        clauses=("biases",),
+    ),
+    Variant(
+        "params", "ff_dim ignored (always 4 * n_embd)", {"num_parameters": _params(hidden="4 * C")}, clauses=("ff-dim",)
+    ),
+    Variant("params", "the final LayerNorm forgotten", {"num_parameters": _params(final="0")}, clauses=("norms",)),
+    Variant(
+        "params",
+        "one LayerNorm per block (two vectors), not two",
+        {"num_parameters": _params(norms="2 * C")},
+        clauses=("norms",),
+    ),
+    Variant("params", "an untied head not counted", {"num_parameters": _params(head="0")}, clauses=("untied",)),
+    Variant(
+        "params",
+        "post-norm blocks counted with a LayerNorm more",
+        {"num_parameters": _params(extra="(0 if config.norm_first else 2 * C)")},
+        hidden_only=_NO_PUBLIC.format("counts a post-norm configuration"),
+        clauses=("no-extra",),
+    ),
     # device
     Variant(
         "device",
         "returns strings instead of torch.device",
         {"get_device": _device(first_device='"cuda"', second_device='"mps"', cpu='"cpu"')},
         hints=("a string, not a torch.device",),
+        clauses=("torch-device",),
     ),
     Variant(
         "device",
@@ -541,31 +656,42 @@ MISTAKES = [
                 second_device='torch.device("cuda")',
             )
         },
+        clauses=("cuda-first",),
     ),
     Variant(
         "device",
         "torch.cuda.is_available without the call",
         {"get_device": _device(first="torch.cuda.is_available")},
         hints=("is_available not called",),
+        clauses=("calls",),
     ),
-    Variant("device", "Apple GPUs never considered", {"get_device": _device(second="False")}),
+    Variant("device", "Apple GPUs never considered", {"get_device": _device(second="False")}, clauses=("mps",)),
     Variant(
         "device",
         "mps.is_built() asked instead of is_available()",
         {"get_device": _device(second="torch.backends.mps.is_built()")},
+        clauses=("calls",),
     ),
-    # train
+    Variant(
+        "device",
+        "no return for the CPU: None when there is no GPU",
+        {"get_device": _device(cpu="None")},
+        clauses=("cpu",),
+    ),
+    # train: train_step
     Variant(
         "train",
         "no zero_grad: gradients pile up across steps",
         {"train_step": _train_step(zero="pass")},
         hints=("gradients not zeroed",),
+        clauses=("zero-first",),
     ),
     Variant(
         "train",
         "gradients zeroed after the step instead of before",
         {"train_step": _train_step(zero="pass", after_step="optimizer.zero_grad()")},
         hints=("gradients zeroed after the step",),
+        clauses=("zero-first",),
     ),
     Variant(
         "train",
@@ -579,132 +705,439 @@ MISTAKES = [
                 )
             )
         },
+        clauses=("clip",),
     ),
-    Variant("train", "train_step accepts grad_clip=0", {"train_step": _train_step(check="pass")}),
-    Variant("train", "estimate_loss leaves the model in eval mode", {"estimate_loss": _estimate(restore="pass")}),
-    Variant("train", "estimate_loss returns the sum, not the mean", {"estimate_loss": _estimate(result="sum(losses)")}),
-    Variant("train", "no warm-up: cosine decay from the first step", {"train": _train(warmup_lr="lr")}),
-    Variant("train", "the schedule is recorded but never given to the optimiser", {"train": _train(set_lr="pass")}),
-    Variant("train", "weight decay on every parameter", {"train": _train(decayed="True")}),
     Variant(
-        "train", "no evaluation after the last step", {"train": _train(evaluate_when="(s + 1) % eval_interval == 0")}
+        "train", "train_step accepts grad_clip=0", {"train_step": _train_step(check="pass")}, clauses=("clip-error",)
     ),
-    Variant("train", "grad_clip not passed on to train_step", {"train": _train(clip="1.0")}),
-    Variant("train", "AdamW's default betas (0.9, 0.999)", {"train": _train(betas="(0.9, 0.999)")}),
+    Variant(
+        "train",
+        "the loss summed over the batch's rows before the backward pass",
+        {
+            "train_step": _train_step(
+                backward_and_clip=(
+                    "(loss * x.size(0)).backward()\n"
+                    "    if grad_clip is not None:\n"
+                    "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)"
+                )
+            )
+        },
+        hidden_only="the gradients' scale needs the reference's gradients, which no public test holds",
+        clauses=("backward",),
+    ),
+    Variant(
+        "train",
+        "grad_clip=None clips to 1.0 all the same",
+        {
+            "train_step": _train_step(
+                backward_and_clip="loss.backward()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip or 1.0)"
+            )
+        },
+        hidden_only="the public test's unclipped norm is near 1: only the reference's norm tells them apart",
+        clauses=("clip-none",),
+    ),
+    Variant(
+        "train",
+        "grad_clip defaults to None",
+        {"train_step": _train_step(default="None")},
+        hidden_only=_NO_PUBLIC.format("calls train_step without grad_clip"),
+        clauses=("clip-default",),
+    ),
+    Variant(
+        "train",
+        "the optimiser steps before the gradients are clipped",
+        {
+            "train_step": _train_step(
+                backward_and_clip=(
+                    "loss.backward()\n"
+                    "    optimizer.step()\n"
+                    "    if grad_clip is not None:\n"
+                    "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)"
+                ),
+                step="pass",
+            )
+        },
+        clauses=("step",),
+    ),
+    Variant(
+        "train",
+        "train_step returns the loss tensor, not a float",
+        {"train_step": _train_step(result="loss.detach()")},
+        clauses=("float",),
+    ),
+    Variant(
+        "train",
+        "train_step switches the model to training mode",
+        {"train_step": _train_step(zero="model.train()\n    optimizer.zero_grad()")},
+        hidden_only=_NO_PUBLIC.format("calls train_step on a model in eval mode"),
+        clauses=("mode-kept",),
+    ),
+    # train: estimate_loss
+    Variant(
+        "train",
+        "estimate_loss leaves the model in eval mode",
+        {"estimate_loss": _estimate(restore="pass")},
+        clauses=("estimate-mode",),
+    ),
+    Variant(
+        "train",
+        "estimate_loss returns the sum, not the mean",
+        {"estimate_loss": _estimate(result="sum(losses)")},
+        clauses=("estimate-mean",),
+    ),
+    Variant(
+        "train",
+        "estimate_loss: the targets are the inputs themselves",
+        {
+            "estimate_loss": _estimate(
+                batch="x, _ = get_batch(data, block_size, batch_size, generator)\n            y = x"
+            )
+        },
+        hidden_only=_NO_PUBLIC.format("looks at estimate_loss's targets"),
+        clauses=("estimate-batches",),
+    ),
+    Variant(
+        "train",
+        "estimate_loss checks none of its arguments",
+        {"estimate_loss": _estimate(check="pass")},
+        clauses=("estimate-errors",),
+    ),
+    # train: train
+    Variant(
+        "train", "no warm-up: cosine decay from the first step", {"train": _train(warmup_lr="lr")}, clauses=("warmup",)
+    ),
+    Variant(
+        "train",
+        "warm-up lr * s / warmup: the first step's rate is 0",
+        {"train": _train(warmup_lr="lr * s / warmup")},
+        clauses=("warmup",),
+    ),
+    Variant(
+        "train",
+        "the cosine counted from step 0, not from the end of the warm-up",
+        {"train": _train(decay_lr="lr * 0.5 * (1 + math.cos(math.pi * s / steps))")},
+        hidden_only="the public run is too short to show the shape of the decay",
+        clauses=("cosine",),
+    ),
+    Variant(
+        "train",
+        "the schedule is recorded but never given to the optimiser",
+        {"train": _train(set_lr="pass")},
+        clauses=("lr-applied",),
+    ),
+    Variant("train", "weight decay on every parameter", {"train": _train(decayed="True")}, clauses=("weight-decay",)),
+    Variant(
+        "train",
+        "no evaluation after the last step",
+        {"train": _train(evaluate_when="(s + 1) % eval_interval == 0")},
+        clauses=("evaluations",),
+    ),
+    Variant(
+        "train",
+        "history['step'] holds the evaluation's number, not the steps done",
+        {"train": _train(step_entry='len(history["step"])')},
+        clauses=("history",),
+    ),
+    Variant("train", "grad_clip not passed on to train_step", {"train": _train(clip="1.0")}, clauses=("clip-passed",)),
+    Variant("train", "AdamW's default betas (0.9, 0.999)", {"train": _train(betas="(0.9, 0.999)")}, clauses=("adamw",)),
     Variant(
         "train",
         "keep_best keeps model.state_dict() itself, the live tensors, not a copy",
         {"train": _train(snapshot="model.state_dict()")},
         hints=("the best weights not kept",),
+        clauses=("keep-best",),
     ),
     Variant(
         "train",
         "keep_best notes the best but never loads its weights back",
         {"train": _train(restore="pass")},
         hints=("the best weights not kept",),
+        clauses=("keep-best",),
     ),
     Variant(
         "train",
         "keep_best judges by the training loss",
         {"train": _train(judged='history["train_loss"][-1]')},
+        clauses=("keep-best",),
     ),
     Variant(
         "train",
         "best_step is the evaluation's index, not the steps done",
         {"train": _train(best_step='len(history["step"]) - 1')},
         hints=("best_step is the evaluation's index",),
+        clauses=("best-step",),
+    ),
+    Variant(
+        "train",
+        "the best weights put back even without keep_best",
+        {"train": _train(tracking="True", restore_when="if best")},
+        hidden_only=_NO_PUBLIC.format("trains without keep_best and looks at the weights"),
+        clauses=("last-weights",),
     ),
     Variant(
         "train",
         "the training batches drawn from the validation data",
         {"train": _train(batch="x, y = get_batch(val_data, block_size, batch_size, generator)")},
+        clauses=("batches",),
+    ),
+    Variant(
+        "train",
+        "the training batches drawn without the generator",
+        {"train": _train(batch="x, y = get_batch(train_data, block_size, batch_size)")},
+        hidden_only=_NO_PUBLIC.format("runs train twice with the same seed"),
+        clauses=("generator",),
+    ),
+    Variant(
+        "train",
+        "a string method called on device (device.startswith)",
+        {
+            "train": _train(
+                to_device='model.to(device)\n    if device.startswith("cuda"):\n        torch.backends.cuda.matmul.allow_tf32 = True'
+            )
+        },
+        hidden_only=_NO_PUBLIC.format("gives train a torch.device"),
+        clauses=("device-arg",),
+    ),
+    Variant(
+        "train",
+        "progress read the wrong way round (disable=progress)",
+        {"train": _train(disable="progress")},
+        clauses=("progress",),
+    ),
+    Variant(
+        "train",
+        "warmup > steps accepted",
+        {"train": _train(warmup_check="warmup < 0")},
+        hidden_only=_NO_PUBLIC.format("gives train a warmup longer than steps"),
+        clauses=("train-errors",),
     ),
     # sampling
     Variant(
         "sampling",
         "temperature applied after the softmax",
         {"sample_next": _sample(scaled="logits", probs="F.softmax(logits, dim=-1) / temperature")},
+        clauses=("temperature",),
     ),
     Variant(
         "sampling",
         "top-p drops the token that crosses the threshold",
         {"sample_next": _sample(mass="drop = sorted_probs.cumsum(dim=-1) > top_p")},
         hints=("top-p drops the crossing token",),
+        clauses=("top-p",),
     ),
     Variant(
         "sampling",
         "top-p applied before top-k",
         {"sample_next": _sample(order="p_then_k")},
         hints=("top-p before top-k",),
+        clauses=("order",),
     ),
-    Variant("sampling", "temperature 0 not treated as greedy", {"sample_next": _sample(greedy="pass")}),
-    Variant("sampling", "the first row's k-th value filters every row", {"sample_next": _sample(kth_index="0, -1")}),
-    Variant("sampling", "the generator is not used", {"sample_next": _sample(draw="replacement=False")}),
+    Variant(
+        "sampling", "temperature 0 not treated as greedy", {"sample_next": _sample(greedy="pass")}, clauses=("greedy",)
+    ),
+    Variant(
+        "sampling",
+        "the first row's k-th value filters every row",
+        {"sample_next": _sample(kth_index="0, -1")},
+        clauses=("rows",),
+    ),
+    Variant(
+        "sampling",
+        "the generator is not used",
+        {"sample_next": _sample(drawn="torch.multinomial(probs, 1)")},
+        clauses=("generator",),
+    ),
     Variant(
         "sampling",
         "top_k keeps k - 1 tokens (the k-th value itself filtered out)",
         {"sample_next": _sample(kth_compare="<=")},
         hints=("top_k keeps one token too few",),
+        clauses=("top-k",),
+    ),
+    Variant(
+        "sampling",
+        "greedy picks without keepdim: shape (B,)",
+        {"sample_next": _sample(greedy="if temperature == 0:\n        return logits.argmax(dim=-1)")},
+        clauses=("shape",),
+    ),
+    Variant(
+        "sampling",
+        "the drawn tokens returned as int32",
+        {"sample_next": _sample(drawn="torch.multinomial(probs, 1, generator=generator).int()")},
+        clauses=("dtype",),
+    ),
+    Variant(
+        "sampling",
+        "top_p defaults to 0.9: a filter without being asked",
+        {"sample_next": _sample(top_p_default="0.9")},
+        clauses=("all-tokens",),
+    ),
+    Variant(
+        "sampling",
+        "top_p's range never checked",
+        {"sample_next": _sample(p_check="False")},
+        clauses=("errors",),
     ),
     # generate
-    Variant("generate", "no context cropping", {"generate": _generate(context="idx")}),
-    Variant("generate", "the first position's logits used", {"generate": _generate(position=":, 0, :")}),
-    Variant("generate", "the model left in eval mode", {"generate": _generate(restore="pass")}),
+    Variant("generate", "no context cropping", {"generate": _generate(context="idx")}, clauses=("crop",)),
     Variant(
-        "generate", "the sampling arguments not passed on", {"generate": _generate(arguments="generator=generator")}
+        "generate",
+        "the first position's logits used",
+        {"generate": _generate(position=":, 0, :")},
+        clauses=("last-position",),
+    ),
+    Variant("generate", "the model left in eval mode", {"generate": _generate(restore="pass")}, clauses=("mode",)),
+    Variant(
+        "generate",
+        "the sampling arguments not passed on",
+        {"generate": _generate(arguments="generator=generator")},
+        clauses=("passed-on",),
     ),
     Variant(
         "generate",
         "generation keeps the gradients (no torch.no_grad)",
         {"generate": _generate(grad_context="torch.enable_grad()")},
+        clauses=("mode",),
     ),
     Variant(
         "generate",
         "only the new tokens returned, without the prompt",
         {"generate": _generate(result="idx[:, start:]")},
         hints=("prompt dropped",),
+        clauses=("shape-prompt",),
+    ),
+    Variant(
+        "generate",
+        "top_k defaults to 50",
+        {"generate": _generate(top_k_default="50")},
+        hidden_only=_NO_PUBLIC.format("calls generate without sampling arguments"),
+        clauses=("defaults",),
+    ),
+    Variant(
+        "generate",
+        "at least one token generated, even for max_new_tokens=0",
+        {"generate": _generate(count="max(max_new_tokens, 1)")},
+        hidden_only=_NO_PUBLIC.format("asks for 0 new tokens"),
+        clauses=("zero-new",),
+    ),
+    Variant(
+        "generate",
+        "a negative max_new_tokens accepted",
+        {"generate": _generate(check="idx.dim() != 2")},
+        hidden_only=_NO_PUBLIC.format("of generate's errors"),
+        clauses=("errors",),
     ),
     # kv_cache
     Variant(
         "kv_cache",
         "wrong positions: each new token at position 0",
         {"generate_cached": _cached(positions="torch.arange(T, device=tokens.device)")},
+        clauses=("positions",),
     ),
     Variant(
         "kv_cache",
         "a cache that recomputes everything",
         {"generate_cached": _cached(advance="logits = model(idx[:, -cfg.block_size:])[0][:, -1]")},
+        clauses=("one-position",),
     ),
     Variant(
         "kv_cache",
         "the new keys and values never enter the cache",
         {"generate_cached": _cached(keep="new_cache.append(cache[layer] if cache is not None else (k, v))")},
+        clauses=("one-position",),
     ),
-    Variant("kv_cache", "pre-norm order for every model", {"generate_cached": _cached(pre_norm="True")}),
+    Variant(
+        "kv_cache",
+        "pre-norm order for every model",
+        {"generate_cached": _cached(pre_norm="True")},
+        clauses=("norm-order",),
+    ),
     Variant(
         "kv_cache",
         "the cache keeps growing past block_size",
         {"generate_cached": _cached(advance="logits, cache = run(next_id, cache)")},
+        clauses=("past-block",),
     ),
     Variant(
         "kv_cache",
         "only the new tokens returned, without the prompt",
         {"generate_cached": _cached(result="idx[:, start:]")},
         hints=("prompt dropped",),
+        clauses=("shape-prompt",),
+    ),
+    Variant(
+        "kv_cache",
+        "attention scores not divided by sqrt(head size)",
+        {"generate_cached": _cached(scale="1.0")},
+        clauses=("greedy-exact",),
+    ),
+    Variant(
+        "kv_cache",
+        "log-probabilities handed to sample_next instead of logits",
+        {"generate_cached": _cached(out="model.head(model.ln_f(x[:, -1])).log_softmax(dim=-1)")},
+        hidden_only=_NO_PUBLIC.format("looks at the logits handed to sample_next by generate_cached"),
+        clauses=("logits-whole",),
+    ),
+    Variant(
+        "kv_cache",
+        "the prompt not cropped to block_size",
+        {"generate_cached": _cached(prefill="idx")},
+        hidden_only=_NO_PUBLIC.format("gives generate_cached a prompt longer than block_size"),
+        clauses=("crop",),
+    ),
+    Variant(
+        "kv_cache",
+        "the generator not passed on",
+        {"generate_cached": _cached(arguments="temperature, top_k, top_p")},
+        hidden_only=_NO_PUBLIC.format("looks at generate_cached's calls of sample_next"),
+        clauses=("passed-on",),
+    ),
+    Variant(
+        "kv_cache",
+        "the model left in eval mode",
+        {"generate_cached": _cached(restore="pass")},
+        hidden_only=_NO_PUBLIC.format("looks at the mode after generate_cached"),
+        clauses=("mode",),
+    ),
+    Variant(
+        "kv_cache",
+        "at least one token generated, even for max_new_tokens=0",
+        {"generate_cached": _cached(count="max(max_new_tokens, 1)")},
+        hidden_only=_NO_PUBLIC.format("asks generate_cached for 0 new tokens"),
+        clauses=("zero-new",),
+    ),
+    Variant(
+        "kv_cache",
+        "a negative max_new_tokens accepted",
+        {"generate_cached": _cached(check="idx.dim() != 2")},
+        hidden_only=_NO_PUBLIC.format("of generate_cached's errors"),
+        clauses=("errors",),
     ),
     # training_works: what only training shows (the tests of model load their own weights, so a
     # GPT whose weights start badly passes them, and fails to learn)
-    Variant("training_works", "every weight initialised to zero", {"GPT": _gpt_init("nn.init.zeros_(module.weight)")}),
-    Variant("training_works", "every weight initialised to one", {"GPT": _gpt_init("nn.init.ones_(module.weight)")}),
+    Variant(
+        "training_works",
+        "every weight initialised to zero",
+        {"GPT": _gpt_init("nn.init.zeros_(module.weight)")},
+        clauses=("learns",),
+    ),
+    Variant(
+        "training_works",
+        "every weight initialised to one",
+        {"GPT": _gpt_init("nn.init.ones_(module.weight)")},
+        clauses=("learns",),
+    ),
     Variant(
         "training_works",
         "every weight set to the constant 0.02",
         {"GPT": _gpt_init("nn.init.constant_(module.weight, 0.02)")},
+        clauses=("learns",),
     ),
     Variant(
         "training_works",
         "every parameter drawn with normal_(p, 0.02): mean 0.02, standard deviation 1",
         {"GPT": _gpt(after_init="for p in self.parameters():\n            nn.init.normal_(p, 0.02)")},
+        clauses=("learns",),
     ),
 ]
 
@@ -849,7 +1282,34 @@ _TRAIN_OTHER_STYLE = {
     """,
 }
 
+_SELF_CHECKING_CONFIG = """@dataclass
+class GPTConfig:
+    vocab_size: int
+    block_size: int
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    ff_dim: int | None = None
+    dropout: float = 0.0
+    tie_weights: bool = True
+    norm_first: bool = True
+
+    def __post_init__(self):
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_head ({self.n_head}) must divide n_embd ({self.n_embd})")
+
+
+"""
+
 ALTERNATIVES = [
+    Variant(
+        "model",
+        "a GPTConfig that checks itself (__post_init__): the ValueError comes when the config is made",
+        {"GPT": _gpt(config_class=_SELF_CHECKING_CONFIG, config_check="pass")},
+    ),
     Variant(
         "model",
         "tied the other way round, a tril mask, cross-entropy on (B, V, T)",
