@@ -80,7 +80,7 @@ NOT_YET: dict[tuple[str, str], str] = {
         (
             "08",
             "every clause has a mistake",
-            "stage 08: no mistake declares the clauses it breaks (50 mistakes), so no clause (54 rows in 6 questions, with ids) has a mistake that breaks it alone",
+            "stage 08: 7 clauses without a mistake that breaks them alone and is caught by a public test (rnn_cell gradients, rnn_lm logits and backprop, tbptt dtype-streams, adam, train-mode, clip-none)",
         ),
         (
             "09",

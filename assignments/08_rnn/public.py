@@ -665,6 +665,17 @@ def _(ns):
     return catch(ns.stream_batches, torch.arange(3), 4)
 
 
+@suite.case(
+    "tbptt",
+    "stream_batches(arange(3), 3): as many tokens as streams gives (3, 1)",
+    points=0.5,
+    check=equal(dtype=None),
+    expected=[[0], [1], [2]],
+)
+def _(ns):
+    return ns.stream_batches(torch.arange(3), 3).tolist()
+
+
 class _Leaky(torch.nn.Module):
     """A stand-in language model (not an LSTM): its state is a pair (h, c) of leaky sums,
     h = a * h + E[token] and c = b * c + 1 after every token (a and b are parameters); the
@@ -751,6 +762,21 @@ def _(ns):
         "starts": [0, 4, 8, 12, 16, 0, 4],
         "streams": torch.arange(42).view(2, 21),
     }
+
+
+@suite.case("tbptt", "train_tbptt raises ValueError for lr=0", points=0.5, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.train_tbptt, _Leaky(12), torch.arange(24), seq_len=4, batch_size=2, steps=1, lr=0.0)
+
+
+@suite.case(
+    "tbptt",
+    "train_tbptt raises ValueError for streams of 4 tokens and seq_len=4 (no room for the targets)",
+    points=0.5,
+    check=raises("ValueError"),
+)
+def _(ns):
+    return catch(ns.train_tbptt, _Leaky(8), torch.arange(8), seq_len=4, batch_size=2, steps=1, lr=0.01)
 
 
 def _history_problem(got):
@@ -878,6 +904,22 @@ _GREEDY = "greedy continuation: shape (B, T0 + N), the prompt kept"
 )
 def _(ns):
     return ns.generate_rnn(_Successor(7), torch.tensor([[1, 2], [5, 6]]), 5, temperature=0).tolist()
+
+
+@suite.case(
+    "sample_rnn",
+    "max_new_tokens=0 returns the prompt as it is",
+    points=0.5,
+    check=equal(dtype=None),
+    expected=[[1, 2], [5, 6]],
+)
+def _(ns):
+    return ns.generate_rnn(_Successor(7), torch.tensor([[1, 2], [5, 6]]), 0, temperature=0).tolist()
+
+
+@suite.case("sample_rnn", "a negative temperature raises ValueError", points=0.5, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.generate_rnn, _Successor(7), torch.tensor([[1, 2]]), 3, temperature=-1.0)
 
 
 def _reads_problem(got):
