@@ -622,6 +622,44 @@ MISTAKES = [
         {"generate_rnn": _slip(_sample(), "temperature < 0 or ", "")},
         clauses=("arg-errors",),
     ),
+    Variant(
+        "rnn_cell",
+        "the result detached from the graph",
+        {"rnn_cell": _slip(_rnn(), "h @ W_hh.T + b_hh)", "h @ W_hh.T + b_hh).detach()")},
+        clauses=("gradients",),
+    ),
+    Variant(
+        "rnn_lm",
+        "the loss computed on detached logits",
+        {"RNNLM": _lm(loss="F.cross_entropy(logits.detach().reshape(-1, logits.size(-1)), targets.reshape(-1))")},
+        clauses=("backprop",),
+    ),
+    Variant(
+        "tbptt",
+        "Adam at a fixed lr of 1e-3",
+        {
+            "train_tbptt": _slip(
+                _tbptt(), "torch.optim.Adam(model.parameters(), lr=lr)", "torch.optim.Adam(model.parameters(), lr=1e-3)"
+            )
+        },
+        clauses=("adam",),
+    ),
+    Variant(
+        "tbptt",
+        "the model left in the mode it came in",
+        {"train_tbptt": _slip(_tbptt(), "    model.train()\n", "")},
+        clauses=("train-mode",),
+    ),
+    Variant(
+        "tbptt",
+        "grad_clip=None clips at 1.0",
+        {
+            "train_tbptt": _tbptt(
+                clip="torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0 if grad_clip is None else grad_clip)"
+            )
+        },
+        clauses=("clip-none",),
+    ),
 ]
 
 
