@@ -9,6 +9,14 @@ language models, so a mistake in ``LSTMCell`` or ``RNNLM`` costs nothing there.
 
 from autograder.authoring.catalogue import Variant
 
+
+def _slip(source: str, old: str, new: str) -> str:
+    """``source`` with ``old`` (which must occur exactly once) replaced by ``new``: a one-slip mistake."""
+    if source.count(old) != 1:
+        raise ValueError(f"{old!r} occurs {source.count(old)} times in the source")
+    return source.replace(old, new)
+
+
 # ---------------------------------------------------------------- rnn_cell
 
 _RNN = """
@@ -233,117 +241,159 @@ MISTAKES = [
         "sigmoid instead of tanh",
         {"rnn_cell": _rnn(act="torch.sigmoid")},
         hints=("sigmoid instead of tanh",),
+        clauses=("formula",),
     ),
-    Variant("rnn_cell", "ReLU instead of tanh", {"rnn_cell": _rnn(act="torch.relu")}),
+    Variant("rnn_cell", "ReLU instead of tanh", {"rnn_cell": _rnn(act="torch.relu")}, clauses=("formula",)),
     Variant(
         "rnn_cell",
         "the hidden-to-hidden bias left out",
         {"rnn_cell": _rnn(from_h="h @ W_hh.T")},
         hints=("a bias left out",),
+        clauses=("both-biases",),
     ),
     Variant(
         "rnn_cell",
         "h multiplied by W_hh without the transpose",
         {"rnn_cell": _rnn(from_h="h @ W_hh + b_hh")},
         hints=("W_hh not transposed",),
+        clauses=("formula",),
     ),
     Variant(
         "rnn_cell",
         "tanh of each half, added",
         {"rnn_cell": _rnn(act="", from_x="torch.tanh(x @ W_ih.T + b_ih)", from_h="torch.tanh(h @ W_hh.T + b_hh)")},
+        clauses=("formula",),
     ),
     Variant(
         "lstm_cell",
         "gates read in the order input, forget, output, cell",
         {"LSTMCell": _lstm(split="i, f, o, g = gates.chunk(4, dim=1)")},
         hints=("gates in another order",),
+        clauses=("gates",),
     ),
     Variant(
         "lstm_cell",
         "gates read in TensorFlow's order input, cell, forget, output",
         {"LSTMCell": _lstm(split="i, g, f, o = gates.chunk(4, dim=1)")},
         hints=("gates in another order",),
+        clauses=("gates",),
     ),
     Variant(
         "lstm_cell",
         "a forget bias of 1 added in forward",
         {"LSTMCell": _lstm(forget_shift=" + 1.0")},
         hints=("forget bias added",),
+        clauses=("gates",),
     ),
     Variant(
         "lstm_cell",
         "sigmoid for the candidate g",
         {"LSTMCell": _lstm(g_act="torch.sigmoid")},
         hints=("sigmoid for the candidate",),
+        clauses=("gates",),
     ),
     Variant(
         "lstm_cell",
         "bias_ih left out of the gates",
         {"LSTMCell": _lstm(bias_ih="0")},
         hints=("a bias left out of the gates",),
+        clauses=("gates",),
     ),
     Variant(
         "lstm_cell",
         "h = o * c, the tanh of the new cell forgotten",
         {"LSTMCell": _lstm(new_h="o * c")},
         hints=("tanh of the new cell forgotten",),
+        clauses=("gates",),
     ),
-    Variant("lstm_cell", "returns (c, h)", {"LSTMCell": _lstm(result="c, h")}, hints=("(c, h) returned",)),
-    Variant("lstm_cell", "a coupled gate: c = f * c + (1 - f) * g", {"LSTMCell": _lstm(new_c="f * c + (1 - f) * g")}),
-    Variant("lstm_cell", "parameters drawn from torch.randn", {"LSTMCell": _lstm(init="nn.init.normal_(p)")}),
+    Variant(
+        "lstm_cell",
+        "returns (c, h)",
+        {"LSTMCell": _lstm(result="c, h")},
+        hints=("(c, h) returned",),
+        clauses=("equals-torch",),
+    ),
+    Variant(
+        "lstm_cell",
+        "a coupled gate: c = f * c + (1 - f) * g",
+        {"LSTMCell": _lstm(new_c="f * c + (1 - f) * g")},
+        clauses=("gates",),
+    ),
+    Variant(
+        "lstm_cell",
+        "parameters drawn from torch.randn",
+        {"LSTMCell": _lstm(init="nn.init.normal_(p)")},
+        clauses=("init",),
+    ),
     Variant(
         "lstm_cell",
         "the zero state always float32",
-        {"LSTMCell": _lstm(zeros="zeros = torch.zeros(x.size(0), self.hidden_size)")},
+        {"LSTMCell": _lstm(zeros="zeros = torch.zeros(x.size(0), self.hidden_size, device=x.device)")},
+        clauses=("dtype-zero-state",),
     ),
     Variant(
         "lstm_cell",
         "the zero state made on the default device",
         {"LSTMCell": _lstm(zeros="zeros = torch.zeros(x.size(0), self.hidden_size, dtype=x.dtype)")},
         hidden_only="needs an input on another device than the default one: grading uses PyTorch's meta device, whose first use costs seconds in a notebook",
+        clauses=("device-zero-state",),
     ),
     Variant(
-        "lstm_layer", "outputs stacked time-first", {"run_lstm": _layer(dim="0")}, hints=("outputs stacked time-first",)
+        "lstm_layer",
+        "outputs stacked time-first",
+        {"run_lstm": _layer(dim="0")},
+        hints=("outputs stacked time-first",),
+        clauses=("returns",),
     ),
     Variant(
         "lstm_layer",
         "every step starts from the initial state",
         {"run_lstm": _layer(call="step = cell(x[:, t], state)", keep="step[0]", final="step")},
         hints=("every step from the initial state",),
+        clauses=("unrolled",),
     ),
     Variant(
         "lstm_layer",
         "the given initial state ignored",
         {"run_lstm": _layer(call="state = cell(x[:, t], None if t == 0 else state)")},
         hints=("given state ignored",),
+        clauses=("unrolled",),
     ),
     Variant(
         "lstm_layer",
         "the outputs are the cell states c",
         {"run_lstm": _layer(keep="state[1]")},
         hints=("outputs are the cell states",),
+        clauses=("equals-torch",),
     ),
     Variant(
         "lstm_layer",
         "the state detached at every step",
         {"run_lstm": _layer(call="state = tuple(s.detach() for s in cell(x[:, t], state))")},
         hints=("state detached at every step",),
+        clauses=("gradients",),
     ),
     Variant(
         "lstm_layer",
         "the final state returned as (1, B, H), as nn.LSTM does",
         {"run_lstm": _layer(final="tuple(s.unsqueeze(0) for s in state)")},
         hints=("final state (1, B, H)",),
+        clauses=("state-shape",),
     ),
     Variant(
-        "rnn_lm", "nn.LSTM without batch_first", {"RNNLM": _lm(batch_first="False")}, hints=("LSTM not batch-first",)
+        "rnn_lm",
+        "nn.LSTM without batch_first",
+        {"RNNLM": _lm(batch_first="False")},
+        hints=("LSTM not batch-first",),
+        clauses=("parts",),
     ),
-    Variant("rnn_lm", "the given state ignored", {"RNNLM": _lm(state="None")}),
-    Variant("rnn_lm", "only h returned as the state", {"RNNLM": _lm(result="new_state[0]")}),
+    Variant("rnn_lm", "the given state ignored", {"RNNLM": _lm(state="None")}, clauses=("state-in",)),
+    Variant("rnn_lm", "only h returned as the state", {"RNNLM": _lm(result="new_state[0]")}, clauses=("state-out",)),
     Variant(
         "rnn_lm",
         "the targets shifted a second time",
         {"RNNLM": _lm(loss="F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), targets[:, 1:].reshape(-1))")},
+        clauses=("loss",),
     ),
     Variant(
         "rnn_lm",
@@ -354,54 +404,97 @@ MISTAKES = [
             )
         },
         hints=("loss summed",),
+        clauses=("loss",),
     ),
     Variant(
-        "rnn_lm", "num_layers ignored", {"RNNLM": _lm(layers="1", dropout="0.0")}, hints=("num_layers not passed on",)
+        "rnn_lm",
+        "num_layers ignored",
+        {"RNNLM": _lm(layers="1", dropout="0.0")},
+        hints=("num_layers not passed on",),
+        clauses=("layers-dropout",),
     ),
     Variant(
-        "rnn_lm", "dropout never reaches the LSTM", {"RNNLM": _lm(dropout="0.0")}, hints=("dropout not passed on",)
+        "rnn_lm",
+        "dropout never reaches the LSTM",
+        {"RNNLM": _lm(dropout="0.0")},
+        hints=("dropout not passed on",),
+        clauses=("layers-dropout",),
     ),
     Variant(
         "tbptt",
         "streams made with view(N, B) and transposed",
         {"stream_batches": _streams(streams="data[: batch_size * n].view(n, batch_size).t()")},
         hints=("streams made as (N, B)",),
+        clauses=("streams",),
     ),
     Variant(
-        "tbptt", "no ValueError for fewer tokens than streams", {"stream_batches": _streams(too_few="batch_size < 1")}
+        "tbptt",
+        "no ValueError for fewer tokens than streams",
+        {"stream_batches": _streams(too_few="batch_size < 1")},
+        clauses=("stream-errors",),
     ),
-    Variant("tbptt", "the state not detached between windows", {"train_tbptt": _tbptt(carry="state")}),
     Variant(
-        "tbptt", "only h detached, c still attached", {"train_tbptt": _tbptt(carry="(state[0].detach(), state[1])")}
+        "tbptt",
+        "the state not detached between windows",
+        {"train_tbptt": _tbptt(carry="state")},
+        clauses=("state-carried",),
     ),
-    Variant("tbptt", "the state reset at every window", {"train_tbptt": _tbptt(carry="None")}),
-    Variant("tbptt", "windows overlapping: p advances by 1", {"train_tbptt": _tbptt(advance="1")}),
-    Variant("tbptt", "p advances by seq_len + 1, skipping a token", {"train_tbptt": _tbptt(advance="seq_len + 1")}),
-    Variant("tbptt", "a restart one window too early", {"train_tbptt": _tbptt(no_fit="p + seq_len + 1 >= n")}),
-    Variant("tbptt", "the restart keeps the old state", {"train_tbptt": _tbptt(restart="0, state")}),
+    Variant(
+        "tbptt",
+        "only h detached, c still attached",
+        {"train_tbptt": _tbptt(carry="(state[0].detach(), state[1])")},
+        clauses=("state-carried", "windows", "history", "adam", "train-mode", "clip", "clip-none"),
+    ),
+    Variant(
+        "tbptt", "the state reset at every window", {"train_tbptt": _tbptt(carry="None")}, clauses=("state-carried",)
+    ),
+    Variant(
+        "tbptt", "windows overlapping: p advances by 1", {"train_tbptt": _tbptt(advance="1")}, clauses=("windows",)
+    ),
+    Variant(
+        "tbptt",
+        "p advances by seq_len + 1, skipping a token",
+        {"train_tbptt": _tbptt(advance="seq_len + 1")},
+        clauses=("windows",),
+    ),
+    Variant(
+        "tbptt",
+        "a restart one window too early",
+        {"train_tbptt": _tbptt(no_fit="p + seq_len + 1 >= n")},
+        clauses=("restart",),
+    ),
+    Variant(
+        "tbptt", "the restart keeps the old state", {"train_tbptt": _tbptt(restart="0, state")}, clauses=("restart",)
+    ),
     Variant(
         "tbptt",
         "the running mean of the losses recorded",
         {"train_tbptt": _tbptt(record="(sum(history['loss']) + loss.item()) / (len(history['loss']) + 1)")},
+        clauses=("history",),
     ),
-    Variant("tbptt", "no gradient clipping", {"train_tbptt": _tbptt(clip="pass")}),
+    Variant("tbptt", "no gradient clipping", {"train_tbptt": _tbptt(clip="pass")}, clauses=("clip",)),
     Variant(
         "tbptt",
         "the windows left on the CPU",
         {"train_tbptt": _tbptt(to_device="")},
         hidden_only="needs a model on another device than the data: grading uses PyTorch's meta device, whose first use costs seconds in a notebook",
+        clauses=("device",),
     ),
     Variant(
         "sample_rnn",
         "the whole text re-read at every step",
         {"generate_rnn": _sample(feed="logits, _, state = model(idx)")},
+        clauses=("one-step",),
     ),
     Variant(
         "sample_rnn",
         "the whole text fed again with the carried state",
         {"generate_rnn": _sample(feed="logits, _, state = model(idx, state)")},
+        clauses=("one-step",),
     ),
-    Variant("sample_rnn", "the model left in eval mode", {"generate_rnn": _sample(restore="pass")}),
+    Variant(
+        "sample_rnn", "the model left in eval mode", {"generate_rnn": _sample(restore="pass")}, clauses=("eval-mode",)
+    ),
     Variant(
         "sample_rnn",
         "temperature applied after the softmax",
@@ -413,6 +506,7 @@ MISTAKES = [
                 )
             )
         },
+        clauses=("temperature",),
     ),
     Variant(
         "sample_rnn",
@@ -425,25 +519,146 @@ MISTAKES = [
                 )
             )
         },
+        clauses=("generator",),
     ),
-    Variant("sample_rnn", "gradients left on", {"generate_rnn": _sample(grad="torch.enable_grad()")}),
+    Variant(
+        "sample_rnn", "gradients left on", {"generate_rnn": _sample(grad="torch.enable_grad()")}, clauses=("eval-mode",)
+    ),
     Variant(
         "sample_rnn",
         "the first position's logits used",
         {"generate_rnn": _sample(position="0")},
         hints=("first position's logits",),
+        clauses=("greedy",),
     ),
     Variant(
         "sample_rnn",
         "only the new tokens returned",
         {"generate_rnn": _sample(result="idx[:, -max_new_tokens:] if max_new_tokens else idx[:, :0]")},
         hints=("prompt dropped",),
+        clauses=("shape",),
     ),
     Variant(
         "sample_rnn",
         "the prompt left on its own device",
         {"generate_rnn": _sample(move="idx")},
         hidden_only="needs a model on another device than the prompt: grading uses PyTorch's meta device, whose first use costs seconds in a notebook",
+        clauses=("device",),
+    ),
+    # single-clause slips: one per clause no mistake above breaks alone
+    Variant(
+        "rnn_cell",
+        "a time axis kept: (B, 1, H)",
+        {"rnn_cell": _slip(_rnn(), "h @ W_hh.T + b_hh)", "h @ W_hh.T + b_hh).unsqueeze(1)")},
+        clauses=("shape",),
+    ),
+    Variant(
+        "lstm_cell",
+        "bias_hh kept as a plain tensor, not an nn.Parameter",
+        {
+            "LSTMCell": _slip(
+                _lstm(),
+                "self.bias_hh = nn.Parameter(torch.empty(4 * H))",
+                "self.bias_hh = nn.init.uniform_(torch.empty(4 * H), -1 / math.sqrt(H), 1 / math.sqrt(H))",
+            )
+        },
+        clauses=("params",),
+    ),
+    Variant(
+        "lstm_cell",
+        "state=None starts from ones",
+        {"LSTMCell": _lstm(zeros="zeros = x.new_ones(x.size(0), self.hidden_size)")},
+        clauses=("zero-state",),
+    ),
+    Variant(
+        "rnn_lm",
+        "num_layers defaults to 2",
+        {"RNNLM": _slip(_lm(), "num_layers=1, dropout=0.0", "num_layers=2, dropout=0.0")},
+        clauses=("defaults",),
+    ),
+    Variant(
+        "rnn_lm",
+        "a loss of 0 without targets",
+        {"RNNLM": _slip(_lm(), "loss = None", "loss = logits.new_zeros(())")},
+        clauses=("loss-none",),
+    ),
+    Variant(
+        "rnn_lm",
+        "the state returned in float64 whatever the model's dtype",
+        {"RNNLM": _lm(result="tuple(s.double() for s in new_state)")},
+        clauses=("dtype-state",),
+    ),
+    Variant(
+        "tbptt",
+        "as many tokens as streams refused",
+        {"stream_batches": _streams(too_few="batch_size < 1 or len(data) <= batch_size")},
+        clauses=("stream-one",),
+    ),
+    Variant(
+        "tbptt",
+        "streams too short for a window raise IndexError",
+        {
+            "train_tbptt": _slip(
+                _tbptt(), 'raise ValueError("the streams are too short', 'raise IndexError("the streams are too short'
+            )
+        },
+        clauses=("too-short",),
+    ),
+    Variant(
+        "tbptt",
+        "lr = 0 accepted",
+        {"train_tbptt": _slip(_tbptt(), "lr <= 0", "lr < 0")},
+        clauses=("arg-errors",),
+    ),
+    Variant(
+        "sample_rnn",
+        "max_new_tokens=0 refused",
+        {"generate_rnn": _slip(_sample(), "max_new_tokens < 0", "max_new_tokens < 1")},
+        clauses=("zero-new",),
+    ),
+    Variant(
+        "sample_rnn",
+        "a negative temperature accepted",
+        {"generate_rnn": _slip(_sample(), "temperature < 0 or ", "")},
+        clauses=("arg-errors",),
+    ),
+    Variant(
+        "rnn_cell",
+        "the result detached from the graph",
+        {"rnn_cell": _slip(_rnn(), "h @ W_hh.T + b_hh)", "h @ W_hh.T + b_hh).detach()")},
+        clauses=("gradients",),
+    ),
+    Variant(
+        "rnn_lm",
+        "the loss computed on detached logits",
+        {"RNNLM": _lm(loss="F.cross_entropy(logits.detach().reshape(-1, logits.size(-1)), targets.reshape(-1))")},
+        clauses=("backprop",),
+    ),
+    Variant(
+        "tbptt",
+        "Adam at a fixed lr of 1e-3",
+        {
+            "train_tbptt": _slip(
+                _tbptt(), "torch.optim.Adam(model.parameters(), lr=lr)", "torch.optim.Adam(model.parameters(), lr=1e-3)"
+            )
+        },
+        clauses=("adam",),
+    ),
+    Variant(
+        "tbptt",
+        "the model left in the mode it came in",
+        {"train_tbptt": _slip(_tbptt(), "    model.train()\n", "")},
+        clauses=("train-mode",),
+    ),
+    Variant(
+        "tbptt",
+        "grad_clip=None clips at 1.0",
+        {
+            "train_tbptt": _tbptt(
+                clip="torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0 if grad_clip is None else grad_clip)"
+            )
+        },
+        clauses=("clip-none",),
     ),
 ]
 

@@ -185,6 +185,28 @@ def _pair_close(hints, dtype=None, rtol=1e-5, atol=1e-6):
 
 
 # only the biases are non-zero, so each gate is a known number
+@suite.case(
+    "rnn_cell",
+    "gradients: d(sum of the output) / d(x) and d(b_hh) in the worked example",
+    points=0.5,
+    check=_pair_close([]),
+    expected=(
+        torch.tensor(
+            [
+                [-0.013270154595375061, 0.21972545981407166, -0.1611831933259964],
+                [-0.2997991144657135, 0.30766889452934265, 0.08364391326904297],
+            ]
+        ),
+        torch.tensor([1.1703695058822632, 1.3678579330444336]),
+    ),
+    builds_on=(_RNN_SHAPE,),
+)
+def _(ns):
+    x, b_hh = X.clone().requires_grad_(True), B_HH.clone().requires_grad_(True)
+    ns.rnn_cell(x, H0.clone(), W_IH.clone(), W_HH.clone(), B_IH.clone(), b_hh).sum().backward()
+    return x.grad, b_hh.grad
+
+
 GATE_BIAS_IH = torch.tensor([0.5, -0.5, 1.0, 2.0, 0.3, -0.7, -1.0, 1.5])
 GATE_BIAS_HH = torch.tensor([0.25, 0.25, 0.0, 0.0, 0.2, 0.2, 0.0, 0.0])
 C0 = torch.tensor([[0.4, -0.6]])
@@ -633,6 +655,28 @@ def _(ns):
     return whole, torch.cat([first, second], dim=1)
 
 
+def _backprop_problem(got):
+    for name, grad in zip(("head.bias", "emb.weight"), got):
+        if not isinstance(grad, torch.Tensor) or not float(grad.abs().sum()) > 0:
+            return f"loss.backward() must reach every parameter: {name} has no gradient (compute the loss from the logits, undetached)"
+    return None
+
+
+@suite.case(
+    "rnn_lm",
+    "the loss back-propagates to the head and the embedding",
+    points=0.5,
+    check=satisfies(_backprop_problem),
+    builds_on=(_LM_PARTS,),
+)
+def _(ns):
+    torch.manual_seed(3)
+    model = ns.RNNLM(9, 5, 7)
+    idx = torch.tensor([[1, 8, 2, 7], [0, 4, 4, 0]])
+    model(idx, targets=torch.tensor([[8, 2, 7, 3], [4, 4, 0, 5]]))[1].backward()
+    return model.head.bias.grad, model.emb.weight.grad
+
+
 # ---------------------------------------------------------------- tbptt
 
 _STREAMS = "stream_batches(arange(11), 3): three contiguous rows, the tail dropped"
@@ -663,6 +707,17 @@ def _(ns):
 )
 def _(ns):
     return catch(ns.stream_batches, torch.arange(3), 4)
+
+
+@suite.case(
+    "tbptt",
+    "stream_batches(arange(3), 3): as many tokens as streams gives (3, 1)",
+    points=0.5,
+    check=equal(dtype=None),
+    expected=[[0], [1], [2]],
+)
+def _(ns):
+    return ns.stream_batches(torch.arange(3), 3).tolist()
 
 
 class _Leaky(torch.nn.Module):
@@ -753,6 +808,21 @@ def _(ns):
     }
 
 
+@suite.case("tbptt", "train_tbptt raises ValueError for lr=0", points=0.5, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.train_tbptt, _Leaky(12), torch.arange(24), seq_len=4, batch_size=2, steps=1, lr=0.0)
+
+
+@suite.case(
+    "tbptt",
+    "train_tbptt raises ValueError for streams of 4 tokens and seq_len=4 (no room for the targets)",
+    points=0.5,
+    check=raises("ValueError"),
+)
+def _(ns):
+    return catch(ns.train_tbptt, _Leaky(8), torch.arange(8), seq_len=4, batch_size=2, steps=1, lr=0.01)
+
+
 def _history_problem(got):
     history, losses = got
     if not isinstance(history, dict) or "step" not in history or "loss" not in history:
@@ -821,6 +891,81 @@ def _(ns):
     return norms
 
 
+def _unclipped_problem(got):
+    if not got:
+        return "no optimiser step was taken"
+    if not all(norm > 2.0 for norm in got):
+        return (
+            "with grad_clip=None the gradients must be left as they are (no clipping): this model's total gradient norm "
+            f"is far above 1, but the norms at the steps were {[round(n, 3) for n in got]}"
+        )
+    return None
+
+
+@suite.case(
+    "tbptt",
+    "grad_clip=None leaves the large gradients unclipped",
+    points=0.5,
+    check=satisfies(_unclipped_problem),
+    builds_on=(_STREAMS,),
+)
+def _(ns):
+    with _step_norms() as norms:
+        ns.train_tbptt(
+            _Leaky(12, gain=20.0), torch.arange(120) % 12, seq_len=5, batch_size=3, steps=3, lr=0.05, grad_clip=None
+        )
+    return norms
+
+
+class _Moded(_Leaky):
+    """``_Leaky`` that also records whether it was in training mode at each call."""
+
+    def __init__(self, vocab_size):
+        super().__init__(vocab_size)
+        self.modes = []
+
+    def forward(self, idx, state=None, targets=None):
+        self.modes.append("train" if self.training else "eval")
+        return super().forward(idx, state, targets)
+
+
+@suite.case(
+    "tbptt",
+    "a model handed over in eval mode is trained in training mode",
+    points=0.5,
+    check=equal(dtype=None),
+    expected=["train", "train", "train"],
+)
+def _(ns):
+    model = _Moded(12)
+    model.eval()
+    ns.train_tbptt(model, torch.arange(48) % 12, seq_len=4, batch_size=2, steps=3, lr=0.01)
+    return model.modes
+
+
+def _adam_problem(got):
+    if not isinstance(got, float) or not abs(got - 0.1) <= 1e-3:
+        return (
+            "one step of Adam at lr=0.1 moves each parameter with a gradient by lr (its first step is lr times the sign "
+            f"of the gradient); the largest change here was {got!r}: use torch.optim.Adam with the lr given"
+        )
+    return None
+
+
+@suite.case(
+    "tbptt",
+    "one Adam step at lr=0.1 moves the parameters by 0.1",
+    points=0.5,
+    check=satisfies(_adam_problem),
+    builds_on=(_STREAMS,),
+)
+def _(ns):
+    model = _Leaky(12)
+    before = [p.detach().clone() for p in model.parameters()]
+    ns.train_tbptt(model, torch.arange(48) % 12, seq_len=4, batch_size=2, steps=1, lr=0.1, grad_clip=None)
+    return max(float((p.detach() - b).abs().max()) for p, b in zip(model.parameters(), before))
+
+
 # ---------------------------------------------------------------- sample_rnn (challenge)
 
 
@@ -878,6 +1023,22 @@ _GREEDY = "greedy continuation: shape (B, T0 + N), the prompt kept"
 )
 def _(ns):
     return ns.generate_rnn(_Successor(7), torch.tensor([[1, 2], [5, 6]]), 5, temperature=0).tolist()
+
+
+@suite.case(
+    "sample_rnn",
+    "max_new_tokens=0 returns the prompt as it is",
+    points=0.5,
+    check=equal(dtype=None),
+    expected=[[1, 2], [5, 6]],
+)
+def _(ns):
+    return ns.generate_rnn(_Successor(7), torch.tensor([[1, 2], [5, 6]]), 0, temperature=0).tolist()
+
+
+@suite.case("sample_rnn", "a negative temperature raises ValueError", points=0.5, check=raises("ValueError"))
+def _(ns):
+    return catch(ns.generate_rnn, _Successor(7), torch.tensor([[1, 2]]), 3, temperature=-1.0)
 
 
 def _reads_problem(got):
