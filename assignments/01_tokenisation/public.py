@@ -540,7 +540,7 @@ def _(ns):
 
 @suite.case(
     "kneser_ney",
-    "the default discount is 0.75: the same ids, V=4",
+    "without a discount given, 0.75 is used: the same ids, V=4",
     points=1,
     check=close(rtol=1e-5, atol=1e-7, dtype=None),
     # c(a, w) and N1+ as above; with d = 3/4, row 0 is [d/3, (2-d)/3 + d/6, (1-d)/3 + d/6, 0]
