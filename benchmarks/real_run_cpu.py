@@ -173,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.records:
         records = Path(args.records)
         command = (
-            f"GPTCOURSE_THREADS={args.threads} python benchmarks/run_notebook.py 07_gpt --json {records.name}; "
-            f"python benchmarks/real_run_cpu.py --records {records.name}"
+            f"GPTCOURSE_THREADS={args.threads} python benchmarks/run_notebook.py 07_gpt --json $RUN/{records.name}; "
+            f"python benchmarks/real_run_cpu.py --records $RUN/{records.name}"
         )
     else:
         records = Path(tempfile.mkdtemp(prefix="real-run-")) / "records.json"

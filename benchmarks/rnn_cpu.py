@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.records:
         records = Path(args.records)
         command = (
-            f"GPTCOURSE_THREADS={args.threads} python benchmarks/run_notebook.py 08_rnn --json {records.name}; "
-            f"python benchmarks/rnn_cpu.py --records {records.name}"
+            f"GPTCOURSE_THREADS={args.threads} python benchmarks/run_notebook.py 08_rnn --json $RUN/{records.name}; "
+            f"python benchmarks/rnn_cpu.py --records $RUN/{records.name}"
         )
     else:
         records = Path(tempfile.mkdtemp(prefix="rnn-")) / "records.json"

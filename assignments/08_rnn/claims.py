@@ -1,0 +1,113 @@
+"""The numbers 08's notebook states, each with the measurement that makes it true
+(``autograder.authoring.claims``; measured by ``tests/test_claims.py``).
+
+The training runs' figures (CPU budgets and what they bought) come from the run that
+``benchmarks/rnn_cpu.py`` recorded in ``benchmarks/RESULTS_rnn.json``, and 07's real run
+from ``benchmarks/RESULTS_real_run.json`` (``benchmarks/real_run_cpu.py``, which also scored the
+n-grams of orders 6 and 7); the sizes and the n-grams of orders 1 to 5 are measured here.
+"""
+
+import functools
+import math
+
+import torch
+
+from autograder.authoring.claims import Claim, recorded
+from solutions.data import load_corpus
+from solutions.gpt import GPT, GPTConfig
+from solutions.rnn import RNNLM
+from solutions.tokenisation import NGramLM, build_vocab, encode, train_val_split
+
+RNN = "benchmarks/RESULTS_rnn.json"
+REAL_RUN = "benchmarks/RESULTS_real_run.json"
+
+
+@functools.cache
+def _split():
+    """Shakespeare's characters as ids, split as section 8 splits them."""
+    text = load_corpus("shakespeare", offline_ok=False)
+    stoi, _ = build_vocab(text)
+    train_data, val_data = train_val_split(torch.tensor(encode(text, stoi), dtype=torch.long))
+    return len(stoi), train_data.tolist(), val_data.tolist()
+
+
+@functools.cache
+def _ngram(n: int) -> NGramLM:
+    vocab, train_ids, _ = _split()
+    return NGramLM(n, vocab, alpha=0.01).fit(train_ids)
+
+
+def _ngram_loss(n: int) -> float:
+    return math.log(_ngram(n).perplexity(_split()[2]))
+
+
+def _stored(n: int) -> float:
+    return sum(len(follow) for follow in _ngram(n).counts.values())
+
+
+def _parameters(model: torch.nn.Module) -> float:
+    return sum(p.numel() for p in model.parameters())
+
+
+def _model(name: str, key: str):
+    return recorded(RNN, "comparison", name, key)
+
+
+CLAIMS = [
+    # section 6
+    Claim("3.4 seconds of CPU time", recorded(RNN, "short_run", "cpu_seconds"), low=3.35, high=3.45),
+    # section 8: the run
+    Claim("(`BUDGET`, 240 seconds", _model("LSTM", "cpu_seconds"), low=240, high=245),
+    Claim("(`BUDGET`, 240 seconds", _model("GPT", "cpu_seconds"), low=240, high=245),
+    Claim(
+        "128 units, 93,409 parameters",
+        lambda: _parameters(RNNLM(65, embed_dim=32, hidden_size=128)),
+        low=93409,
+        high=93409,
+    ),
+    Claim(
+        "context of 64, 108,352 parameters",
+        lambda: _parameters(GPT(GPTConfig(vocab_size=65, block_size=64, n_layer=2, n_head=4, n_embd=64))),
+        low=108352,
+        high=108352,
+    ),
+    Claim("(518 seconds with its evaluations", recorded(RNN, "comparison_cell", "cpu_seconds"), low=517.5, high=518.5),
+    # the table
+    Claim("| 1- to 5-gram | 65 to 133,293 stored counts", lambda: _stored(1), low=65, high=65),
+    Claim("| 1- to 5-gram | 65 to 133,293 stored counts", lambda: _stored(5), low=133293, high=133293),
+    Claim("| 0.3 to 1.0 s of CPU |", _model("1-gram", "cpu_seconds"), low=0.25, high=0.35),
+    Claim("| 0.3 to 1.0 s of CPU |", _model("5-gram", "cpu_seconds"), low=0.95, high=1.05),
+    Claim("3.35, 2.49, 2.07, 1.80, 1.77 |", lambda: _ngram_loss(1), low=3.345, high=3.355),
+    Claim("3.35, 2.49, 2.07, 1.80, 1.77 |", lambda: _ngram_loss(2), low=2.485, high=2.495),
+    Claim("3.35, 2.49, 2.07, 1.80, 1.77 |", lambda: _ngram_loss(3), low=2.065, high=2.075),
+    Claim("3.35, 2.49, 2.07, 1.80, 1.77 |", lambda: _ngram_loss(4), low=1.795, high=1.805),
+    Claim("3.35, 2.49, 2.07, 1.80, 1.77 |", lambda: _ngram_loss(5), low=1.765, high=1.775),
+    Claim("| 240 s of CPU | 1.86 |", _model("LSTM", "cpu_seconds"), low=239.5, high=240.5),
+    Claim("| 240 s of CPU | 1.86 |", _model("LSTM", "val_loss"), low=1.855, high=1.865),
+    Claim("| 241 s of CPU | 1.68 |", _model("GPT", "cpu_seconds"), low=240.5, high=241.5),
+    Claim("| 241 s of CPU | 1.68 |", _model("GPT", "val_loss"), low=1.675, high=1.685),
+    # the bullets
+    Claim(
+        "only 0.09 behind the GPT",
+        lambda: _model("5-gram", "val_loss")() - _model("GPT", "val_loss")(),
+        low=0.085,
+        high=0.095,
+    ),
+    Claim("(2.01 and 2.37 here)", recorded(REAL_RUN, "ngram_val_loss", "6"), low=2.005, high=2.015),
+    Claim("(2.01 and 2.37 here)", recorded(REAL_RUN, "ngram_val_loss", "7"), low=2.365, high=2.375),
+    Claim(
+        "a GPT of 0.8 million parameters",
+        lambda: _parameters(GPT(GPTConfig(vocab_size=65, block_size=128, n_layer=4, n_head=4, n_embd=128))),
+        low=0.75e6,
+        high=0.85e6,
+    ),
+    Claim("trained for 1034 seconds of CPU", recorded(REAL_RUN, "real_run", "cpu_seconds"), low=1033.5, high=1034.5),
+    Claim("reaches 1.526 on this", recorded(REAL_RUN, "real_run", "exact_val_loss"), low=1.5255, high=1.5265),
+    Claim("split, 0.24 below the 5-gram", recorded(REAL_RUN, "margin"), low=0.235, high=0.245),
+    Claim(
+        "the GPT was ahead in our run, by 0.18",
+        lambda: _model("LSTM", "val_loss")() - _model("GPT", "val_loss")(),
+        low=0.175,
+        high=0.185,
+    ),
+]
