@@ -92,4 +92,4 @@ def test_training_shows_a_bar_in_a_terminal_and_evaluation_lines_in_a_log(tmp_pa
     log = in_pipe(_train(tmp_path, "log"))
     assert "\r" not in log and "training: " not in log and "loss=" not in log
     steps = [line.split(":")[0] for line in log.splitlines() if line.startswith("step ") and ", val " in line]
-    assert steps == ["step 2", "step 4"], log[-3000:]
+    assert steps == ["step 0", "step 2", "step 4"], log[-3000:]

@@ -347,7 +347,9 @@ def test_grade_default_workers_follow_the_rule(tmp_path, monkeypatch):
     monkeypatch.setattr(
         cli,
         "grade_folder",
-        lambda paths, tests, limits, out, args, roster=None: seen.append(args.workers) or SimpleNamespace(graded=[]),
+        lambda paths, tests, limits, out, args, roster=None, written=(): (
+            seen.append(args.workers) or SimpleNamespace(graded=[])
+        ),
     )
     monkeypatch.setattr(fixtures, "stage_tests", lambda *a, **k: None)
     monkeypatch.setattr(threads, "affinity_cpus", lambda: 6)

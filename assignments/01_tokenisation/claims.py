@@ -1,5 +1,5 @@
 """The numbers 01's notebook states, each with the measurement that makes it true
-(``autograder.authoring.claims``; measured by ``tests/test_claims.py``)."""
+(``autograder.authoring.claims``; measured by ``test_claims.py``)."""
 
 from autograder.authoring.claims import Claim
 from solutions.data import load_corpus

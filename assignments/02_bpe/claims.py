@@ -1,5 +1,5 @@
 """The numbers 02's notebook states, each with the measurement that makes it true
-(``autograder.authoring.claims``; measured by ``tests/test_claims.py``).
+(``autograder.authoring.claims``; measured by ``test_claims.py``).
 
 The efficiency ratios take minutes to measure (every learner of the catalogue graded
 through the engine): ``benchmarks/bpe_efficiency.py`` measures them and records them in

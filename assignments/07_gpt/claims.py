@@ -1,5 +1,5 @@
 """The numbers 07's notebook states, each with the measurement that makes it true
-(``autograder.authoring.claims``; measured by ``tests/test_claims.py``).
+(``autograder.authoring.claims``; measured by ``test_claims.py``).
 
 The CPU real run's figures take many minutes of CPU, so they are read from the results
 ``benchmarks/real_run_cpu.py`` recorded in ``benchmarks/RESULTS_real_run.json``;

@@ -1,5 +1,5 @@
 """The numbers 08's notebook states, each with the measurement that makes it true
-(``autograder.authoring.claims``; measured by ``tests/test_claims.py``).
+(``autograder.authoring.claims``; measured by ``test_claims.py``).
 
 The training runs' figures (CPU budgets and what they bought) come from the run that
 ``benchmarks/rnn_cpu.py`` recorded in ``benchmarks/RESULTS_rnn.json``, and 07's real run
