@@ -405,7 +405,8 @@ def _suite_module(kind: str):
     """The stage's public or hidden test file, run as a module (for its stand-in models)."""
     path = getattr(get_stage("07_gpt"), kind)
     name = f"test_solutions_gpt_{kind}_suite"
-    exec_suite(path.read_text(encoding="utf-8"), str(path), name)
+    public = _suite_module("public") if kind == "hidden" else None  # a hidden suite imports its public one
+    exec_suite(path.read_text(encoding="utf-8"), str(path), name, public)
     return sys.modules[name]
 
 
