@@ -301,6 +301,6 @@ def test_a_function_that_always_raises_earns_nothing_from_the_error_tests(tmp_pa
         per[result.qid] = per.get(result.qid, 0.0) + result.score
     assert per["kneser_ney"] == 0
     taken = [
-        r for r in graded.results if r.qid == "kneser_ney" and "count only once the function also works" in r.message
+        r for r in graded.results if r.qid == "kneser_ney" and "but no test of the work of kneser_ney did" in r.message
     ]
     assert taken and all(r.score == 0 for r in taken)
