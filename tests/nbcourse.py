@@ -107,13 +107,18 @@ class Course:
 
 def filled(released: dict, stage_id: str, replace: dict[str, str] | None = None) -> dict:
     """nbgrader's released notebook as a student hands it in: every stub answered with the
-    reference, except the cells in ``replace``."""
+    reference, and every earlier answer that is withheld pasted in (the course's), except the
+    cells in ``replace``."""
     replace = replace or {}
     notebook = json.loads(json.dumps(released))
     for cell in notebook["cells"]:
-        name = cell.get("metadata", {}).get("gptcourse", {}).get("name")
+        meta = cell.get("metadata", {}).get("gptcourse", {})
+        name = meta.get("name")
         if name:
             cell["source"] = replace.get(name, reference_source(get_stage(stage_id).module, name).rstrip("\n"))
+        elif meta.get("answer") and not meta.get("given"):  # "module.name": a student pastes their own
+            module, earlier = meta["answer"].rsplit(".", 1)
+            cell["source"] = reference_source(module, earlier).rstrip("\n")
     return notebook
 
 
