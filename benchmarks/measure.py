@@ -271,3 +271,14 @@ def wait_for_quiet(threshold: float = 2.5, max_wait: float = 1200, poll: float =
             return False, time.perf_counter() - start
         say(f"load average {now:.2f} >= {threshold}: waiting ({time.perf_counter() - start:.0f}/{max_wait:.0f} s)")
         time.sleep(poll)
+
+
+def write_section(path, start: str, end: str, section: str) -> None:
+    """Replace the text from ``start`` to ``end`` in the Markdown file ``path`` with ``section``
+    (which holds both markers), or add it at the end of the file."""
+    text = path.read_text()
+    if start in text:
+        text = text[: text.index(start)] + section + text[text.index(end) + len(end) :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)

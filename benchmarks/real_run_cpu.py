@@ -36,6 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.measure import write_section  # noqa: E402
 
 RESULTS_JSON = ROOT / "benchmarks" / "RESULTS_real_run.json"
 RESULTS_MD = ROOT / "benchmarks" / "RESULTS_training.md"
@@ -144,13 +145,7 @@ def markdown(results: dict) -> str:
 def record(results: dict) -> None:
     """Write the JSON and replace (or add) the Markdown section."""
     RESULTS_JSON.write_text(json.dumps(results, indent=1) + "\n")
-    text = RESULTS_MD.read_text()
-    section = markdown(results)
-    if START in text:
-        text = text[: text.index(START)] + section + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS_MD.write_text(text)
+    write_section(RESULTS_MD, START, END, markdown(results))
 
 
 def load_average() -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from measure import write_section  # noqa: E402
 from real_run_cpu import load_average, machine  # noqa: E402
 
 RESULTS_JSON = ROOT / "benchmarks" / "RESULTS_rnn.json"
@@ -94,13 +95,7 @@ def markdown(results: dict) -> str:
 def record(results: dict) -> None:
     """Write the JSON and replace (or add) the Markdown section."""
     RESULTS_JSON.write_text(json.dumps(results, indent=1) + "\n")
-    text = RESULTS_MD.read_text()
-    section = markdown(results)
-    if START in text:
-        text = text[: text.index(START)] + section + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS_MD.write_text(text)
+    write_section(RESULTS_MD, START, END, markdown(results))
 
 
 def main(argv: list[str] | None = None) -> int:
