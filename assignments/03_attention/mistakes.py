@@ -5,17 +5,7 @@ breaks exactly the clause (``clauses.md`` id) it declares; a few are written out
 as a student would write them.
 """
 
-from autograder.authoring.catalogue import Variant
-
-
-def slip(source: str, *changes: tuple[str, str]) -> str:
-    """``source`` with each ``(old, new)`` of ``changes`` made (an error if ``old`` is absent or repeated)."""
-    for old, new in changes:
-        if source.count(old) != 1:
-            raise ValueError(f"{old!r} occurs {source.count(old)} times in the base source")
-        source = source.replace(old, new)
-    return source
-
+from autograder.authoring.catalogue import Variant, slip
 
 EMBEDDING = """
 class TokenPositionEmbedding(nn.Module):

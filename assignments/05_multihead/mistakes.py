@@ -7,7 +7,7 @@ the merge-without-transpose bug written inline in ``forward``, which is the clas
 own code and is graded there).
 """
 
-from autograder.authoring.catalogue import Variant
+from autograder.authoring.catalogue import Variant, slip
 
 # A correct class written as a template: each mistake below replaces one of its lines
 # ({mask}, {scores}, {blocked}, {softmax}, {attend}, {merge}, {out}).
@@ -59,15 +59,6 @@ _RIGHT = {
 
 def _mha(**changes: str) -> str:
     return _MHA.format(**{**_RIGHT, **changes})
-
-
-def slip(source: str, *changes: tuple[str, str]) -> str:
-    """``source`` with each ``(old, new)`` of ``changes`` made (an error if ``old`` is absent or repeated)."""
-    for old, new in changes:
-        if source.count(old) != 1:
-            raise ValueError(f"{old!r} occurs {source.count(old)} times in the base source")
-        source = source.replace(old, new)
-    return source
 
 
 def mha(name: str, clauses: tuple[str, ...], changes=(), hints=(), **lines: str) -> Variant:

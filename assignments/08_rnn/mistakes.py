@@ -7,15 +7,7 @@ language models, so a mistake in ``LSTMCell`` or ``RNNLM`` costs nothing there.
 ``train_tbptt`` calls ``stream_batches``, which belongs to the same question.
 """
 
-from autograder.authoring.catalogue import Variant
-
-
-def _slip(source: str, old: str, new: str) -> str:
-    """``source`` with ``old`` (which must occur exactly once) replaced by ``new``: a one-slip mistake."""
-    if source.count(old) != 1:
-        raise ValueError(f"{old!r} occurs {source.count(old)} times in the source")
-    return source.replace(old, new)
-
+from autograder.authoring.catalogue import Variant, slip
 
 # ---------------------------------------------------------------- rnn_cell
 
@@ -549,17 +541,19 @@ MISTAKES = [
     Variant(
         "rnn_cell",
         "a time axis kept: (B, 1, H)",
-        {"rnn_cell": _slip(_rnn(), "h @ W_hh.T + b_hh)", "h @ W_hh.T + b_hh).unsqueeze(1)")},
+        {"rnn_cell": slip(_rnn(), ("h @ W_hh.T + b_hh)", "h @ W_hh.T + b_hh).unsqueeze(1)"))},
         clauses=("shape",),
     ),
     Variant(
         "lstm_cell",
         "bias_hh kept as a plain tensor, not an nn.Parameter",
         {
-            "LSTMCell": _slip(
+            "LSTMCell": slip(
                 _lstm(),
-                "self.bias_hh = nn.Parameter(torch.empty(4 * H))",
-                "self.bias_hh = nn.init.uniform_(torch.empty(4 * H), -1 / math.sqrt(H), 1 / math.sqrt(H))",
+                (
+                    "self.bias_hh = nn.Parameter(torch.empty(4 * H))",
+                    "self.bias_hh = nn.init.uniform_(torch.empty(4 * H), -1 / math.sqrt(H), 1 / math.sqrt(H))",
+                ),
             )
         },
         clauses=("params",),
@@ -573,13 +567,13 @@ MISTAKES = [
     Variant(
         "rnn_lm",
         "num_layers defaults to 2",
-        {"RNNLM": _slip(_lm(), "num_layers=1, dropout=0.0", "num_layers=2, dropout=0.0")},
+        {"RNNLM": slip(_lm(), ("num_layers=1, dropout=0.0", "num_layers=2, dropout=0.0"))},
         clauses=("defaults",),
     ),
     Variant(
         "rnn_lm",
         "a loss of 0 without targets",
-        {"RNNLM": _slip(_lm(), "loss = None", "loss = logits.new_zeros(())")},
+        {"RNNLM": slip(_lm(), ("loss = None", "loss = logits.new_zeros(())"))},
         clauses=("loss-none",),
     ),
     Variant(
@@ -598,8 +592,8 @@ MISTAKES = [
         "tbptt",
         "streams too short for a window raise IndexError",
         {
-            "train_tbptt": _slip(
-                _tbptt(), 'raise ValueError("the streams are too short', 'raise IndexError("the streams are too short'
+            "train_tbptt": slip(
+                _tbptt(), ('raise ValueError("the streams are too short', 'raise IndexError("the streams are too short')
             )
         },
         clauses=("too-short",),
@@ -607,25 +601,25 @@ MISTAKES = [
     Variant(
         "tbptt",
         "lr = 0 accepted",
-        {"train_tbptt": _slip(_tbptt(), "lr <= 0", "lr < 0")},
+        {"train_tbptt": slip(_tbptt(), ("lr <= 0", "lr < 0"))},
         clauses=("arg-errors",),
     ),
     Variant(
         "sample_rnn",
         "max_new_tokens=0 refused",
-        {"generate_rnn": _slip(_sample(), "max_new_tokens < 0", "max_new_tokens < 1")},
+        {"generate_rnn": slip(_sample(), ("max_new_tokens < 0", "max_new_tokens < 1"))},
         clauses=("zero-new",),
     ),
     Variant(
         "sample_rnn",
         "a negative temperature accepted",
-        {"generate_rnn": _slip(_sample(), "temperature < 0 or ", "")},
+        {"generate_rnn": slip(_sample(), ("temperature < 0 or ", ""))},
         clauses=("arg-errors",),
     ),
     Variant(
         "rnn_cell",
         "the result detached from the graph",
-        {"rnn_cell": _slip(_rnn(), "h @ W_hh.T + b_hh)", "h @ W_hh.T + b_hh).detach()")},
+        {"rnn_cell": slip(_rnn(), ("h @ W_hh.T + b_hh)", "h @ W_hh.T + b_hh).detach()"))},
         clauses=("gradients",),
     ),
     Variant(
@@ -638,8 +632,9 @@ MISTAKES = [
         "tbptt",
         "Adam at a fixed lr of 1e-3",
         {
-            "train_tbptt": _slip(
-                _tbptt(), "torch.optim.Adam(model.parameters(), lr=lr)", "torch.optim.Adam(model.parameters(), lr=1e-3)"
+            "train_tbptt": slip(
+                _tbptt(),
+                ("torch.optim.Adam(model.parameters(), lr=lr)", "torch.optim.Adam(model.parameters(), lr=1e-3)"),
             )
         },
         clauses=("adam",),
@@ -647,7 +642,7 @@ MISTAKES = [
     Variant(
         "tbptt",
         "the model left in the mode it came in",
-        {"train_tbptt": _slip(_tbptt(), "    model.train()\n", "")},
+        {"train_tbptt": slip(_tbptt(), ("    model.train()\n", ""))},
         clauses=("train-mode",),
     ),
     Variant(

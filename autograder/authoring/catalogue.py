@@ -41,6 +41,23 @@ class Variant:
         return f"{self.qid}-{'-'.join(words)[:48]}"
 
 
+def slip(source: str, *changes: tuple[str, str]) -> str:
+    """``source`` with each ``(old, new)`` of ``changes`` made: the reference with one slip,
+    the usual way to write a mistake that breaks exactly one clause.
+
+    An ``old`` that is absent or occurs more than once is an error (the slip would be
+    ambiguous or do nothing)::
+
+        >>> slip("return x + 1", ("+ 1", "- 1"))
+        'return x - 1'
+    """
+    for old, new in changes:
+        if source.count(old) != 1:
+            raise ValueError(f"{old!r} occurs {source.count(old)} times in the base source")
+        source = source.replace(old, new)
+    return source
+
+
 def catalogue(stage: Stage | str) -> tuple[list[Variant], list[Variant]]:
     """``(mistakes, alternatives)`` of a stage (or stage id), read from its ``mistakes.py``.
 
