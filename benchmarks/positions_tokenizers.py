@@ -1,7 +1,7 @@
 """Stage 02's tokenizers and stage 03's position schemes in one model, compared in bits per character.
 
     .venv/bin/python benchmarks/positions_tokenizers.py            # 8 runs of the cpu preset: about 8-10 minutes on 2 quiet cores
-    .venv/bin/python benchmarks/positions_tokenizers.py --steps 60 --no-write   # a quick look
+    .venv/bin/python benchmarks/positions_tokenizers.py --steps 60 --chars 100000 --no-write   # a quick look
 
 Trains ``gptcourse train``'s model (``training.loop.run``, the ``cpu`` preset: 4 layers x 4
 heads x 128, a context of 64 tokens, 900 steps of 24 windows, keep the best) on Tiny
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from training import loop  # noqa: E402
-from training.data import prepare  # noqa: E402
+from training.data import load_corpus, prepare  # noqa: E402
 from training.model import POSITIONS  # noqa: E402
 from training.presets import CPU  # noqa: E402
 
@@ -51,8 +51,9 @@ def load() -> str:
     return " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def one_run(corpus, positions: str, steps: int, threads: int) -> dict:
+def one_run(corpus, positions: str, steps: int, threads: int, eval_iters: int = CPU.eval_iters) -> dict:
     preset = CPU.replace(positions=positions, steps=steps, threads=threads, eval_interval=max(1, steps // 6))
+    preset = preset.replace(eval_iters=eval_iters)
     preset = preset.replace(warmup=min(preset.warmup, steps))
     at_start, cpu_start = load(), time.process_time()
     result = loop.run(preset, corpus, torch.device("cpu"), None, progress=False, log=lambda line: None)
@@ -137,16 +138,27 @@ def main(argv: list[str] | None = None) -> int:
         "--threads", type=int, default=1, help="torch threads (default 1: CPU time is then the run's own)"
     )
     parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument(
+        "--eval-iters", type=int, default=CPU.eval_iters, help="batches in each estimate of the training loss"
+    )
+    parser.add_argument(
+        "--chars", type=int, default=None, help="use only the first CHARS characters of the corpus (a quick look)"
+    )
     args = parser.parse_args(argv)
     loads = [load()]
     runs = []
+    text = load_corpus("shakespeare")
+    if args.chars is not None:
+        if args.chars < 1000:
+            parser.error("--chars must be at least 1000 (the split needs a validation text)")
+        text = text[: args.chars]
     for tokenizer in TOKENIZERS:
-        corpus = prepare("shakespeare", tokenizer, MERGES)
-        if tokenizer == "char" and corpus.vocab_size != 65:
+        corpus = prepare("shakespeare", tokenizer, MERGES, text=text)
+        if tokenizer == "char" and args.chars is None and corpus.vocab_size != 65:
             raise SystemExit("this benchmark needs Tiny Shakespeare (set $GPTCOURSE_SHAKESPEARE)")
         for positions in POSITIONS:
             start = time.perf_counter()
-            runs.append(one_run(corpus, positions, args.steps, args.threads))
+            runs.append(one_run(corpus, positions, args.steps, args.threads, args.eval_iters))
             r = runs[-1]
             print(
                 f"{tokenizer:8s} {positions:10s} best {r['best_loss']:.4f} at step {r['best_step']}, "
@@ -157,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/positions_tokenizers.py" + (
         f" --steps {args.steps}" if args.steps != CPU.steps else ""
     )
+    command += f" --chars {args.chars}" if args.chars is not None else ""
+    command += f" --eval-iters {args.eval_iters}" if args.eval_iters != CPU.eval_iters else ""
     section = report(runs, command, tuple(loads), args.threads, args.steps)
     print(section)
     if not args.no_write:

@@ -36,7 +36,12 @@ def test_settings_replace_the_option_lines_of_a_cell():
 @needs_shakespeare
 def test_the_positions_and_tokenizers_benchmark_at_tiny_size(monkeypatch, capsys):
     monkeypatch.setenv("GPTCOURSE_SHAKESPEARE", str(SHAKESPEARE))
-    assert positions_tokenizers.main(["--steps", "6", "--threads", "1", "--no-write"]) == 0
+    assert (
+        positions_tokenizers.main(
+            ["--steps", "6", "--threads", "1", "--chars", "40000", "--eval-iters", "1", "--no-write"]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     for tokenizer in ("char", "byte-bpe"):
         for positions in ("learned", "sinusoidal", "rope", "none"):
