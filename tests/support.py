@@ -239,3 +239,50 @@ def pytest_collection_modifyitems(config, items):
                 break
         cut = next(i for i, item in enumerate(first) if unit_of(item.nodeid) == units[-1])
         items[:] = first[:cut] + small + first[cut:]
+
+
+# GPTCOURSE_TEST_CPU=<file>: the CPU time of each test, for finding what makes the suite slow.
+# Each process of pytest (each worker of pytest-xdist) moves into a cgroup of its own (cgroup v1
+# cpuacct, root only), with every process it starts, the engine's fork servers and graders
+# included: a test's CPU time is then its own, however busy the machine. One JSON line per test
+# (nodeid, cpu and wall seconds) is appended to the file.
+CPU_LOG = os.environ.get("GPTCOURSE_TEST_CPU", "")
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+def _own_cpuacct() -> Path | None:
+    """A cpuacct cgroup holding this process (and what it starts from now on), or None where none can be made."""
+    group = CPUACCT / f"gptcourse-test-{os.getpid()}"
+    try:
+        group.mkdir(exist_ok=True)
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+        return group
+    except OSError:
+        return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not CPU_LOG:
+        yield
+        return
+    import time
+
+    group = _own_cpuacct()
+    usage = (lambda: int((group / "cpuacct.usage").read_text()) / 1e9) if group else time.process_time
+    cpu, wall = usage(), time.monotonic()
+    yield
+    line = {"test": item.nodeid, "cpu": usage() - cpu, "wall": time.monotonic() - wall, "cgroup": group is not None}
+    with open(CPU_LOG, "a") as handle:
+        handle.write(json.dumps(line) + "\n")
+
+
+def pytest_sessionfinish(session):
+    """Leave the cgroup of ``GPTCOURSE_TEST_CPU`` and remove it (when nothing started in it is left)."""
+    group = CPUACCT / f"gptcourse-test-{os.getpid()}"
+    if CPU_LOG and group.is_dir():
+        try:
+            (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
+            group.rmdir()
+        except OSError:
+            pass
