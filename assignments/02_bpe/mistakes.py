@@ -2,13 +2,16 @@
 
 Every mistake of ``train_bpe`` is built on a correct *incremental* learner (so that
 it stays within the efficiency budget and loses points on ``train_bpe`` alone), and
-every mistake of ``efficiency`` is a *correct* learner that is too slow.
+every mistake of ``efficiency`` but one is a *correct* learner that is too slow.
+The mistakes that break one clause alone are mostly a correct function with one slip
+(``slip(BASE, (old, new))``), so that each breaks exactly the clause (``clauses.md`` id)
+it declares.
 """
 
 import re
 import textwrap
 
-from autograder.authoring.catalogue import Variant
+from autograder.authoring.catalogue import Variant, slip
 
 
 def _fill(template: str, right: dict[str, str], changes: dict[str, str]) -> str:
@@ -89,6 +92,124 @@ _RIGHT = {
 
 def _incremental(**changes: str) -> str:
     return _fill(_INCREMENTAL, _RIGHT, changes)
+
+
+# Correct functions that the single-slip mistakes below change in one place.
+WORD_FREQUENCIES = """
+def word_frequencies(text, eow="</w>"):
+    if not isinstance(eow, str) or not eow:
+        raise ValueError(f"eow must be a non-empty string, got {eow!r}")
+    freqs = {}
+    for word in text.split():
+        key = (*word, eow)
+        freqs[key] = freqs.get(key, 0) + 1
+    return freqs
+"""
+
+MERGE_PAIR = """
+def merge_pair(word_freqs, pair):
+    if len(pair) != 2:
+        raise ValueError(f"pair must hold exactly two symbols, got {pair!r}")
+    first, second = pair
+    result = {}
+    for symbols, freq in word_freqs.items():
+        out, i = [], 0
+        while i < len(symbols):
+            if i + 1 < len(symbols) and symbols[i] == first and symbols[i + 1] == second:
+                out.append(first + second)
+                i += 2
+            else:
+                out.append(symbols[i])
+                i += 1
+        key = tuple(out)
+        result[key] = result.get(key, 0) + freq
+    return result
+"""
+
+SEGMENT = """
+def bpe_segment(word, merges, eow="</w>"):
+    if not word or any(ch.isspace() for ch in word):
+        raise ValueError(f"not one word: {word!r}")
+    symbols = list(word) + [eow]
+    for a, b in merges:
+        out, i = [], 0
+        while i < len(symbols):
+            if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+                out.append(a + b)
+                i += 2
+            else:
+                out.append(symbols[i])
+                i += 1
+        symbols = out
+    return symbols
+"""
+
+BYTE_TRAIN = """
+def train_byte_bpe(text, vocab_size):
+    if vocab_size < 256:
+        raise ValueError(f"vocab_size must be at least 256, got {vocab_size}")
+    ids = list(text.encode("utf-8"))
+    merges = []
+    for new_id in range(256, vocab_size):
+        if len(ids) < 2:
+            break
+        counts = collections.Counter(zip(ids, ids[1:]))
+        best = max(counts, key=counts.__getitem__)
+        out, j = [], 0
+        while j < len(ids):
+            if j + 1 < len(ids) and ids[j] == best[0] and ids[j + 1] == best[1]:
+                out.append(new_id)
+                j += 2
+            else:
+                out.append(ids[j])
+                j += 1
+        ids = out
+        merges.append(best)
+    return merges
+"""
+
+BYTE_ENCODE = """
+def byte_bpe_encode(text, merges):
+    rank = {}
+    for r, pair in enumerate(merges):
+        if len(pair) != 2 or not all(0 <= int(x) < 256 + r for x in pair):
+            raise ValueError(f"merge {r} {pair!r} must join two ids below {256 + r}")
+        rank.setdefault((int(pair[0]), int(pair[1])), r)
+    ids = list(text.encode("utf-8"))
+    while len(ids) > 1:
+        best = min(set(zip(ids, ids[1:])), key=lambda p: rank.get(p, len(merges)))
+        if best not in rank:
+            break
+        new_id = 256 + rank[best]
+        out, j = [], 0
+        while j < len(ids):
+            if j + 1 < len(ids) and ids[j] == best[0] and ids[j + 1] == best[1]:
+                out.append(new_id)
+                j += 2
+            else:
+                out.append(ids[j])
+                j += 1
+        ids = out
+    return ids
+"""
+
+BYTE_DECODE = """
+def byte_bpe_decode(ids, merges):
+    table = [bytes([b]) for b in range(256)]
+    for r, pair in enumerate(merges):
+        if len(pair) != 2 or not all(0 <= int(x) < 256 + r for x in pair):
+            raise ValueError(f"merge {r} {pair!r} must join two ids below {256 + r}")
+        table.append(table[int(pair[0])] + table[int(pair[1])])
+    if isinstance(ids, torch.Tensor):
+        ids = ids.tolist()
+    pieces = []
+    for i in ids:
+        i = int(i)
+        if not 0 <= i < len(table):
+            raise ValueError(f"id {i} is outside the vocabulary")
+        pieces.append(table[i])
+    return b"".join(pieces).decode("utf-8", errors="replace")
+"""
 
 
 MISTAKES = [
@@ -228,19 +349,19 @@ MISTAKES = [
     ),
     Variant(
         "count_pairs",
-        "last pair of each word skipped",
+        "first pair of each word skipped",
         {
             "count_pairs": """
         def count_pairs(word_freqs):
             counts = {}
             for symbols, n in word_freqs.items():
-                for i in range(len(symbols) - 2):
+                for i in range(1, len(symbols) - 1):
                     pair = (symbols[i], symbols[i + 1])
                     counts[pair] = counts.get(pair, 0) + n
             return counts
     """
         },
-        clauses=("boundary",),
+        clauses=("adjacent",),
     ),
     # merge_pair
     Variant(
@@ -401,13 +522,9 @@ MISTAKES = [
     ),
     Variant(
         "train_bpe",
-        "ties by the dict order of the running counts",
-        {
-            "train_bpe": _incremental(
-                choose="best = max(counts, key=counts.get)",
-            )
-        },
-        clauses=("ties",),
+        "merges recorded as lists",
+        {"train_bpe": slip(_incremental(), ("merges.append(best)", "merges.append(list(best))"))},
+        clauses=("most-frequent",),
     ),
     Variant(
         "train_bpe",
@@ -421,9 +538,13 @@ MISTAKES = [
     ),
     Variant(
         "train_bpe",
-        "eow not passed on to word_frequencies",
+        "eow checked but not passed on to word_frequencies",
         {
             "train_bpe": _incremental(
+                check="""
+                    if num_merges < 0 or not eow:
+                        raise ValueError("num_merges must be >= 0 and eow not empty")
+                """,
                 eow_arg="",
             )
         },
@@ -688,13 +809,7 @@ MISTAKES += [
         "decode cannot take a LongTensor",
         {
             "BPETokenizer": _tokenizer(
-                decode_body=_without(
-                    _DECODE,
-                    "if isinstance(ids, torch.Tensor):",
-                    "ids = ids.tolist()",
-                    "if i not in self.itos:",
-                    'raise ValueError(f"unknown id {i}")',
-                ),
+                decode_body=_without(_DECODE, "if isinstance(ids, torch.Tensor):", "ids = ids.tolist()"),
             )
         },
         clauses=("decode-forms",),
@@ -752,42 +867,6 @@ MISTAKES += [
         clauses=("decode-unknown",),
     ),
     # efficiency: correct learners that are too slow
-    Variant(
-        "efficiency",
-        "recounts every pair of every word after each merge",
-        {
-            "train_bpe": """
-        def train_bpe(text, num_merges, eow="</w>"):
-            if num_merges < 0:
-                raise ValueError("num_merges must be >= 0")
-            words = word_frequencies(text, eow)
-            merges = []
-            for _ in range(num_merges):
-                counts = {}
-                for symbols, n in words.items():
-                    for pair in zip(symbols, symbols[1:]):
-                        counts[pair] = counts.get(pair, 0) + n
-                if not counts:
-                    break
-                best = max(counts, key=counts.get)
-                merges.append(best)
-                merged = {}
-                for symbols, n in words.items():
-                    out, i = [], 0
-                    while i < len(symbols):
-                        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                            out.append(symbols[i] + symbols[i + 1])
-                            i += 2
-                        else:
-                            out.append(symbols[i])
-                            i += 1
-                    merged[tuple(out)] = n
-                words = merged
-            return merges
-    """
-        },
-        clauses=("budget",),
-    ),
     Variant(
         "efficiency",
         "the plain loop over count_pairs and merge_pair",
@@ -895,20 +974,7 @@ MISTAKES += [
     Variant(
         "byte_bpe",
         "decode raises on invalid UTF-8",
-        {
-            "byte_bpe_decode": """
-        def byte_bpe_decode(ids, merges):
-            table = {i: bytes([i]) for i in range(256)}
-            for r, (a, b) in enumerate(merges):
-                table[256 + r] = table[a] + table[b]
-            if isinstance(ids, torch.Tensor):
-                ids = ids.tolist()
-            for i in ids:
-                if i not in table:
-                    raise ValueError(f"unknown id {i}")
-            return b"".join(table[i] for i in ids).decode("utf-8")
-    """
-        },
+        {"byte_bpe_decode": slip(BYTE_DECODE, ('.decode("utf-8", errors="replace")', '.decode("utf-8")'))},
         hints=("invalid UTF-8 raises",),
         clauses=("invalid-utf8",),
     ),
@@ -916,18 +982,11 @@ MISTAKES += [
         "byte_bpe",
         "decode token by token",
         {
-            "byte_bpe_decode": """
-        def byte_bpe_decode(ids, merges):
-            table = {i: bytes([i]) for i in range(256)}
-            for r, (a, b) in enumerate(merges):
-                table[256 + r] = table[a] + table[b]
-            if isinstance(ids, torch.Tensor):
-                ids = ids.tolist()
-            for i in ids:
-                if i not in table:
-                    raise ValueError(f"unknown id {i}")
-            return "".join(table[i].decode("utf-8", errors="replace") for i in ids)
-    """
+            "byte_bpe_decode": slip(
+                BYTE_DECODE,
+                ("pieces.append(table[i])", 'pieces.append(table[i].decode("utf-8", errors="replace"))'),
+                ('return b"".join(pieces).decode("utf-8", errors="replace")', 'return "".join(pieces)'),
+            )
         },
         clauses=("decode",),
     ),
@@ -998,6 +1057,9 @@ MISTAKES += [
         {
             "byte_bpe_encode": """
         def byte_bpe_encode(text, merges):
+            for r, pair in enumerate(merges):
+                if len(pair) != 2 or not all(0 <= int(x) < 256 + r for x in pair):
+                    raise ValueError(f"merge {r} {pair!r} must join two ids below {256 + r}")
             ids = list(text.encode("utf-8"))
             for r, (a, b) in enumerate(merges):
                 for i in range(len(ids) - 1):
@@ -1041,15 +1103,13 @@ MISTAKES += [
         "byte_bpe",
         "decode: ids outside the vocabulary not refused (list indexing)",
         {
-            "byte_bpe_decode": """
-        def byte_bpe_decode(ids, merges):
-            table = [bytes([b]) for b in range(256)]
-            for a, b in merges:
-                table.append(table[a] + table[b])
-            if isinstance(ids, torch.Tensor):
-                ids = ids.tolist()
-            return b"".join(table[i] for i in ids).decode("utf-8", errors="replace")
-    """
+            "byte_bpe_decode": slip(
+                BYTE_DECODE,
+                (
+                    '        if not 0 <= i < len(table):\n            raise ValueError(f"id {i} is outside the vocabulary")\n',
+                    "",
+                ),
+            )
         },
         clauses=("decode-range",),
     ),
@@ -1080,6 +1140,143 @@ MISTAKES += [
         clauses=("undefined-merge",),
     ),
 ]
+
+# One mistake per clause that the mistakes above do not break alone: mostly a correct function with one slip.
+MISTAKES += [
+    Variant(
+        "word_frequencies",
+        "eow defaults to '_', the lecture's symbol",
+        {"word_frequencies": slip(WORD_FREQUENCIES, ('eow="</w>"', 'eow="_"'))},
+        clauses=("eow-default",),
+    ),
+    Variant(
+        "word_frequencies",
+        "each word type counted once",
+        {"word_frequencies": slip(WORD_FREQUENCIES, ("freqs[key] = freqs.get(key, 0) + 1", "freqs[key] = 1"))},
+        clauses=("counts",),
+    ),
+    Variant(
+        "word_frequencies",
+        "a word that already ends with eow gets no second one",
+        {"word_frequencies": slip(WORD_FREQUENCIES, ("key = (*word, eow)", "key = (*word.removesuffix(eow), eow)"))},
+        clauses=("eow-inside",),
+    ),
+    Variant(
+        "merge_pair",
+        "only the first occurrence in each word merged",
+        {
+            "merge_pair": slip(
+                MERGE_PAIR,
+                (
+                    "symbols[i] == first and symbols[i + 1] == second:",
+                    "symbols[i] == first and symbols[i + 1] == second and first + second not in out:",
+                ),
+            )
+        },
+        clauses=("every",),
+    ),
+    Variant(
+        "merge_pair",
+        "the word types returned sorted",
+        {"merge_pair": slip(MERGE_PAIR, ("    return result\n", "    return dict(sorted(result.items()))\n"))},
+        clauses=("order",),
+    ),
+    Variant(
+        "train_bpe",
+        "each pair counted once per word, however often it occurs there",
+        {
+            "train_bpe": re.sub(
+                r"for pair in (zip\(\w+, \w+\[1:\]\)):", r"for pair in dict.fromkeys(\1):", _incremental()
+            )
+        },
+        clauses=("overlap",),
+    ),
+    Variant(
+        "segment",
+        "unseen characters become '<unk>'",
+        {
+            "bpe_segment": slip(
+                SEGMENT,
+                (
+                    "symbols = list(word) + [eow]",
+                    'symbols = [c if any(c in a + b for a, b in merges) else "<unk>" for c in word] + [eow]',
+                ),
+            )
+        },
+        clauses=("unseen",),
+    ),
+    Variant(
+        "tokenizer",
+        "eow defaults to '_', the lecture's symbol",
+        {"BPETokenizer": slip(_tokenizer(), ('eow="</w>", alphabet=None', 'eow="_", alphabet=None'))},
+        clauses=("eow-default",),
+    ),
+    Variant(
+        "tokenizer",
+        "without an alphabet, every symbol of the merges is a base symbol",
+        {
+            "BPETokenizer": _tokenizer(
+                alphabet_expr="set(alphabet) if alphabet is not None else {s for m in self.merges for s in m if s != eow}"
+            )
+        },
+        hints=("ids not in vocabulary order",),
+        clauses=("alphabet-default",),
+    ),
+    Variant(
+        "tokenizer",
+        "an alphabet given as a string taken as one symbol",
+        {
+            "BPETokenizer": slip(
+                _tokenizer(),
+                ("base = set(alphabet) if", "base = ({alphabet} if isinstance(alphabet, str) else set(alphabet)) if"),
+            )
+        },
+        clauses=("alphabet-iterable",),
+    ),
+    Variant(
+        "tokenizer",
+        "encode splits on single spaces",
+        {"BPETokenizer": slip(_tokenizer(), ("for word in text.split():", 'for word in text.split(" "):'))},
+        clauses=("encode",),
+    ),
+    Variant(
+        "efficiency",
+        "learns from the first 100 000 characters only, a sample for speed",
+        {
+            "train_bpe": _incremental(
+                check="""
+                    if num_merges < 0:
+                        raise ValueError(f"num_merges must be >= 0, got {num_merges}")
+                    text = text[:100_000]
+                """
+            )
+        },
+        hidden_only="only the hidden 1 MB corpus is long enough for a 100 kB sample to learn other merges",
+        clauses=("real-merges",),
+    ),
+    Variant(
+        "byte_bpe",
+        "code points instead of UTF-8 bytes",
+        {"train_byte_bpe": slip(BYTE_TRAIN, ('ids = list(text.encode("utf-8"))', "ids = [ord(c) for c in text]"))},
+        clauses=("train",),
+    ),
+    Variant(
+        "byte_bpe",
+        "decode checks each id is a Python int, so refuses a LongTensor",
+        {
+            "byte_bpe_decode": slip(
+                BYTE_DECODE,
+                ("    if isinstance(ids, torch.Tensor):\n        ids = ids.tolist()\n", ""),
+                (
+                    "i = int(i)\n        if not 0 <= i < len(table):",
+                    "if not isinstance(i, int) or not 0 <= i < len(table):",
+                ),
+            )
+        },
+        clauses=("decode-forms",),
+    ),
+]
+
 
 ALTERNATIVES = [
     Variant(

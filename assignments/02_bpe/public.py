@@ -96,14 +96,24 @@ SMALL_STEPS = [
         ("ab_=1, c c _=1, b_=1", "c c=1, c _=1"),
         ("ab_=1, cc _=1, b_=1", "cc _=1"),
     ],
+    [("a a a a _=1, b c _=2", "a a=3, a _=1, b c=2, c _=2"), ("aa aa _=1, b c _=2", "aa aa=1, aa _=1, b c=2, c _=2")],
+    [("c </w>=2, d </w>=1", "c </w>=2, d </w>=1"), ("c</w>=2, d </w>=1", "d </w>=1")],
 ]
-SMALL_MERGES = [[("a", "b"), ("ab", "_")], [("c", "d")], [("b", "_"), ("a", "b_"), ("c", "c")]]
+SMALL_MERGES = [
+    [("a", "b"), ("ab", "_")],
+    [("c", "d")],
+    [("b", "_"), ("a", "b_"), ("c", "c")],
+    [("a", "a")],
+    [("c", "</w>")],
+]
 
 _KNOWN_WORDS = {
     (LECTURE_TEXT, "_"): LECTURE_WORDS,
     ("ab ab", "_"): _table(SMALL_STEPS[0][0][0]),
     ("cd ab", "_"): _table(SMALL_STEPS[1][0][0]),
     ("ab cc b", "_"): _table(SMALL_STEPS[2][0][0]),
+    ("aaaa bc bc", "_"): _table(SMALL_STEPS[3][0][0]),
+    ("c c d", "</w>"): _table(SMALL_STEPS[4][0][0]),
     ("c d", "</w>"): {("c", "</w>"): 1, ("d", "</w>"): 1},
     ("c d", ""): "ValueError",  # an empty eow is refused
 }
@@ -297,6 +307,17 @@ def _(ns):
     return catch(ns.word_frequencies, "to be", eow="")
 
 
+@suite.case(
+    "word_frequencies",
+    "eow='a', a letter of the words: every word still ends with an 'a' symbol of its own",
+    points=0.5,
+    check=equal(),
+    expected=[(("b", "a", "n", "a", "n", "a", "a"), 1), (("n", "a", "b", "a"), 1)],
+)
+def _(ns):
+    return _items(ns.word_frequencies("banana nab", eow="a"))
+
+
 # ---------------------------------------------------------------- count_pairs
 
 
@@ -307,7 +328,7 @@ def _(ns):
     check=equal(
         [
             Hint(
-                lambda got, exp: isinstance(got, dict) and got.get(("a", "a")) == 3,
+                lambda got, exp: isinstance(got, dict) and got.get(("a", "a")) == 3 and ("b", "a") in got,
                 "overlapping pairs all count: a a a holds (a, a) at positions 0-1 and 1-2",
                 mistake="overlapping pairs counted once",
             ),
@@ -378,6 +399,17 @@ def _(ns):
 def _(ns):
     result = ns.merge_pair({("a", "a", "a", "_"): 2, ("b", "a", "_"): 1}, ("a", "a"))
     return result if _dict_kind(result) is None else dict(result)
+
+
+@suite.case(
+    "merge_pair",
+    "(a, b) in a b a b _ gives ab ab _: every occurrence is merged",
+    points=0.5,
+    check=equal(),
+    expected=[(("ab", "ab", "_"), 3)],
+)
+def _(ns):
+    return _items(ns.merge_pair({("a", "b", "a", "b", "_"): 3}, ("a", "b")))
 
 
 @suite.case(
@@ -469,6 +501,45 @@ def _(ns):
 def _(ns):
     with _known_answers(ns, "word_frequencies", "count_pairs", "merge_pair"):
         return ns.train_bpe("ab ab", 10, eow="_")
+
+
+@suite.case(
+    "train_bpe",
+    "the merges are (left, right) tuples of two strings",
+    points=0.5,
+    check=equal(),
+    expected=[["tuple", "str", "str"], ["tuple", "str", "str"]],
+    builds_on=("stops early when every word is a single symbol",),
+    guard=True,  # tuples of empty strings pass too: it counts only with a test of the merges
+)
+def _(ns):
+    with _known_answers(ns, "word_frequencies", "count_pairs", "merge_pair"):
+        merges = ns.train_bpe("ab ab", 2, eow="_")
+    return [[type(m).__name__, *(type(s).__name__ for s in m)] for m in merges]
+
+
+@suite.case(
+    "train_bpe",
+    "aaaa bc bc, 1 merge: the three overlapping (a, a) beat the two (b, c)",
+    points=0.5,
+    check=equal(),
+    expected=[("a", "a")],
+)
+def _(ns):
+    with _known_answers(ns, "word_frequencies", "count_pairs", "merge_pair"):
+        return ns.train_bpe("aaaa bc bc", 1, eow="_")
+
+
+@suite.case(
+    "train_bpe",
+    "c c d, 1 merge with the default end-of-word symbol '</w>'",
+    points=0.5,
+    check=equal(),
+    expected=[("c", "</w>")],
+)
+def _(ns):
+    with _known_answers(ns, "word_frequencies", "count_pairs", "merge_pair"):
+        return ns.train_bpe("c c d", 1)
 
 
 @suite.case(
@@ -628,6 +699,17 @@ def _ids_out_of_order(got, exp):
 )
 def _(ns):
     return _items(ns.BPETokenizer(LECTURE_MERGES, eow="_").vocab)
+
+
+@suite.case(
+    "tokenizer",
+    "the default eow '</w>' takes the id after the base symbols",
+    points=0.5,
+    check=equal(),
+    expected=[("a", 0), ("b", 1), ("</w>", 2), ("ab", 3), ("ab</w>", 4)],
+)
+def _(ns):
+    return _items(ns.BPETokenizer([("a", "b"), ("ab", "</w>")]).vocab)
 
 
 @suite.case(
@@ -887,6 +969,17 @@ def _(ns):
 
 @suite.case(
     "byte_bpe",
+    "train_byte_bpe('éé', 258): the two UTF-8 bytes of é, (195, 169), then two of those",
+    points=0.5,
+    check=equal(),
+    expected=[(195, 169), (256, 256)],
+)
+def _(ns):
+    return ns.train_byte_bpe("éé", 258)
+
+
+@suite.case(
+    "byte_bpe",
     "byte_bpe_encode('aaaa', [(97, 97)]) merges every occurrence",
     points=1,
     check=equal(),
@@ -894,6 +987,17 @@ def _(ns):
 )
 def _(ns):
     return ns.byte_bpe_encode("aaaa", [(97, 97)])
+
+
+@suite.case(
+    "byte_bpe",
+    "byte_bpe_decode(torch.tensor([256, 98]), [(97, 97)]): a LongTensor of ids",
+    points=0.5,
+    check=equal(),
+    expected="aab",
+)
+def _(ns):
+    return ns.byte_bpe_decode(torch.tensor([256, 98]), [(97, 97)])
 
 
 @suite.case(

@@ -605,6 +605,29 @@ MISTAKES = [
         clauses=("arg-errors",),
     ),
     Variant(
+        "rnn_lm",
+        "log-probabilities returned as the logits",
+        {
+            "RNNLM": slip(
+                _lm(), ("logits = self.head(self.drop(out))", "logits = F.log_softmax(self.head(self.drop(out)), -1)")
+            )
+        },
+        hints=("log-probabilities returned",),
+        clauses=("logits",),
+    ),
+    Variant(
+        "tbptt",
+        "streams made int32 (train_tbptt converts them back)",
+        {
+            "stream_batches": _streams(streams="data[: batch_size * n].view(batch_size, n).int()"),
+            "train_tbptt": slip(
+                _tbptt(),
+                ("streams = stream_batches(data, batch_size)", "streams = stream_batches(data, batch_size).long()"),
+            ),
+        },
+        clauses=("dtype-streams",),
+    ),
+    Variant(
         "sample_rnn",
         "max_new_tokens=0 refused",
         {"generate_rnn": slip(_sample(), ("max_new_tokens < 0", "max_new_tokens < 1"))},

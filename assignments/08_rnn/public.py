@@ -11,8 +11,9 @@ every comparison is made by the check.
 Tolerances: the cells' worked examples rtol 1e-5, atol 1e-6 (float32 values of order 1
 against literals computed once in float64; the reference is within 1e-7); the float64
 cell 1e-5 against the float32 literal; the stand-ins' outputs exactly (sums of small
-integers); the language model's loss 1e-5 against the cross-entropy of its own logits;
-losses of train_tbptt 1e-6 relative to the stand-in's own record of them; clipped
+integers); the language model's logits with fixed weights rtol 1e-4, atol 1e-5
+against literals computed once in float64 (printed to 6 decimals), its loss 1e-5
+against the cross-entropy of its own logits; losses of train_tbptt 1e-6 relative to the stand-in's own record of them; clipped
 gradient norms within 1e-3 relative of the bound (clip_grad_norm_ divides by the norm
 plus 1e-6); frequencies of 2000 draws within 0.05 of their probability (more than 4
 standard deviations; a temperature applied after the softmax is off by 0.2).
@@ -25,7 +26,21 @@ import torch
 import torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from autograder.kit import Hint, Suite, Verdict, catch, close, equal, grad_mode, mode_of, raises, satisfies, with_hint
+from autograder.kit import (
+    Hint,
+    Suite,
+    Verdict,
+    catch,
+    close,
+    dtypes,
+    equal,
+    grad_mode,
+    mode_of,
+    raises,
+    satisfies,
+    set_parameters,
+    with_hint,
+)
 
 suite = Suite(public=True)
 
@@ -548,6 +563,63 @@ def _(ns):
     return _describe(model, torch.randint(11, (3, 5)))
 
 
+# RNNLM(5, 3, 4) with set_parameters(model, 7, scale=0.5), in eval mode: its logits for LM_IDX,
+# computed once in float64 (the float32 model is within 1e-6 of them).
+LM_IDX = torch.tensor([[1, 4, 0, 2], [3, 3, 1, 0]])
+LM_LOGITS = torch.tensor(
+    [
+        [
+            [0.033242, 0.299948, -0.084422, -0.694718, 0.504339],
+            [-0.263096, 0.150337, -0.113438, -0.845548, 0.078840],
+            [-0.377902, 0.138735, -0.136528, -0.800644, -0.049781],
+            [-0.214523, 0.294161, -0.121624, -0.533685, 0.329166],
+        ],
+        [
+            [-0.010756, 0.284870, -0.097904, -0.696288, 0.417517],
+            [-0.165051, 0.230725, -0.116316, -0.766399, 0.202734],
+            [-0.195751, 0.223490, -0.112620, -0.771580, 0.199041],
+            [-0.358190, 0.149485, -0.137383, -0.812957, -0.044926],
+        ],
+    ]
+)
+
+
+def _probabilities_returned(got, exp):
+    """Rows that are log-probabilities (exp sums to 1) or probabilities (sum to 1)."""
+    if type(got) is not torch.Tensor or got.shape != exp.shape or not got.is_floating_point():
+        return False
+    ones = torch.ones(exp.shape[:-1], dtype=torch.float64)
+    g = got.detach().double()
+    return bool(torch.allclose(g.exp().sum(-1), ones, atol=1e-4) or torch.allclose(g.sum(-1), ones, atol=1e-4))
+
+
+@suite.case(
+    "rnn_lm",
+    "logits with fixed weights: RNNLM(5, 3, 4), B=2, T=4",
+    points=1,
+    check=close(
+        rtol=1e-4,
+        atol=1e-5,
+        dtype=None,
+        hints=[
+            Hint(
+                _probabilities_returned,
+                "return the head's outputs as they are: logits, before any softmax (the loss applies its own)",
+                mistake="log-probabilities returned",
+            )
+        ],
+    ),
+    expected=LM_LOGITS,
+    builds_on=(_LM_PARTS,),
+)
+def _(ns):
+    model = ns.RNNLM(5, 3, 4)
+    set_parameters(model, 7, scale=0.5)
+    model.eval()
+    with torch.no_grad():
+        return model(LM_IDX.clone())[0]
+
+
 @suite.case(
     "rnn_lm",
     "num_layers=2 and dropout=0.3 reach the nn.LSTM; the state is (2, B, H) each",
@@ -718,6 +790,17 @@ def _(ns):
 )
 def _(ns):
     return ns.stream_batches(torch.arange(3), 3).tolist()
+
+
+@suite.case(
+    "tbptt",
+    "stream_batches(arange(10), 2): int64 data gives int64 streams",
+    points=0.5,
+    check=dtypes(),
+    expected=torch.int64,
+)
+def _(ns):
+    return ns.stream_batches(torch.arange(10), 2)
 
 
 class _Leaky(torch.nn.Module):
