@@ -10,7 +10,7 @@ So the ``seq2seq`` mistakes here are ones that still train (its own tests find t
 and the ``seq2seq_works`` mistakes are in the training loop.
 """
 
-from autograder.authoring.catalogue import Variant
+from autograder.authoring.catalogue import Variant, slip
 
 # ---------------------------------------------------------------- encoder
 
@@ -326,76 +326,164 @@ MISTAKES = [
         "encoder",
         "a causal mask left in the encoder",
         {"Encoder": _encoder(mask="causal_mask(T, device=idx.device) | padding_mask(idx, self.pad_id)")},
+        clauses=("no-causal",),
     ),
-    Variant("encoder", "no padding mask", {"Encoder": _encoder(mask="None")}),
+    Variant("encoder", "no padding mask", {"Encoder": _encoder(mask="None")}, clauses=("pad-blocked",)),
     Variant(
         "encoder",
-        "padding blocks the queries (B, T, 1) instead of the keys",
-        {"Encoder": _encoder(mask="(idx == self.pad_id).unsqueeze(-1)")},
+        "the final LayerNorm named norm, not ln_f",
+        {
+            "Encoder": slip(
+                _encoder(), ("self.ln_f = LayerNorm", "self.norm = LayerNorm"), ("self.ln_f(x)", "self.norm(x)")
+            )
+        },
+        clauses=("parts",),
     ),
-    Variant("encoder", "no final LayerNorm", {"Encoder": _encoder(final="x")}),
+    Variant("encoder", "no final LayerNorm", {"Encoder": _encoder(final="x")}, clauses=("forward",)),
     Variant(
         "encoder",
-        "post-norm blocks",
-        {"Encoder": _encoder(norm_first="False")},
-        hidden_only="pre- and post-norm blocks give outputs of the same shape and properties; only an encoder's exact values "
-        "tell them apart, which the hidden tests take from the reference with fixed weights",
+        "F.dropout on the embeddings, active in eval mode too",
+        {
+            "Encoder": _encoder(
+                embed="F.dropout(self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device)), self.drop.p)"
+            )
+        },
+        clauses=("dropout",),
+        hidden_only="no public test sets dropout: the public encoders all have dropout=0.0",
     ),
-    Variant("encoder", "pad_id taken as 0 whatever the argument", {"Encoder": _encoder(mask="padding_mask(idx, 0)")}),
-    Variant("encoder", "no position embeddings", {"Encoder": _encoder(embed="self.tok_emb(idx)")}),
-    Variant("encoder", "no ValueError past max_len", {"Encoder": _encoder(length_check="pass")}),
+    Variant(
+        "encoder",
+        "pad_id taken as 0 whatever the argument",
+        {"Encoder": _encoder(mask="padding_mask(idx, 0)")},
+        clauses=("pad-id",),
+    ),
+    Variant(
+        "encoder", "no position embeddings", {"Encoder": _encoder(embed="self.tok_emb(idx)")}, clauses=("forward",)
+    ),
+    Variant("encoder", "no ValueError past max_len", {"Encoder": _encoder(length_check="pass")}, clauses=("max-len",)),
+    Variant(
+        "encoder",
+        "one block by default",
+        {"Encoder": slip(_encoder(), ("n_layer=2", "n_layer=1"))},
+        clauses=("defaults",),
+        hidden_only="the public tests give every encoder its n_layer, n_head and n_embd",
+    ),
+    Variant(
+        "encoder",
+        "ff_dim=None taken as n_embd",
+        {"Encoder": slip(_encoder(), ("else 4 * n_embd", "else n_embd"))},
+        clauses=("ff-dim",),
+    ),
     # classifier
     Variant(
         "classifier",
         "mean over every position, padding included",
         {"SequenceClassifier": _classifier(mean="h.mean(dim=1)")},
         hints=("padding averaged in",),
+        clauses=("mean",),
     ),
     Variant(
         "classifier",
         "padding zeroed but the sum divided by T",
         {"SequenceClassifier": _classifier(mean="(h * real).sum(dim=1) / h.size(1)")},
         hints=("divided by T",),
+        clauses=("mean",),
     ),
     Variant(
         "classifier",
         "the real positions summed, not averaged",
         {"SequenceClassifier": _classifier(mean="(h * real).sum(dim=1)")},
         hints=("summed, not averaged",),
+        clauses=("mean",),
     ),
     Variant(
-        "classifier", "first pooling takes the last position", {"SequenceClassifier": _classifier(first="h[:, -1]")}
+        "classifier",
+        "first pooling takes the last position",
+        {"SequenceClassifier": _classifier(first="h[:, -1]")},
+        clauses=("first",),
     ),
-    Variant("classifier", "no ValueError for an unknown pooling", {"SequenceClassifier": _classifier(check="pass")}),
+    Variant(
+        "classifier",
+        "no ValueError for an unknown pooling",
+        {"SequenceClassifier": _classifier(check="pass")},
+        clauses=("pooling-error",),
+    ),
     Variant(
         "classifier",
         "padding recognised as token 0, not encoder.pad_id",
         {"SequenceClassifier": _classifier(real="(idx != 0).unsqueeze(-1).float()")},
+        clauses=("mean",),
+    ),
+    Variant(
+        "classifier",
+        "a head without a bias",
+        {
+            "SequenceClassifier": slip(
+                _classifier(), ("embedding_dim, num_classes)", "embedding_dim, num_classes, bias=False)")
+            )
+        },
+        clauses=("head",),
+    ),
+    Variant(
+        "classifier",
+        "probabilities (a softmax) instead of logits",
+        {
+            "SequenceClassifier": slip(
+                _classifier(), ("return self.head(pooled)", "return self.head(pooled).softmax(dim=-1)")
+            )
+        },
+        clauses=("logits",),
+    ),
+    Variant(
+        "classifier",
+        "first pooling by default",
+        {"SequenceClassifier": slip(_classifier(), ('num_classes, pooling="mean"', 'num_classes, pooling="first"'))},
+        clauses=("pooling-default",),
     ),
     # mlm_mask
     Variant(
         "mlm_mask",
         "80/10/10 applied to every position, not only the chosen ones",
         {"mlm_mask_tokens": _mlm(split="to_mask = u < 0.8\n    to_random = (u >= 0.8) & (u < 0.9)")},
-    ),
-    Variant("mlm_mask", "labels keep the original id everywhere", {"mlm_mask_tokens": _mlm(labels="ids.clone()")}),
-    Variant("mlm_mask", "ids modified in place", {"mlm_mask_tokens": _mlm(inputs="inputs = ids")}),
-    Variant("mlm_mask", "special tokens may be chosen", {"mlm_mask_tokens": _mlm(not_special="")}),
-    Variant("mlm_mask", "the choice drawn from the global random state", {"mlm_mask_tokens": _mlm(draw="")}),
-    Variant(
-        "mlm_mask", "random ids from 0 to vocab_size - 2", {"mlm_mask_tokens": _mlm(random_range="vocab_size - 1")}
+        clauses=("labels", "special", "prob"),
     ),
     Variant(
         "mlm_mask",
-        "separate draws for the 80% and the 10%",
+        "labels read from the corrupted inputs",
         {
-            "mlm_mask_tokens": _mlm(
-                split=(
-                    "to_mask = chosen & (u < 0.8)\n"
-                    "    to_random = chosen & (torch.rand(ids.shape, generator=generator, device=device).to(ids.device) < 0.1)"
-                )
+            "mlm_mask_tokens": slip(
+                _mlm(), ("return inputs, labels", "return inputs, inputs.masked_fill(~chosen, -100)")
             )
         },
+        clauses=("labels",),
+    ),
+    Variant(
+        "mlm_mask", "ids modified in place", {"mlm_mask_tokens": _mlm(inputs="inputs = ids")}, clauses=("ids-kept",)
+    ),
+    Variant(
+        "mlm_mask", "special tokens may be chosen", {"mlm_mask_tokens": _mlm(not_special="")}, clauses=("special",)
+    ),
+    Variant(
+        "mlm_mask",
+        "the choice drawn from the global random state",
+        {"mlm_mask_tokens": _mlm(draw="")},
+        clauses=("generator",),
+    ),
+    Variant(
+        "mlm_mask",
+        "random ids from 0 to vocab_size - 2",
+        {"mlm_mask_tokens": _mlm(random_range="vocab_size - 1")},
+        clauses=("uniform",),
+    ),
+    Variant(
+        "mlm_mask",
+        "positions chosen with probability 0.15 whatever prob",
+        {
+            "mlm_mask_tokens": slip(
+                _mlm(), ("device=device).to(ids.device) < prob)", "device=device).to(ids.device) < 0.15)")
+            )
+        },
+        clauses=("prob",),
     ),
     Variant(
         "mlm_mask",
@@ -410,28 +498,93 @@ MISTAKES = [
             )
         },
         hints=("random 10% drawn from the remaining 20%",),
+        clauses=("split",),
+    ),
+    Variant(
+        "mlm_mask",
+        "no ValueError for prob outside [0, 1]",
+        {
+            "mlm_mask_tokens": slip(
+                _mlm(),
+                ('    if not 0 <= prob <= 1:\n        raise ValueError(f"prob must be in [0, 1], got {prob}")\n', ""),
+            )
+        },
+        clauses=("prob-error",),
+        hidden_only="no public test passes a prob outside [0, 1]",
+    ),
+    Variant(
+        "mlm_mask",
+        "labels filled with -100.0, a float",
+        {"mlm_mask_tokens": _mlm(labels="torch.where(chosen, ids, torch.full(ids.shape, -100.0))")},
+        clauses=("dtype",),
+        hidden_only="the public tests compare values whatever the dtype; the dtype is a hidden test's",
     ),
     # cross_attention
-    Variant("cross_attention", "keys from the decoder", {"CrossAttention": _cross(keys_from="x")}),
     Variant(
         "cross_attention",
         "keys and values from the decoder (self-attention)",
         {"CrossAttention": _cross(keys_from="x", values_from="x")},
+        clauses=("forward",),
     ),
-    Variant("cross_attention", "memory_mask ignored", {"CrossAttention": _cross(masking="pass")}),
+    Variant(
+        "cross_attention",
+        "memory_mask ignored",
+        {"CrossAttention": _cross(masking="pass")},
+        clauses=("mask-padding", "mask-per-query"),
+    ),
     Variant(
         "cross_attention",
         "a (B, T_q, T_k) memory_mask unsqueezed on the wrong axis",
         {"CrossAttention": _cross(masking='scores = scores.masked_fill(memory_mask.unsqueeze(2), float("-inf"))')},
+        clauses=("mask-per-query",),
     ),
-    Variant(
-        "cross_attention", "scores divided by sqrt(C), not sqrt(D)", {"CrossAttention": _cross(width="x.size(-1)")}
-    ),
-    Variant("cross_attention", "softmax over the queries", {"CrossAttention": _cross(softmax_dim="-2")}),
     Variant(
         "cross_attention",
-        "no output projection",
-        {"CrossAttention": _cross(output="merge_heads(self.drop(weights) @ v)")},
+        "scores divided by sqrt(C), not sqrt(D)",
+        {"CrossAttention": _cross(width="x.size(-1)")},
+        clauses=("forward",),
+    ),
+    Variant(
+        "cross_attention",
+        "softmax over the queries",
+        {"CrossAttention": _cross(softmax_dim="-2")},
+        clauses=("forward",),
+    ),
+    Variant(
+        "cross_attention",
+        "F.dropout on the attention weights, active in eval mode too",
+        {"CrossAttention": _cross(output="self.out_proj(merge_heads(F.dropout(weights, self.drop.p) @ v))")},
+        clauses=("dropout",),
+        hidden_only="no public test sets dropout: the public modules all have dropout=0.0",
+    ),
+    Variant(
+        "cross_attention",
+        "no ValueError when num_heads does not divide embed_dim",
+        {"CrossAttention": slip(_cross(), ("embed_dim % num_heads != 0", "embed_dim < num_heads"))},
+        clauses=("heads-error",),
+    ),
+    Variant(
+        "cross_attention",
+        "dropout 0.1 by default",
+        {"CrossAttention": slip(_cross(), ("num_heads, dropout=0.0)", "num_heads, dropout=0.1)"))},
+        clauses=("projections",),
+        hidden_only="the public tests compare values in eval mode, where dropout does nothing",
+    ),
+    Variant(
+        "cross_attention",
+        "memory_mask viewed as (B, 1, T_q, T_k): the (B, 1, T_k) padding mask breaks",
+        {
+            "CrossAttention": _cross(
+                masking='scores = scores.masked_fill(memory_mask.view(x.size(0), 1, x.size(1), -1), float("-inf"))'
+            )
+        },
+        clauses=("mask-padding",),
+    ),
+    Variant(
+        "cross_attention",
+        "memory_mask without a default",
+        {"CrossAttention": slip(_cross(), ("memory, memory_mask=None)", "memory, memory_mask)"))},
+        clauses=("mask-none",),
     ),
     # decoder_block
     Variant("decoder_block", "self-attention without the causal mask", {"DecoderBlock": _decoder(self_mask="None")}),
