@@ -587,68 +587,187 @@ MISTAKES = [
         clauses=("mask-none",),
     ),
     # decoder_block
-    Variant("decoder_block", "self-attention without the causal mask", {"DecoderBlock": _decoder(self_mask="None")}),
-    Variant(
-        "decoder_block", "the memory normalised with ln2 too", {"DecoderBlock": _decoder(memory="self.ln2(memory)")}
-    ),
-    Variant("decoder_block", "no residual around the cross-attention", {"DecoderBlock": _decoder(cross_residual="")}),
-    Variant("decoder_block", "memory_mask not passed on", {"DecoderBlock": _decoder(memory_mask="None")}),
-    Variant("decoder_block", "ln2 reused before the feed-forward", {"DecoderBlock": _decoder(ff_norm="self.ln2")}),
-    Variant("decoder_block", "always pre-norm", {"DecoderBlock": _decoder(norm_first="True")}),
     Variant(
         "decoder_block",
-        "cross-attention before self-attention",
+        "self-attention without the causal mask",
+        {"DecoderBlock": _decoder(self_mask="None")},
+        clauses=("self-mask",),
+    ),
+    Variant(
+        "decoder_block",
+        "the memory normalised with ln2 too",
+        {"DecoderBlock": _decoder(memory="self.ln2(memory)")},
+        clauses=("memory-raw",),
+    ),
+    Variant(
+        "decoder_block",
+        "no residual around the cross-attention",
+        {"DecoderBlock": _decoder(cross_residual="")},
+        clauses=("pre-norm",),
+    ),
+    Variant(
+        "decoder_block",
+        "memory_mask not passed on",
+        {"DecoderBlock": _decoder(memory_mask="None")},
+        clauses=("memory-mask",),
+    ),
+    Variant(
+        "decoder_block",
+        "the feed-forward always GELU",
+        {"DecoderBlock": slip(_decoder(), ("ff_dim, activation=activation,", 'ff_dim, activation="gelu",'))},
+        clauses=("activation",),
+    ),
+    Variant("decoder_block", "always pre-norm", {"DecoderBlock": _decoder(norm_first="True")}, clauses=("post-norm",)),
+    Variant(
+        "decoder_block",
+        "dropout not passed on to the sublayers",
+        {"DecoderBlock": _decoder().replace(", dropout=dropout)", ")")},
+        clauses=("dropout",),
+        hidden_only="no public test sets dropout: the public blocks all have dropout=0.0",
+    ),
+    Variant(
+        "decoder_block",
+        "the feed-forward named mlp, not ff",
         {
-            "DecoderBlock": _decoder(
-                pre_norm=(
-                    "x = x + self.cross_attn(self.ln2(x), memory, memory_mask=memory_mask)\n"
-                    "            x = x + self.self_attn(self.ln1(x), mask=self_mask)\n"
-                    "            x = x + self.ff(self.ln3(x))"
-                )
+            "DecoderBlock": slip(
+                _decoder(),
+                ("self.ff = FeedForward", "self.mlp = FeedForward"),
+                ("self.ff(self.ln3(x))", "self.mlp(self.ln3(x))"),
+                ("self.ln3(x + self.ff(x))", "self.ln3(x + self.mlp(x))"),
             )
         },
+        clauses=("parts",),
+    ),
+    Variant(
+        "decoder_block",
+        "ReLU by default",
+        {"DecoderBlock": slip(_decoder(), ('activation="gelu"', 'activation="relu"'))},
+        clauses=("defaults",),
+        hidden_only="the public tests give every block its activation and norm_first",
     ),
     # seq2seq
-    Variant("seq2seq", "no causal self-mask in the decoder", {"Seq2Seq": _seq2seq(self_mask="None")}),
-    Variant("seq2seq", "source padding not blocked in cross-attention", {"Seq2Seq": _seq2seq(memory_mask="None")}),
+    Variant(
+        "seq2seq", "no causal self-mask in the decoder", {"Seq2Seq": _seq2seq(self_mask="None")}, clauses=("causal",)
+    ),
+    Variant(
+        "seq2seq",
+        "source padding not blocked in cross-attention",
+        {"Seq2Seq": _seq2seq(memory_mask="None")},
+        clauses=("src-padding",),
+    ),
     Variant(
         "seq2seq",
         "target positions from the encoder's table",
         {"Seq2Seq": _seq2seq(target_positions="self.encoder.pos_emb")},
+        clauses=("forward",),
     ),
-    Variant("seq2seq", "greedy decoding keeps going after the end token", {"greedy_decode": _greedy(finished="pass")}),
+    Variant(
+        "seq2seq",
+        "greedy decoding leaves the model in eval mode",
+        {"greedy_decode": slip(_greedy(), ("    model.train(was_training)\n", ""))},
+        clauses=("greedy-mode",),
+    ),
     Variant(
         "seq2seq",
         "greedy decoding returns the start token too",
         {"greedy_decode": _greedy(result="out")},
         hints=("start token returned",),
+        clauses=("greedy-output",),
     ),
     Variant(
         "seq2seq",
         "greedy decoding replaces the end tokens by padding in the result",
         {"greedy_decode": _greedy(result="out[:, 1:].masked_fill(out[:, 1:] == end_id, model.pad_id)")},
         hints=("end token dropped",),
+        clauses=("greedy-output",),
     ),
-    Variant("seq2seq", "greedy decoding always runs max_len steps", {"greedy_decode": _greedy(stop="pass")}),
+    Variant(
+        "seq2seq",
+        "greedy decoding always runs max_len steps",
+        {"greedy_decode": _greedy(stop="pass")},
+        clauses=("greedy-stop",),
+    ),
     Variant(
         "seq2seq",
         "finished rows padded with 0, not model.pad_id",
         {"greedy_decode": _greedy(finished="next_id = next_id.masked_fill(done, 0)")},
+        clauses=("greedy-output",),
+    ),
+    Variant(
+        "seq2seq",
+        "greedy decoding takes max_len + 1 steps",
+        {"greedy_decode": slip(_greedy(), ("range(max_len)", "range(max_len + 1)"))},
+        clauses=("greedy-max-len",),
+    ),
+    Variant(
+        "seq2seq",
+        "greedy decoding reads the prediction at the first position, not the last",
+        {"greedy_decode": slip(_greedy(), ("model(src, out)[:, -1]", "model(src, out)[:, 0]"))},
+        clauses=("greedy-feedback",),
+    ),
+    Variant(
+        "seq2seq",
+        "no ValueError for a negative max_len",
+        {"greedy_decode": slip(_greedy(), ("if max_len < 0:", "if max_len is None:"))},
+        clauses=("greedy-error",),
+        hidden_only="no public test passes a negative max_len",
+    ),
+    Variant(
+        "seq2seq",
+        "n_head not passed to the encoder",
+        {
+            "Seq2Seq": slip(
+                _seq2seq(),
+                (
+                    "n_layer=n_layer, n_head=n_head, n_embd=n_embd, pad_id=pad_id)",
+                    "n_layer=n_layer, n_embd=n_embd, pad_id=pad_id)",
+                ),
+            )
+        },
+        clauses=("encoder-decoder",),
+        hidden_only="the public tests replace the encoder by a stand-in and do not look at its arguments",
+    ),
+    Variant(
+        "seq2seq",
+        "the final LayerNorm named norm, not ln_f",
+        {
+            "Seq2Seq": slip(
+                _seq2seq(),
+                ("self.ln_f = LayerNorm", "self.norm = LayerNorm"),
+                ("self.head(self.ln_f(x))", "self.head(self.norm(x))"),
+            )
+        },
+        clauses=("parts",),
+    ),
+    Variant(
+        "seq2seq",
+        "width 32 by default",
+        {"Seq2Seq": slip(_seq2seq(), ("n_embd=64, pad_id=0", "n_embd=32, pad_id=0"))},
+        clauses=("defaults",),
+        hidden_only="the public tests give every model its n_layer, n_head and n_embd",
     ),
     # seq2seq_works
     Variant(
-        "seq2seq_works", "the decoder reads the targets unshifted", {"train_seq2seq": _train(decoder_input="target")}
+        "seq2seq_works",
+        "the decoder reads the targets unshifted",
+        {"train_seq2seq": _train(decoder_input="target")},
+        clauses=("teacher-forcing",),
     ),
     Variant(
         "seq2seq_works",
-        "the labels are shifted too",
-        {"train_seq2seq": _train(labels="shift_right(target, start_id).masked_fill(target == model.pad_id, -100)")},
+        "Adam instead of AdamW",
+        {"train_seq2seq": slip(_train(), ("torch.optim.AdamW(", "torch.optim.Adam("))},
+        clauses=("adamw",),
+        hidden_only="no public test looks at the optimiser",
     ),
-    Variant("seq2seq_works", "padding scored in the loss", {"train_seq2seq": _train(labels="target")}),
+    Variant(
+        "seq2seq_works", "padding scored in the loss", {"train_seq2seq": _train(labels="target")}, clauses=("loss",)
+    ),
     Variant(
         "seq2seq_works",
         "gradients zeroed between backward and step",
         {"train_seq2seq": _train(update=("loss.backward()\n        optimizer.zero_grad()\n        optimizer.step()"))},
+        clauses=("zero-grad",),
     ),
     Variant(
         "seq2seq_works",
@@ -661,11 +780,13 @@ MISTAKES = [
                 )
             )
         },
+        clauses=("teacher-forcing",),
     ),
     Variant(
         "seq2seq_works",
         "rows drawn from the global random state",
         {"train_seq2seq": _train(rows="rows = torch.randint(src.size(0), (batch_size,))")},
+        clauses=("generator",),
     ),
     Variant(
         "seq2seq_works",
@@ -673,9 +794,36 @@ MISTAKES = [
         {"train_seq2seq": _train(update=("optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()"))},
         hidden_only="AdamW's step hides the gradient's scale, so clipping shows only in the gradients at the optimiser's step: "
         "the hidden tests record them by wrapping the optimiser's step, which a public test in the student's notebook does not do",
+        clauses=("clip",),
+    ),
+    Variant(
+        "seq2seq_works",
+        "losses kept as tensors",
+        {"train_seq2seq": slip(_train(), ("losses.append(loss.item())", "losses.append(loss.detach())"))},
+        clauses=("losses-per-step",),
+    ),
+    Variant(
+        "seq2seq_works",
+        "the model left in the mode it came in",
+        {"train_seq2seq": slip(_train(), ("    model.train()\n", ""))},
+        clauses=("train-mode",),
+        hidden_only="the public tests hand over models in training mode",
+    ),
+    Variant(
+        "seq2seq_works",
+        "rows drawn from 0 to N - 2",
+        {"train_seq2seq": _train(rows="rows = torch.randint(src.size(0) - 1, (batch_size,), generator=generator)")},
+        clauses=("uniform-rows",),
+        hidden_only="only 60 steps over a small data set show a row never drawn; the public tests take a few steps",
+    ),
+    Variant(
+        "seq2seq_works",
+        "no ValueError for a non-positive lr",
+        {"train_seq2seq": slip(_train(), ("batch_size < 1 or lr <= 0:", "batch_size < 1:"))},
+        clauses=("arg-errors",),
+        hidden_only="no public test passes bad arguments",
     ),
 ]
-
 
 ALTERNATIVES = [
     Variant(
