@@ -701,8 +701,16 @@ MISTAKES = [
     ),
     Variant(
         "seq2seq",
-        "greedy decoding reads the prediction at the first position, not the last",
-        {"greedy_decode": slip(_greedy(), ("model(src, out)[:, -1]", "model(src, out)[:, 0]"))},
+        "greedy decoding starts from token 0, not start_id",
+        {
+            "greedy_decode": slip(
+                _greedy(),
+                (
+                    "torch.full((src.size(0), 1), start_id, dtype=torch.long, device=src.device)",
+                    "torch.zeros((src.size(0), 1), dtype=torch.long, device=src.device)",
+                ),
+            )
+        },
         clauses=("greedy-feedback",),
     ),
     Variant(
