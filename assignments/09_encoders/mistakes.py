@@ -1,7 +1,8 @@
 """Realistic mistakes and correct alternatives for stage 09_encoders.
 
 Each cell is written from a template with the right code in every slot; a mistake
-changes one slot. The tests keep the questions apart: the classifier runs on the
+changes one slot, or is the right cell with one slip (``slip``), and declares the clauses
+(``clauses.md`` ids) it breaks: every clause has a mistake that breaks it alone. The tests keep the questions apart: the classifier runs on the
 grader's encoders, the decoder block with the grader's cross-attention, Seq2Seq with the
 grader's encoder and decoder blocks, and greedy_decode and train_seq2seq on stand-in
 models. The one coupling is by design: ``seq2seq_works`` trains the student's
