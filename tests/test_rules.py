@@ -5,9 +5,9 @@ The graded rules read each stage's catalogue graded once per session (``graded_c
 How each rule fails is shown in ``test_authoring.py`` (scratch copies of a stage),
 ``test_stage_feedback.py`` and ``test_precision.py`` (small cases made to break it).
 
-``NOT_YET`` lists the stages that the precision rules (issues 25 and 29) still find
-problems in, each with what is missing: those tests are expected to fail, strictly, so
-that a stage brought into compliance fails here until its line is deleted.
+``NOT_YET`` may list a stage and a rule it does not meet yet, with what is missing: that
+test is then expected to fail, strictly, so that a stage brought into compliance fails
+here until its line is deleted. Every stage meets every rule: the list is empty.
 """
 
 import re
@@ -19,16 +19,8 @@ from autograder.authoring.static_rules import Subject
 from autograder.course import ROOT, all_stages
 
 STAGES = [s for s in all_stages()]
-NOT_YET: dict[tuple[str, str], str] = {
-    (stage, rule): reason
-    for stage, rule, reason in [
-        (
-            "09",
-            "every clause has a mistake",
-            "stage 09: no mistake declares the clauses it breaks (51 mistakes), so no clause (70 rows in 7 questions, with ids) has a mistake that breaks it alone",
-        ),
-    ]
-}
+# (stage id, rule name) -> what is missing, e.g. ("08", "every clause has a mistake"): "2 clauses ..."
+NOT_YET: dict[tuple[str, str], str] = {}
 
 
 def _params(graded: bool) -> list:

@@ -389,7 +389,10 @@ def _(ns):
     points=2,
     check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
-    builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
+    builds_on=(
+        "defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",
+        "fixed weights, padding at the end and in the middle: outputs at the real positions",  # the same, with pad_id 0
+    ),
 )
 def _(ns):
     with torch.no_grad():
@@ -420,7 +423,10 @@ def _(ns):
     points=1,
     check=close(rtol=1e-4, atol=1e-4, dtype=None),
     expected=REFERENCE,
-    builds_on=("defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",),
+    builds_on=(
+        "defaults: 2 blocks, n_embd 64, ff_dim 4*64, pad_id 0, no dropout, max_len rows of positions",
+        "fixed weights, padding at the end and in the middle: outputs at the real positions",  # the same, no dropout
+    ),
 )
 def _(ns):
     with torch.no_grad():
@@ -1370,7 +1376,11 @@ def _(ns):
     points=1,
     check=close(rtol=1e-4, atol=1e-5, dtype=None),
     expected=REFERENCE,
-    builds_on=("parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default",),
+    builds_on=(  # the same block without dropout: its parts, its defaults, its causal self-mask
+        "parts: self_attn, cross_attn, ff, ln1, ln2, ln3 of the given classes; no dropout by default",
+        "the default block (no norm_first, no masks) is pre-norm with gelu",
+        "pre-norm, fixed weights, causal self-mask and a padded memory",
+    ),
 )
 def _(ns):
     with torch.no_grad():

@@ -1,7 +1,8 @@
 """Realistic mistakes and correct alternatives for stage 09_encoders.
 
 Each cell is written from a template with the right code in every slot; a mistake
-changes one slot. The tests keep the questions apart: the classifier runs on the
+changes one slot, or is the right cell with one slip (``slip``), and declares the clauses
+(``clauses.md`` ids) it breaks: every clause has a mistake that breaks it alone. The tests keep the questions apart: the classifier runs on the
 grader's encoders, the decoder block with the grader's cross-attention, Seq2Seq with the
 grader's encoder and decoder blocks, and greedy_decode and train_seq2seq on stand-in
 models. The one coupling is by design: ``seq2seq_works`` trains the student's
@@ -10,7 +11,7 @@ So the ``seq2seq`` mistakes here are ones that still train (its own tests find t
 and the ``seq2seq_works`` mistakes are in the training loop.
 """
 
-from autograder.authoring.catalogue import Variant
+from autograder.authoring.catalogue import Variant, slip
 
 # ---------------------------------------------------------------- encoder
 
@@ -326,76 +327,164 @@ MISTAKES = [
         "encoder",
         "a causal mask left in the encoder",
         {"Encoder": _encoder(mask="causal_mask(T, device=idx.device) | padding_mask(idx, self.pad_id)")},
+        clauses=("no-causal",),
     ),
-    Variant("encoder", "no padding mask", {"Encoder": _encoder(mask="None")}),
+    Variant("encoder", "no padding mask", {"Encoder": _encoder(mask="None")}, clauses=("pad-blocked",)),
     Variant(
         "encoder",
-        "padding blocks the queries (B, T, 1) instead of the keys",
-        {"Encoder": _encoder(mask="(idx == self.pad_id).unsqueeze(-1)")},
+        "the final LayerNorm named norm, not ln_f",
+        {
+            "Encoder": slip(
+                _encoder(), ("self.ln_f = LayerNorm", "self.norm = LayerNorm"), ("self.ln_f(x)", "self.norm(x)")
+            )
+        },
+        clauses=("parts",),
     ),
-    Variant("encoder", "no final LayerNorm", {"Encoder": _encoder(final="x")}),
+    Variant("encoder", "no final LayerNorm", {"Encoder": _encoder(final="x")}, clauses=("forward",)),
     Variant(
         "encoder",
-        "post-norm blocks",
-        {"Encoder": _encoder(norm_first="False")},
-        hidden_only="pre- and post-norm blocks give outputs of the same shape and properties; only an encoder's exact values "
-        "tell them apart, which the hidden tests take from the reference with fixed weights",
+        "F.dropout on the embeddings, active in eval mode too",
+        {
+            "Encoder": _encoder(
+                embed="F.dropout(self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device)), self.drop.p)"
+            )
+        },
+        clauses=("dropout",),
+        hidden_only="no public test sets dropout: the public encoders all have dropout=0.0",
     ),
-    Variant("encoder", "pad_id taken as 0 whatever the argument", {"Encoder": _encoder(mask="padding_mask(idx, 0)")}),
-    Variant("encoder", "no position embeddings", {"Encoder": _encoder(embed="self.tok_emb(idx)")}),
-    Variant("encoder", "no ValueError past max_len", {"Encoder": _encoder(length_check="pass")}),
+    Variant(
+        "encoder",
+        "pad_id taken as 0 whatever the argument",
+        {"Encoder": _encoder(mask="padding_mask(idx, 0)")},
+        clauses=("pad-id",),
+    ),
+    Variant(
+        "encoder", "no position embeddings", {"Encoder": _encoder(embed="self.tok_emb(idx)")}, clauses=("forward",)
+    ),
+    Variant("encoder", "no ValueError past max_len", {"Encoder": _encoder(length_check="pass")}, clauses=("max-len",)),
+    Variant(
+        "encoder",
+        "one block by default",
+        {"Encoder": slip(_encoder(), ("n_layer=2", "n_layer=1"))},
+        clauses=("defaults",),
+        hidden_only="the public tests give every encoder its n_layer, n_head and n_embd",
+    ),
+    Variant(
+        "encoder",
+        "ff_dim=None taken as n_embd",
+        {"Encoder": slip(_encoder(), ("else 4 * n_embd", "else n_embd"))},
+        clauses=("ff-dim",),
+    ),
     # classifier
     Variant(
         "classifier",
         "mean over every position, padding included",
         {"SequenceClassifier": _classifier(mean="h.mean(dim=1)")},
         hints=("padding averaged in",),
+        clauses=("mean",),
     ),
     Variant(
         "classifier",
         "padding zeroed but the sum divided by T",
         {"SequenceClassifier": _classifier(mean="(h * real).sum(dim=1) / h.size(1)")},
         hints=("divided by T",),
+        clauses=("mean",),
     ),
     Variant(
         "classifier",
         "the real positions summed, not averaged",
         {"SequenceClassifier": _classifier(mean="(h * real).sum(dim=1)")},
         hints=("summed, not averaged",),
+        clauses=("mean",),
     ),
     Variant(
-        "classifier", "first pooling takes the last position", {"SequenceClassifier": _classifier(first="h[:, -1]")}
+        "classifier",
+        "first pooling takes the last position",
+        {"SequenceClassifier": _classifier(first="h[:, -1]")},
+        clauses=("first",),
     ),
-    Variant("classifier", "no ValueError for an unknown pooling", {"SequenceClassifier": _classifier(check="pass")}),
+    Variant(
+        "classifier",
+        "no ValueError for an unknown pooling",
+        {"SequenceClassifier": _classifier(check="pass")},
+        clauses=("pooling-error",),
+    ),
     Variant(
         "classifier",
         "padding recognised as token 0, not encoder.pad_id",
         {"SequenceClassifier": _classifier(real="(idx != 0).unsqueeze(-1).float()")},
+        clauses=("mean",),
+    ),
+    Variant(
+        "classifier",
+        "a head without a bias",
+        {
+            "SequenceClassifier": slip(
+                _classifier(), ("embedding_dim, num_classes)", "embedding_dim, num_classes, bias=False)")
+            )
+        },
+        clauses=("head",),
+    ),
+    Variant(
+        "classifier",
+        "probabilities (a softmax) instead of logits",
+        {
+            "SequenceClassifier": slip(
+                _classifier(), ("return self.head(pooled)", "return self.head(pooled).softmax(dim=-1)")
+            )
+        },
+        clauses=("logits",),
+    ),
+    Variant(
+        "classifier",
+        "first pooling by default",
+        {"SequenceClassifier": slip(_classifier(), ('num_classes, pooling="mean"', 'num_classes, pooling="first"'))},
+        clauses=("pooling-default",),
     ),
     # mlm_mask
     Variant(
         "mlm_mask",
         "80/10/10 applied to every position, not only the chosen ones",
         {"mlm_mask_tokens": _mlm(split="to_mask = u < 0.8\n    to_random = (u >= 0.8) & (u < 0.9)")},
-    ),
-    Variant("mlm_mask", "labels keep the original id everywhere", {"mlm_mask_tokens": _mlm(labels="ids.clone()")}),
-    Variant("mlm_mask", "ids modified in place", {"mlm_mask_tokens": _mlm(inputs="inputs = ids")}),
-    Variant("mlm_mask", "special tokens may be chosen", {"mlm_mask_tokens": _mlm(not_special="")}),
-    Variant("mlm_mask", "the choice drawn from the global random state", {"mlm_mask_tokens": _mlm(draw="")}),
-    Variant(
-        "mlm_mask", "random ids from 0 to vocab_size - 2", {"mlm_mask_tokens": _mlm(random_range="vocab_size - 1")}
+        clauses=("labels", "special", "prob"),
     ),
     Variant(
         "mlm_mask",
-        "separate draws for the 80% and the 10%",
+        "labels read from the corrupted inputs",
         {
-            "mlm_mask_tokens": _mlm(
-                split=(
-                    "to_mask = chosen & (u < 0.8)\n"
-                    "    to_random = chosen & (torch.rand(ids.shape, generator=generator, device=device).to(ids.device) < 0.1)"
-                )
+            "mlm_mask_tokens": slip(
+                _mlm(), ("return inputs, labels", "return inputs, inputs.masked_fill(~chosen, -100)")
             )
         },
+        clauses=("labels",),
+    ),
+    Variant(
+        "mlm_mask", "ids modified in place", {"mlm_mask_tokens": _mlm(inputs="inputs = ids")}, clauses=("ids-kept",)
+    ),
+    Variant(
+        "mlm_mask", "special tokens may be chosen", {"mlm_mask_tokens": _mlm(not_special="")}, clauses=("special",)
+    ),
+    Variant(
+        "mlm_mask",
+        "the choice drawn from the global random state",
+        {"mlm_mask_tokens": _mlm(draw="")},
+        clauses=("generator",),
+    ),
+    Variant(
+        "mlm_mask",
+        "random ids from 0 to vocab_size - 2",
+        {"mlm_mask_tokens": _mlm(random_range="vocab_size - 1")},
+        clauses=("uniform",),
+    ),
+    Variant(
+        "mlm_mask",
+        "positions chosen with probability 0.15 whatever prob",
+        {
+            "mlm_mask_tokens": slip(
+                _mlm(), ("device=device).to(ids.device) < prob)", "device=device).to(ids.device) < 0.15)")
+            )
+        },
+        clauses=("prob",),
     ),
     Variant(
         "mlm_mask",
@@ -410,92 +499,284 @@ MISTAKES = [
             )
         },
         hints=("random 10% drawn from the remaining 20%",),
+        clauses=("split",),
+    ),
+    Variant(
+        "mlm_mask",
+        "no ValueError for prob outside [0, 1]",
+        {
+            "mlm_mask_tokens": slip(
+                _mlm(),
+                ('    if not 0 <= prob <= 1:\n        raise ValueError(f"prob must be in [0, 1], got {prob}")\n', ""),
+            )
+        },
+        clauses=("prob-error",),
+        hidden_only="no public test passes a prob outside [0, 1]",
+    ),
+    Variant(
+        "mlm_mask",
+        "labels filled with -100.0, a float",
+        {"mlm_mask_tokens": _mlm(labels="torch.where(chosen, ids, torch.full(ids.shape, -100.0))")},
+        clauses=("dtype",),
+        hidden_only="the public tests compare values whatever the dtype; the dtype is a hidden test's",
     ),
     # cross_attention
-    Variant("cross_attention", "keys from the decoder", {"CrossAttention": _cross(keys_from="x")}),
     Variant(
         "cross_attention",
         "keys and values from the decoder (self-attention)",
         {"CrossAttention": _cross(keys_from="x", values_from="x")},
+        clauses=("forward",),
     ),
-    Variant("cross_attention", "memory_mask ignored", {"CrossAttention": _cross(masking="pass")}),
+    Variant(
+        "cross_attention",
+        "memory_mask ignored",
+        {"CrossAttention": _cross(masking="pass")},
+        clauses=("mask-padding", "mask-per-query"),
+    ),
     Variant(
         "cross_attention",
         "a (B, T_q, T_k) memory_mask unsqueezed on the wrong axis",
         {"CrossAttention": _cross(masking='scores = scores.masked_fill(memory_mask.unsqueeze(2), float("-inf"))')},
+        clauses=("mask-per-query",),
     ),
-    Variant(
-        "cross_attention", "scores divided by sqrt(C), not sqrt(D)", {"CrossAttention": _cross(width="x.size(-1)")}
-    ),
-    Variant("cross_attention", "softmax over the queries", {"CrossAttention": _cross(softmax_dim="-2")}),
     Variant(
         "cross_attention",
-        "no output projection",
-        {"CrossAttention": _cross(output="merge_heads(self.drop(weights) @ v)")},
+        "scores divided by sqrt(C), not sqrt(D)",
+        {"CrossAttention": _cross(width="x.size(-1)")},
+        clauses=("forward",),
     ),
-    # decoder_block
-    Variant("decoder_block", "self-attention without the causal mask", {"DecoderBlock": _decoder(self_mask="None")}),
     Variant(
-        "decoder_block", "the memory normalised with ln2 too", {"DecoderBlock": _decoder(memory="self.ln2(memory)")}
+        "cross_attention",
+        "softmax over the queries",
+        {"CrossAttention": _cross(softmax_dim="-2")},
+        clauses=("forward",),
     ),
-    Variant("decoder_block", "no residual around the cross-attention", {"DecoderBlock": _decoder(cross_residual="")}),
-    Variant("decoder_block", "memory_mask not passed on", {"DecoderBlock": _decoder(memory_mask="None")}),
-    Variant("decoder_block", "ln2 reused before the feed-forward", {"DecoderBlock": _decoder(ff_norm="self.ln2")}),
-    Variant("decoder_block", "always pre-norm", {"DecoderBlock": _decoder(norm_first="True")}),
     Variant(
-        "decoder_block",
-        "cross-attention before self-attention",
+        "cross_attention",
+        "F.dropout on the attention weights, active in eval mode too",
+        {"CrossAttention": _cross(output="self.out_proj(merge_heads(F.dropout(weights, self.drop.p) @ v))")},
+        clauses=("dropout",),
+        hidden_only="no public test sets dropout: the public modules all have dropout=0.0",
+    ),
+    Variant(
+        "cross_attention",
+        "no ValueError when num_heads does not divide embed_dim",
+        {"CrossAttention": slip(_cross(), ("embed_dim % num_heads != 0", "embed_dim < num_heads"))},
+        clauses=("heads-error",),
+    ),
+    Variant(
+        "cross_attention",
+        "dropout 0.1 by default",
+        {"CrossAttention": slip(_cross(), ("num_heads, dropout=0.0)", "num_heads, dropout=0.1)"))},
+        clauses=("projections",),
+        hidden_only="the public tests compare values in eval mode, where dropout does nothing",
+    ),
+    Variant(
+        "cross_attention",
+        "memory_mask viewed as (B, 1, T_q, T_k): the (B, 1, T_k) padding mask breaks",
         {
-            "DecoderBlock": _decoder(
-                pre_norm=(
-                    "x = x + self.cross_attn(self.ln2(x), memory, memory_mask=memory_mask)\n"
-                    "            x = x + self.self_attn(self.ln1(x), mask=self_mask)\n"
-                    "            x = x + self.ff(self.ln3(x))"
-                )
+            "CrossAttention": _cross(
+                masking='scores = scores.masked_fill(memory_mask.view(x.size(0), 1, x.size(1), -1), float("-inf"))'
             )
         },
+        clauses=("mask-padding",),
+    ),
+    Variant(
+        "cross_attention",
+        "memory_mask without a default",
+        {"CrossAttention": slip(_cross(), ("memory, memory_mask=None)", "memory, memory_mask)"))},
+        clauses=("mask-none",),
+    ),
+    # decoder_block
+    Variant(
+        "decoder_block",
+        "self-attention without the causal mask",
+        {"DecoderBlock": _decoder(self_mask="None")},
+        clauses=("self-mask",),
+    ),
+    Variant(
+        "decoder_block",
+        "the memory normalised with ln2 too",
+        {"DecoderBlock": _decoder(memory="self.ln2(memory)")},
+        clauses=("memory-raw",),
+    ),
+    Variant(
+        "decoder_block",
+        "no residual around the cross-attention",
+        {"DecoderBlock": _decoder(cross_residual="")},
+        clauses=("pre-norm",),
+    ),
+    Variant(
+        "decoder_block",
+        "memory_mask not passed on",
+        {"DecoderBlock": _decoder(memory_mask="None")},
+        clauses=("memory-mask",),
+    ),
+    Variant(
+        "decoder_block",
+        "the feed-forward always GELU",
+        {"DecoderBlock": slip(_decoder(), ("ff_dim, activation=activation,", 'ff_dim, activation="gelu",'))},
+        clauses=("activation",),
+    ),
+    Variant("decoder_block", "always pre-norm", {"DecoderBlock": _decoder(norm_first="True")}, clauses=("post-norm",)),
+    Variant(
+        "decoder_block",
+        "dropout not passed on to the sublayers",
+        {"DecoderBlock": _decoder().replace(", dropout=dropout)", ")")},
+        clauses=("dropout",),
+        hidden_only="no public test sets dropout: the public blocks all have dropout=0.0",
+    ),
+    Variant(
+        "decoder_block",
+        "the feed-forward named mlp, not ff",
+        {
+            "DecoderBlock": slip(
+                _decoder(),
+                ("self.ff = FeedForward", "self.mlp = FeedForward"),
+                ("self.ff(self.ln3(x))", "self.mlp(self.ln3(x))"),
+                ("self.ln3(x + self.ff(x))", "self.ln3(x + self.mlp(x))"),
+            )
+        },
+        clauses=("parts",),
+    ),
+    Variant(
+        "decoder_block",
+        "ReLU by default",
+        {"DecoderBlock": slip(_decoder(), ('activation="gelu"', 'activation="relu"'))},
+        clauses=("defaults",),
+        hidden_only="the public tests give every block its activation and norm_first",
     ),
     # seq2seq
-    Variant("seq2seq", "no causal self-mask in the decoder", {"Seq2Seq": _seq2seq(self_mask="None")}),
-    Variant("seq2seq", "source padding not blocked in cross-attention", {"Seq2Seq": _seq2seq(memory_mask="None")}),
+    Variant(
+        "seq2seq", "no causal self-mask in the decoder", {"Seq2Seq": _seq2seq(self_mask="None")}, clauses=("causal",)
+    ),
+    Variant(
+        "seq2seq",
+        "source padding not blocked in cross-attention",
+        {"Seq2Seq": _seq2seq(memory_mask="None")},
+        clauses=("src-padding",),
+    ),
     Variant(
         "seq2seq",
         "target positions from the encoder's table",
         {"Seq2Seq": _seq2seq(target_positions="self.encoder.pos_emb")},
+        clauses=("forward",),
     ),
-    Variant("seq2seq", "greedy decoding keeps going after the end token", {"greedy_decode": _greedy(finished="pass")}),
+    Variant(
+        "seq2seq",
+        "greedy decoding leaves the model in eval mode",
+        {"greedy_decode": slip(_greedy(), ("    model.train(was_training)\n", ""))},
+        clauses=("greedy-mode",),
+    ),
     Variant(
         "seq2seq",
         "greedy decoding returns the start token too",
         {"greedy_decode": _greedy(result="out")},
         hints=("start token returned",),
+        clauses=("greedy-output",),
     ),
     Variant(
         "seq2seq",
         "greedy decoding replaces the end tokens by padding in the result",
         {"greedy_decode": _greedy(result="out[:, 1:].masked_fill(out[:, 1:] == end_id, model.pad_id)")},
         hints=("end token dropped",),
+        clauses=("greedy-output",),
     ),
-    Variant("seq2seq", "greedy decoding always runs max_len steps", {"greedy_decode": _greedy(stop="pass")}),
+    Variant(
+        "seq2seq",
+        "greedy decoding always runs max_len steps",
+        {"greedy_decode": _greedy(stop="pass")},
+        clauses=("greedy-stop",),
+    ),
     Variant(
         "seq2seq",
         "finished rows padded with 0, not model.pad_id",
         {"greedy_decode": _greedy(finished="next_id = next_id.masked_fill(done, 0)")},
+        clauses=("greedy-output",),
+    ),
+    Variant(
+        "seq2seq",
+        "greedy decoding takes max_len + 1 steps",
+        {"greedy_decode": slip(_greedy(), ("range(max_len)", "range(max_len + 1)"))},
+        clauses=("greedy-max-len",),
+    ),
+    Variant(
+        "seq2seq",
+        "greedy decoding starts from token 0, not start_id",
+        {
+            "greedy_decode": slip(
+                _greedy(),
+                (
+                    "torch.full((src.size(0), 1), start_id, dtype=torch.long, device=src.device)",
+                    "torch.zeros((src.size(0), 1), dtype=torch.long, device=src.device)",
+                ),
+            )
+        },
+        clauses=("greedy-feedback",),
+    ),
+    Variant(
+        "seq2seq",
+        "no ValueError for a negative max_len",
+        {"greedy_decode": slip(_greedy(), ("if max_len < 0:", "if max_len is None:"))},
+        clauses=("greedy-error",),
+        hidden_only="no public test passes a negative max_len",
+    ),
+    Variant(
+        "seq2seq",
+        "n_head not passed to the encoder",
+        {
+            "Seq2Seq": slip(
+                _seq2seq(),
+                (
+                    "n_layer=n_layer, n_head=n_head, n_embd=n_embd, pad_id=pad_id)",
+                    "n_layer=n_layer, n_embd=n_embd, pad_id=pad_id)",
+                ),
+            )
+        },
+        clauses=("encoder-decoder",),
+        hidden_only="the public tests replace the encoder by a stand-in and do not look at its arguments",
+    ),
+    Variant(
+        "seq2seq",
+        "the final LayerNorm named norm, not ln_f",
+        {
+            "Seq2Seq": slip(
+                _seq2seq(),
+                ("self.ln_f = LayerNorm", "self.norm = LayerNorm"),
+                ("self.head(self.ln_f(x))", "self.head(self.norm(x))"),
+            )
+        },
+        clauses=("parts",),
+    ),
+    Variant(
+        "seq2seq",
+        "width 32 by default",
+        {"Seq2Seq": slip(_seq2seq(), ("n_embd=64, pad_id=0", "n_embd=32, pad_id=0"))},
+        clauses=("defaults",),
+        hidden_only="the public tests give every model its n_layer, n_head and n_embd",
     ),
     # seq2seq_works
     Variant(
-        "seq2seq_works", "the decoder reads the targets unshifted", {"train_seq2seq": _train(decoder_input="target")}
+        "seq2seq_works",
+        "the decoder reads the targets unshifted",
+        {"train_seq2seq": _train(decoder_input="target")},
+        clauses=("teacher-forcing",),
     ),
     Variant(
         "seq2seq_works",
-        "the labels are shifted too",
-        {"train_seq2seq": _train(labels="shift_right(target, start_id).masked_fill(target == model.pad_id, -100)")},
+        "Adam instead of AdamW",
+        {"train_seq2seq": slip(_train(), ("torch.optim.AdamW(", "torch.optim.Adam("))},
+        clauses=("adamw",),
+        hidden_only="no public test looks at the optimiser",
     ),
-    Variant("seq2seq_works", "padding scored in the loss", {"train_seq2seq": _train(labels="target")}),
+    Variant(
+        "seq2seq_works", "padding scored in the loss", {"train_seq2seq": _train(labels="target")}, clauses=("loss",)
+    ),
     Variant(
         "seq2seq_works",
         "gradients zeroed between backward and step",
         {"train_seq2seq": _train(update=("loss.backward()\n        optimizer.zero_grad()\n        optimizer.step()"))},
+        clauses=("zero-grad",),
     ),
     Variant(
         "seq2seq_works",
@@ -508,11 +789,13 @@ MISTAKES = [
                 )
             )
         },
+        clauses=("teacher-forcing",),
     ),
     Variant(
         "seq2seq_works",
         "rows drawn from the global random state",
         {"train_seq2seq": _train(rows="rows = torch.randint(src.size(0), (batch_size,))")},
+        clauses=("generator",),
     ),
     Variant(
         "seq2seq_works",
@@ -520,9 +803,36 @@ MISTAKES = [
         {"train_seq2seq": _train(update=("optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()"))},
         hidden_only="AdamW's step hides the gradient's scale, so clipping shows only in the gradients at the optimiser's step: "
         "the hidden tests record them by wrapping the optimiser's step, which a public test in the student's notebook does not do",
+        clauses=("clip",),
+    ),
+    Variant(
+        "seq2seq_works",
+        "losses kept as tensors",
+        {"train_seq2seq": slip(_train(), ("losses.append(loss.item())", "losses.append(loss.detach())"))},
+        clauses=("losses-per-step",),
+    ),
+    Variant(
+        "seq2seq_works",
+        "the model left in the mode it came in",
+        {"train_seq2seq": slip(_train(), ("    model.train()\n", ""))},
+        clauses=("train-mode",),
+        hidden_only="the public tests hand over models in training mode",
+    ),
+    Variant(
+        "seq2seq_works",
+        "rows drawn from 0 to N - 2",
+        {"train_seq2seq": _train(rows="rows = torch.randint(src.size(0) - 1, (batch_size,), generator=generator)")},
+        clauses=("uniform-rows",),
+        hidden_only="only 60 steps over a small data set show a row never drawn; the public tests take a few steps",
+    ),
+    Variant(
+        "seq2seq_works",
+        "no ValueError for a non-positive lr",
+        {"train_seq2seq": slip(_train(), ("batch_size < 1 or lr <= 0:", "batch_size < 1:"))},
+        clauses=("arg-errors",),
+        hidden_only="no public test passes bad arguments",
     ),
 ]
-
 
 ALTERNATIVES = [
     Variant(

@@ -555,9 +555,9 @@ def _repeatable(got):
 def _(ns):
     ids = _MLM_IDS[:8].clone()
     torch.manual_seed(1)
-    first = ns.mlm_mask_tokens(ids, 3, 1000, generator=generator(15))
+    first = ns.mlm_mask_tokens(ids.clone(), 3, 1000, generator=generator(15))  # a copy each: the same input twice
     torch.manual_seed(2)
-    second = ns.mlm_mask_tokens(ids, 3, 1000, generator=generator(15))
+    second = ns.mlm_mask_tokens(ids.clone(), 3, 1000, generator=generator(15))
     return first, second
 
 
