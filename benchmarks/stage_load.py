@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 READING_HOURS, WRITTEN_HOURS = 1.0, 0.25
 FAST, SLOW = 50, 25  # tested lines an hour
 # hours a 2-core laptop runs the notebook's training cells (RESULTS_training.md): 07's real run,
-# 1034 CPU s over two threads; 08's comparison, 518 CPU s on the one thread its text advises
-RUNS = {"07_gpt": 1034 / 2 / 3600, "08_rnn": 518 / 3600}
+# 1034 CPU s over two threads; 08's comparison, 623 CPU s on the one thread its text advises
+RUNS = {"07_gpt": 1034 / 2 / 3600, "08_rnn": 623 / 3600}
 STUB = re.compile(r"^```python stub (\S+)", re.MULTILINE)
 WRITTEN = re.compile(r"^```written ", re.MULTILINE)
 
