@@ -27,8 +27,11 @@ COURSE_ID = "gptcourse"
 
 
 def environment() -> dict[str, str]:
-    """nbgrader needs the venv's bin on PATH (it runs ``alembic``)."""
-    return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    """nbgrader needs the venv's bin on PATH (it runs ``alembic``). ``nbgrader validate`` runs a
+    notebook top to bottom in a kernel: its demonstrations at their reduced size
+    (``GPTCOURSE_QUICK=1``, as ``test_notebooks_run.py`` runs them), since what validate
+    decides comes from the check cells, not from the size of a demonstration."""
+    return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", GPTCOURSE_QUICK="1")
 
 
 def nbgrader(*args, cwd: Path, check: bool = True, timeout: float = 1200) -> subprocess.CompletedProcess:
