@@ -273,10 +273,28 @@ def wait_for_quiet(threshold: float = 2.5, max_wait: float = 1200, poll: float =
         time.sleep(poll)
 
 
+def load_average() -> str:
+    """The machine's load averages over 1, 5 and 15 minutes, e.g. ``"0.5 / 1.2 / 2.0"``."""
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def notebook_records_parser(description: str, stage: str):
+    """The options of a benchmark that runs ``stage``'s notebook (``run_notebook.py``) and records
+    its figures, or reads the records of a run already made."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for the notebook (default 1)")
+    parser.add_argument("--records", help=f"a run_notebook.py --json file of {stage} already made (not run again)")
+    parser.add_argument("--load-before", help="with --records: the load average when that run began")
+    parser.add_argument("--load-after", help="with --records: the load average when that run ended")
+    return parser
+
+
 def write_section(path, start: str, end: str, section: str) -> None:
     """Replace the text from ``start`` to ``end`` in the Markdown file ``path`` with ``section``
-    (which holds both markers), or add it at the end of the file."""
-    text = path.read_text()
+    (which holds both markers), or add it at the end of the file (a new file: the section alone)."""
+    text = path.read_text() if path.exists() else ""
     if start in text:
         text = text[: text.index(start)] + section + text[text.index(end) + len(end) :]
     else:

@@ -37,6 +37,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.measure import load_average, write_section  # noqa: E402
 from training import loop  # noqa: E402
 from training.data import load_corpus, prepare  # noqa: E402
 from training.model import POSITIONS  # noqa: E402
@@ -47,15 +48,11 @@ MERGES = 256
 START, END = "<!-- positions-tokenizers:start -->", "<!-- positions-tokenizers:end -->"
 
 
-def load() -> str:
-    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
 def one_run(corpus, positions: str, steps: int, threads: int, eval_iters: int = CPU.eval_iters) -> dict:
     preset = CPU.replace(positions=positions, steps=steps, threads=threads, eval_interval=max(1, steps // 6))
     preset = preset.replace(eval_iters=eval_iters)
     preset = preset.replace(warmup=min(preset.warmup, steps))
-    at_start, cpu_start = load(), time.process_time()
+    at_start, cpu_start = load_average(), time.process_time()
     result = loop.run(preset, corpus, torch.device("cpu"), None, progress=False, log=lambda line: None)
     cpu_seconds = time.process_time() - cpu_start
     h = result.history
@@ -122,15 +119,6 @@ time is what the run itself used).
 """
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else "# Training benchmarks\n"
-    if START not in text:
-        text = text.rstrip() + "\n\n" + START + "\n" + END + "\n"
-    before, rest = text.split(START, 1)
-    after = rest.split(END, 1)[1]
-    path.write_text(before + section.strip() + after)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=CPU.steps)
@@ -145,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         "--chars", type=int, default=None, help="use only the first CHARS characters of the corpus (a quick look)"
     )
     args = parser.parse_args(argv)
-    loads = [load()]
+    loads = [load_average()]
     runs = []
     text = load_corpus("shakespeare")
     if args.chars is not None:
@@ -165,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['bpc']:.3f} bits/char ({time.perf_counter() - start:.0f} s, load {r['load']})",
                 flush=True,
             )
-    loads.append(load())
+    loads.append(load_average())
     command = "python benchmarks/positions_tokenizers.py" + (
         f" --steps {args.steps}" if args.steps != CPU.steps else ""
     )
@@ -175,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     print(section)
     if not args.no_write:
         plot(runs, ROOT / "benchmarks" / "positions_tokenizers.png")
-        write_section(ROOT / "benchmarks" / "RESULTS_training.md", section)
+        write_section(ROOT / "benchmarks" / "RESULTS_training.md", START, END, section.strip())
     return 0
 
 

@@ -23,7 +23,6 @@ threads do not halve the work).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -36,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from benchmarks.measure import write_section  # noqa: E402
+from benchmarks.measure import load_average, notebook_records_parser, write_section  # noqa: E402
 
 RESULTS_JSON = ROOT / "benchmarks" / "RESULTS_real_run.json"
 RESULTS_MD = ROOT / "benchmarks" / "RESULTS_training.md"
@@ -148,17 +147,8 @@ def record(results: dict) -> None:
     write_section(RESULTS_MD, START, END, markdown(results))
 
 
-def load_average() -> str:
-    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, default=1, help="torch threads for the notebook (default 1)")
-    parser.add_argument("--records", help="a run_notebook.py --json file of 07 already made (not run again)")
-    parser.add_argument("--load-before", help="with --records: the load average when that run began")
-    parser.add_argument("--load-after", help="with --records: the load average when that run ended")
-    args = parser.parse_args(argv)
+    args = notebook_records_parser(__doc__.split("\n")[0], "07").parse_args(argv)
     import time
 
     load_before = load_average()

@@ -13,7 +13,6 @@ section of ``benchmarks/RESULTS_training.md`` between its ``rnn`` markers.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -25,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from measure import write_section  # noqa: E402
-from real_run_cpu import load_average, machine  # noqa: E402
+from measure import load_average, notebook_records_parser, write_section  # noqa: E402
+from real_run_cpu import machine  # noqa: E402
 
 RESULTS_JSON = ROOT / "benchmarks" / "RESULTS_rnn.json"
 RESULTS_MD = ROOT / "benchmarks" / "RESULTS_training.md"
@@ -99,12 +98,7 @@ def record(results: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, default=1, help="torch threads for the notebook (default 1)")
-    parser.add_argument("--records", help="a run_notebook.py --json file of 08 already made (not run again)")
-    parser.add_argument("--load-before", help="with --records: the load average when that run began")
-    parser.add_argument("--load-after", help="with --records: the load average when that run ended")
-    args = parser.parse_args(argv)
+    args = notebook_records_parser(__doc__.split("\n")[0], "08").parse_args(argv)
     load_before = load_average()
     if args.records:
         records = Path(args.records)
