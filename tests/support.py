@@ -103,14 +103,17 @@ def _catalogue(stage_id: str, root: Path, key: str) -> CatalogueGrades:
     with _locked(root / f"{stage.id}.lock"):
         if saved.exists():
             with saved.open("rb") as handle:
-                return CatalogueGrades(stage, folder, graded=pickle.load(handle))
+                by_name, reused = pickle.load(handle)
+            grades = CatalogueGrades(stage, folder, graded=by_name)
+            grades.reused = reused
+            return grades
         for old in root.glob(f"{stage.id}-*"):  # grades of older sources
             shutil.rmtree(old, ignore_errors=True)
         folder.mkdir(parents=True)
         grades = CatalogueGrades(stage, folder)
         partial = saved.with_suffix(".partial")
         with partial.open("wb") as handle:
-            pickle.dump(grades.by_name, handle)
+            pickle.dump((grades.by_name, grades.reused), handle)
         partial.replace(saved)
         return grades
 

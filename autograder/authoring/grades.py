@@ -22,6 +22,7 @@ from autograder.engine.runner import Limits
 from .auto_variants import AutoVariant, audit_variants, noop_variants, write_auto_variant
 from .catalogue import catalogue
 from .clauses import Clause, read_clauses
+from .reuse import grade_catalogue
 from .variants import write_variant
 
 
@@ -31,19 +32,33 @@ class CatalogueGrades:
 
     ``graded`` (a submission's name -> its grading) takes grades made earlier of the
     notebooks already in ``folder`` instead of writing and grading them again (the project's
-    tests keep them, see ``tests/support.py``).
+    tests keep them, see ``tests/support.py``). With ``reuse`` (the default), a variant's tests
+    that its change cannot reach take the reference's outputs (``reuse.grade_catalogue``;
+    ``reused`` lists them per variant); without it, every variant runs every test.
     """
 
-    def __init__(self, stage: Stage, folder: Path, workers: int = 2, graded: dict[str, Graded] | None = None) -> None:
+    def __init__(
+        self,
+        stage: Stage,
+        folder: Path,
+        workers: int = 2,
+        graded: dict[str, Graded] | None = None,
+        reuse: bool = True,
+    ) -> None:
         self.stage = stage
         self.tests = stage_tests(stage)
         self.mistakes, self.alternatives = catalogue(stage)
         self.noops: list[AutoVariant] = noop_variants(stage)
         self.audits: list[AutoVariant] = audit_variants(stage)
         self.folder = folder
+        self.reused: dict[str, list[str]] = {}
         if graded is None:
-            paths = self._write_notebooks()
-            done = grade_batch(paths, [p.stem for p in paths], self.tests, Limits(), workers=workers, progress=False)
+            reference, *variants = self._write_notebooks()
+            if reuse:
+                done, self.reused = grade_catalogue(reference, variants, self.tests, Limits(), workers)
+            else:
+                paths = [reference, *variants]
+                done = grade_batch(paths, [p.stem for p in paths], self.tests, Limits(), workers, progress=False)
             graded = {g.name: g for g in done}
         self.by_name: dict[str, Graded] = graded
 

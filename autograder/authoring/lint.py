@@ -64,8 +64,10 @@ def lint_stage(
     grade: bool = True,
     workers: int = 2,
     grades: CatalogueGrades | None = None,
+    reuse: bool = True,
 ) -> LintReport:
-    """Check a stage folder by every rule; with ``grade``, grade its catalogue too (or read ``grades``)."""
+    """Check a stage folder by every rule; with ``grade``, grade its catalogue too (or read ``grades``),
+    taking the reference's outputs for the tests a variant's change cannot reach unless ``reuse`` is off."""
     subject = Subject(stage)
     report = LintReport(stage.id)
     if not run_rules([r for r in RULES if not r.graded], subject, report):
@@ -76,7 +78,7 @@ def lint_stage(
     graded_rules = [r for r in RULES if r.graded]
     if grades is None:
         with tempfile.TemporaryDirectory(prefix=f"gptcourse-check-{stage.id}-") as tmp:
-            run_rules(graded_rules, CatalogueGrades(stage, Path(tmp), workers), report)
+            run_rules(graded_rules, CatalogueGrades(stage, Path(tmp), workers, reuse=reuse), report)
     else:
         run_rules(graded_rules, grades, report)
     report.graded = True

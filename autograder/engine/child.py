@@ -14,6 +14,11 @@ per line, on the *events* pipe:
     {"ev": "result", "key": k, "error": msg}         the probe raised
     {"ev": "done"}
 
+A job with ``"trace": true`` (the catalogue's reference, ``authoring.reuse``; never a
+student's grading) also says, in each ``cell_done`` and ``result`` event, which functions of
+the notebook's cells ran meanwhile: ``"ran": [[file, qualified name], ...]``, or ``null``
+once the tracer was lost (something replaced it), so that the parent trusts none of it.
+
 Each cell is compiled under the name the student knows it by (the job's ``label``, "code
 cell 5 (In [12])") with its lines in ``linecache``, so that an error says where it
 happened as the student sees it; ``display`` is defined as in a kernel (it prints).
@@ -34,6 +39,7 @@ import os
 import resource
 import signal
 import sys
+import threading
 import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds the autograder package
@@ -171,6 +177,8 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     signal.signal(signal.SIGALRM, _on_alarm)
     emit(ev="ready", isolation=isolation)
     cell_of = _cell_names(job["cells"])
+    if job.get("trace"):
+        emit = _Tracer(job["cells"]).emitting(emit)
     submission = _run_cells(job, tools, cell_of, emit)
     names = tools.Namespace(submission.__dict__)
     _run_cases(job, tools, cases, names, cell_of, (engine, public), control_fd, emit)
@@ -182,6 +190,42 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     emit(ev="done")
     events.close()
     os._exit(0)
+
+
+class _Tracer:
+    """Which functions of the notebook's cells run (``job["trace"]``): a global trace function
+    that notes each call's code (its cell's file and its qualified name) and traces no line.
+
+    >>> tracer = _Tracer([{"index": 0, "label": "code cell 1"}])
+    >>> tracer.files
+    {'<code cell 1>'}
+    """
+
+    def __init__(self, cells: list[dict]) -> None:
+        self.files = {f"<{_label(cell)}>" for cell in cells}
+        self.ran: set[tuple[str, str]] = set()
+
+    def __call__(self, frame, event, arg):  # noqa: ARG002 - sys.settrace's signature
+        code = frame.f_code
+        if code.co_filename in self.files:
+            self.ran.add((code.co_filename, code.co_qualname))
+
+    def take(self) -> list[list[str]] | None:
+        """What ran since the last call; None when this tracer is no longer the one installed."""
+        ran, self.ran = sorted(self.ran), set()
+        return [list(r) for r in ran] if sys.gettrace() is self else None
+
+    def emitting(self, emit):
+        """Start tracing; return ``emit`` adding what ran to each ``cell_done`` and ``result`` event."""
+        sys.settrace(self)
+        threading.settrace(self)
+
+        def traced(**event) -> None:
+            if event.get("ev") in ("cell_done", "result"):
+                event["ran"] = self.take()
+            emit(**event)
+
+        return traced
 
 
 def _import_what_the_tests_need(job: dict) -> types.SimpleNamespace:

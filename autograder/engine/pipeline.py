@@ -55,6 +55,11 @@ def grade_submission(
         )
     else:
         outcome = run_submission(Path(path), tests, limits)
+    return judged(path, tests, outcome, name, start)
+
+
+def judged(path: Path | None, tests: StageTests, outcome: Outcome, name: str | None, start: float) -> Graded:
+    """The grading of a submission whose code ran (``outcome``), begun at ``start`` (``time.monotonic``)."""
     results = judge(tests, outcome)
     outcome.cell_errors = {i: scrub(m, tests.secrets, own=outcome.code) for i, m in outcome.cell_errors.items()}
     label = name or (Path(path).stem if path is not None else "submission")

@@ -85,6 +85,14 @@ class Outcome:
     fatal: str | None = None  # the submission could not be run at all
     isolation: dict = field(default_factory=dict)  # how the last child was confined (sandbox.enter)
     code: str = ""  # the submission's own code cells, joined: never redacted from its messages (judge.scrub)
+    # run_submission(trace=True) only (authoring.reuse): the notebook's functions that ran, as
+    # (cell file, qualified name), while the cells ran (RAN_IN_CELLS) and while each case ran (its key);
+    # ``traced`` stays True only while every report of the child's tracer arrived intact
+    traced: bool = False
+    ran: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+
+
+RAN_IN_CELLS = "(cells)"  # the key of Outcome.ran for what ran while the notebook's cells ran
 
 
 def _child_env(workdir: str) -> dict[str, str]:
@@ -396,16 +404,19 @@ class _Strikes:
 TIMED_OUT = "did not finish within"  # how the child reports a test it stopped at its limit
 
 
-def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str] | None = None) -> Outcome:
+def run_submission(
+    path: Path, tests: StageTests, limits: Limits, keys: list[str] | None = None, trace: bool = False
+) -> Outcome:
     """Run the cases of ``tests`` (those named in ``keys``, else all) on the notebook at ``path``
-    in child processes and collect their raw outputs.
+    in child processes and collect their raw outputs; with ``trace``, note which of the
+    notebook's functions each case ran (``Outcome.ran``; for authoring, never for a student).
 
     Each child runs what is left: the cells not yet found to bring a process down, the
     cases not yet answered. A child that fails is blamed on its current step (``_watch``)
     and the next one skips it, until every case is answered or the time is up.
     """
     cases = [c for c in tests.cases if keys is None or c.key in keys]
-    outcome = Outcome()
+    outcome = Outcome(traced=trace)
     cells = _read_cells(path, tests, cases, outcome)
     if cells is None:
         return outcome
@@ -420,7 +431,7 @@ def run_submission(path: Path, tests: StageTests, limits: Limits, keys: list[str
             remaining = _remaining(cases, outcome, strikes, limits, deadline)
             if not remaining:
                 break
-            job = _job(tests, cells, skip_cells, remaining, strikes, limits)
+            job = _job(tests, cells, skip_cells, remaining, strikes, limits) | {"trace": trace}
             child = _Child(job, workdir, limits.output_bytes)
             script = _Script(cells, skip_cells, remaining, list(tests.suites))
             progress = _watch(child, script, by_key, limits, deadline, outcome, outputs, strikes)
@@ -633,6 +644,7 @@ def _take(kind, what, event: dict, child: _Child, by_key, outcome: Outcome, stri
     elif kind == "cell_done":
         if event.get("error"):
             outcome.cell_errors[what] = str(event["error"])[:ERROR_LIMIT]
+        _note_ran(event, RAN_IN_CELLS, outcome)
         timer.between_steps()
     elif kind == "case":
         timer.case(case_limit(by_key[what], timer.limits, strikes.struck))
@@ -646,7 +658,22 @@ def _take(kind, what, event: dict, child: _Child, by_key, outcome: Outcome, stri
         if str(event.get("error", "")).startswith(TIMED_OUT):
             strikes.struck.add(by_key[what].qid)
         _record(event, outcome)
+        _note_ran(event, what, outcome)
         timer.between_steps()
+
+
+def _note_ran(event: dict, key: str, outcome: Outcome) -> None:
+    """Add what the child's tracer says ran to ``outcome.ran[key]``; a report missing or out of
+    shape makes the whole trace untrusted (``traced`` False)."""
+    if not outcome.traced:
+        return
+    ran = event.get("ran")
+    if not isinstance(ran, list) or not all(
+        isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r) for r in ran
+    ):
+        outcome.traced = False
+        return
+    outcome.ran.setdefault(key, set()).update((file, name) for file, name in ran)
 
 
 FAILED = {

@@ -1,0 +1,108 @@
+"""A catalogue graded with the reference's outputs where a variant's change cannot reach a test
+(``autograder.authoring.reuse``) is the catalogue graded on every test.
+
+- What a change is: a function's or a method's body (a unit), or anything else (every test runs).
+- The two facts the reuse rests on: no suite reads a function's source, docstring,
+  annotations or code without calling it; and the grades are the same, test by test, message
+  by message, as grading every variant on every test (stage 04, 68 submissions).
+- Where the time goes: 07's two training tests are taken from the reference for a mistake
+  of sampling, and run for a mistake of train.
+"""
+
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder.authoring.grades import CatalogueGrades
+from autograder.authoring.reuse import changes, unit_of
+from autograder.course import ROOT, all_stages, get_stage
+
+F = "def f(x: int) -> int:\n    return x\n"
+
+
+@pytest.mark.parametrize(
+    ("after", "want"),
+    [
+        (F, set()),
+        ("def f(x):\n    return x\n", set()),  # annotations aside
+        ("def f(x: int) -> int:\n    return x + 1\n", {"f"}),
+        ('def f(x: int) -> int:\n    """Now documented."""\n    return x\n', set()),  # docstrings aside
+        ("def f(x=1):\n    return x\n", None),  # a default: the signature changed
+        ("@cache\ndef f(x):\n    return x\n", None),  # a decorator
+        ("def f(x):\n    return x\n\n\nN = f(2)\n", None),  # code outside any function
+        ("def f(x):\n    return x\n\n\ndef g():\n    pass\n", None),  # a function added
+        ("def f(x):\n    return x +\n", None),  # no longer parses
+    ],
+)
+def test_a_change_is_a_units_body_and_anything_else_runs_every_test(after, want):
+    # the second code cell changes: units are named by their cell's position
+    assert changes(["import torch\n", F], ["import torch\n", after]) == (
+        None if want is None else {(1, u) for u in want}
+    )
+
+
+def test_classes_methods_and_cells():
+    before = "class A:\n    k = 1\n\n    def m(self):\n        return self.k\n\n    def n(self):\n        return 0\n"
+    assert changes([before], [before.replace("return self.k", "return -self.k")]) == {(0, "A.m")}
+    assert changes([before], [before.replace("k = 1", "k = 2")]) is None  # a class attribute
+    assert changes([before], [before.replace("class A:", 'class A:\n    """An A."""')]) == set()
+    assert changes([before], [before, "x = 1\n"]) is None  # another number of code cells
+    assert unit_of("A.m.<locals>.<listcomp>", {"A"}) == "A.m"
+    assert unit_of("A", {"A"}) == "A"  # the class body: code outside any unit
+    assert unit_of("f.<locals>.g", {"A"}) == "f"
+
+
+# what would let a test depend on a function it never calls
+READS_CODE = re.compile(
+    r"getsource|getsourcelines|__doc__|__code__|__annotations__|signature\(|getfullargspec|__defaults__|__wrapped__"
+    r"|\bimport dis\b|\bdis\.",
+)
+
+
+@pytest.mark.parametrize("stage", all_stages(), ids=lambda s: s.id)
+def test_no_suite_reads_a_functions_code_without_calling_it(stage):
+    for name in ("public.py", "hidden.py"):
+        text = (stage.folder / name).read_text()
+        found = sorted({m.group(0) for m in READS_CODE.finditer(text)})
+        assert not found, (
+            f"{stage.id}/{name} reads code without running it ({', '.join(found)}): see authoring/reuse.py"
+        )
+
+
+def test_the_kit_reads_no_student_functions_code():
+    found = {
+        (path.name, m.group(0))
+        for path in (ROOT / "autograder" / "kit").glob("*.py")
+        for m in READS_CODE.finditer(path.read_text())
+    }
+    assert found <= {("cases.py", "__code__")}  # cases.names_used: what a test's own probe calls
+
+
+@pytest.mark.slow
+def test_a_catalogue_graded_with_reuse_equals_one_graded_on_every_test(graded_catalogue):
+    reused = graded_catalogue("04_masking")
+    assert sum(map(len, reused.reused.values())) > len(reused.tests.cases) * len(reused.reused) / 2
+    with tempfile.TemporaryDirectory() as tmp:
+        every = CatalogueGrades(get_stage("04_masking"), Path(tmp), reuse=False)
+    assert every.reused == {} and set(every.by_name) == set(reused.by_name)
+    for name, graded in every.by_name.items():
+        want = [(r.key, r.score, r.message, r.hint, r.fault, r.withheld) for r in graded.results]
+        got = [(r.key, r.score, r.message, r.hint, r.fault, r.withheld) for r in reused.by_name[name].results]
+        assert got == want, name
+
+
+@pytest.mark.slow
+def test_07s_training_tests_are_taken_for_a_sampling_mistake_and_run_for_a_training_one(graded_catalogue):
+    grades = graded_catalogue("07_gpt")
+    training = {c.key for c in grades.tests.cases if c.qid == "training_works"}
+    assert len(training) == 2
+    by_question = {}
+    for variant in grades.mistakes:
+        by_question.setdefault(variant.qid, []).append(set(grades.reused[variant.slug]))
+    # a mistake whose change is a function's body only (a changed default, for one, runs every test)
+    sampling = [taken for taken in by_question["sampling"] if taken]
+    assert len(sampling) >= len(by_question["sampling"]) - 2 and all(training <= taken for taken in sampling)
+    assert all(not training & taken for taken in by_question["train"] + by_question["model"])
+    assert any(by_question["model"])  # a model mistake takes the tests of train, which runs a stand-in model
