@@ -2,8 +2,9 @@
 (``autograder.authoring.reuse``) is the catalogue graded on every test.
 
 - What a change is: a function's or a method's body (a unit), or anything else (every test runs).
-- The two facts the reuse rests on: no suite reads a function's source, docstring,
-  annotations or code without calling it; and the grades are the same, test by test, message
+- The facts the reuse rests on: no suite reads a function's source, docstring,
+  annotations or code without calling it; no reference runs its functions in another
+  process, where the tracer cannot see them; and the grades are the same, test by test, message
   by message, as grading every variant on every test (stage 04, 68 submissions).
 - Where the time goes: 07's two training tests are taken from the reference for a mistake
   of sampling, and run for a mistake of train.
@@ -69,6 +70,13 @@ def test_no_suite_reads_a_functions_code_without_calling_it(stage):
         assert not found, (
             f"{stage.id}/{name} reads code without running it ({', '.join(found)}): see authoring/reuse.py"
         )
+
+
+@pytest.mark.parametrize("stage", all_stages(), ids=lambda s: s.id)
+def test_no_reference_runs_its_functions_in_another_process(stage):
+    """The tracer sees the grading process only (see authoring/reuse.py)."""
+    text = (stage.folder / "reference.py").read_text()
+    assert not re.findall(r"num_workers|multiprocessing|subprocess|os\.fork|Pool\(|concurrent\.futures", text)
 
 
 def test_the_kit_reads_no_student_functions_code():

@@ -24,8 +24,10 @@ again on every test: a question whose test ran out of time gives its other tests
 limits, which the reference's outputs did not have.
 
 The trust rests on what ``tests/test_reuse.py`` checks: no suite reads a function's source,
-docstring, annotations or code object without calling it, and a catalogue graded this way scores every
-test as grading every test does.
+docstring, annotations or code object without calling it, and a catalogue graded this way
+scores every test as grading every test does. The tracer sees the threads of the grading
+process, not other processes: a reference whose functions ran in a worker process (a
+``DataLoader`` with workers, say) would need ``--every-test``; none does.
 
 Example:
     >>> sorted(changes(["def f(x):\\n    return x\\n"], ["def f(x):\\n    return x + 1\\n"]))
