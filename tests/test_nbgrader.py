@@ -201,8 +201,9 @@ def test_a_course_runs_through_nbgrader_and_the_engine_decides(stage_id, tmp_pat
     )
     course.run("generate_assignment", stage_id)
     course.run("release_assignment", stage_id)
-    for student in ("ada", "bob", "cy"):
-        course.run("db", "student", "add", student, f"--last-name={student.title()}")
+    roster = tmp_path / "students.csv"  # the class list, imported in one command as an instructor would
+    roster.write_text("id,last_name\n" + "".join(f"{s},{s.title()}\n" for s in ("ada", "bob", "cy")))
+    course.run("db", "student", "import", roster)
 
     # bob (one mistake) and cy (nothing done) submit on time, ada (all correct) after the due date
     mistake = _public_mistake(stage_id)
