@@ -26,13 +26,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from measure import load_average, machine  # noqa: E402
 
 from autograder.authoring.grades import CatalogueGrades  # noqa: E402
+from autograder.authoring.reuse import differing  # noqa: E402
 from autograder.course import get_stage  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "RESULTS_reuse.json"
-
-
-def _results(grades: CatalogueGrades, name: str) -> list[tuple]:
-    return [(r.key, r.score, r.message, r.hint, r.fault, r.withheld) for r in grades.by_name[name].results]
 
 
 def _graded(stage_id: str, reuse: bool) -> tuple[CatalogueGrades, float]:
@@ -54,7 +51,7 @@ def compare(stage_id: str) -> dict:
         "ratio": round(reuse_s / every_s, 2),
         "runs_taken": sum(map(len, reused.reused.values())),
         "variant_test_runs": runs,
-        "differing": sorted(n for n in every.by_name if _results(every, n) != _results(reused, n)),
+        "differing": differing(every.by_name, reused.by_name),
     }
 
 

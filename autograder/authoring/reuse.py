@@ -44,15 +44,12 @@ from pathlib import Path
 
 from autograder.engine import processes
 from autograder.engine.pipeline import Graded, judged
-from autograder.engine.runner import RAN_IN_CELLS, TIMED_OUT, Limits, Outcome, run_submission
+from autograder.engine.runner import RAN_IN_CELLS, Limits, Outcome, run_submission
 from autograder.engine.submission import code_cells, load_notebook_json
 from autograder.engine.suites import StageTests
 
 Unit = tuple[int, str]  # (position among the notebook's code cells, "function" or "Class.method")
 Cells = list[tuple[str, str]]  # each code cell the engine runs: (label, source)
-
-# how the engine's errors begin when a test did not end by itself (runner: _blame, _remaining)
-UNSETTLED = (TIMED_OUT, "this test ", "not run", "the process running your code")
 
 
 def _is_def(node: ast.AST) -> bool:
@@ -158,11 +155,11 @@ def _cells(path: Path, tests: StageTests) -> Cells:
 class _Reference:
     """The reference, graded with the tracer on: its outputs and what each test reached."""
 
-    def __init__(self, path: Path, tests: StageTests, limits: Limits) -> None:
+    def __init__(self, path: Path, cells: Cells, tests: StageTests, limits: Limits) -> None:
         start = time.monotonic()
         self.outcome = run_submission(path, tests, limits, trace=True)
         self.graded = judged(path, tests, self.outcome, path.stem, start)
-        self.cells = _cells(path, tests)
+        self.cells = cells
         traced = self.outcome.traced and _settled(self.outcome)
         self.reach = reached(self.outcome, self.cells) if traced else {}
 
@@ -173,7 +170,7 @@ class _Reference:
 
 def _settled(outcome: Outcome) -> bool:
     """No test ran out of time, took a process down or was left out."""
-    return not outcome.fatal and not any(str(e).startswith(UNSETTLED) for e in outcome.errors.values())
+    return not outcome.fatal and not outcome.interrupted
 
 
 def _changed(reference: Cells, variant: Cells) -> set[Unit] | None:
@@ -225,9 +222,19 @@ def grade_catalogue(
     changed = [_changed(cells, _cells(path, tests)) for path in variants]
     order = sorted(range(len(variants)), key=lambda i: changed[i] is not None)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        first: Future = pool.submit(_Reference, reference, tests, limits)
+        first: Future = pool.submit(_Reference, reference, cells, tests, limits)
         jobs = {i: pool.submit(_grade_variant, variants[i], tests, limits, changed[i], first) for i in order}
         done = [jobs[i].result() for i in range(len(variants))]
         graded = [first.result().graded] + [g for g, _ in done]
     processes.reap_strays()
     return graded, {g.name: taken for g, taken in done}
+
+
+def differing(one: dict[str, Graded], other: dict[str, Graded]) -> list[str]:
+    """The submissions graded in both whose results differ in any test's key, score, message,
+    hint, fault or withheld points (how reuse is compared with grading every test)."""
+
+    def results(graded: Graded) -> list[tuple]:
+        return [(r.key, r.score, r.message, r.hint, r.fault, r.withheld) for r in graded.results]
+
+    return sorted(name for name in one.keys() & other.keys() if results(one[name]) != results(other[name]))

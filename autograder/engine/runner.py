@@ -90,6 +90,9 @@ class Outcome:
     # ``traced`` stays True only while every report of the child's tracer arrived intact
     traced: bool = False
     ran: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    # a child failed (was killed, crashed or exited) or a test ran out of time: later tests may
+    # have run with shorter limits, or not at all
+    interrupted: bool = False
 
 
 RAN_IN_CELLS = "(cells)"  # the key of Outcome.ran for what ran while the notebook's cells ran
@@ -446,6 +449,7 @@ def run_submission(
                     outcome.errors.setdefault(key, "not run: " + what)
                 break
     outcome.output = "\n".join(o for o in outputs if o)[: OUTPUT_LIMIT + 200]
+    outcome.interrupted = outcome.interrupted or bool(strikes.struck)
     processes.reap_strays()
     return outcome
 
@@ -687,6 +691,7 @@ def _blame(reason: str, child: _Child, script, by_key, limits: Limits, deadline:
     """Blame a failed child on its step: the case or cell it was in, the cell that ran last
     (something it started in the background), or, once the tests have begun, the next test
     to run, so that every restart makes progress. Returns what the next child skips."""
+    outcome.interrupted = True
     what = (
         f"printed more than {limits.output_bytes / 2**20:g} MB and was stopped" if reason == "flood" else FAILED[reason]
     )
