@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kernels import run_starting_kernels
+
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.build.nbgrader_course import build_nbgrader_course
 from autograder.build.stubs import reference_source
@@ -36,14 +38,7 @@ def environment() -> dict[str, str]:
 
 def nbgrader(*args, cwd: Path, check: bool = True, timeout: float = 1200) -> subprocess.CompletedProcess:
     """Run ``nbgrader ARGS`` in ``cwd``; fail the test with its log when it fails (unless ``check`` is off)."""
-    done = subprocess.run(
-        [str(BIN / "nbgrader"), *map(str, args)],
-        cwd=cwd,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    done = run_starting_kernels([str(BIN / "nbgrader"), *map(str, args)], cwd=cwd, env=environment(), timeout=timeout)
     if check and done.returncode != 0:
         raise AssertionError(
             f"nbgrader {' '.join(map(str, args))} failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
@@ -53,13 +48,8 @@ def nbgrader(*args, cwd: Path, check: bool = True, timeout: float = 1200) -> sub
 
 def gptcourse(*args, cwd: Path, timeout: float = 1200) -> subprocess.CompletedProcess:
     """Run ``gptcourse ARGS`` (the CLI of this checkout); it must exit 0."""
-    done = subprocess.run(
-        [sys.executable, "-m", "autograder.cli", *map(str, args)],
-        cwd=cwd,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
+    done = run_starting_kernels(
+        [sys.executable, "-m", "autograder.cli", *map(str, args)], cwd=cwd, env=environment(), timeout=timeout
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     return done

@@ -35,7 +35,7 @@ import re
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from kernels import execute_in_kernel
 from support import SHAKESPEARE
 
 from autograder.authoring.catalogue import catalogue
@@ -105,10 +105,7 @@ async def run_async(notebook: dict, folder, shakespeare: bool) -> nbformat.Noteb
     path = work / NAME
     path.write_text(json.dumps(notebook))  # package_submission() finds it here
     notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        notebook, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(work)}}
-    )
-    await client.async_execute(env=env)
+    await execute_in_kernel(notebook, work, timeout=300, env=env)
     return notebook
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 import attacks
 import dill
 import pytest
+from kernels import run_starting_kernels
 from support import submission
 
 from autograder.authoring.catalogue import catalogue
@@ -124,11 +125,9 @@ def otter_run(archive: Path, notebook: Path, out: Path) -> tuple[dict[str, float
     """``otter run -a ARCHIVE -o OUT -p NOTEBOOK`` (in OUT): per-question scores from otter's
     results pickle, its results.json and its output."""
     out.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
+    done = run_starting_kernels(
         [str(BIN / "otter"), "run", "-a", str(archive), "-o", str(out), "--no-logo", "-p", str(notebook)],
         cwd=out,
-        capture_output=True,
-        text=True,
         timeout=900,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -157,12 +156,8 @@ with open(out, "w") as handle:
 
 def otter_batch(archive: Path, notebooks: list[Path], out: Path) -> dict[str, dict[str, float]]:
     """Per-question scores otter gives each notebook (by file name), run in one process (``BATCH``)."""
-    done = subprocess.run(
-        [sys.executable, "-c", BATCH, str(archive), str(out), *map(str, notebooks)],
-        cwd=out.parent,
-        capture_output=True,
-        text=True,
-        timeout=1800,
+    done = run_starting_kernels(
+        [sys.executable, "-c", BATCH, str(archive), str(out), *map(str, notebooks)], cwd=out.parent, timeout=1800
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return {Path(k).stem: v for k, v in json.loads(out.read_text()).items()}

@@ -8,6 +8,8 @@
   by message, as grading every variant on every test (stage 04, 68 submissions).
 - Where the time goes: 07's two training tests are taken from the reference for a mistake
   of sampling, and run for a mistake of train.
+- A variant whose run on the tests its change reaches runs out of time is graded again on
+  every test (a time-out shortens the limits of the question's later tests).
 """
 
 import re
@@ -17,8 +19,13 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring.grades import CatalogueGrades
-from autograder.authoring.reuse import changes, differing, unit_of
+from autograder.authoring.reuse import changes, differing, grade_catalogue, unit_of
+from autograder.authoring.variants import variant_notebook
+from autograder.build.fixtures import stage_tests
+from autograder.build.notebooks import make_notebook, write_notebook
 from autograder.course import ROOT, all_stages, get_stage
+from autograder.engine.pipeline import grade_batch
+from autograder.engine.runner import Limits
 
 F = "def f(x: int) -> int:\n    return x\n"
 
@@ -111,3 +118,23 @@ def test_07s_training_tests_are_taken_for_a_sampling_mistake_and_run_for_a_train
     assert len(sampling) >= len(by_question["sampling"]) - 2 and all(training <= taken for taken in sampling)
     assert all(not training & taken for taken in by_question["train"] + by_question["model"])
     assert any(by_question["model"])  # a model mistake takes the tests of train, which runs a stand-in model
+
+
+@pytest.mark.slow
+def test_a_variant_whose_reduced_run_runs_out_of_time_is_graded_on_every_test(tmp_path):
+    """04's shift_right made to hang, and made wrong: the wrong one takes the tests it cannot
+    reach from the reference; the hanging one takes none, and is graded as on every test."""
+    stage, tests, limits = get_stage("04_masking"), stage_tests(get_stage("04_masking")), Limits(case_timeout=1.0)
+    bodies = {"hangs": "    while True:\n        pass\n", "wrong": "    return tokens\n"}
+    paths = [tmp_path / "reference.ipynb"]
+    write_notebook(make_notebook(stage, "reference"), paths[0])
+    for name, body in bodies.items():
+        paths.append(tmp_path / f"{name}.ipynb")
+        write_notebook(
+            variant_notebook(stage, {"shift_right": f"def shift_right(tokens, start_id):\n{body}"}), paths[-1]
+        )
+    graded, taken = grade_catalogue(paths[0], paths[1:], tests, limits)
+    assert taken["wrong"] and taken["hangs"] == []
+    assert any("time" in (r.message or "") for r in graded[1].results)  # it did run out of time
+    every = grade_batch(paths[1:2], ["hangs"], tests, limits, progress=False)
+    assert differing({"hangs": graded[1]}, {"hangs": every[0]}) == []

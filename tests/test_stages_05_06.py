@@ -12,6 +12,7 @@
   included, and show what their text says they show.
 """
 
+import asyncio
 import json
 import math
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from nbclient import NotebookClient
+from kernels import execute_in_kernel
 
 import solutions.multihead
 from autograder.authoring.catalogue import catalogue
@@ -221,9 +222,7 @@ def _execute(stage: str, extra: str, folder: Path) -> list:
     path = folder / f"{stage}.ipynb"
     path.write_text(json.dumps(nb))
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(
-        notebook, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(folder)}}
-    ).execute()
+    asyncio.run(execute_in_kernel(notebook, folder, timeout=300))
     errors = [
         (i, o.get("ename"), o.get("evalue"))
         for i, c in enumerate(notebook.cells)

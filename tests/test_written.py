@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kernels import run_starting_kernels
 from nbcourse import Course, filled
 from support import make_root
 
@@ -241,10 +242,8 @@ def test_nbgrader_grades_them_by_hand_and_the_engine_never_does(tmp_path):
         split.manual_score, split.needs_manual_grade = 2.0, False  # what the formgrader saves
         gb.db.commit()
     out = tmp_path / "results"
-    done = subprocess.run(
+    done = run_starting_kernels(
         [sys.executable, "-m", "autograder.cli", "grade", "--stage", STAGE, "--nbgrader", course.root, "--out", out],
-        capture_output=True,
-        text=True,
         env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"},
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
