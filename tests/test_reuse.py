@@ -10,8 +10,11 @@
   of sampling, and run for a mistake of train.
 - A variant whose run on the tests its change reaches runs out of time is graded again on
   every test (a time-out shortens the limits of the question's later tests).
+- A variant that takes every timed test's CPU time from the reference takes the calibration
+  it was judged against too; one that runs a timed test measures its own.
 """
 
+import dataclasses
 import re
 import tempfile
 from pathlib import Path
@@ -23,7 +26,9 @@ from autograder.authoring.reuse import changes, differing, grade_catalogue, unit
 from autograder.authoring.variants import variant_notebook
 from autograder.build.fixtures import stage_tests
 from autograder.build.notebooks import make_notebook, write_notebook
+from autograder.build.stubs import reference_source
 from autograder.course import ROOT, all_stages, get_stage
+from autograder.engine import judge
 from autograder.engine.pipeline import grade_batch
 from autograder.engine.runner import Limits
 
@@ -138,3 +143,33 @@ def test_a_variant_whose_reduced_run_runs_out_of_time_is_graded_on_every_test(tm
     assert any("time" in (r.message or "") for r in graded[1].results)  # it did run out of time
     every = grade_batch(paths[1:2], ["hangs"], tests, limits, progress=False)
     assert differing({"hangs": graded[1]}, {"hangs": every[0]}) == []
+
+
+@pytest.mark.slow
+def test_a_variant_that_takes_the_timed_tests_takes_their_calibration(tmp_path, monkeypatch):
+    """02's timed efficiency test and byte_bpe_decode's tests: the reference measures the
+    calibration workload once; a decode variant takes the timed output and that calibration,
+    a train_bpe variant (the same code, a statement added) measures again."""
+    stage = get_stage("02_bpe")
+    full = stage_tests(stage)
+    cases = [c for c in full.cases if (c.qid == "efficiency" and c.public) or c.name.startswith("byte_bpe_decode")]
+    assert [c.timed for c in cases] == [True, False]
+    tests = dataclasses.replace(full, cases=tuple(cases))
+    calls = []
+    measure = judge.calibrate
+    monkeypatch.setattr(judge, "calibrate", lambda: calls.append(1) or measure())
+    decode, train = (reference_source(stage.module, name) for name in ("byte_bpe_decode", "train_bpe"))
+    variants = {
+        "decode": {"byte_bpe_decode": decode.replace('"""\n', '"""\n    ids = list(ids)\n', 1)},
+        "train": {"train_bpe": train.replace('"""\n', '"""\n    text = str(text)\n', 1)},
+    }
+    paths = [tmp_path / "reference.ipynb"]
+    write_notebook(make_notebook(stage, "reference"), paths[0])
+    for name, cells in variants.items():
+        paths.append(tmp_path / f"{name}.ipynb")
+        write_notebook(variant_notebook(stage, cells), paths[-1])
+    graded, taken = grade_catalogue(paths[0], paths[1:], tests, Limits(), workers=1)
+    timed = next(c.key for c in cases if c.timed)
+    assert timed in taken["decode"] and timed not in taken["train"]
+    assert len(calls) == 2  # the reference's and train's; decode judged against the reference's
+    assert all(r.score == r.max_score for g in graded for r in g.results)

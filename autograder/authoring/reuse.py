@@ -7,7 +7,8 @@ same. So its output is the reference's. ``grade_catalogue`` grades the reference
 the child's tracer on (``run_submission(trace=True)``: which of the notebook's functions
 ran while the cells ran and while each test ran), then each variant on the tests its change
 reaches, taking the reference's outputs for the others; the judge then scores every test
-of the variant as usual.
+of the variant as usual. A timed test's output is its CPU time, judged against a calibration
+measured with it: a variant that took every timed test takes the reference's calibration too.
 
 What a change is, code cell by code cell (``changes``):
 
@@ -158,7 +159,8 @@ class _Reference:
     def __init__(self, path: Path, cells: Cells, tests: StageTests, limits: Limits) -> None:
         start = time.monotonic()
         self.outcome = run_submission(path, tests, limits, trace=True)
-        self.graded = judged(path, tests, self.outcome, path.stem, start)
+        self.calibration: dict[str, float] = {}  # filled on its first timed test, if it has one
+        self.graded = judged(path, tests, self.outcome, path.stem, start, self.calibration)
         self.cells = cells
         traced = self.outcome.traced and _settled(self.outcome)
         self.reach = reached(self.outcome, self.cells) if traced else {}
@@ -204,7 +206,10 @@ def _grade_variant(
     if taken and not keys:  # no test reached the change: the cells ran as the reference's did
         outcome.output, outcome.cell_errors = known.outcome.output, dict(known.outcome.cell_errors)
         outcome.isolation = known.outcome.isolation
-    return judged(path, tests, outcome, path.stem, start), taken
+    # timed tests all taken: judged against the calibration they were measured with
+    timed = {c.key for c in tests.cases if c.timed}
+    calibration = dict(known.calibration) if taken and timed <= set(taken) else None
+    return judged(path, tests, outcome, path.stem, start, calibration), taken
 
 
 def grade_catalogue(
@@ -230,11 +235,15 @@ def grade_catalogue(
     return graded, {g.name: taken for g, taken in done}
 
 
-def differing(one: dict[str, Graded], other: dict[str, Graded]) -> list[str]:
+def differing(one: dict[str, Graded], other: dict[str, Graded], timed: frozenset[str] = frozenset()) -> list[str]:
     """The submissions graded in both whose results differ in any test's key, score, message,
-    hint, fault or withheld points (how reuse is compared with grading every test)."""
+    hint, fault or withheld points (how reuse is compared with grading every test). The
+    messages of the ``timed`` tests' keys are left out: a slow submission's message gives the
+    CPU time it took, which no two runs share."""
 
     def results(graded: Graded) -> list[tuple]:
-        return [(r.key, r.score, r.message, r.hint, r.fault, r.withheld) for r in graded.results]
+        return [
+            (r.key, r.score, None if r.key in timed else r.message, r.hint, r.fault, r.withheld) for r in graded.results
+        ]
 
     return sorted(name for name in one.keys() & other.keys() if results(one[name]) != results(other[name]))

@@ -183,11 +183,16 @@ def hide_expected(message: str, expected: Any, got: Any = None) -> str:
     return message
 
 
-def judge(tests: StageTests, outcome: Outcome) -> list[TestResult]:
+def judge(tests: StageTests, outcome: Outcome, calibration: dict[str, float] | None = None) -> list[TestResult]:
     """Score every case of a submission. Messages are scrubbed of hidden test source and,
     for hidden tests, of expected values; a test whose check fails on the output scores 0
-    and carries the fault for the instructor."""
-    results, calibration = [], {}
+    and carries the fault for the instructor.
+
+    ``calibration`` (see ``judge_case``) is measured on the first timed case and kept in it; one
+    given already measured is used as it is (a variant that took every timed output from the
+    reference takes the reference's calibration with them, ``authoring.reuse``)."""
+    results = []
+    calibration = {} if calibration is None else calibration
     for case in tests.cases:
         fault = None
         try:

@@ -58,9 +58,17 @@ def grade_submission(
     return judged(path, tests, outcome, name, start)
 
 
-def judged(path: Path | None, tests: StageTests, outcome: Outcome, name: str | None, start: float) -> Graded:
-    """The grading of a submission whose code ran (``outcome``), begun at ``start`` (``time.monotonic``)."""
-    results = judge(tests, outcome)
+def judged(
+    path: Path | None,
+    tests: StageTests,
+    outcome: Outcome,
+    name: str | None,
+    start: float,
+    calibration: dict[str, float] | None = None,
+) -> Graded:
+    """The grading of a submission whose code ran (``outcome``), begun at ``start`` (``time.monotonic``);
+    ``calibration`` as ``judge`` takes it."""
+    results = judge(tests, outcome, calibration)
     outcome.cell_errors = {i: scrub(m, tests.secrets, own=outcome.code) for i, m in outcome.cell_errors.items()}
     label = name or (Path(path).stem if path is not None else "submission")
     return Graded(
