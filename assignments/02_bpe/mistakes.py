@@ -4,14 +4,14 @@ Every mistake of ``train_bpe`` is built on a correct *incremental* learner (so t
 it stays within the efficiency budget and loses points on ``train_bpe`` alone), and
 every mistake of ``efficiency`` but one is a *correct* learner that is too slow.
 The mistakes that break one clause alone are mostly a correct function with one slip
-(``slip(BASE, (old, new))``), so that each breaks exactly the clause (``clauses.md`` id)
-it declares.
+(``slip(BASE, (old, new))``, BASE mostly the reference's own ``reference("bpe", name)``),
+so that each breaks exactly the clause (``clauses.md`` id) it declares.
 """
 
 import re
 import textwrap
 
-from autograder.authoring.catalogue import Variant, slip
+from autograder.authoring.catalogue import Variant, reference, slip
 
 
 def _fill(template: str, right: dict[str, str], changes: dict[str, str]) -> str:
@@ -94,38 +94,14 @@ def _incremental(**changes: str) -> str:
     return _fill(_INCREMENTAL, _RIGHT, changes)
 
 
-# Correct functions that the single-slip mistakes below change in one place.
-WORD_FREQUENCIES = """
-def word_frequencies(text, eow="</w>"):
-    if not isinstance(eow, str) or not eow:
-        raise ValueError(f"eow must be a non-empty string, got {eow!r}")
-    freqs = {}
-    for word in text.split():
-        key = (*word, eow)
-        freqs[key] = freqs.get(key, 0) + 1
-    return freqs
-"""
+# The reference functions that the single-slip mistakes below change in one place.
+WORD_FREQUENCIES = reference("bpe", "word_frequencies")
+MERGE_PAIR = reference("bpe", "merge_pair")
+BYTE_TRAIN = reference("bpe", "train_byte_bpe")
+BYTE_DECODE = reference("bpe", "byte_bpe_decode")
 
-MERGE_PAIR = """
-def merge_pair(word_freqs, pair):
-    if len(pair) != 2:
-        raise ValueError(f"pair must hold exactly two symbols, got {pair!r}")
-    first, second = pair
-    result = {}
-    for symbols, freq in word_freqs.items():
-        out, i = [], 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and symbols[i] == first and symbols[i + 1] == second:
-                out.append(first + second)
-                i += 2
-            else:
-                out.append(symbols[i])
-                i += 1
-        key = tuple(out)
-        result[key] = result.get(key, 0) + freq
-    return result
-"""
-
+# A correct bpe_segment written otherwise than the reference's (each merge applied in turn
+# over the whole word), which the segment mistakes change in one place.
 SEGMENT = """
 def bpe_segment(word, merges, eow="</w>"):
     if not word or any(ch.isspace() for ch in word):
@@ -142,73 +118,6 @@ def bpe_segment(word, merges, eow="</w>"):
                 i += 1
         symbols = out
     return symbols
-"""
-
-BYTE_TRAIN = """
-def train_byte_bpe(text, vocab_size):
-    if vocab_size < 256:
-        raise ValueError(f"vocab_size must be at least 256, got {vocab_size}")
-    ids = list(text.encode("utf-8"))
-    merges = []
-    for new_id in range(256, vocab_size):
-        if len(ids) < 2:
-            break
-        counts = collections.Counter(zip(ids, ids[1:]))
-        best = max(counts, key=counts.__getitem__)
-        out, j = [], 0
-        while j < len(ids):
-            if j + 1 < len(ids) and ids[j] == best[0] and ids[j + 1] == best[1]:
-                out.append(new_id)
-                j += 2
-            else:
-                out.append(ids[j])
-                j += 1
-        ids = out
-        merges.append(best)
-    return merges
-"""
-
-BYTE_ENCODE = """
-def byte_bpe_encode(text, merges):
-    rank = {}
-    for r, pair in enumerate(merges):
-        if len(pair) != 2 or not all(0 <= int(x) < 256 + r for x in pair):
-            raise ValueError(f"merge {r} {pair!r} must join two ids below {256 + r}")
-        rank.setdefault((int(pair[0]), int(pair[1])), r)
-    ids = list(text.encode("utf-8"))
-    while len(ids) > 1:
-        best = min(set(zip(ids, ids[1:])), key=lambda p: rank.get(p, len(merges)))
-        if best not in rank:
-            break
-        new_id = 256 + rank[best]
-        out, j = [], 0
-        while j < len(ids):
-            if j + 1 < len(ids) and ids[j] == best[0] and ids[j + 1] == best[1]:
-                out.append(new_id)
-                j += 2
-            else:
-                out.append(ids[j])
-                j += 1
-        ids = out
-    return ids
-"""
-
-BYTE_DECODE = """
-def byte_bpe_decode(ids, merges):
-    table = [bytes([b]) for b in range(256)]
-    for r, pair in enumerate(merges):
-        if len(pair) != 2 or not all(0 <= int(x) < 256 + r for x in pair):
-            raise ValueError(f"merge {r} {pair!r} must join two ids below {256 + r}")
-        table.append(table[int(pair[0])] + table[int(pair[1])])
-    if isinstance(ids, torch.Tensor):
-        ids = ids.tolist()
-    pieces = []
-    for i in ids:
-        i = int(i)
-        if not 0 <= i < len(table):
-            raise ValueError(f"id {i} is outside the vocabulary")
-        pieces.append(table[i])
-    return b"".join(pieces).decode("utf-8", errors="replace")
 """
 
 
@@ -1106,7 +1015,7 @@ MISTAKES += [
             "byte_bpe_decode": slip(
                 BYTE_DECODE,
                 (
-                    '        if not 0 <= i < len(table):\n            raise ValueError(f"id {i} is outside the vocabulary")\n',
+                    '        if not 0 <= i < len(table):\n            raise ValueError(f"id {i} is outside the vocabulary 0..{len(table) - 1}")\n',
                     "",
                 ),
             )
@@ -1146,7 +1055,7 @@ MISTAKES += [
     Variant(
         "word_frequencies",
         "eow defaults to '_', the lecture's symbol",
-        {"word_frequencies": slip(WORD_FREQUENCIES, ('eow="</w>"', 'eow="_"'))},
+        {"word_frequencies": slip(WORD_FREQUENCIES, ('eow: str = "</w>"', 'eow: str = "_"'))},
         clauses=("eow-default",),
     ),
     Variant(

@@ -1,32 +1,14 @@
 """Realistic mistakes and correct alternatives for stage 03_attention.
 
-Most mistakes are the reference with one slip (``slip(BASE, old, new)``), so that each
+Most mistakes are a correct base with one slip (``slip(base, (old, new))``), so that each
 breaks exactly the clause (``clauses.md`` id) it declares; a few are written out whole,
-as a student would write them.
+as a student would write them. The embedding's base is the reference itself
+(``reference("attention", ...)``); SINUSOIDAL, ROPE and ATTENTION are shorter correct
+rewrites of theirs (terser arithmetic, shorter messages; ATTENTION without the reference's
+rank and mask-shape checks), which their slips are written against.
 """
 
-from autograder.authoring.catalogue import Variant, slip
-
-EMBEDDING = """
-class TokenPositionEmbedding(nn.Module):
-    def __init__(self, vocab_size, embed_dim, max_seq_len):
-        super().__init__()
-        for name, value in (("vocab_size", vocab_size), ("embed_dim", embed_dim), ("max_seq_len", max_seq_len)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        self.max_seq_len = max_seq_len
-        self.tok_emb = nn.Embedding(vocab_size, embed_dim)
-        self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
-
-    def forward(self, idx):
-        if idx.dim() != 2:
-            raise ValueError(f"idx must have shape (B, T), got {tuple(idx.shape)}")
-        T = idx.shape[1]
-        if T > self.max_seq_len:
-            raise ValueError(f"sequence length {T} is longer than max_seq_len {self.max_seq_len}")
-        positions = torch.arange(T, device=idx.device)
-        return self.tok_emb(idx) + self.pos_emb(positions)
-"""
+from autograder.authoring.catalogue import Variant, reference, slip
 
 SINUSOIDAL = """
 def sinusoidal_positions(max_seq_len, embed_dim):
@@ -77,23 +59,23 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 
 def embedding(name, old, new, clauses, more=(), **options):
     """A mistake of ``embedding``: the reference with ``old`` replaced by ``new`` (and the pairs in ``more``)."""
-    source = slip(EMBEDDING, (old, new), *more)
+    source = slip(reference("attention", "TokenPositionEmbedding"), (old, new), *more)
     return Variant("embedding", name, {"TokenPositionEmbedding": source}, clauses=clauses, **options)
 
 
 def sinusoidal(name, old, new, clauses, more=(), **options):
-    """A mistake of ``sinusoidal``: the reference with ``old`` replaced by ``new`` (and the pairs in ``more``)."""
+    """A mistake of ``sinusoidal``: its base with ``old`` replaced by ``new`` (and the pairs in ``more``)."""
     source = slip(SINUSOIDAL, (old, new), *more)
     return Variant("sinusoidal", name, {"sinusoidal_positions": source}, clauses=clauses, **options)
 
 
 def rope(name, old, new, clauses, more=(), **options):
-    """A mistake of ``rope``: the reference with ``old`` replaced by ``new`` (and the pairs in ``more``)."""
+    """A mistake of ``rope``: its base with ``old`` replaced by ``new`` (and the pairs in ``more``)."""
     return Variant("rope", name, {"apply_rope": slip(ROPE, (old, new), *more)}, clauses=clauses, **options)
 
 
 def attention(name, old, new, clauses, more=(), **options):
-    """A mistake of ``attention``: the reference with ``old`` replaced by ``new`` (and the pairs in ``more``)."""
+    """A mistake of ``attention``: its base with ``old`` replaced by ``new`` (and the pairs in ``more``)."""
     source = slip(ATTENTION, (old, new), *more)
     return Variant("attention", name, {"scaled_dot_product_attention": source}, clauses=clauses, **options)
 

@@ -1,78 +1,27 @@
 """Realistic mistakes and correct alternatives for stage 04_masking.
 
-Most mistakes are the reference with one slip (``slip(BASE, old, new)``), so that each
+Most mistakes are the reference with one slip (``slip(reference(...), (old, new))``), so that each
 breaks exactly the clause (``clauses.md`` id) it declares; a few are written out whole,
 as a student would write them.
 """
 
-from autograder.authoring.catalogue import Variant, slip
+from autograder.authoring.catalogue import Variant, reference, slip
 
-CAUSAL = """
-def causal_mask(T, device=None):
-    if isinstance(T, bool) or not isinstance(T, int) or T < 0:
-        raise ValueError(f"T must be a non-negative integer, got {T!r}")
-    return torch.ones(T, T, dtype=torch.bool, device=device).triu(diagonal=1)
-"""
-
-PADDING = """
-def padding_mask(ids, pad_id):
-    if ids.dim() != 2:
-        raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")
-    return (ids == pad_id).unsqueeze(1)
-"""
-
-COMBINED = """
-def combined_mask(ids, pad_id):
-    if ids.dim() != 2:
-        raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")
-    return causal_mask(ids.shape[1], device=ids.device) | padding_mask(ids, pad_id)
-"""
-
-SHIFT = """
-def shift_right(tokens, start_id):
-    if tokens.dim() != 2:
-        raise ValueError(f"tokens must have shape (B, T), got {tuple(tokens.shape)}")
-    start = tokens.new_full((tokens.shape[0], 1), start_id)
-    return torch.cat([start, tokens[:, :-1]], dim=1)
-"""
-
-PAD_AND_SHIFT = """
-def pad_and_shift(sequences, start_id, pad_id, ignore_index=-100):
-    if len(sequences) == 0:
-        raise ValueError("sequences must hold at least one sequence")
-    seqs = [[int(t) for t in seq] for seq in sequences]
-    T_max = max(len(seq) for seq in seqs)
-    inputs = torch.full((len(seqs), T_max), pad_id, dtype=torch.long)
-    targets = torch.full((len(seqs), T_max), ignore_index, dtype=torch.long)
-    for b, seq in enumerate(seqs):
-        if seq:
-            inputs[b, : len(seq)] = torch.tensor([start_id] + seq[:-1], dtype=torch.long)
-            targets[b, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-    return inputs, targets
-"""
-
-LM_LOSS = """
-def lm_loss(logits, targets, ignore_index=-100):
-    if logits.dim() != 3 or logits.shape[:-1] != targets.shape:
-        raise ValueError(f"logits must be (B, T, V) and targets (B, T), got {tuple(logits.shape)} and {tuple(targets.shape)}")
-    V = logits.shape[-1]
-    return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=ignore_index)
-"""
-
-_BASES = {
-    "causal_mask": ("causal_mask", CAUSAL),
-    "padding_mask": ("padding_mask", PADDING),
-    "combined_mask": ("combined_mask", COMBINED),
-    "shift": ("shift_right", SHIFT),
-    "pad_and_shift": ("pad_and_shift", PAD_AND_SHIFT),
-    "lm_loss": ("lm_loss", LM_LOSS),
+# question -> the stub (a reference function of solutions.masking) its mistakes slip
+_STUBS = {
+    "causal_mask": "causal_mask",
+    "padding_mask": "padding_mask",
+    "combined_mask": "combined_mask",
+    "shift": "shift_right",
+    "pad_and_shift": "pad_and_shift",
+    "lm_loss": "lm_loss",
 }
 
 
 def mistake(qid, name, changes, clauses, **options):
     """A mistake of ``qid``: its reference with each ``(old, new)`` of ``changes`` made."""
-    stub, base = _BASES[qid]
-    return Variant(qid, name, {stub: slip(base, *changes)}, clauses=clauses, **options)
+    stub = _STUBS[qid]
+    return Variant(qid, name, {stub: slip(reference("masking", stub), *changes)}, clauses=clauses, **options)
 
 
 MISTAKES = [
@@ -355,7 +304,7 @@ MISTAKES = [
     mistake(
         "pad_and_shift",
         "the default ignore_index is -1",
-        [("ignore_index=-100)", "ignore_index=-1)")],
+        [("ignore_index: int = -100,", "ignore_index: int = -1,")],
         ("ignore-default",),
     ),
     mistake(
@@ -421,7 +370,7 @@ MISTAKES = [
     mistake(
         "lm_loss",
         "the default ignore_index is -1",
-        [("ignore_index=-100)", "ignore_index=-1)")],
+        [("ignore_index: int = -100)", "ignore_index: int = -1)")],
         ("ignore-default",),
     ),
     mistake(
@@ -462,7 +411,9 @@ MISTAKES = [
         [
             (
                 "    if logits.dim() != 3 or logits.shape[:-1] != targets.shape:\n"
-                '        raise ValueError(f"logits must be (B, T, V) and targets (B, T), got {tuple(logits.shape)} and {tuple(targets.shape)}")\n',
+                "        raise ValueError(\n"
+                '            f"logits must be (B, T, V) and targets (B, T), got {tuple(logits.shape)} and {tuple(targets.shape)}"\n'
+                "        )\n",
                 "",
             )
         ],

@@ -14,6 +14,7 @@ import importlib.util
 import textwrap
 from dataclasses import dataclass
 
+from autograder.build.stubs import reference_source
 from autograder.course import Stage, get_stage
 
 
@@ -56,6 +57,18 @@ def slip(source: str, *changes: tuple[str, str]) -> str:
             raise ValueError(f"{old!r} occurs {source.count(old)} times in the base source")
         source = source.replace(old, new)
     return source
+
+
+def reference(module: str, name: str) -> str:
+    """The reference's own source of ``name`` in ``solutions.<module>`` (docstring and
+    annotations included): the base of a slip, so that a mistake stays the reference with
+    one slip when the reference changes. Never copy a reference into a catalogue by hand
+    (``tests/test_slip_bases.py`` refuses such copies)::
+
+        >>> slip(reference("masking", "shift_right"), ("tokens[:, :-1]", "tokens[:, 1:]")).splitlines()[0]
+        'def shift_right(tokens: torch.Tensor, start_id: int) -> torch.Tensor:'
+    """
+    return reference_source(module, name)
 
 
 def catalogue(stage: Stage | str) -> tuple[list[Variant], list[Variant]]:
