@@ -52,6 +52,7 @@ RULES: tuple[Rule, ...] = (
     Rule("nothing points outside the project", static_rules.inside_the_project),
     Rule("catalogue loads", static_rules.catalogue_loads, blocking=True),
     Rule("catalogue complete", static_rules.catalogue_complete),
+    Rule("catalogue copies no reference", static_rules.no_copied_references),
     Rule("docstring examples run", static_rules.examples_run),
     Rule("stated numbers have a source", static_rules.numbers_sourced),
     Rule("reference full, empty zero", graded_rules.reference_and_empty, graded=True),

@@ -25,6 +25,7 @@ from autograder.kit import PASTED
 from .catalogue import Variant, catalogue
 from .claims import stage_claims, unsourced
 from .clauses import clause_problems, read_clauses, uncited_tests
+from .copies import copied_references
 from .references import folder_problems
 from .verdicts import verdict_problems
 
@@ -194,6 +195,13 @@ def catalogue_complete(subject: Subject) -> list[str]:
     slugs = [v.slug for v in mistakes + alternatives]
     problems += [f"two variants share the file name {s!r}" for s in sorted({s for s in slugs if slugs.count(s) > 1})]
     return problems
+
+
+def no_copied_references(subject: Subject) -> list[str]:
+    """No string of ``mistakes.py`` is a hand copy of a reference function or class (docstrings and
+    annotations aside): a slip's base is ``reference(module, name)``, which follows the reference."""
+    source = subject.stage.mistakes.read_text(encoding="utf-8")
+    return [f"{copy}: slip reference(module, name) instead" for copy in copied_references(source, subject.stage.module)]
 
 
 def inside_the_project(subject: Subject) -> list[str]:
