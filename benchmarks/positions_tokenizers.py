@@ -8,7 +8,7 @@ heads x 128, a context of 64 tokens, 900 steps of 24 windows, keep the best) on 
 Shakespeare once per pair of
 
 - tokenizer: ``char`` (stage 01; 65 symbols) or ``byte-bpe`` (stage 02's byte-level BPE, 256
-  merges learned on the training text: 512 symbols, about 2 characters a token);
+  merges learned on the training text: 512 symbols, about 1.8 characters a token);
 - positions: ``learned``, ``sinusoidal``, ``rope`` or ``none`` (stage 03).
 
 Every run is judged by its kept checkpoint's exact validation loss, converted to **bits

@@ -15,6 +15,7 @@ import torch
 
 from autograder.authoring.claims import Claim, recorded
 from autograder.course import get_stage
+from solutions.bpe import byte_bpe_encode, train_byte_bpe
 from solutions.data import load_corpus
 from solutions.gpt import GPT, GPTConfig, train
 from solutions.tokenisation import NGramLM, build_vocab, encode, train_val_split
@@ -25,6 +26,15 @@ REAL_RUN = "benchmarks/RESULTS_real_run.json"
 def _parameters(**sizes) -> float:
     """The number of parameters of a GPT of these sizes, for Shakespeare's 65 characters."""
     return sum(p.numel() for p in GPT(GPTConfig(vocab_size=65, **sizes)).parameters())
+
+
+def _nanogpt_count() -> float:
+    """nanoGPT's count of its Shakespeare model: no biases (``bias = False`` in its ``train.py``)
+    and the position table left out (``get_num_params``)."""
+    model = GPT(GPTConfig(vocab_size=65, block_size=256, n_layer=6, n_head=6, n_embd=384))
+    return sum(
+        p.numel() for name, p in model.named_parameters() if not name.endswith(".bias") and name != "pos_emb.weight"
+    )
 
 
 @functools.cache
@@ -109,6 +119,15 @@ def _shakespeare_ids():
     return len(stoi), *train_val_split(torch.tensor(encode(text, stoi), dtype=torch.long))
 
 
+def _characters_per_bpe_token() -> float:
+    """Characters per token of section 11's byte-level BPE (256 merges learned on the first
+    100,000 characters) on its validation text, the last tenth of Shakespeare."""
+    text = load_corpus("shakespeare", offline_ok=False)
+    cut = int(len(text) * 0.9)
+    merges = train_byte_bpe(text[:100_000], 256 + 256)
+    return (len(text) - cut) / len(byte_bpe_encode(text[cut:], merges))
+
+
 def _stage01_demo(n: int) -> float:
     """The perplexity of 01's demo n-gram (alpha 0.01, 200,000 training and 20,000 validation characters)."""
     vocab, train_data, val_data = _shakespeare_ids()
@@ -152,6 +171,8 @@ CLAIMS = [
         low=10.75e6,
         high=10.85e6,
     ),
+    Claim("nanoGPT reports 10.65 million", _nanogpt_count, low=10.645e6, high=10.655e6),
+    Claim("a BPE token holds about 1.8 characters", _characters_per_bpe_token, low=1.75, high=1.85),
     Claim(
         "characters (0.8 million parameters), 5,000 steps",
         lambda: _parameters(block_size=128, n_layer=4, n_head=4, n_embd=128),

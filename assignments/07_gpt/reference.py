@@ -50,9 +50,10 @@ class GPT(nn.Module):
     ``logits = head(ln_f(blocks(drop(tok_emb(idx) + pos_emb(positions)))))`` where
     every block is a causal-masked :class:`TransformerBlock`. When
     ``config.tie_weights`` is true, ``head.weight`` is the same Parameter as
-    ``tok_emb.weight``. Weights start as in GPT-2: normal with standard deviation
-    0.02 (the projections into the residual stream, ``attn.out_proj`` and ``ff.fc2``,
-    scaled down by ``sqrt(2 * n_layer)``), biases at zero.
+    ``tok_emb.weight``. Weights start as nanoGPT starts them: normal with standard
+    deviation 0.02, both embedding tables included (the projections into the residual
+    stream, ``attn.out_proj`` and ``ff.fc2``, scaled down by ``sqrt(2 * n_layer)``, as
+    the GPT-2 paper describes), biases at zero.
 
     Example:
         >>> model = GPT(GPTConfig(vocab_size=10, block_size=8, n_layer=1, n_embd=16))
@@ -100,7 +101,7 @@ class GPT(nn.Module):
             self.head.weight = self.tok_emb.weight  # one Parameter, used twice
 
         self.apply(self._init_weights)
-        for block in self.blocks:  # residual projections: smaller, as in GPT-2
+        for block in self.blocks:  # residual projections: smaller, as the GPT-2 paper describes
             nn.init.normal_(block.attn.out_proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
             nn.init.normal_(block.ff.fc2.weight, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
 
