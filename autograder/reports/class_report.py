@@ -7,7 +7,7 @@ same folders ``grades.csv`` is built from) and writes into DIR:
   full marks, the mean, and the mistakes seen, each with the number of students, of
   failed tests and example students; a table per student with their mistakes;
 - ``report.png``: the same at a glance (the histogram of totals, full marks per
-  question, the most common mistakes);
+  question, the most common mistakes: ``reports.figure``);
 - ``mistakes.csv``: one row per question and mistake (question, mistake, kind,
   students, failed tests, the students), for a spreadsheet.
 
@@ -326,44 +326,6 @@ def mistakes_csv(report: ClassReport) -> str:
     return buffer.getvalue()
 
 
-def plot(report: ClassReport, target: Path) -> None:
-    """``report.png``: the histogram of totals, full marks per question, the most common mistakes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = sorted((r for q in report.questions for r in q.mistakes), key=lambda r: (-len(r.students), r.qid, r.label))[
-        :12
-    ]
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), gridspec_kw={"width_ratios": [1, 1, 1.6]})
-    bins = histogram(report.totals, report.max_score)
-    axes[0].bar(
-        [low for low, _, _ in bins],
-        [c for _, _, c in bins],
-        width=bins[0][1] - bins[0][0],
-        align="edge",
-        color="#4c72b0",
-        edgecolor="white",
-    )
-    axes[0].set_xlabel(f"total (out of {report.max_score:g})")
-    axes[0].set_ylabel("students")
-    axes[0].set_title(f"Totals ({len(report.students)} submissions)")
-    axes[1].bar([q.qid for q in report.questions], [100 * q.pass_rate for q in report.questions], color="#55a868")
-    axes[1].set_ylim(0, 100)
-    axes[1].set_ylabel("% with full marks")
-    axes[1].set_title("Full marks per question")
-    axes[1].tick_params(axis="x", rotation=40)
-    labels = [f"{r.qid}: {r.label[:48]}" for r in rows][::-1]
-    axes[2].barh(labels, [len(r.students) for r in rows][::-1], color="#c44e52")
-    axes[2].set_xlabel("students")
-    axes[2].set_title("Most common mistakes")
-    axes[2].tick_params(axis="y", labelsize=8)
-    fig.tight_layout()
-    fig.savefig(target, dpi=100)
-    plt.close(fig)
-
-
 def write_report(folder: Path) -> str:
     """Write ``report.md``, ``report.png`` and ``mistakes.csv`` into ``folder``; return the Markdown."""
     folder = Path(folder)
@@ -371,5 +333,7 @@ def write_report(folder: Path) -> str:
     text = render(report)
     write_atomic(folder / "report.md", text)
     write_atomic(folder / "mistakes.csv", mistakes_csv(report))
+    from .figure import plot  # here: figure.py draws from this module's report (and imports matplotlib)
+
     plot(report, folder / "report.png")
     return text
