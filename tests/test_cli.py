@@ -23,6 +23,15 @@ def test_unknown_stage_is_a_usage_error(tmp_path):
     assert done.returncode == 2 and "unknown stage" in done.stderr
 
 
+def test_a_stage_is_named_by_its_id_its_number_with_or_without_its_zero_or_its_topic(tmp_path):
+    assert {get_stage(name).id for name in ("04_masking", "04", "4", "masking")} == {"04_masking"}
+    done = gptcourse("grade", "--stage", "4", str(tmp_path / "x.ipynb"))  # the stage known, the file not
+    assert done.returncode == 2 and "no such file" in done.stderr and "unknown stage" not in done.stderr
+    for unknown in ("40", "0", "4_masking"):
+        done = gptcourse("grade", "--stage", unknown, str(tmp_path / "x.ipynb"))
+        assert done.returncode == 2 and "unknown stage" in done.stderr, unknown
+
+
 def test_missing_file_is_a_usage_error(tmp_path):
     done = gptcourse("grade", "--stage", STAGE, str(tmp_path / "missing.ipynb"))
     assert done.returncode == 2 and "no such file" in done.stderr
