@@ -313,9 +313,7 @@ def cmd_gradescope_run(args: argparse.Namespace) -> int:
             f"gptcourse: no valid results.json was written (run_autograder exited {tried.returncode})", file=sys.stderr
         )
         return 1
-    worth = sum(t.get("max_score", 0.0) for t in doc["tests"])  # otter's error document has no points
-    peak = f", peak memory {tried.peak_memory / 2**20:.0f} MB" if tried.peak_memory else ""
-    print(f"score {doc['score']:g} of {worth:g} in {tried.seconds:.0f} s{peak}; {tried.confined}")
+    print(tryout_line(tried, args.gradescope_limits))
     if args.out:
         from .engine.results import dump_json, write_atomic
 
@@ -326,6 +324,23 @@ def cmd_gradescope_run(args: argparse.Namespace) -> int:
         print(f"gptcourse: the autograder failed (exit {tried.returncode}); its results.json:\n{said}", file=sys.stderr)
         return 1
     return 0
+
+
+def tryout_line(tried, gradescope_limits: bool) -> str:
+    """The last line of ``gradescope-run``: the score, the time, and whether Gradescope's limits applied.
+
+    >>> from autograder.build.gradescope_tryout import Tryout
+    >>> print(tryout_line(Tryout({"score": 12, "tests": [{"max_score": 58}]}, 0, 4.2, "", "", "unconfined"), False))
+    score 12 of 58 in 4 s; without Gradescope's memory and CPU limits (add --gradescope-limits to apply them)
+    """
+    doc = tried.results
+    worth = sum(t.get("max_score", 0.0) for t in doc["tests"])  # otter's error document has no points
+    peak = f", peak memory {tried.peak_memory / 2**20:.0f} MB" if tried.peak_memory else ""
+    if gradescope_limits:
+        limits = f"limited by {tried.confined}"
+    else:
+        limits = "without Gradescope's memory and CPU limits (add --gradescope-limits to apply them)"
+    return f"score {doc['score']:g} of {worth:g} in {tried.seconds:.0f} s{peak}; {limits}"
 
 
 def main(argv: list[str] | None = None) -> int:

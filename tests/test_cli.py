@@ -8,6 +8,8 @@ import zipfile
 
 from support import submission
 
+from autograder.build.gradescope_tryout import Tryout
+from autograder.cli import tryout_line
 from autograder.course import get_stage
 from autograder.engine.suites import secret_lines
 
@@ -30,6 +32,20 @@ def test_a_stage_is_named_by_its_id_its_number_with_or_without_its_zero_or_its_t
     for unknown in ("40", "0", "4_masking"):
         done = gptcourse("grade", "--stage", unknown, str(tmp_path / "x.ipynb"))
         assert done.returncode == 2 and "unknown stage" in done.stderr, unknown
+
+
+def test_gradescope_run_says_in_words_whether_gradescopes_limits_applied():
+    results = {"score": 12, "tests": [{"max_score": 50}, {"max_score": 8}]}
+    plain = tryout_line(Tryout(results, 0, 4.2, "", "", confined="unconfined"), gradescope_limits=False)
+    assert plain == (
+        "score 12 of 58 in 4 s; without Gradescope's memory and CPU limits (add --gradescope-limits to apply them)"
+    )
+    cgroup = "cgroup v2 (/sys/fs/cgroup/x): memory.max 805306368, cpu.max 50000 100000"
+    limited = Tryout(results, 0, 4.2, "", "", confined=cgroup, peak_memory=300 * 2**20)
+    assert (
+        tryout_line(limited, gradescope_limits=True)
+        == f"score 12 of 58 in 4 s, peak memory 300 MB; limited by {cgroup}"
+    )
 
 
 def test_missing_file_is_a_usage_error(tmp_path):
