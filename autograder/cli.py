@@ -147,6 +147,8 @@ def grade_folder(
 
 def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     """What the run did to the folder: kept and skipped students, the roster's matches, the files to use."""
+    from .channels.local.written import still_to_grade
+
     book = run.gradebook
     lines = []
     kept = len(book.rows) - len(run.graded)
@@ -160,10 +162,11 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     if book.absent:
         lines.append(f"in the roster but not graded: {', '.join(s.name or s.id for s in book.absent)}")
     if book.written:
-        waiting = sum(1 for row in book.rows for v in row.written.values() if v is None)
+        answered, blank = still_to_grade(out, book)
+        left = f", {blank} left blank (score them 0)" if blank else ""
         lines.append(
-            f"written questions ({', '.join(book.written)}): {waiting} answer(s) to grade by hand; read them in "
-            f"{out / 'written.md'}, type the scores into grades.csv, then run this command again (files optional)"
+            f"written questions ({', '.join(book.written)}): {answered} answer(s) to grade by hand{left}; read them "
+            f"in {out / 'written.md'}, type the scores into grades.csv, then run this command again (files optional)"
         )
     files = f"results: {out}/<student>/results.json, gradebook: {out / 'grades.csv'}"
     if (out / "canvas.csv").is_file():
