@@ -136,6 +136,8 @@ def grade_folder(
     for graded in run.graded:
         for fault in graded.faults:
             print(f"gptcourse: warning: a test could not judge {graded.name}'s output: {fault}", file=sys.stderr)
+        for problem in submission_problems(graded):
+            print(f"gptcourse: warning: {problem}", file=sys.stderr)
     fallbacks = sorted({g.outcome.isolation["fallback"] for g in run.graded if g.outcome.isolation.get("fallback")})
     for reason in fallbacks:
         print(
@@ -143,6 +145,22 @@ def grade_folder(
             file=sys.stderr,
         )
     return run
+
+
+def submission_problems(graded) -> list[str]:
+    """What the instructor should know of a submission beyond its scores: a file that could not be
+    graded (unreadable, not a notebook), or a notebook of another stage than the one graded."""
+    file = f"{graded.name} ({graded.path.name})" if graded.path is not None else graded.name
+    problems = []
+    if graded.outcome.fatal:
+        problems.append(f"{file} could not be graded, scored {graded.total:g}: {graded.outcome.fatal}")
+    if graded.outcome.wrong_stage:
+        named, stage = graded.outcome.wrong_stage
+        problems.append(
+            f"{file} is a notebook of stage {named}, not {stage}; graded by {stage}'s tests, it scored "
+            f"{graded.total:g} (its feedback says so)"
+        )
+    return problems
 
 
 def folder_summary(run, out: Path, args: argparse.Namespace) -> str:

@@ -84,6 +84,31 @@ def test_grade_writes_results_and_gradebook_for_any_file_name_and_zip(tmp_path):
     assert "grading 01_tokenisation: 4/4 submissions (" in done.stderr and "\r" not in done.stderr
 
 
+def test_a_notebook_of_another_stage_or_no_notebook_is_named_on_the_console_and_in_its_feedback(tmp_path):
+    """Graded all the same (a wrong stage's notebook earns what its code earns), but the instructor
+    reads one line per such file, and the student's feedback names the real problem first."""
+    other = submission(STAGE, tmp_path, "lab4", base="reference")  # stage 01's notebook, handed in for 04
+    mine = submission("04_masking", tmp_path, "empty4", base="student")
+    garbage = tmp_path / "notes.ipynb"
+    garbage.write_text("{this is not json")
+    out = tmp_path / "out"
+    done = gptcourse("grade", "--stage", "04", "--out", str(out), str(other), str(mine), str(garbage))
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if line.startswith("gptcourse: warning:")]
+    assert len(warned) == 2, done.stderr
+    assert (
+        "lab4 (lab4.ipynb) is a notebook of stage 01_tokenisation, not 04_masking; graded by 04_masking's"
+        in (warned[0])
+    )
+    assert warned[1].startswith("gptcourse: warning: notes (notes.ipynb) could not be graded, scored 0: could not read")
+    said = "This is a notebook of stage 01_tokenisation, not 04_masking: was the right notebook submitted?"
+    doc = json.loads((out / "lab4" / "results.json").read_text())
+    assert said in doc["output"] and set(doc) == set(json.loads((out / "empty4" / "results.json").read_text()))
+    assert said in (out / "lab4" / "feedback.md").read_text()
+    assert "This is a notebook of stage" not in (out / "empty4" / "results.json").read_text()
+    assert {r["submission"] for r in csv.DictReader((out / "grades.csv").open())} >= {"lab4", "empty4", "notes"}
+
+
 def test_feedback_and_class_report(tmp_path):
     ref = submission(STAGE, tmp_path, "ref", base="reference")
     empty = submission(STAGE, tmp_path, "empty", base="student")
