@@ -12,6 +12,7 @@ from .course import ROOT, all_stages, get_stage
 from .engine.runner import Limits
 from .errors import UsageError
 
+DEMO_STAGE = "01_tokenisation"  # what `make demo` grades, into grades/demo
 DEMO_MISTAKES = [
     "build_vocab-ids-start-at-1",
     "get_batch-last-valid-start-never-drawn",
@@ -261,6 +262,31 @@ def demo_mistakes(mistakes: list) -> list:
     return list(first.values())[:3]
 
 
+def demo_folder(stage) -> Path:
+    """The demo's default output folder: ``grades/demo`` for stage 01 (``make demo``), else
+    ``grades/demo-<stage>``, so that the demo of one stage never writes into another's."""
+    return Path("grades/demo") if stage.id == DEMO_STAGE else Path(f"grades/demo-{stage.id}")
+
+
+def other_stage_in(out: Path, stage) -> str | None:
+    """The other stage whose results (their records) or sample notebooks (their metadata) ``out``
+    holds, None when it holds only ``stage``'s or nothing."""
+    from .channels.local.records import read_folder
+    from .engine.submission import SubmissionError, load_notebook_json, notebook_stage
+
+    for folder in read_folder(out):
+        if folder.record.get("stage") not in (None, stage.id):
+            return folder.record["stage"]
+    for path in sorted((out / "submissions").glob("*.ipynb")):
+        try:
+            named = notebook_stage(load_notebook_json(path))
+        except SubmissionError:
+            continue
+        if named not in (None, stage.id):
+            return named
+    return None
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .authoring.catalogue import catalogue
     from .authoring.variants import write_variant
@@ -270,7 +296,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .build.written import written_questions
 
     stage = get_stage(args.stage)
-    out = Path(args.out)
+    out = Path(args.out) if args.out else demo_folder(stage)
+    other = other_stage_in(out, stage)
+    if other:  # refused before anything is written: the folder keeps the other stage's demo whole
+        default = demo_folder(stage)
+        hint = f"leave out --out: the demo of {stage.id} goes to {default}" if out != default else "use --out FOLDER"
+        raise UsageError(f"{out} holds the demo of {other}; nothing was written ({hint})")
     print(f"== 1. Building the release of stage {stage.id} (student notebook, fixtures, Gradescope zip, nbgrader)")
     build_stage(stage, ROOT / "release")
     folder = out / "submissions"
@@ -465,8 +496,10 @@ def main(argv: list[str] | None = None) -> int:
     tryout.set_defaults(run=cmd_gradescope_run)
 
     demo = sub.add_parser("demo", help="build, then grade sample submissions of one stage (default 01)")
-    demo.add_argument("--stage", default="01_tokenisation", help="e.g. 08_rnn or 08 (default: 01_tokenisation)")
-    demo.add_argument("--out", default="grades/demo", help="output folder (default: grades/demo)")
+    demo.add_argument("--stage", default=DEMO_STAGE, help=f"e.g. 08_rnn or 8 (default: {DEMO_STAGE})")
+    demo.add_argument(
+        "--out", help="output folder (default: grades/demo for stage 01, grades/demo-<stage> for another stage)"
+    )
     demo.set_defaults(run=cmd_demo)
 
     check = sub.add_parser(
