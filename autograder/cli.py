@@ -12,6 +12,7 @@ from .course import ROOT, all_stages, get_stage
 from .engine.runner import Limits
 from .errors import UsageError
 
+DEMO_STAGE = "01_tokenisation"  # what `make demo` grades, into grades/demo
 DEMO_MISTAKES = [
     "build_vocab-ids-start-at-1",
     "get_batch-last-valid-start-never-drawn",
@@ -136,6 +137,8 @@ def grade_folder(
     for graded in run.graded:
         for fault in graded.faults:
             print(f"gptcourse: warning: a test could not judge {graded.name}'s output: {fault}", file=sys.stderr)
+        for problem in submission_problems(graded):
+            print(f"gptcourse: warning: {problem}", file=sys.stderr)
     fallbacks = sorted({g.outcome.isolation["fallback"] for g in run.graded if g.outcome.isolation.get("fallback")})
     for reason in fallbacks:
         print(
@@ -145,8 +148,26 @@ def grade_folder(
     return run
 
 
+def submission_problems(graded) -> list[str]:
+    """What the instructor should know of a submission beyond its scores: a file that could not be
+    graded (unreadable, not a notebook), or a notebook of another stage than the one graded."""
+    file = f"{graded.name} ({graded.path.name})" if graded.path is not None else graded.name
+    problems = []
+    if graded.outcome.fatal:
+        problems.append(f"{file} could not be graded, scored {graded.total:g}: {graded.outcome.fatal}")
+    if graded.outcome.wrong_stage:
+        named, stage = graded.outcome.wrong_stage
+        problems.append(
+            f"{file} is a notebook of stage {named}, not {stage}; graded by {stage}'s tests, it scored "
+            f"{graded.total:g} (its feedback says so)"
+        )
+    return problems
+
+
 def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     """What the run did to the folder: kept and skipped students, the roster's matches, the files to use."""
+    from .channels.local.written import still_to_grade
+
     book = run.gradebook
     lines = []
     kept = len(book.rows) - len(run.graded)
@@ -160,10 +181,11 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     if book.absent:
         lines.append(f"in the roster but not graded: {', '.join(s.name or s.id for s in book.absent)}")
     if book.written:
-        waiting = sum(1 for row in book.rows for v in row.written.values() if v is None)
+        answered, blank = still_to_grade(out, book)
+        left = f", {blank} left blank (score them 0)" if blank else ""
         lines.append(
-            f"written questions ({', '.join(book.written)}): {waiting} answer(s) to grade by hand; read them in "
-            f"{out / 'written.md'}, type the scores into grades.csv, then run this command again (files optional)"
+            f"written questions ({', '.join(book.written)}): {answered} answer(s) to grade by hand{left}; read them "
+            f"in {out / 'written.md'}, type the scores into grades.csv, then run this command again (files optional)"
         )
     files = f"results: {out}/<student>/results.json, gradebook: {out / 'grades.csv'}"
     if (out / "canvas.csv").is_file():
@@ -240,6 +262,31 @@ def demo_mistakes(mistakes: list) -> list:
     return list(first.values())[:3]
 
 
+def demo_folder(stage) -> Path:
+    """The demo's default output folder: ``grades/demo`` for stage 01 (``make demo``), else
+    ``grades/demo-<stage>``, so that the demo of one stage never writes into another's."""
+    return Path("grades/demo") if stage.id == DEMO_STAGE else Path(f"grades/demo-{stage.id}")
+
+
+def other_stage_in(out: Path, stage) -> str | None:
+    """The other stage whose results (their records) or sample notebooks (their metadata) ``out``
+    holds, None when it holds only ``stage``'s or nothing."""
+    from .channels.local.records import read_folder
+    from .engine.submission import SubmissionError, load_notebook_json, notebook_stage
+
+    for folder in read_folder(out):
+        if folder.record.get("stage") not in (None, stage.id):
+            return folder.record["stage"]
+    for path in sorted((out / "submissions").glob("*.ipynb")):
+        try:
+            named = notebook_stage(load_notebook_json(path))
+        except SubmissionError:
+            continue
+        if named not in (None, stage.id):
+            return named
+    return None
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .authoring.catalogue import catalogue
     from .authoring.variants import write_variant
@@ -249,7 +296,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .build.written import written_questions
 
     stage = get_stage(args.stage)
-    out = Path(args.out)
+    out = Path(args.out) if args.out else demo_folder(stage)
+    other = other_stage_in(out, stage)
+    if other:  # refused before anything is written: the folder keeps the other stage's demo whole
+        default = demo_folder(stage)
+        hint = f"leave out --out: the demo of {stage.id} goes to {default}" if out != default else "use --out FOLDER"
+        raise UsageError(f"{out} holds the demo of {other}; nothing was written ({hint})")
     print(f"== 1. Building the release of stage {stage.id} (student notebook, fixtures, Gradescope zip, nbgrader)")
     build_stage(stage, ROOT / "release")
     folder = out / "submissions"
@@ -313,9 +365,7 @@ def cmd_gradescope_run(args: argparse.Namespace) -> int:
             f"gptcourse: no valid results.json was written (run_autograder exited {tried.returncode})", file=sys.stderr
         )
         return 1
-    worth = sum(t.get("max_score", 0.0) for t in doc["tests"])  # otter's error document has no points
-    peak = f", peak memory {tried.peak_memory / 2**20:.0f} MB" if tried.peak_memory else ""
-    print(f"score {doc['score']:g} of {worth:g} in {tried.seconds:.0f} s{peak}; {tried.confined}")
+    print(tryout_line(tried, args.gradescope_limits))
     if args.out:
         from .engine.results import dump_json, write_atomic
 
@@ -326,6 +376,23 @@ def cmd_gradescope_run(args: argparse.Namespace) -> int:
         print(f"gptcourse: the autograder failed (exit {tried.returncode}); its results.json:\n{said}", file=sys.stderr)
         return 1
     return 0
+
+
+def tryout_line(tried, gradescope_limits: bool) -> str:
+    """The last line of ``gradescope-run``: the score, the time, and whether Gradescope's limits applied.
+
+    >>> from autograder.build.gradescope_tryout import Tryout
+    >>> print(tryout_line(Tryout({"score": 12, "tests": [{"max_score": 58}]}, 0, 4.2, "", "", "unconfined"), False))
+    score 12 of 58 in 4 s; without Gradescope's memory and CPU limits (add --gradescope-limits to apply them)
+    """
+    doc = tried.results
+    worth = sum(t.get("max_score", 0.0) for t in doc["tests"])  # otter's error document has no points
+    peak = f", peak memory {tried.peak_memory / 2**20:.0f} MB" if tried.peak_memory else ""
+    if gradescope_limits:
+        limits = f"limited by {tried.confined}"
+    else:
+        limits = "without Gradescope's memory and CPU limits (add --gradescope-limits to apply them)"
+    return f"score {doc['score']:g} of {worth:g} in {tried.seconds:.0f} s{peak}; {limits}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -429,8 +496,10 @@ def main(argv: list[str] | None = None) -> int:
     tryout.set_defaults(run=cmd_gradescope_run)
 
     demo = sub.add_parser("demo", help="build, then grade sample submissions of one stage (default 01)")
-    demo.add_argument("--stage", default="01_tokenisation", help="e.g. 08_rnn or 08 (default: 01_tokenisation)")
-    demo.add_argument("--out", default="grades/demo", help="output folder (default: grades/demo)")
+    demo.add_argument("--stage", default=DEMO_STAGE, help=f"e.g. 08_rnn or 8 (default: {DEMO_STAGE})")
+    demo.add_argument(
+        "--out", help="output folder (default: grades/demo for stage 01, grades/demo-<stage> for another stage)"
+    )
     demo.set_defaults(run=cmd_demo)
 
     check = sub.add_parser(

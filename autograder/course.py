@@ -91,11 +91,16 @@ def all_stages(root: Path = ASSIGNMENTS) -> list[Stage]:
     return [Stage(p.name, p) for p in sorted(root.iterdir()) if p.is_dir() and FOLDER.match(p.name)]
 
 
+def _same_number(given: str, number: str) -> bool:
+    """Whether ``given`` is the stage number ``number`` written without its leading zero ("4" for "04")."""
+    return given.isascii() and given.isdigit() and int(given) == int(number)
+
+
 def get_stage(stage_id: str, root: Path = ASSIGNMENTS) -> Stage:
-    """The stage called ``stage_id`` (``03_attention``, ``03`` or ``attention``), complete."""
+    """The stage called ``stage_id`` (``03_attention``, ``03``, ``3`` or ``attention``), complete."""
     stages = all_stages(root)
     for stage in stages:
-        if stage_id in (stage.id, stage.id[:2], stage.module):
+        if stage_id in (stage.id, stage.id[:2], stage.module) or _same_number(stage_id, stage.id[:2]):
             missing = stage.missing()
             if missing:
                 raise UsageError(f"stage {stage.id} is incomplete: {stage.folder} has no {', '.join(missing)}")

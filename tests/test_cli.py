@@ -8,6 +8,8 @@ import zipfile
 
 from support import submission
 
+from autograder.build.gradescope_tryout import Tryout
+from autograder.cli import tryout_line
 from autograder.course import get_stage
 from autograder.engine.suites import secret_lines
 
@@ -21,6 +23,29 @@ def gptcourse(*args, cwd=None):
 def test_unknown_stage_is_a_usage_error(tmp_path):
     done = gptcourse("grade", "--stage", "99_nothing", str(tmp_path / "x.ipynb"))
     assert done.returncode == 2 and "unknown stage" in done.stderr
+
+
+def test_a_stage_is_named_by_its_id_its_number_with_or_without_its_zero_or_its_topic(tmp_path):
+    assert {get_stage(name).id for name in ("04_masking", "04", "4", "masking")} == {"04_masking"}
+    done = gptcourse("grade", "--stage", "4", str(tmp_path / "x.ipynb"))  # the stage known, the file not
+    assert done.returncode == 2 and "no such file" in done.stderr and "unknown stage" not in done.stderr
+    for unknown in ("40", "0", "4_masking"):
+        done = gptcourse("grade", "--stage", unknown, str(tmp_path / "x.ipynb"))
+        assert done.returncode == 2 and "unknown stage" in done.stderr, unknown
+
+
+def test_gradescope_run_says_in_words_whether_gradescopes_limits_applied():
+    results = {"score": 12, "tests": [{"max_score": 50}, {"max_score": 8}]}
+    plain = tryout_line(Tryout(results, 0, 4.2, "", "", confined="unconfined"), gradescope_limits=False)
+    assert plain == (
+        "score 12 of 58 in 4 s; without Gradescope's memory and CPU limits (add --gradescope-limits to apply them)"
+    )
+    cgroup = "cgroup v2 (/sys/fs/cgroup/x): memory.max 805306368, cpu.max 50000 100000"
+    limited = Tryout(results, 0, 4.2, "", "", confined=cgroup, peak_memory=300 * 2**20)
+    assert (
+        tryout_line(limited, gradescope_limits=True)
+        == f"score 12 of 58 in 4 s, peak memory 300 MB; limited by {cgroup}"
+    )
 
 
 def test_missing_file_is_a_usage_error(tmp_path):
@@ -57,6 +82,31 @@ def test_grade_writes_results_and_gradebook_for_any_file_name_and_zip(tmp_path):
             assert "all tests passed" not in test["output"].lower()
     # in a pipe, the progress is plain lines (a bar in a terminal: tests/test_progress.py)
     assert "grading 01_tokenisation: 4/4 submissions (" in done.stderr and "\r" not in done.stderr
+
+
+def test_a_notebook_of_another_stage_or_no_notebook_is_named_on_the_console_and_in_its_feedback(tmp_path):
+    """Graded all the same (a wrong stage's notebook earns what its code earns), but the instructor
+    reads one line per such file, and the student's feedback names the real problem first."""
+    other = submission(STAGE, tmp_path, "lab4", base="reference")  # stage 01's notebook, handed in for 04
+    mine = submission("04_masking", tmp_path, "empty4", base="student")
+    garbage = tmp_path / "notes.ipynb"
+    garbage.write_text("{this is not json")
+    out = tmp_path / "out"
+    done = gptcourse("grade", "--stage", "04", "--out", str(out), str(other), str(mine), str(garbage))
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if line.startswith("gptcourse: warning:")]
+    assert len(warned) == 2, done.stderr
+    assert (
+        "lab4 (lab4.ipynb) is a notebook of stage 01_tokenisation, not 04_masking; graded by 04_masking's"
+        in (warned[0])
+    )
+    assert warned[1].startswith("gptcourse: warning: notes (notes.ipynb) could not be graded, scored 0: could not read")
+    said = "This is a notebook of stage 01_tokenisation, not 04_masking: was the right notebook submitted?"
+    doc = json.loads((out / "lab4" / "results.json").read_text())
+    assert said in doc["output"] and set(doc) == set(json.loads((out / "empty4" / "results.json").read_text()))
+    assert said in (out / "lab4" / "feedback.md").read_text()
+    assert "This is a notebook of stage" not in (out / "empty4" / "results.json").read_text()
+    assert {r["submission"] for r in csv.DictReader((out / "grades.csv").open())} >= {"lab4", "empty4", "notes"}
 
 
 def test_feedback_and_class_report(tmp_path):

@@ -270,7 +270,10 @@ def test_gradescope_run_tries_a_zip_locally(autograder_zip, tmp_path):
     doc = json.loads(out.read_text())
     worth = sum(t["max_score"] for t in doc["tests"])
     assert doc["score"] == worth > 0
-    assert f"score {worth:g} of {worth:g} in " in done.stdout and "unconfined" in done.stdout
+    assert (
+        f"score {worth:g} of {worth:g} in " in done.stdout
+        and "without Gradescope's memory and CPU limits" in done.stdout
+    )
     assert "limits: " in done.stdout  # the entry point's first line: the limits it found and its budget
     missing = subprocess.run(
         [sys.executable, "-m", "autograder.cli", "gradescope-run", str(autograder_zip), str(tmp_path / "none.ipynb")],

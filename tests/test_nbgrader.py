@@ -25,7 +25,7 @@ from autograder.build.nbgrader_course import GPTCOURSE_CONFIG, NBGRADER_CONFIG, 
 from autograder.build.written import written_questions
 from autograder.channels.local.folder import grade_into_folder
 from autograder.channels.nbgrader import TEST_FILES, TESTS_FOLDER, grade_cell_id, written_cell_id
-from autograder.channels.nbgrader.autograde import PREPROCESSOR, course_config, require_engine
+from autograder.channels.nbgrader.autograde import PREPROCESSOR, Row, course_config, require_engine, table
 from autograder.course import all_stages, get_stage, questions
 from autograder.engine.runner import Limits
 from autograder.errors import UsageError
@@ -110,6 +110,20 @@ def test_the_config_puts_the_engine_in_place_of_the_kernel(tmp_path):
     assert chosen[1:] == default[1:]
     assert Path(config.GradeWithEngine.tests_directory) == (tmp_path / TESTS_FOLDER).resolve()
     require_engine(tmp_path)
+
+
+def test_the_printed_gradebook_leaves_written_answers_still_to_grade_empty():
+    """nbgrader holds 0 for an answer that awaits the formgrader; the table shows nothing there, as
+    grades.csv does, and the 0 of an answer graded 0 (or of an empty answer cell, which nbgrader scores 0)."""
+    questions = [("pad_keys", 4.0), ("cheating", 2.0), ("why", 3.0)]
+    rows = [
+        Row("cy", {"pad_keys": 4.0, "cheating": 0.0, "why": 0.0}, total=4.0, ungraded=["cheating", "why"]),
+        Row("di", {"pad_keys": 1.0, "cheating": 0.0, "why": 2.0}, total=3.0),
+    ]
+    lines = table(rows, questions).splitlines()
+    assert lines[0].split() == ["student", "pad_keys", "cheating", "why", "late", "total"]
+    assert lines[2].split() == ["cy", "4", "4"] and lines[3].split() == ["di", "1", "0", "2", "3"]
+    assert [len(line) for line in lines[2:]] == [len(lines[0])] * 2  # the columns stay aligned
 
 
 def test_bridge_usage_errors(tmp_path):

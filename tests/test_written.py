@@ -142,7 +142,10 @@ def test_the_local_gradebook_keeps_a_column_per_written_question_for_manual_scor
     write_notebook(make_notebook(stage, "student"), bob)
     done = gptcourse("grade", "--stage", STAGE, "--out", out, "--canvas-assignment", "Tokenisation (555)", subs)
     assert done.returncode == 0, done.stderr
-    assert "written questions (split, context): 4 answer(s) to grade by hand" in done.stdout
+    # alice answered split; her context and both of bob's answer cells hold the placeholder
+    assert (
+        "written questions (split, context): 1 answer(s) to grade by hand, 3 left blank (score them 0)" in done.stdout
+    )
     autograded = sum(p for _, p in questions(STAGE))
     header = next(csv.reader((out / "grades.csv").open(encoding="utf-8")))
     assert header[-6:] == ["id", "name", "email", "split (written)", "context (written)", "total with written"]
@@ -167,7 +170,8 @@ def test_the_local_gradebook_keeps_a_column_per_written_question_for_manual_scor
         csv.writer(handle, lineterminator="\n").writerows(table)
     done = gptcourse("grade", "--stage", STAGE, "--out", out)
     assert done.returncode == 0, done.stderr
-    assert "no file given: the gradebook" in done.stdout and "1 answer(s) to grade by hand" in done.stdout
+    assert "no file given: the gradebook" in done.stdout
+    assert "0 answer(s) to grade by hand, 1 left blank (score them 0)" in done.stdout  # bob's context
     book = rows(out / "grades.csv")
     assert book["smithalice"]["total"] == f"{autograded:g}"
     assert book["smithalice"]["total with written"] == f"{autograded + 3.5:g}"

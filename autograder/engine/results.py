@@ -129,6 +129,19 @@ def dump_json(doc: dict) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
+def wrong_stage_note(named: str, graded: str) -> str:
+    """What a student is told whose notebook belongs to another stage than the one graded.
+
+    >>> wrong_stage_note("01_tokenisation", "04_masking")[:70]
+    'This is a notebook of stage 01_tokenisation, not 04_masking: was the r'
+    """
+    return (
+        f"This is a notebook of stage {named}, not {graded}: was the right notebook submitted? "
+        f"It was graded by the tests of {graded}, which look for that stage's functions, "
+        "so the messages below may name functions it never had."
+    )
+
+
 def cell_notes(outcome: Outcome) -> str:
     """What went wrong while loading the notebook, and what of it did not run, for the student.
 
@@ -138,6 +151,8 @@ def cell_notes(outcome: Outcome) -> str:
     lines = []
     if outcome.fatal:
         lines.append(f"Your notebook could not be graded: {outcome.fatal}")
+    if outcome.wrong_stage:
+        lines.append(wrong_stage_note(*outcome.wrong_stage))
     for index in sorted(set(outcome.cell_errors) | set(outcome.left_out)):
         label = outcome.cell_labels.get(index, f"cell {index + 1}")
         label = label[:1].upper() + label[1:]

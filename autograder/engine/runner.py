@@ -29,7 +29,7 @@ from pathlib import Path
 from autograder.kit.cases import Case
 
 from . import codec, processes, sandbox
-from .submission import SubmissionError, code_cells, load_notebook_json
+from .submission import SubmissionError, code_cells, load_notebook_json, notebook_stage
 from .suites import StageTests, SuiteFile
 
 CHILD = Path(__file__).with_name("child.py")
@@ -83,6 +83,7 @@ class Outcome:
     cpu_seconds: dict[str, float] = field(default_factory=dict)  # timed case key -> the child's CPU time
     output: str = ""  # the student's own prints, capped
     fatal: str | None = None  # the submission could not be run at all
+    wrong_stage: tuple[str, str] | None = None  # (the stage its metadata names, the stage graded) when they differ
     isolation: dict = field(default_factory=dict)  # how the last child was confined (sandbox.enter)
     code: str = ""  # the submission's own code cells, joined: never redacted from its messages (judge.scrub)
     # run_submission(trace=True) only (authoring.reuse): the notebook's functions that ran, as
@@ -458,12 +459,16 @@ def _read_cells(path: Path, tests: StageTests, cases: list[Case], outcome: Outco
     """The notebook's code cells as the child gets them (their labels and what of their IPython
     syntax was left out noted in ``outcome``); None, every case failed, when it cannot be read."""
     try:
-        found = code_cells(load_notebook_json(path), tests.given)
+        notebook = load_notebook_json(path)
+        found = code_cells(notebook, tests.given)
     except SubmissionError as exc:
         outcome.fatal = str(exc)
         for case in cases:
             outcome.errors[case.key] = "the submission could not be read"
         return None
+    named = notebook_stage(notebook)
+    if named is not None and named != tests.stage_id:  # graded all the same: it earns what its code earns
+        outcome.wrong_stage = (named, tests.stage_id)
     outcome.cell_labels = {c.index: c.label for c in found}
     outcome.code = "\n".join(c.source for c in found)
     outcome.left_out = {c.index: c.notes for c in found if c.notes}

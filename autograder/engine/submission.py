@@ -274,6 +274,21 @@ def load_notebook_json(path: Path) -> dict:
     return data
 
 
+def notebook_stage(notebook: dict) -> str | None:
+    """The stage a notebook says it belongs to: the id the build writes in its metadata
+    (``{"gptcourse": {"stage": "01_tokenisation"}}``), None when it names none.
+
+    >>> notebook_stage({"metadata": {"gptcourse": {"stage": "01_tokenisation"}}, "cells": []})
+    '01_tokenisation'
+    >>> notebook_stage({"metadata": {}, "cells": []}) is None
+    True
+    """
+    metadata = notebook.get("metadata")
+    ours = metadata.get("gptcourse") if isinstance(metadata, dict) else None
+    stage = ours.get("stage") if isinstance(ours, dict) else None
+    return stage if isinstance(stage, str) and stage else None
+
+
 def given_answer(metadata: dict, given: dict[str, str]) -> str | None:
     """The course's code for a cell that holds an earlier stage's answer (its metadata names
     it, ``{"gptcourse": {"answer": "blocks.LayerNorm"}}``), or None for any other cell.

@@ -38,6 +38,19 @@ def read_answers(folder: Path) -> dict[str, str]:
     return {k: v for k, v in doc.items() if isinstance(v, str)} if isinstance(doc, dict) else {}
 
 
+def still_to_grade(out_dir: Path, book: Gradebook) -> tuple[int, int]:
+    """``(answered, blank)``: the written answers with no score in ``grades.csv`` yet, those a student
+    wrote and those left blank (the placeholder, an emptied cell, or a notebook that could not be read)."""
+    answered = blank = 0
+    for row in book.rows:
+        answers = read_answers(Path(out_dir) / row.key)
+        for qid, score in row.written.items():
+            if score is None:
+                answered += bool(answers.get(qid))
+                blank += not answers.get(qid)
+    return answered, blank
+
+
 def _quoted(text: str) -> list[str]:
     return [f"> {line}" if line else ">" for line in text.splitlines()]
 

@@ -124,13 +124,19 @@ def gradebook_rows(
     return questions, rows
 
 
+def _score(row: Row, qid: str) -> str:
+    """A cell of ``table``: the score, or "" for a written answer still to grade."""
+    return "" if qid in row.ungraded else f"{row.scores.get(qid, 0.0):g}"
+
+
 def table(rows: list[Row], questions: list[tuple[str, float]]) -> str:
     """The gradebook as plain text: a row per student, a column per question, the late penalty, the total.
+    A written answer still to grade in the formgrader is left empty (nbgrader holds 0 for it until then).
 
-    >>> print(table([Row("ada", {"q": 2.0}, 2.0, 0.0)], [("q", 3.0)]))
-    student      q  late  total
-    (max)        3            3
-    ada          2    -2      0
+    >>> print(table([Row("ada", {"q": 2.0, "why": 0.0}, 2.0, 0.0, ungraded=["why"])], [("q", 3.0), ("why", 2.0)]))
+    student      q    why  late  total
+    (max)        3      2            5
+    ada          2           -2      0
     """
     width = max([len("student"), *(len(r.student) for r in rows)])
     cols = [max(len(q), 5) for q, _ in questions]
@@ -144,7 +150,7 @@ def table(rows: list[Row], questions: list[tuple[str, float]]) -> str:
         late = f"{-r.penalty:4g}" if r.penalty else "    "
         lines.append(
             r.student.ljust(width)
-            + "".join(f"  {r.scores.get(q, 0.0):>{w}g}" for (q, _), w in zip(questions, cols))
+            + "".join(f"  {_score(r, q):>{w}}" for (q, _), w in zip(questions, cols))
             + f"  {late}  {r.total:5g}"
         )
     return "\n".join(lines)
