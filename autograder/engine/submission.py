@@ -77,6 +77,7 @@ SHELL_CELL_MAGICS = frozenset(
 NOT_RUN = "was not run: shell commands do not run when grading"
 _HELP = re.compile(r"^(\?{1,2}[\w.]+(\(\))?|[\w.]+(\(\))?\?{1,2})$")
 _ASSIGNED = re.compile(r"^([\w.\[\], ]+?)\s*=\s*([!%].*)$")
+STAGE_ID = re.compile(r"\d\d_[a-z][a-z0-9_]{0,40}")  # a stage folder's name, as the build writes it in metadata
 
 
 def _quote(text: str) -> str:
@@ -282,11 +283,13 @@ def notebook_stage(notebook: dict) -> str | None:
     '01_tokenisation'
     >>> notebook_stage({"metadata": {}, "cells": []}) is None
     True
+
+    Anything but a stage id (a student may write any metadata) names none.
     """
     metadata = notebook.get("metadata")
     ours = metadata.get("gptcourse") if isinstance(metadata, dict) else None
     stage = ours.get("stage") if isinstance(ours, dict) else None
-    return stage if isinstance(stage, str) and stage else None
+    return stage if isinstance(stage, str) and STAGE_ID.fullmatch(stage) else None
 
 
 def given_answer(metadata: dict, given: dict[str, str]) -> str | None:
