@@ -176,6 +176,9 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
         lines.append(f"not graded again ({why}): {', '.join(k for k, _ in run.skipped)}")
     if kept > 0:
         lines.append(f"kept {kept} student(s) graded before; the gradebook has {len(book.rows)} rows")
+    late = [i.key for i in run.identities if i.late]
+    if late:
+        lines.append(f"marked late by the LMS (recorded in graded.json; no penalty applied): {', '.join(late)}")
     if book.unmatched:
         lines.append(f"not in the roster (no id in grades.csv, left out of canvas.csv): {', '.join(book.unmatched)}")
     if book.absent:

@@ -57,9 +57,9 @@ def test_students_are_named_by_the_layouts_of_lms_and_grader_exports(tmp_path):
         [Path("dl/smithalice_1234_99_01_tokenisation.ipynb"), Path("dl/jonesbob_LATE_77_100_01_tokenisation-1.ipynb")],
         STAGE,
     )
-    assert [(i.key, i.lms_id, i.source) for i in canvas] == [
-        ("smithalice", "1234", "canvas"),
-        ("jonesbob", "77", "canvas"),
+    assert [(i.key, i.lms_id, i.source, i.late) for i in canvas] == [
+        ("smithalice", "1234", "canvas", False),
+        ("jonesbob", "77", "canvas", True),
     ]
     # Moodle's "Download all submissions", flat or in folders
     assert keys(["dl/Alice Smith_501_assignsubmission_file_01_tokenisation.ipynb"]) == ["Alice Smith"]
@@ -201,6 +201,9 @@ def test_canvas_download_names_with_a_roster_make_a_canvas_import(class_folder, 
     assert done.returncode == 0, done.stderr
     assert "not in the roster (no id in grades.csv, left out of canvas.csv): stray" in done.stdout
     assert "in the roster but not graded: Li, Carol" in done.stdout
+    assert "marked late by the LMS (recorded in graded.json; no penalty applied): jonesbob" in done.stdout
+    assert json.loads((out / "jonesbob" / "graded.json").read_text())["late"] is True
+    assert json.loads((out / "smithalice" / "graded.json").read_text())["late"] is False
     book = rows(out / "grades.csv")
     assert (book["smithalice"]["id"], book["smithalice"]["name"]) == ("1234", "Smith, Alice") and book["stray"][
         "id"

@@ -159,6 +159,7 @@ def run_folder(
             "tests": fingerprint,
             "lms_id": identity.lms_id,
             "named_by": identity.source,
+            "late": identity.late,
             "graded_at": when,
         }
         for path, identity in chosen

@@ -44,12 +44,14 @@ class Identity:
     """A submission's student as its path names them.
 
     ``key`` names the row and the results folder; ``lms_id`` is the LMS's own id when the
-    path carries one (Canvas's user id, Moodle's participant id); ``source`` says which rule found it.
+    path carries one (Canvas's user id, Moodle's participant id); ``source`` says which rule
+    found it; ``late``, that the LMS marked the file late (Canvas's ``LATE_``).
     """
 
     key: str
     lms_id: str = ""
     source: str = "file"
+    late: bool = False
 
 
 def safe_key(text: str) -> str:
@@ -68,18 +70,18 @@ def from_lms_name(path: Path) -> Identity | None:
     """The student named by a Canvas or Moodle download's file or folder name, if it has one.
 
     >>> from_lms_name(Path("smithalice_LATE_1234_5678_01_tokenisation.ipynb"))
-    Identity(key='smithalice', lms_id='1234', source='canvas')
+    Identity(key='smithalice', lms_id='1234', source='canvas', late=True)
     >>> from_lms_name(Path("Alice Smith_99_assignsubmission_file_lab.ipynb"))
-    Identity(key='Alice Smith', lms_id='99', source='moodle')
+    Identity(key='Alice Smith', lms_id='99', source='moodle', late=False)
     >>> from_lms_name(Path("Alice Smith_99_assignsubmission_file_/lab.ipynb"))
-    Identity(key='Alice Smith', lms_id='99', source='moodle')
+    Identity(key='Alice Smith', lms_id='99', source='moodle', late=False)
     >>> from_lms_name(Path("subs/alice/01_tokenisation.ipynb")) is None
     True
     """
     path = Path(path)
     match = CANVAS.match(path.name)
     if match:
-        return Identity(safe_key(match["name"]), match["user"], "canvas")
+        return Identity(safe_key(match["name"]), match["user"], "canvas", late=bool(match["late"]))
     match = MOODLE_FILE.match(path.name) or MOODLE_FOLDER.match(path.parent.name)
     if match:
         return Identity(safe_key(match["name"]), match["participant"], "moodle")
@@ -148,7 +150,12 @@ def identify(
         lms = from_lms_name(path)
         if path.resolve() in known:
             found.append(
-                Identity(known[path.resolve()], lms.lms_id if lms else "", lms.source if lms else "earlier grading")
+                Identity(
+                    known[path.resolve()],
+                    lms.lms_id if lms else "",
+                    lms.source if lms else "earlier grading",
+                    late=bool(lms and lms.late),
+                )
             )
         elif lms is not None:
             found.append(lms)
@@ -173,5 +180,5 @@ def _unique(found: list[Identity]) -> list[Identity]:
             number += 1
             key = f"{base}-{number}"
         seen.add(key)
-        out.append(Identity(key, identity.lms_id, identity.source))
+        out.append(Identity(key, identity.lms_id, identity.source, identity.late))
     return out
