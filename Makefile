@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/gptcourse demo
-	@printf "\n== 3. Training the reference GPT (95 s on 2 free cores) on the offline default corpus\n"
+	@printf "\n== 3. Training the reference GPT (about 90 s on 2 free cores) on the offline default corpus\n"
 	$(BIN)/gptcourse train --preset tiny --corpus default --out runs/demo
 
 # pytest-xdist: TEST_WORKERS processes (the slow journeys wait on time limits, kernels and

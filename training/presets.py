@@ -9,7 +9,7 @@
   ``torch.compile`` and a schedule that ends where the validation loss stops falling; its
   goal: a kept checkpoint at exact validation loss <= 1.45 in at most half of nanoGPT's
   time to its best checkpoint (to be measured on a GPU: ``benchmarks/gpu_check.sh``).
-- ``tiny``: 95 s on 2 free CPU cores (longer on one), on the offline default corpus (``make demo``).
+- ``tiny``: about 90 s on 2 free CPU cores (longer on one), on the offline default corpus (``make demo``).
 
 Every field can be overridden from the command line where an option exists
 (``--steps``, ``--batch-size``, ``--lr``, ...) or with :meth:`Preset.replace` from Python.
@@ -130,7 +130,7 @@ GPU = Preset(
     compile="blocks",
 )
 
-# tiny: 95 s on a 2-core CPU with both threads free (make demo), on the offline default corpus (Python
+# tiny: about 90 s on a 2-core CPU with both threads free (make demo), on the offline default corpus (Python
 # docstrings): the cpu preset's model and recipe, a few more steps, fewer evaluation batches
 TINY = CPU.replace(name="tiny", steps=1000, eval_interval=250, eval_iters=10, corpus="default")
 
