@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from .engine.submission import STAGE_ID
 from .engine.suites import StageTests
 from .errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = ROOT / "assignments"
-FOLDER = re.compile(r"^(\d\d)_([a-z][a-z0-9_]*)$")
 REQUIRED = ("notebook.md", "reference.py", "public.py", "hidden.py", "mistakes.py", "clauses.md")
 
 
@@ -88,7 +88,7 @@ def _tests(stage_id: str, public: Path, hidden: Path) -> StageTests:
 
 def all_stages(root: Path = ASSIGNMENTS) -> list[Stage]:
     """Every stage folder, in course order."""
-    return [Stage(p.name, p) for p in sorted(root.iterdir()) if p.is_dir() and FOLDER.match(p.name)]
+    return [Stage(p.name, p) for p in sorted(root.iterdir()) if p.is_dir() and STAGE_ID.fullmatch(p.name)]
 
 
 def _same_number(given: str, number: str) -> bool:

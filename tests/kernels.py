@@ -38,17 +38,22 @@ def run_starting_kernels(args: list[str], **kwargs) -> subprocess.CompletedProce
     return done
 
 
+def kernel_client(notebook: NotebookNode, folder, timeout: float) -> NotebookClient:
+    """An nbclient client for ``notebook`` in a python3 kernel started in ``folder``, errors kept in its outputs."""
+    return NotebookClient(
+        notebook,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(folder)}},
+    )
+
+
 async def execute_in_kernel(notebook: NotebookNode, folder, timeout: float, env: dict | None = None) -> None:
     """Run ``notebook`` top to bottom in a python3 kernel started in ``folder`` (errors kept in its
     outputs); a kernel that never answered is replaced once, as no cell of it has run."""
     for attempt in (1, 2):
-        client = NotebookClient(
-            notebook,
-            timeout=timeout,
-            kernel_name="python3",
-            allow_errors=True,
-            resources={"metadata": {"path": str(folder)}},
-        )
+        client = kernel_client(notebook, folder, timeout)
         try:
             await client.async_execute(**({} if env is None else {"env": env}))
             return

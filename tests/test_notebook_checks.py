@@ -9,7 +9,7 @@ import zipfile
 
 import nbformat
 import pytest
-from kernels import execute_in_kernel
+from kernels import execute_in_kernel, kernel_client
 from nbclient import NotebookClient
 
 from autograder.build.notebooks import make_notebook
@@ -39,9 +39,7 @@ def _notebook(stage, variant: str) -> dict:
 
 def _client(notebook, folder) -> NotebookClient:
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    return NotebookClient(
-        notebook, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(folder)}}
-    )
+    return kernel_client(notebook, folder, timeout=120)
 
 
 def _text(cell) -> str:

@@ -2,7 +2,8 @@
 of a reference function, and neither a slipped copy nor a template; every stage keeps the rule
 (``tests/test_rules.py``)."""
 
-from autograder.authoring.copies import bare, copied_references
+from autograder.authoring.bare import bare
+from autograder.authoring.copies import copied_references
 from autograder.build.stubs import reference_source
 from autograder.course import get_stage
 

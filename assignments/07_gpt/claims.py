@@ -7,14 +7,12 @@ everything else is measured here with the reference solution, in seconds.
 """
 
 import functools
-import importlib.util
 import math
 import types
 
 import torch
 
-from autograder.authoring.claims import Claim, recorded
-from autograder.course import get_stage
+from autograder.authoring.claims import Claim, public_suite, recorded
 from solutions.bpe import byte_bpe_encode, train_byte_bpe
 from solutions.data import load_corpus
 from solutions.gpt import GPT, GPTConfig, train
@@ -35,15 +33,6 @@ def _nanogpt_count() -> float:
     return sum(
         p.numel() for name, p in model.named_parameters() if not name.endswith(".bias") and name != "pos_emb.weight"
     )
-
-
-@functools.cache
-def _public_tests():
-    """07's public tests as a module (the training check's corpus and its measurement)."""
-    spec = importlib.util.spec_from_file_location("gptcourse_claims_07_public", get_stage("07").public)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class _DefaultInitGPT(GPT):
@@ -74,7 +63,7 @@ class _threads:
 
 def _training_check(model_class) -> float:
     """The validation loss the public training check measures, for the reference train and this GPT."""
-    tests = _public_tests()
+    tests = public_suite("07")
     with _threads(1):
         return tests._train_and_measure(types.SimpleNamespace(GPT=model_class, train=train), tests._sentences(0), 0)
 
@@ -90,7 +79,7 @@ def _first_loss(model_class) -> float:
 
 def _sentences_split():
     """The training check's characters as ids, split as the test splits them (90 % / 10 %)."""
-    text = _public_tests()._sentences(0)
+    text = public_suite("07")._sentences(0)
     chars = sorted(set(text))
     data = [chars.index(c) for c in text]
     cut = int(len(data) * 0.9)
@@ -106,7 +95,7 @@ def _unigram_on_sentences() -> float:
 def _sentence_entropy_per_character() -> float:
     """The public sentences' entropy per character: 4 x 4 x 3 equally likely sentences, over
     their mean length (the floor no model gets below)."""
-    text = _public_tests()._sentences(0)
+    text = public_suite("07")._sentences(0)
     sentences = text.count(".")
     return math.log(4 * 4 * 3) / (len(text) / sentences)
 

@@ -8,22 +8,10 @@ predictions scored against the unseen strings of each.
 """
 
 import functools
-import importlib.util
-import tempfile
-from pathlib import Path
 
-from autograder.authoring.claims import Claim
-from autograder.build.notebooks import make_notebook, write_notebook
+from autograder.authoring.claims import Claim, public_suite
+from autograder.build.fixtures import run_reference
 from autograder.course import get_stage
-from autograder.engine.runner import Limits, run_submission
-
-
-def _public_tests():
-    """09's public tests as a module (the reversal pairs and the public test strings)."""
-    spec = importlib.util.spec_from_file_location("gptcourse_claims_09_public", get_stage("09").public)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @functools.cache
@@ -32,11 +20,8 @@ def _reference_accuracy() -> tuple[float, float]:
     stage = get_stage("09")
     tests = stage.tests()
     training = [c for c in tests.cases if c.qid == "seq2seq_works" and c.name.startswith("200 steps")]
-    with tempfile.TemporaryDirectory(prefix="gptcourse-claims-") as folder:
-        path = Path(folder) / "reference.ipynb"
-        write_notebook(make_notebook(stage, "reference"), path)
-        outcome = run_submission(path, tests, Limits(), [c.key for c in training])
-    public = _public_tests()
+    outcome = run_reference(stage, tests, [c.key for c in training])
+    public = public_suite("09")
     shares = {}
     for case in training:
         predictions = outcome.values[case.key]

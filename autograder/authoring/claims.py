@@ -26,10 +26,12 @@ Example::
 import importlib.util
 import json
 import re
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
-from autograder.course import ROOT, Stage
+from autograder.course import ROOT, Stage, get_stage
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,22 @@ def stage_claims(stage: Stage) -> list[Claim]:
     if not isinstance(claims, list) or not all(isinstance(c, Claim) for c in claims):
         raise ValueError(f"{path} must define CLAIMS as a list of Claim")
     return claims
+
+
+@cache
+def public_suite(stage_id: str) -> types.ModuleType:
+    """A stage's public tests as a module (loaded once), for a claim that measures with their data or
+    their measurements.
+
+    Example:
+        >>> hasattr(public_suite("09"), "suite")
+        True
+    """
+    stage = get_stage(stage_id)
+    spec = importlib.util.spec_from_file_location(f"gptcourse_claims_{stage.id}_public", stage.public)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def unsourced(stage: Stage, claims: list[Claim]) -> list[str]:

@@ -23,41 +23,7 @@ from importlib import import_module
 
 from autograder.build.stubs import reference_source
 
-
-class _Bare(ast.NodeTransformer):
-    """Drops docstrings and annotations (``x: int = 0`` becomes ``x = 0``)."""
-
-    def _body(self, node):
-        self.generic_visit(node)
-        first = node.body[0] if node.body else None
-        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-            node.body = node.body[1:] or [ast.Pass()]
-        return node
-
-    def visit_FunctionDef(self, node):
-        node.returns = None
-        return self._body(node)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-    visit_ClassDef = _body
-
-    def visit_arg(self, node):
-        node.annotation = None
-        return node
-
-    def visit_AnnAssign(self, node):
-        if node.value is None or not node.simple:
-            return node
-        return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
-
-
-def bare(source: str) -> str:
-    """``source`` without docstrings and annotations, as one canonical text.
-
-    >>> bare('def f(x: int) -> int:\\n    "Twice."\\n    y: int = 2 * x\\n    return y')
-    'def f(x):\\n    y = 2 * x\\n    return y'
-    """
-    return ast.unparse(_Bare().visit(ast.parse(textwrap.dedent(source))))
+from .bare import bare
 
 
 def _one_definition(text: str) -> str | None:

@@ -49,6 +49,8 @@ from autograder.engine.runner import RAN_IN_CELLS, Limits, Outcome, run_submissi
 from autograder.engine.submission import code_cells, load_notebook_json
 from autograder.engine.suites import StageTests
 
+from .bare import drop_annotations, drop_docstrings
+
 Unit = tuple[int, str]  # (position among the notebook's code cells, "function" or "Class.method")
 Cells = list[tuple[str, str]]  # each code cell the engine runs: (label, source)
 
@@ -70,7 +72,7 @@ def _units(source: str) -> tuple[str, dict[str, list[str]]] | None:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    _drop_docstrings(tree)
+    drop_docstrings(tree)
     units: dict[str, list[str]] = {}
     for node in tree.body:
         members = [(node.name, node)] if _is_def(node) else []
@@ -79,31 +81,8 @@ def _units(source: str) -> tuple[str, dict[str, list[str]]] | None:
         for name, member in members:
             units.setdefault(name, []).append("\n".join(ast.dump(statement) for statement in member.body))
             member.body = []
-            _drop_annotations(member)
+            drop_annotations(member)
     return ast.dump(tree), units
-
-
-def _drop_docstrings(tree: ast.Module) -> None:
-    """Leave every docstring out: variants are often written without them, and no test reads them."""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-            ):
-                node.body = node.body[1:]
-
-
-def _drop_annotations(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-    """Leave a function's annotations out of the skeleton: a catalogued variant is often
-    written without them, and no test reads them."""
-    function.returns = None
-    arguments = function.args
-    for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg):
-        if arg is not None:
-            arg.annotation = None
 
 
 def changes(reference: list[str], variant: list[str]) -> set[Unit] | None:

@@ -20,7 +20,7 @@ from autograder.course import ASSIGNMENTS, ROOT, Stage
 from autograder.engine import codec
 from autograder.engine.fixtures import FixtureError, read_fixtures, read_given
 from autograder.engine.results import write_atomic
-from autograder.engine.runner import Limits, run_submission
+from autograder.engine.runner import Limits, Outcome, run_submission
 from autograder.engine.suites import StageTests
 from autograder.kit.cases import REFERENCE
 
@@ -54,10 +54,7 @@ def build_fixtures(stage: Stage, directory: Path = DEFAULT_DIR) -> Path:
     """Run the reference on every reference-fixture case and save its outputs."""
     tests = stage.tests()
     keys = [c.key for c in tests.cases if c.expected is REFERENCE]
-    with tempfile.TemporaryDirectory(prefix="gptcourse-ref-") as tmp:
-        path = Path(tmp) / f"{stage.id}-reference.ipynb"
-        write_notebook(make_notebook(stage, "reference"), path)
-        outcome = run_submission(path, tests, Limits(), keys)
+    outcome = run_reference(stage, tests, keys)
     problems = [f"{key}: {msg}" for key, msg in outcome.errors.items()]
     problems += [f"cell {i}: {msg}" for i, msg in outcome.cell_errors.items()]
     if problems:
@@ -71,6 +68,14 @@ def build_fixtures(stage: Stage, directory: Path = DEFAULT_DIR) -> Path:
     target = directory / f"{stage.id}.json"
     write_atomic(target, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")  # a reader never sees half
     return target
+
+
+def run_reference(stage: Stage, tests: StageTests, keys: list[str]) -> Outcome:
+    """The stage's reference notebook run on the tests ``keys`` name, as a submission is run."""
+    with tempfile.TemporaryDirectory(prefix="gptcourse-ref-") as tmp:
+        path = Path(tmp) / f"{stage.id}-reference.ipynb"
+        write_notebook(make_notebook(stage, "reference"), path)
+        return run_submission(path, tests, Limits(), keys)
 
 
 def given_code(stage: Stage) -> dict[str, str]:

@@ -77,7 +77,8 @@ SHELL_CELL_MAGICS = frozenset(
 NOT_RUN = "was not run: shell commands do not run when grading"
 _HELP = re.compile(r"^(\?{1,2}[\w.]+(\(\))?|[\w.]+(\(\))?\?{1,2})$")
 _ASSIGNED = re.compile(r"^([\w.\[\], ]+?)\s*=\s*([!%].*)$")
-STAGE_ID = re.compile(r"\d\d_[a-z][a-z0-9_]{0,40}")  # a stage folder's name, as the build writes it in metadata
+# a stage's id: its folder's name (two digits, a name), as the build writes it in a notebook's metadata
+STAGE_ID = re.compile(r"\d\d_[a-z][a-z0-9_]{0,40}")
 
 
 def _quote(text: str) -> str:
