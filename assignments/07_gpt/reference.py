@@ -312,8 +312,8 @@ def train(
     Returns:
         A dict with ``step`` (the number of steps done at each evaluation),
         ``train_loss`` and ``val_loss`` (one entry per evaluation), ``lr`` (the
-        learning rate of each step) and ``batch_loss`` (the loss of each step's batch);
-        with ``keep_best``, also ``best_step`` (the steps done at the kept evaluation, an
+        learning rate of each step), here also ``batch_loss`` (the loss of each step's batch,
+        which no test asks for); with ``keep_best``, also ``best_step`` (the steps done at the kept evaluation, an
         int) and ``best_val_loss`` (its validation loss, a float).
 
     Raises:
