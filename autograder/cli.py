@@ -93,7 +93,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
         if paths:
             print(score_table(run.graded, tests))
         else:
-            print(f"no file given: the gradebook of {out} was rebuilt ({len(run.gradebook.rows)} students)")
+            book = run.gradebook
+            absent = f", and {len(book.absent)} on the roster with no submission" if book.absent else ""
+            print(f"no file given: the gradebook of {out} was rebuilt ({len(book.rows)} students{absent})")
         print(folder_summary(run, out, args))
     return 0
 
@@ -175,14 +177,17 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
         why = "unchanged since they were graded" if args.changed else "already at full marks"
         lines.append(f"not graded again ({why}): {', '.join(k for k, _ in run.skipped)}")
     if kept > 0:
-        lines.append(f"kept {kept} student(s) graded before; the gradebook has {len(book.rows)} rows")
+        lines.append(f"kept {kept} student(s) graded before; the gradebook has {len(book.listed)} rows")
     late = [i.key for i in run.identities if i.late]
     if late:
         lines.append(f"marked late by the LMS (recorded in graded.json; no penalty applied): {', '.join(late)}")
     if book.unmatched:
         lines.append(f"not in the roster (no id in grades.csv, left out of canvas.csv): {', '.join(book.unmatched)}")
     if book.absent:
-        lines.append(f"in the roster but not graded: {', '.join(s.name or s.id for s in book.absent)}")
+        lines.append(
+            "in the roster with no submission (a row of 0s in grades.csv and canvas.csv): "
+            + ", ".join(s.name or s.id for s in book.absent)
+        )
     if book.written:
         answered, blank = still_to_grade(out, book)
         left = f", {blank} left blank (score them 0)" if blank else ""

@@ -200,7 +200,7 @@ def test_canvas_download_names_with_a_roster_make_a_canvas_import(class_folder, 
     )
     assert done.returncode == 0, done.stderr
     assert "not in the roster (no id in grades.csv, left out of canvas.csv): stray" in done.stdout
-    assert "in the roster but not graded: Li, Carol" in done.stdout
+    assert "in the roster with no submission (a row of 0s in grades.csv and canvas.csv): Li, Carol" in done.stdout
     assert "marked late by the LMS (recorded in graded.json; no penalty applied): jonesbob" in done.stdout
     assert json.loads((out / "jonesbob" / "graded.json").read_text())["late"] is True
     assert json.loads((out / "smithalice" / "graded.json").read_text())["late"] is False
@@ -215,6 +215,7 @@ def test_canvas_download_names_with_a_roster_make_a_canvas_import(class_folder, 
         [
             ["Jones, Bob", "77", "B2", "bjones", "S1", "0"],
             ["Smith, Alice", "1234", "A1", "asmith", "S1", book["(max)"]["total"]],
+            ["Li, Carol", "88", "C3", "cli", "S2", "0"],  # handed in nothing: 0, not left out of the import
         ]
     )
     assert (out / "roster.csv").read_bytes() == roster.read_bytes()  # kept for later runs
@@ -223,6 +224,47 @@ def test_canvas_download_names_with_a_roster_make_a_canvas_import(class_folder, 
     )
     assert done.returncode == 0, done.stderr
     assert rows(out / "grades.csv")["jonesbob"]["id"] == "77"  # the kept roster still names everyone
+
+
+def test_a_roster_student_with_no_submission_gets_a_row_of_zeros(class_folder, tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    shutil.copytree(class_folder / "subs", subs)
+    roster = tmp_path / "roster.csv"
+    roster.write_text('id,name,email\ns1,Alice Smith,alice@uni.edu\ns2,"Jones, Bob",bob@uni.edu\n', encoding="utf-8")
+    alice, bob = subs / "alice" / f"{STAGE}.ipynb", subs / "bob" / f"{STAGE}.ipynb"
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--roster", str(roster), str(alice))
+    assert done.returncode == 0, done.stderr
+    assert "in the roster with no submission (a row of 0s in grades.csv and canvas.csv): Jones, Bob" in done.stdout
+    book = list(csv.DictReader((out / "grades.csv").open(encoding="utf-8")))
+    assert [r["submission"] for r in book] == ["(max)", "alice", "(no submission)"]
+    qids = [q for q, _ in get_stage(STAGE).tests().questions()]
+    written = [f"{q.id} (written)" for q in written_questions(get_stage(STAGE))]
+    missing = book[2]  # the columns every row has, in their order: nothing added for the marker
+    assert list(missing) == ["submission", *qids, "total", "id", "name", "email", *written, "total with written"]
+    assert (missing["id"], missing["name"], missing["email"]) == ("s2", "Jones, Bob", "bob@uni.edu")
+    assert qids and written and all(missing[c] == "0" for c in [*qids, "total", *written, "total with written"])
+    assert book[1]["id"] == "s1" and all(book[1][w] == "" for w in written)  # the graded student's are left to type
+    with (out / "canvas.csv").open(encoding="utf-8") as handle:
+        canvas = {line[1]: line for line in csv.reader(handle)}
+    assert canvas["s2"] == ["Jones, Bob", "s2", "", "", "", "0"] and canvas["s1"][-1] == book[0]["total"]
+
+    report = write_report(out)  # bob is counted apart, in no statistic
+    assert report.startswith("# Class report (1 submissions)\n\nOn the roster with no submission")
+    assert "1 student(s) (Jones, Bob), with 0 in `grades.csv`." in report
+    assert "| alice |" in report and "Jones" not in report.split("## Students", 1)[1]
+    assert f"| {written_questions(get_stage(STAGE))[0].id} | 0/1 |" in report  # written: alice's, not bob's 0
+
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out))  # a rebuild keeps the kept roster's row
+    assert done.returncode == 0, done.stderr
+    assert "(1 students, and 1 on the roster with no submission)" in done.stdout
+    assert [r["submission"] for r in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))][-1] == (
+        "(no submission)"
+    )
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), str(bob))  # bob hands in after all
+    assert done.returncode == 0, done.stderr
+    book = rows(out / "grades.csv")
+    assert list(book) == ["(max)", "alice", "bob"] and book["bob"]["id"] == "s2"
+    assert "no submission" not in done.stdout
 
 
 def test_the_class_report_groups_the_catalogue_by_mistake(graded_catalogue, tmp_path):

@@ -70,11 +70,14 @@ def shown_tick_labels(ax) -> list:
     return [t for t in xs + ys if t.get_text()]
 
 
-@pytest.mark.parametrize("students,questions,mistakes", [(100, 9, 4), (1, 6, 1), (3, 2, 0)])
-def test_the_figure_counts_in_whole_students_and_overlaps_no_label(students, questions, mistakes):
+@pytest.mark.parametrize("students,questions,mistakes,absent", [(100, 9, 4, 25), (1, 6, 1, 0), (3, 2, 0, 1)])
+def test_the_figure_counts_in_whole_students_and_overlaps_no_label(students, questions, mistakes, absent):
     report = report_of(students, questions, mistakes)
+    report.absent = [f"absent{a}" for a in range(absent)]  # the roster's students who handed in nothing
     fig = drawn(report)
     totals, full_marks, worst = fig.subfigs[0].axes + fig.subfigs[1].axes
+    title = totals.get_title()
+    assert title.endswith(f"; {absent} handed in nothing)") if absent else "handed in nothing" not in title
     for ticks in (totals.get_yticks(), worst.get_xticks() if mistakes else []):
         assert all(float(t).is_integer() for t in ticks), ticks
     assert [t.get_text() for t in full_marks.get_yticklabels()] == [q.qid for q in report.questions]

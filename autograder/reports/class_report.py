@@ -15,6 +15,11 @@ The written questions, graded by hand, are read from ``grades.csv``'s written co
 scores typed so far): a section of their own and a column each in the table of students,
 never in the totals.
 
+The figures describe the submissions. The roster's students who handed in nothing (the
+``(no submission)`` rows of ``grades.csv``, 0 there) are counted and named apart, at the
+top of ``report.md`` and in the histogram's title, and are in no statistic: a mean that
+folded them in as 0 would describe the class's attendance, not what it got right.
+
 A failed test is named by the mistake it shows (``reports.failures``; a wrong result
 with no hint of its own takes the one known mistake the student's other tests of the
 question named: ``student_failures``), never by the values in its message, so that one
@@ -27,7 +32,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.channels.local.gradebook import WRITTEN
+from autograder.channels.local.gradebook import NO_SUBMISSION, WRITTEN
 from autograder.channels.local.records import StudentFolder, read_folder
 from autograder.engine.results import write_atomic
 from autograder.errors import UsageError
@@ -95,6 +100,7 @@ class ClassReport:
     questions: list[QuestionStats]
     students: list[StudentLine]
     written: list[WrittenStats] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)  # roster students with no submission (name, else id)
 
     @property
     def totals(self) -> list[float]:
@@ -139,9 +145,12 @@ def student_failures(tests: list[dict]) -> dict[str, Failure]:
     return named
 
 
-def summarise(folders: list[StudentFolder], written: list[WrittenStats] | None = None) -> ClassReport:
+def summarise(
+    folders: list[StudentFolder], written: list[WrittenStats] | None = None, absent: list[str] | None = None
+) -> ClassReport:
     """Per-question statistics with their mistakes, and a line per student (``written``: the
-    written questions' typed scores, reported apart from the autograder's)."""
+    written questions' typed scores, reported apart from the autograder's; ``absent``: the roster's
+    students with no submission, counted apart from the statistics)."""
     questions: dict[str, QuestionStats] = {}
     rows: dict[tuple[str, str], MistakeRow] = {}
     students = []
@@ -181,24 +190,37 @@ def summarise(folders: list[StudentFolder], written: list[WrittenStats] | None =
         questions[qid].mistakes.append(row)
     for stats in questions.values():
         stats.mistakes.sort(key=lambda r: (-len(r.students), -r.tests, r.label))
-    return ClassReport(list(questions.values()), students, written or [])
+    return ClassReport(list(questions.values()), students, written or [], absent or [])
 
 
-def read_written(folder: Path) -> list[WrittenStats]:
-    """The written questions' columns of ``folder/grades.csv`` (``channels.local.gradebook``): their
-    points from the ``(max)`` row, each student's typed score. None without written columns."""
+def read_gradebook(folder: Path) -> list[dict[str, str]]:
+    """The lines of ``folder/grades.csv`` (none when there is no gradebook)."""
     path = Path(folder) / "grades.csv"
     if not path.is_file():
         return []
     with path.open(encoding="utf-8", newline="") as handle:
-        table = list(csv.DictReader(handle))
+        return list(csv.DictReader(handle))
+
+
+def read_absent(table: list[dict[str, str]]) -> list[str]:
+    """The roster's students with no submission in a gradebook's lines, by name (else id).
+
+    >>> read_absent([{"submission": "alice", "name": "A"}, {"submission": "(no submission)", "name": "", "id": "7"}])
+    ['7']
+    """
+    return [r.get("name") or r.get("id") or "?" for r in table if r.get("submission") == NO_SUBMISSION]
+
+
+def read_written(table: list[dict[str, str]]) -> list[WrittenStats]:
+    """The written questions' columns of a gradebook's lines (``channels.local.gradebook``): their
+    points from the ``(max)`` row, each student's typed score. None without written columns."""
     maxima = next((r for r in table if r.get("submission") == "(max)"), {})
     found = []
     for column, top in maxima.items():
         if column and column.endswith(WRITTEN) and top:
             stats = WrittenStats(column[: -len(WRITTEN)], float(top))
             for row in table:
-                if row is not maxima and row.get("submission"):
+                if row is not maxima and row.get("submission") not in ("", None, NO_SUBMISSION):
                     text = (row.get(column) or "").strip()
                     stats.scores[row["submission"]] = float(text) if text else None
             found.append(stats)
@@ -227,6 +249,12 @@ def render(report: ClassReport) -> str:
     n, top = len(report.students), report.max_score
     totals = report.totals
     lines = [f"# Class report ({n} submissions)", ""]
+    if report.absent:
+        lines += [
+            f"On the roster with no submission, and in none of the figures below: {len(report.absent)} "
+            f"student(s) ({_cell(', '.join(report.absent))}), with 0 in `grades.csv`.",
+            "",
+        ]
     lines += [
         f"Totals out of {top:g}: mean {statistics.mean(totals):.1f}, median {statistics.median(totals):g}, "
         f"lowest {min(totals):g}, highest {max(totals):g}; full marks: {sum(t >= top for t in totals)}.",
@@ -329,7 +357,8 @@ def mistakes_csv(report: ClassReport) -> str:
 def write_report(folder: Path) -> str:
     """Write ``report.md``, ``report.png`` and ``mistakes.csv`` into ``folder``; return the Markdown."""
     folder = Path(folder)
-    report = summarise(load_class(folder), read_written(folder))
+    table = read_gradebook(folder)
+    report = summarise(load_class(folder), read_written(table), read_absent(table))
     text = render(report)
     write_atomic(folder / "report.md", text)
     write_atomic(folder / "mistakes.csv", mistakes_csv(report))

@@ -2,7 +2,8 @@
 
 Three panels, sized to what they hold so that no label overlaps another:
 
-- top left, the totals: a histogram (``class_report.histogram``, the bins of ``report.md``);
+- top left, the totals: a histogram (``class_report.histogram``, the bins of ``report.md``),
+  its title counting the submissions and, apart, the roster's students who handed in nothing;
 - top right, the share of students with full marks per question, one horizontal bar per
   question, its name on the y axis, in the order of ``report.md``;
 - below, across the width, the most common mistakes (at most ``SHOWN``, most students first),
@@ -81,8 +82,9 @@ def draw_totals(ax: Axes, report: ClassReport) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(f"total (out of {report.max_score:g})")
     ax.set_ylabel("students")
-    n = len(report.students)
-    ax.set_title(f"Totals ({n} submission{'s' if n != 1 else ''})")
+    n, absent = len(report.students), len(report.absent)
+    nobody = f"; {absent} handed in nothing" if absent else ""  # the roster's, counted apart
+    ax.set_title(f"Totals ({n} submission{'s' if n != 1 else ''}{nobody})")
 
 
 def draw_full_marks(ax: Axes, report: ClassReport) -> None:

@@ -17,12 +17,20 @@ The instructor types the scores into ``grades.csv``; every rebuild keeps them (r
 by student; a score that is not a number from 0 to the question's points stops the
 rebuild, naming its cell, so nothing typed is lost).
 
+With a roster, every student on it has a row: one who handed in nothing comes after the
+graded students, ``(no submission)`` in the ``submission`` cell, their ``id``, ``name`` and
+``email``, and 0 in every score (the written ones too: there is nothing to grade), so the
+gradebook an instructor uploads misses nobody::
+
+    (no submission),0,...,0,77,"Jones, Bob",bob@uni.edu
+
 ``canvas.csv`` is what Canvas's gradebook import (Grades > Import) reads: the columns
 ``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID``, ``Section`` and one assignment
 column holding each student's total (with the written scores entered so far); no
 points-possible row. It lists the students with a Canvas id (from the roster, or from a
-Canvas download's file names); the others are returned as unmatched, for the command to
-name. A rebuild keeps the assignment column's name unless a new one is given.
+Canvas download's file names), and every roster student with no submission, with 0; the
+others are returned as unmatched, for the command to name. A rebuild keeps the assignment
+column's name unless a new one is given.
 """
 
 import csv
@@ -56,6 +64,7 @@ def scores_from_results(doc: dict, qids: list[str]) -> dict[str, float]:
 
 WRITTEN = " (written)"  # the suffix of a written question's column
 WRITTEN_TOTAL = "total with written"
+NO_SUBMISSION = "(no submission)"  # the submission cell of a roster student who handed in nothing
 
 
 def written_column(wid: str) -> str:
@@ -78,6 +87,7 @@ class Row:
     lms_id: str = ""  # the id an LMS wrote into the file or folder name
     lms: str = ""  # which LMS ("canvas", "moodle"), when one did
     written: dict[str, float | None] = field(default_factory=dict)
+    handed_in: bool = True  # False: a roster student with no submission (``absent_row``)
 
     @property
     def total(self) -> float:
@@ -99,16 +109,31 @@ class Row:
         return self.student.id if self.student else (self.lms_id if self.lms == "canvas" else "")
 
 
+def absent_row(student: Student, qids: list[str], written: list[str]) -> Row:
+    """The row of a roster student who handed in nothing: 0 for every question, written ones included.
+
+    >>> row = absent_row(Student("77", "Jones, Bob"), ["encode", "decode"], ["context"])
+    >>> row.key, row.id, row.total, row.total_with_written, row.written
+    ('(no submission)', '77', 0.0, 0.0, {'context': 0.0})
+    """
+    return Row(NO_SUBMISSION, {q: 0.0 for q in qids}, student, written={w: 0.0 for w in written}, handed_in=False)
+
+
 @dataclass
 class Gradebook:
     """The class as the gradebook files show it."""
 
     qids: list[str]
     maxima: dict[str, float]
-    rows: list[Row]
+    rows: list[Row]  # the students graded into the folder
     unmatched: list[str] = field(default_factory=list)  # students the roster does not name
     absent: list[Student] = field(default_factory=list)  # roster entries with no submission
     written: dict[str, float] = field(default_factory=dict)  # written question -> its points
+
+    @property
+    def listed(self) -> list[Row]:
+        """The rows of ``grades.csv`` and ``canvas.csv``: the students graded, then the roster's absent (0)."""
+        return [*self.rows, *(absent_row(s, self.qids, list(self.written)) for s in self.absent)]
 
 
 def read_written_scores(path: Path, written: dict[str, float]) -> dict[str, dict[str, float | None]]:
@@ -125,7 +150,7 @@ def read_written_scores(path: Path, written: dict[str, float]) -> dict[str, dict
     found: dict[str, dict[str, float | None]] = {}
     for number, line in enumerate(table, start=2):
         key = line.get("submission") or ""
-        if key == "(max)" or not key:
+        if key in ("(max)", NO_SUBMISSION) or not key:  # an absent student's 0s are rewritten, not typed
             continue
         scores: dict[str, float | None] = {}
         for wid, points in written.items():
@@ -154,7 +179,8 @@ def build_gradebook(
     written: dict[str, float] | None = None,
     typed: dict[str, dict[str, float | None]] | None = None,
 ) -> Gradebook:
-    """Rows for every student folder, matched to ``roster`` when one is given; ``written`` maps
+    """Rows for every student folder, matched to ``roster`` when one is given (the roster entries no
+    folder claims are ``absent``: ``Gradebook.listed`` gives them their rows of 0); ``written`` maps
     the stage's written questions to their points, ``typed`` gives the scores already entered."""
     maxima = dict(tests.questions())
     qids = list(maxima)
@@ -197,7 +223,7 @@ def gradebook_csv(book: Gradebook) -> str:
             *(top if wids else []),
         ]
     )
-    for row in book.rows:
+    for row in book.listed:
         student = row.student or Student("")
         typed = ["" if row.written.get(w) is None else _number(row.written[w]) for w in wids]
         writer.writerow(
@@ -220,14 +246,13 @@ def canvas_csv(book: Gradebook, assignment: str) -> tuple[str, list[str]]:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([*CANVAS_COLUMNS, assignment])
     left_out = []
-    for row in book.rows:
+    for row in book.listed:
         if not row.canvas_id:
             left_out.append(row.key)
             continue
         s = row.student or Student(row.canvas_id, row.key)
-        writer.writerow(
-            [s.name or row.key, s.id, s.sis_user_id, s.sis_login_id, s.section, _number(row.total_with_written)]
-        )
+        name = s.name or (row.key if row.handed_in else s.id)
+        writer.writerow([name, s.id, s.sis_user_id, s.sis_login_id, s.section, _number(row.total_with_written)])
     return buffer.getvalue(), left_out
 
 
@@ -257,7 +282,7 @@ def write_gradebook(
     target = out_dir / "canvas.csv"
     column = canvas_assignment or canvas_column(target) or tests.stage_id
     write_atomic(out_dir / "grades.csv", gradebook_csv(book))
-    if any(row.canvas_id for row in book.rows):
+    if any(row.canvas_id for row in book.listed):
         text, _ = canvas_csv(book, column)
         write_atomic(target, text)
     elif target.exists():
