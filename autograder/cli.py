@@ -504,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     tryout.set_defaults(run=cmd_gradescope_run)
 
     demo = sub.add_parser("demo", help="build, then grade sample submissions of one stage (default 01)")
-    demo.add_argument("--stage", default=DEMO_STAGE, help=f"e.g. 08_rnn or 8 (default: {DEMO_STAGE})")
+    demo.add_argument("--stage", default=DEMO_STAGE, help=f"e.g. 09_rnn or 9 (default: {DEMO_STAGE})")
     demo.add_argument(
         "--out", help="output folder (default: grades/demo for stage 01, grades/demo-<stage> for another stage)"
     )

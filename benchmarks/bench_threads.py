@@ -6,7 +6,7 @@ Two workloads, each in a fresh process per measurement:
 
 - ``train``: the ``cpu`` preset of ``gptcourse train`` for ``--steps`` steps
   (``training.loop.run``, one evaluation batch at step 0), reported as training tokens/s;
-- ``kv``: the 07 notebook's demo cell that times ``generate`` against ``generate_cached``
+- ``kv``: the 08 notebook's demo cell that times ``generate`` against ``generate_cached``
   (a fresh 4x4x128 GPT with block 256, 200 new greedy tokens after a one-token prompt).
 
 Three thread choices: ``rule`` (``configure_threads()``, as the notebooks' harness cell
@@ -87,10 +87,11 @@ def work_train(mode: str, steps: int, corpus_name: str) -> dict:
 
 
 def work_kv(mode: str, tokens: int) -> dict:
-    """The 07 notebook's ``generate`` / ``generate_cached`` demo cell: seconds of each."""
+    """The 08 notebook's ``generate`` / ``generate_cached`` demo cell: seconds of each."""
     import torch
 
-    from solutions.gpt import GPT, GPTConfig, generate, generate_cached
+    from solutions.generation import generate, generate_cached
+    from solutions.gpt import GPT, GPTConfig
 
     count = set_threads(mode)
     torch.manual_seed(0)
@@ -363,7 +364,7 @@ def render(data: dict) -> str:
             )
     lines += [
         "",
-        f"## 07 demo cell: `generate` and `generate_cached`, {a['tokens']} new tokens, block 256 (seconds, lower is better)",
+        f"## 08 demo cell (07's before the stage was divided): `generate` and `generate_cached`, {a['tokens']} new tokens, block 256 (seconds, lower is better)",
         "",
         "| situation | thread choice | threads | `generate` | `generate_cached` | both | vs one thread | load 1 min | others' busy CPUs |",
         "|---|---|---|---|---|---|---|---|---|",

@@ -1,6 +1,6 @@
 """A stage's catalogue graded with reuse (``check-stage``'s default) and on every test, side by side.
 
-    python benchmarks/catalogue_reuse.py 07 09        # writes benchmarks/RESULTS_reuse.json
+    python benchmarks/catalogue_reuse.py 07 10        # writes benchmarks/RESULTS_reuse.json
 
 For each stage, in one run: ``CatalogueGrades`` with ``reuse`` (a variant takes the
 reference's output for each test its change cannot reach, ``autograder/authoring/reuse.py``)

@@ -11,7 +11,7 @@
 # 1. the gpu preset and nanoGPT's shakespeare_char recipe side by side, one judge for both kept
 #    checkpoints, and sampling with and without the KV cache (benchmarks/gpu_side_by_side.py);
 # 2. `gptcourse sample` on CUDA: greedy text with and without the cache must be identical;
-# 3. the notebooks 07 (real sizes: its CUDA branch), 08 and 09 (quick sizes), top to bottom as plain
+# 3. the notebooks 07 (real sizes: its CUDA branch), 08, 09 and 10 (quick sizes), top to bottom as plain
 #    Python on CUDA, every check cell passing (benchmarks/run_notebook.py);
 # 4. the gpu-marked tests;
 # 5. while the clock allows, the preset without torch.compile, and with nanoGPT's 16,384 tokens a step.
@@ -67,14 +67,14 @@ echo "greedy text with and without the cache: $SAME"
 head -c 300 "$WORK/cached.txt"; echo
 $PY -m training sample --checkpoint "$CKPT" --device "$DEVICE" --prompt "ROMEO:" --tokens 200 --top-k 40 > "$WORK/sampled.txt"
 
-step "3. the notebooks on $DEVICE, as plain Python: 07 ${NB07[*]:-(real sizes)}, 08 and 09 (quick)"
+step "3. the notebooks on $DEVICE, as plain Python: 07 ${NB07[*]:-(real sizes)}, 08, 09 and 10 (quick)"
 $PY benchmarks/run_notebook.py 07_gpt "${NB07[@]}" --json "$WORK/notebook07.json"
-$PY benchmarks/run_notebook.py 08_rnn 09_encoders --quick --json "$WORK/notebook0809.json"
+$PY benchmarks/run_notebook.py 08_generation 09_rnn 10_encoders --quick --json "$WORK/notebook0810.json"
 
 step "4. the gpu-marked tests"
 set +e
 $PY -m pytest -q -p no:cacheprovider -m gpu tests/test_training.py tests/test_training_model.py tests/test_ddp.py \
-  assignments/07_gpt/test_gpt.py \
+  assignments/07_gpt/test_gpt.py assignments/08_generation/test_generation.py \
   --junitxml="$WORK/pytest.xml"
 TESTS=$?
 set -e
@@ -99,7 +99,7 @@ fi
 
 step "6. the results"
 $PY benchmarks/gpu_results.py --side "$OUT/side_by_side.json" --same "$SAME" --notebooks "$WORK/notebook07.json" \
-  "$WORK/notebook0809.json" --tests "$WORK/pytest.xml" --variants "${VARIANTS[@]}" --seconds "$(elapsed)" \
+  "$WORK/notebook0810.json" --tests "$WORK/pytest.xml" --variants "${VARIANTS[@]}" --seconds "$(elapsed)" \
   --command "bash benchmarks/gpu_check.sh $MODE" > "$OUT/gpu_results.md"
 cat "$OUT/gpu_results.md"
 echo "gpu_check: done in $(elapsed) s"

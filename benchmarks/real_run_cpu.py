@@ -5,7 +5,7 @@
 
 Steps:
 
-1. the n-gram models of the course (stage 01's ``NGramLM``, ``alpha = 0.01`` as stage 08 uses)
+1. the n-gram models of the course (stage 01's ``NGramLM``, ``alpha = 0.01`` as stage 09 uses)
    of orders 1 to 7, counted on the whole training split of 07's real run (Shakespeare's
    characters, the first 90 %) and scored on its validation split: the best is the baseline;
 2. 07's reference notebook, run top to bottom by ``benchmarks/run_notebook.py`` with
@@ -132,7 +132,7 @@ def markdown(results: dict) -> str:
             "",
             f"- n-grams on 07's split (order: loss): {grams}.",
             "- Split: Tiny Shakespeare's characters, first 90 % for training, last 10 % for validation",
-            "  (`train_val_split`, as 07's real run and 08 split it).",
+            "  (`train_val_split`, as 07's real run and 09 split it).",
             "- The GPT's loss is 07's `exact_loss`: the validation split cut into windows of the block",
             "  size, every character but each window's first predicted once; the n-gram's is the log",
             "  of its perplexity over every position with a full context.",

@@ -1,13 +1,13 @@
-"""08's CPU figures: the short LSTM run of section 6 and the comparison of section 8.
+"""09's CPU figures: the short LSTM run of section 6 and the comparison of section 8.
 
-    python benchmarks/rnn_cpu.py                         # runs 08's notebook (run_notebook.py), then records
+    python benchmarks/rnn_cpu.py                         # runs 09's notebook (run_notebook.py), then records
     python benchmarks/rnn_cpu.py --records run.json      # records a run_notebook.py --json run already made
 
-08's reference notebook runs top to bottom under ``benchmarks/run_notebook.py`` with
+09's reference notebook runs top to bottom under ``benchmarks/run_notebook.py`` with
 ``GPTCOURSE_THREADS`` torch threads (``--threads``, default 1). From its records: the CPU time
 of section 6's 400-step run (what the cell printed), and each model's line of the comparison
 (its size, the CPU seconds of training its budget bought, its validation loss over the whole
-split). They go to ``benchmarks/RESULTS_rnn.json`` (read by 08's ``claims.py``) and to the
+split). They go to ``benchmarks/RESULTS_rnn.json`` (read by 09's ``claims.py``) and to the
 section of ``benchmarks/RESULTS_training.md`` between its ``rnn`` markers.
 """
 
@@ -39,7 +39,7 @@ MODEL_LINE = re.compile(
 
 def figures(records: Path) -> dict:
     """Section 6's short run and section 8's models, from the cells' records."""
-    cells = json.loads(records.read_text())["08_rnn"]
+    cells = json.loads(records.read_text())["09_rnn"]
     short = next(SHORT_RUN.search(c["output"]) for c in cells if SHORT_RUN.search(c["output"]))
     comparison = next(c for c in cells if c["first_line"].startswith("text = load_corpus"))
     models = {
@@ -69,7 +69,7 @@ def markdown(results: dict) -> str:
     return "\n".join(
         [
             START,
-            "## CPU: 08's recurrent runs",
+            "## CPU: 09's recurrent runs",
             "",
             f"Command: `{results['command']}`.",
             f"Machine: {results['machine']}; {results['threads']} torch thread(s). Load average (1/5/15 min)",
@@ -98,18 +98,18 @@ def record(results: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = notebook_records_parser(__doc__.split("\n")[0], "08").parse_args(argv)
+    args = notebook_records_parser(__doc__.split("\n")[0], "09").parse_args(argv)
     load_before = load_average()
     if args.records:
         records = Path(args.records)
         command = (
-            f"GPTCOURSE_THREADS={args.threads} python benchmarks/run_notebook.py 08_rnn --json $RUN/{records.name}; "
+            f"GPTCOURSE_THREADS={args.threads} python benchmarks/run_notebook.py 09_rnn --json $RUN/{records.name}; "
             f"python benchmarks/rnn_cpu.py --records $RUN/{records.name}"
         )
     else:
         records = Path(tempfile.mkdtemp(prefix="rnn-")) / "records.json"
         env = dict(os.environ, GPTCOURSE_THREADS=str(args.threads))
-        run_notebook = [sys.executable, str(ROOT / "benchmarks" / "run_notebook.py"), "08_rnn", "--json", str(records)]
+        run_notebook = [sys.executable, str(ROOT / "benchmarks" / "run_notebook.py"), "09_rnn", "--json", str(records)]
         subprocess.run(run_notebook, env=env, check=True)
         command = f"python benchmarks/rnn_cpu.py --threads {args.threads}"
     results = {

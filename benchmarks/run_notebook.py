@@ -1,7 +1,7 @@
 """Run a stage's reference notebook top to bottom as plain Python: no Jupyter needed.
 
     python benchmarks/run_notebook.py 07_gpt                      # the real sizes, on the best device
-    python benchmarks/run_notebook.py 07_gpt 08_rnn --quick       # GPTCOURSE_QUICK=1: tiny runs
+    python benchmarks/run_notebook.py 07_gpt 09_rnn --quick       # GPTCOURSE_QUICK=1: tiny runs
     python benchmarks/run_notebook.py 07_gpt --set TOKENIZER='"byte-bpe"' --set POSITIONS='"rope"'
     python benchmarks/run_notebook.py 07_gpt --json out.json      # a record of every cell
 
@@ -17,7 +17,7 @@ folder by default), where the files they write land. ``--set NAME=VALUE`` replac
 Each cell's wall time and CPU time (this process's, all its threads: on a machine shared with
 other work, the CPU time is what the cell itself needed), and its printed output, are shown; a cell that raises, or a check
 cell whose public tests do not pass, stops the run with exit status 1. This is how the
-GPU check (``benchmarks/gpu_check.sh``) runs 07-09 on CUDA, and how the figures of the
+GPU check (``benchmarks/gpu_check.sh``) runs 07-10 on CUDA, and how the figures of the
 notebooks' real runs are measured on a CPU.
 """
 

@@ -9,7 +9,7 @@ holds, give or take. It is a measure of size, not of time. The hours are an esti
 stated rule, not a timing of students: an hour to read the notebook and run its cells, a
 quarter of an hour per written question, and the lines written at a pace between
 ``FAST`` and ``SLOW`` tested lines an hour (input checks and debugging included); 07 and
-08 add the CPU time of their training runs on a 2-core laptop (``RUNS``, from
+09 add the CPU time of their training runs on a 2-core laptop (``RUNS``, from
 ``benchmarks/RESULTS_training.md``), which the student waits for.
 """
 
@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 READING_HOURS, WRITTEN_HOURS = 1.0, 0.25
 FAST, SLOW = 50, 25  # tested lines an hour
 # hours a 2-core laptop runs the notebook's training cells (RESULTS_training.md): 07's real run,
-# 1034 CPU s over two threads; 08's comparison, 623 CPU s on the one thread its text advises
-RUNS = {"07_gpt": 1034 / 2 / 3600, "08_rnn": 623 / 3600}
+# 1034 CPU s over two threads; 09's comparison, 623 CPU s on the one thread its text advises
+RUNS = {"07_gpt": 1034 / 2 / 3600, "09_rnn": 623 / 3600}
 STUB = re.compile(r"^```python stub (\S+)", re.MULTILINE)
 WRITTEN = re.compile(r"^```written ", re.MULTILINE)
 

@@ -15,7 +15,7 @@ Reported per run: the time to the first judged point with validation loss <= 1.8
 the whole run's time, its final validation loss and its training tokens per second
 (training tokens / the run's time). Other work on the machine only slows a run down, so
 the fastest run of each is the one compared. Then the KV cache: 500 new tokens, greedy, with
-:func:`solutions.gpt.generate_cached` and with :func:`solutions.gpt.generate`.
+:func:`solutions.generation.generate_cached` and with :func:`solutions.generation.generate`.
 
 The results replace the CPU section of ``benchmarks/RESULTS_training.md`` (between
 its markers); the GPU section is left alone.
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import nanogpt_baseline  # noqa: E402
-from solutions.gpt import generate, generate_cached  # noqa: E402
+from solutions.generation import generate, generate_cached  # noqa: E402
 from training import loop  # noqa: E402
 from training.data import prepare  # noqa: E402
 from training.evaluate import full_loss  # noqa: E402
@@ -119,7 +119,7 @@ def kv_cache_speedup(
     n_head: int = CPU.n_head,
     n_embd: int = CPU.n_embd,
 ) -> dict:
-    """Seconds for ``new_tokens`` greedy tokens from a one-token prompt: stage 07's reference
+    """Seconds for ``new_tokens`` greedy tokens from a one-token prompt: stage 08's reference
     ``generate`` and ``generate_cached``, and ``gptcourse sample``'s generation
     (``training.generate.generate_fast``) without and with its cache, on the same weights.
 
@@ -250,11 +250,11 @@ interference only ever slows a run down, so the fastest run of each is compared.
 
 ### KV cache: 500 new tokens, greedy, one-token prompt, CPU
 
-| block_size | stage 07 `generate` | `generate_cached` | speed-up | `gptcourse sample --no-cache` | `gptcourse sample` | speed-up | same tokens |
+| block_size | stage 08 `generate` | `generate_cached` | speed-up | `gptcourse sample --no-cache` | `gptcourse sample` | speed-up | same tokens |
 |---|---|---|---|---|---|---|---|
 {chr(10).join(kv_rows)}
 
-Stage 07's reference functions (written for clarity: `torch.cat` per token, a mask per
+Stage 08's reference functions (written for clarity: `torch.cat` per token, a mask per
 token) and `gptcourse sample`'s generation (`training/generate.py`: a preallocated cache,
 no host sync per token, fused attention; a CUDA graph per token on a GPU), in one run on the
 same fresh weights of the `cpu` preset's shape (the time of a forward pass does not depend
@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     kv = [kv_cache_speedup(CPU.block_size), kv_cache_speedup(512)]
     for k in kv:
         print(
-            f"== KV cache, block {k['block_size']}: stage 07 {k['plain']:.2f} s -> {k['cached']:.2f} s "
+            f"== KV cache, block {k['block_size']}: stage 08 {k['plain']:.2f} s -> {k['cached']:.2f} s "
             f"({k['speedup']:.1f}x); gptcourse sample {k['fast_plain']:.2f} s -> {k['fast_cached']:.2f} s "
             f"({k['fast_speedup']:.1f}x)"
         )

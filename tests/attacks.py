@@ -146,6 +146,17 @@ TARGETS = {
         "        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias\n",
     ),
     "07_gpt": Target(
+        "params",
+        "num_parameters",
+        "def num_parameters(config):",
+        "def num_parameters(config):\n"
+        "    C = config.n_embd\n"
+        "    ff = config.ff_dim if config.ff_dim is not None else 4 * C\n"
+        "    per_block = 4 * (C * C + C) + 2 * (2 * C) + C * ff + ff + ff * C + C\n"
+        "    embeddings = config.vocab_size * C + config.block_size * C\n"
+        "    return embeddings + config.n_layer * per_block + 2 * C + config.vocab_size * C  # the tied head counted\n",
+    ),
+    "08_generation": Target(
         "sampling",
         "sample_next",
         "def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):",
@@ -155,7 +166,7 @@ TARGETS = {
         "    return logits.argmax(dim=-1, keepdim=True)  # always greedy\n",
         ("(torch.tensor([[0.5, 3.0, 1.0], [2.0, -1.0, 0.0]]), 0, None, None, None)", "torch.tensor([[1], [0]])"),
     ),
-    "08_rnn": Target(
+    "09_rnn": Target(
         "tbptt",
         "stream_batches",
         "def stream_batches(data, batch_size):",
@@ -166,7 +177,7 @@ TARGETS = {
         "    return data[: batch_size * n].view(n, batch_size).t().contiguous()  # interleaves the streams\n",
         ("(torch.arange(11), 3)", "torch.tensor([[0, 1, 2], [3, 4, 5], [6, 7, 8]])"),
     ),
-    "09_encoders": Target(
+    "10_encoders": Target(
         "mlm_mask",
         "mlm_mask_tokens",
         "def mlm_mask_tokens(ids, mask_id, vocab_size, special_ids=(), prob=0.15, generator=None):",

@@ -163,11 +163,12 @@ SLOW_FIRST = (
     "tests/test_nbgrader.py::test_the_cheat_and_the_hostile_catalogue",
     "tests/test_nbgrader.py::test_every_stage_through_nbgrader",
     "tests/test_otter.py::test_the_hostile_catalogue_gains_nothing",
-    "tests/test_rules.py::test_graded_rule[09_encoders",
+    "tests/test_rules.py::test_graded_rule[10_encoders",
     "tests/test_rules.py::test_graded_rule[07_gpt",
+    "tests/test_rules.py::test_graded_rule[08_generation",
     "tests/test_nbgrader.py::test_a_course_runs_through_nbgrader",
     "tests/test_rules.py::test_graded_rule[02_bpe",
-    "tests/test_rules.py::test_graded_rule[08_rnn",
+    "tests/test_rules.py::test_graded_rule[09_rnn",
     "tests/test_otter.py::test_in_kernel_cheats",
     "tests/test_otter.py::test_otter_grades_path",
     "tests/test_otter.py::test_every_stage_through_otter_run",
@@ -190,8 +191,8 @@ STAGE_ID = re.compile(r"\[(\d\d_[a-z]+)")  # the stage a parametrised test's id 
 def unit_of(nodeid: str) -> str:
     """The unit of work a test belongs to: the tests pytest-xdist runs on one worker, in order.
 
-    >>> unit_of("tests/test_rules.py::test_graded_rule[09_encoders-hints right or absent]")
-    'catalogue 09_encoders'
+    >>> unit_of("tests/test_rules.py::test_graded_rule[10_encoders-hints right or absent]")
+    'catalogue 10_encoders'
     >>> unit_of("tests/test_build.py::test_unclosed_block_is_a_clear_error")
     'tests/test_build.py'
     """

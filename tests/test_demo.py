@@ -27,7 +27,7 @@ def test_the_demo_refuses_an_unknown_stage(capsys):
 
 def test_each_stage_has_its_own_default_demo_folder_and_01_keeps_make_demos():
     assert demo_folder(get_stage("01")) == Path("grades/demo")
-    assert demo_folder(get_stage("8")) == Path("grades/demo-08_rnn")
+    assert demo_folder(get_stage("9")) == Path("grades/demo-09_rnn")
     assert len({demo_folder(stage) for stage in all_stages()}) == len(all_stages())
 
 
@@ -38,7 +38,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize("graded", [True, False], ids=["graded", "notebooks-only"])
 def test_the_demo_of_another_stage_writes_nothing_into_a_folder_that_holds_one(tmp_path, capsys, graded):
     """A folder with 01's demo (its results, or only its sample notebooks) is refused before the
-    demo of 08 writes anything: nothing of 01's is overwritten, nothing of 08's is added."""
+    demo of 09 writes anything: nothing of 01's is overwritten, nothing of 09's is added."""
     out = tmp_path / "demo"
     stage = get_stage("01")
     write_notebook(make_notebook(stage, "reference"), out / "submissions" / "reference.ipynb")
@@ -48,8 +48,8 @@ def test_the_demo_of_another_stage_writes_nothing_into_a_folder_that_holds_one(t
         (out / "reference" / "results.json").write_text(json.dumps({"score": 1, "tests": []}))
         (out / "reference" / "graded.json").write_text(json.dumps({"stage": stage.id}))
     before = _files(out)
-    assert main(["demo", "--stage", "08", "--out", str(out)]) == 2
+    assert main(["demo", "--stage", "09", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert f"{out} holds the demo of 01_tokenisation; nothing was written" in err
-    assert "leave out --out: the demo of 08_rnn goes to grades/demo-08_rnn" in err
+    assert "leave out --out: the demo of 09_rnn goes to grades/demo-09_rnn" in err
     assert _files(out) == before

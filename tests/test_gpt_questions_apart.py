@@ -22,18 +22,12 @@ STAGE = get_stage("07_gpt")
 
 # the stub cells left empty in each submission, and the questions that must then score 0
 CASES = {
-    "model-params-sampling-kv": (
-        ["GPT", "num_parameters", "sample_next", "generate_cached"],
-        {"model", "params", "sampling", "kv_cache", "training_works"},
-    ),
-    "device-train-generate": (
-        ["get_device", "train_step", "estimate_loss", "train", "generate"],
-        {"device", "train", "generate", "training_works"},
-    ),
+    "model-params": (["GPT", "num_parameters"], {"model", "params", "training_works"}),
+    "device-train": (["get_device", "train_step", "estimate_loss", "train"], {"device", "train", "training_works"}),
 }
 
 # if grading ran the long training cell, these names would be gone and every test using them would fail
-SABOTAGED_TRAINING_CELL = "GPT = num_parameters = get_device = sample_next = generate = generate_cached = None\n"
+SABOTAGED_TRAINING_CELL = "GPT = num_parameters = get_device = train = None\n"
 
 
 def _empty_stubs() -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 ``benchmarks/gpu_check.sh --cpu`` takes every step the GPU check takes on a CUDA machine
 (nanoGPT's own train.py and the preset side by side, one judge for both kept checkpoints,
-sampling with and without the KV cache, the notebooks 07-09 as plain Python, the gpu-marked
+sampling with and without the KV cache, the notebooks 07-10 as plain Python, the gpu-marked
 tests, the report), at tiny sizes on the CPU: what a GPU session will run is known to run.
 No timing is asserted. The notebooks' runner and the tokenizer/position benchmark have
 their own quicker tests.
@@ -62,7 +62,7 @@ def test_the_gpu_check_runs_in_its_cpu_mode(tmp_path):
     side = json.loads((out / "side_by_side.json").read_text())
     assert side["sampling"]["same_tokens"] and side["nanogpt"]["best_val_exact"] > 0
     assert "the texts are identical" in report and "| nanoGPT `shakespeare_char` |" in report
-    for stage in ("07_gpt", "08_rnn", "09_encoders"):
+    for stage in ("07_gpt", "08_generation", "09_rnn", "10_encoders"):
         assert f"- `{stage}`:" in report
     assert (out / "losses.png").exists() and (out / "check.log").exists()
 

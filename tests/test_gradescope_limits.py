@@ -42,12 +42,11 @@ HANGING = {
             "train_step",
             "estimate_loss",
             "train",
-            "sample_next",
-            "generate",
-            "generate_cached",
         )
     },
 }
+# stage 08's functions, whose tests run the grader's own models (never a student's GPT)
+HANGING_08 = {name: f"def {name}(*args, **kwargs):" + HANG for name in ("sample_next", "generate", "generate_cached")}
 FORK_BOMB = """
 def get_device():
     import os
@@ -91,9 +90,13 @@ def per_question(doc: dict) -> dict[str, tuple[float, float]]:
 
 
 @pytest.mark.slow
-def test_every_function_hanging_is_graded_inside_gradescopes_limits(zip_07, tmp_path):
-    zip_path, tests = zip_07
-    notebook = submission(STAGE, tmp_path, "hangs", replace=HANGING)
+@pytest.mark.parametrize("stage_id, hanging", [(STAGE, HANGING), ("08_generation", HANGING_08)], ids=["07", "08"])
+def test_every_function_hanging_is_graded_inside_gradescopes_limits(stage_id, hanging, tmp_path):
+    stage = get_stage(stage_id)
+    tests = stage_tests(stage)
+    (tmp_path / "gradescope").mkdir()
+    zip_path = build_gradescope_zip(stage, tmp_path / "gradescope", DEFAULT_DIR / f"{stage_id}.json")
+    notebook = submission(stage_id, tmp_path, "hangs", replace=hanging)
     tried = run_limited(zip_path, notebook, tmp_path / "hangs-root")
     doc = tried.results
     assert [t["name"] for t in doc["tests"]] == [c.key for c in tests.cases]

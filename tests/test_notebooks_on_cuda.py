@@ -4,14 +4,14 @@ stages run top to bottom (quick sizes, as plain Python) on a pretend CUDA device
 one, every generator drives draws on its own device, no CUDA tensor goes to numpy, every
 ``torch.load`` names a ``map_location``.
 
-The course's contract on generators (stage 07, "Generators and devices"): a generator is
+The course's contract on generators (stage 08, "Generators and devices"): a generator is
 made where its draws happen. Batches are drawn on the CPU, where the data stays; tokens
 are drawn where the logits are, on the model's device. So a ``sample_next`` written from
 its docstring, ``torch.multinomial(probs, 1, generator=generator)``, works on CUDA with the
 notebook's cells, and the reference solution is exactly that.
 
-Only stage 07 asks for a device (``get_device``); the others keep their small models on the
-CPU and must not break where CUDA is available. A control run shows that the pretend
+Only stages 07 and 08 ask for a device (``get_device``); the others keep their small models
+on the CPU and must not break where CUDA is available. A control run shows that the pretend
 device does see the fault of issue 24 (a CPU generator handed to generation on CUDA).
 """
 
@@ -46,7 +46,7 @@ def quick_and_offline(monkeypatch, tmp_path):
 def run_cells(stage_id: str, replace: dict[str, str] | None = None) -> tuple[list[str], dict]:
     """Run the stage's reference notebook (its code cells in order, as plain Python) on the
     pretend device; returns the problems seen and, as ``namespace["__devices__"]``, where its
-    ``get_device()`` and the models ``small`` and ``gpt`` were at the end (stage 07). A cell that
+    ``get_device()`` and the model ``gpt`` (stage 07) or ``model`` (stage 08) were at the end. A cell that
     raises, or a check cell whose public tests do not pass, fails the test; ``replace`` swaps a
     text in the cells' sources first."""
     import matplotlib
@@ -67,7 +67,7 @@ def run_cells(stage_id: str, replace: dict[str, str] | None = None) -> tuple[lis
             if source.startswith("check("):
                 assert "public tests passed" in printed.getvalue(), f"{stage_id} cell {index}:\n{printed.getvalue()}"
         if "get_device" in namespace:
-            models = {name: next(namespace[name].parameters()).device for name in ("gpt",) if name in namespace}
+            models = {name: next(namespace[name].parameters()).device for name in ("gpt", "model") if name in namespace}
             namespace["__devices__"] = {"get_device": namespace["get_device"](), **models}
     return device.problems, namespace
 
@@ -116,14 +116,16 @@ def test_training_on_the_pretend_device_really_trains():
 def test_the_reference_notebook_runs_on_cuda(stage_id):
     problems, namespace = run_cells(stage_id)
     assert not problems, "\n".join(problems)
-    if stage_id == "07_gpt":  # the one stage that asks for a device: its model really was on it
+    if stage_id == "07_gpt":  # the stages that ask for a device: their models really were on it
         assert namespace["__devices__"] == {"get_device": CUDA, "gpt": CUDA}
+    if stage_id == "08_generation":
+        assert namespace["__devices__"] == {"get_device": CUDA, "model": CUDA}
 
 
 @pytest.mark.slow
 def test_a_cpu_generator_for_generation_on_cuda_is_seen():
-    """The control: issue 24's fault (07's generation demo with a CPU generator and the model
-    on CUDA, as the notebook had it) is what the pretend device reports."""
+    """The control: issue 24's fault (the generation demo, then 07's and now 08's, with a CPU
+    generator and the model on CUDA, as the notebook had it) is what the pretend device reports."""
     where = "generator=torch.Generator(device=where).manual_seed(1)"
-    problems, _ = run_cells("07_gpt", {where: "generator=torch.Generator().manual_seed(1)"})
+    problems, _ = run_cells("08_generation", {where: "generator=torch.Generator().manual_seed(1)"})
     assert problems == ["multinomial: a cpu generator drives a draw on cuda"], problems

@@ -194,7 +194,7 @@ CLAIMS = {
     "05_multihead": [r"merge_heads gives x back: True"],
     # the block and PyTorch's layer, holding the same parts, agree in all four arrangements
     "06_blocks": [r"(?:norm_first=(?:True|False) +(?:gelu|relu):  max \|difference\| = \S+  match\n){4}"],
-    "07_gpt": [r"same tokens: True"],
+    "08_generation": [r"same tokens: True"],
 }
 
 

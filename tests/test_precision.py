@@ -212,9 +212,9 @@ STUDENT_LINE = "seq_out, new_state = self.lstm(self.emb(idx), state)  # (B, T, H
 
 
 def test_redaction_never_alters_a_students_own_line_but_hides_a_glued_hidden_one():
-    tests = get_stage("08").tests()
+    tests = get_stage("09").tests()
     hidden_line = "out, new_state = self.lstm(self.emb(idx), state)"
-    assert hidden_line in tests.secrets  # 08's hidden stand-in has this line: the cause of the report
+    assert hidden_line in tests.secrets  # 09's hidden stand-in has this line: the cause of the report
     case = next(c for c in tests.cases if not c.public)
     message = f"raised RuntimeError: input.size(-1) must be equal to input_size at line 4 of `RNNLM.forward`: `{STUDENT_LINE}`"
     own = f"class RNNLM(nn.Module):\n    def forward(self, idx, state=None):\n        {STUDENT_LINE}\n"

@@ -111,7 +111,7 @@ def test_a_catalogue_graded_with_reuse_equals_one_graded_on_every_test(graded_ca
 
 
 @pytest.mark.slow
-def test_07s_training_tests_are_taken_for_a_sampling_mistake_and_run_for_a_training_one(graded_catalogue):
+def test_07s_training_tests_are_taken_for_a_parameter_count_mistake_and_run_for_a_training_one(graded_catalogue):
     grades = graded_catalogue("07_gpt")
     training = {c.key for c in grades.tests.cases if c.qid == "training_works"}
     assert len(training) == 2
@@ -119,8 +119,8 @@ def test_07s_training_tests_are_taken_for_a_sampling_mistake_and_run_for_a_train
     for variant in grades.mistakes:
         by_question.setdefault(variant.qid, []).append(set(grades.reused[variant.slug]))
     # a mistake whose change is a function's body only (a changed default, for one, runs every test)
-    sampling = [taken for taken in by_question["sampling"] if taken]
-    assert len(sampling) >= len(by_question["sampling"]) - 2 and all(training <= taken for taken in sampling)
+    params = [taken for taken in by_question["params"] if taken]
+    assert len(params) >= len(by_question["params"]) - 2 and all(training <= taken for taken in params)
     assert all(not training & taken for taken in by_question["train"] + by_question["model"])
     assert any(by_question["model"])  # a model mistake takes the tests of train, which runs a stand-in model
 

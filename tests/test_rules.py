@@ -19,7 +19,7 @@ from autograder.authoring.static_rules import Subject
 from autograder.course import ROOT, all_stages
 
 STAGES = [s for s in all_stages()]
-# (stage id, rule name) -> what is missing, e.g. ("08", "every clause has a mistake"): "2 clauses ..."
+# (stage id, rule name) -> what is missing, e.g. ("09", "every clause has a mistake"): "2 clauses ..."
 NOT_YET: dict[tuple[str, str], str] = {}
 
 

@@ -384,7 +384,7 @@ def test_the_harness_cell_carries_the_rule_and_applies_it(tmp_path):
 def test_the_07_notebook_states_the_rule_where_training_starts():
     text = (ROOT / "assignments" / "07_gpt" / "notebook.md").read_text(encoding="utf-8")
     note = text.index("**CPU threads.**")
-    assert text.index("## 11. The real run") < note < text.index("```python train")
+    assert text.index("## 8. The real run") < note < text.index("```python train")
     assert "GPTCOURSE_THREADS" in text[note : note + 400]
 
 

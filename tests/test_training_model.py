@@ -3,7 +3,7 @@
 - ``TrainGPT`` (fused attention and LayerNorm) computes the reference GPT's function with the
   reference's parameters; RoPE as stage 03's ``apply_rope``; each position scheme trains.
 - ``generate_fast`` with its preallocated KV cache gives the tokens of plain generation
-  (and, for learned positions, of stage 07's reference ``generate``), within the block and past it.
+  (and, for learned positions, of stage 08's reference ``generate``), within the block and past it.
 - The byte-level BPE learns and applies stage 02's merges exactly.
 - On CUDA (marker ``gpu``): the CUDA-graph decoder, the generator contract, compiled training.
 """
@@ -14,7 +14,8 @@ import torch
 from solutions.attention import apply_rope
 from solutions.bpe import byte_bpe_encode, train_byte_bpe
 from solutions.data import load_corpus
-from solutions.gpt import GPT, GPTConfig, generate
+from solutions.generation import generate
+from solutions.gpt import GPT, GPTConfig
 from training import loop
 from training.data import ByteBPE, learn_byte_merges, prepare
 from training.generate import generate_fast
@@ -89,7 +90,7 @@ def test_greedy_tokens_are_the_same_with_and_without_the_cache(positions, norm_f
         assert cached.shape == (3, T0 + 25) and torch.equal(cached[:, :T0], prompt)
         assert torch.equal(cached, generate_fast(model, prompt, 25, temperature=0, cache=False)), T0
         if positions == "learned":
-            assert torch.equal(cached, generate(model, prompt, 25, temperature=0)), T0  # stage 07's reference
+            assert torch.equal(cached, generate(model, prompt, 25, temperature=0)), T0  # stage 08's reference
 
 
 def test_sampling_draws_the_same_tokens_with_and_without_the_cache():

@@ -1,6 +1,6 @@
 """Generation for ``gptcourse sample``: a preallocated KV cache, no host syncs, CUDA graphs.
 
-Stage 07's ``generate_cached`` shows the idea of a KV cache; written for clarity, it
+Stage 08's ``generate_cached`` shows the idea of a KV cache; written for clarity, it
 grows each layer's cache with ``torch.cat`` and builds a mask at every token, and on a
 GPU the time goes to launching those small kernels, not to arithmetic (issue 24: 1.2x over
 plain generation on an H100, against 9.5x on a CPU). Here:
@@ -13,7 +13,7 @@ plain generation on an H100, against 9.5x on a CPU). Here:
 - every decoding step has the same shapes (a single query attends to the whole cache,
   the positions not yet written masked out), so on CUDA the step is captured once as a
   CUDA graph and replayed: one launch per token instead of one per operation;
-- the draws come from a generator on the logits' device (stage 07's ``sample_next``).
+- the draws come from a generator on the logits' device (stage 08's ``sample_next``).
 
 Within ``block_size`` the cache is exact: greedy decoding gives the tokens of plain
 generation (``cache=False``), which runs the model on the whole (cropped) window for every
@@ -35,7 +35,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from solutions.gpt import sample_next
+from solutions.generation import sample_next
 from training.model import TrainGPT
 
 
@@ -146,7 +146,7 @@ def generate_fast(
 
     ``cache=True`` uses :class:`KVDecoder` (with a CUDA graph when ``graphs``, by default on
     CUDA); ``cache=False`` runs the model on the last ``block_size`` tokens for every new
-    token. Tokens are chosen by stage 07's ``sample_next`` (``temperature=0``: greedy); a
+    token. Tokens are chosen by stage 08's ``sample_next`` (``temperature=0``: greedy); a
     ``generator`` must live on the model's device. Eval mode inside, the caller's mode after.
 
     Raises:

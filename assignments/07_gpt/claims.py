@@ -109,7 +109,7 @@ def _shakespeare_ids():
 
 
 def _characters_per_bpe_token() -> float:
-    """Characters per token of section 11's byte-level BPE (256 merges learned on the first
+    """Characters per token of section 8's byte-level BPE (256 merges learned on the first
     100,000 characters) on its validation text, the last tenth of Shakespeare."""
     text = load_corpus("shakespeare", offline_ok=False)
     cut = int(len(text) * 0.9)
@@ -148,12 +148,12 @@ CLAIMS = [
     Claim("down to 9.75 (the 4-gram)", lambda: _stage01_demo(4), low=9.745, high=9.755),
     Claim("reaches 5.87 (a loss of 1.770 nats)", lambda: math.exp(_five_gram_whole_split()), low=5.865, high=5.875),
     Claim("reaches 5.87 (a loss of 1.770 nats)", _five_gram_whole_split, low=1.7695, high=1.7705),
-    # section 10: the training check
+    # section 7: the training check
     Claim("$\\ln V \\approx 2.9$", lambda: math.log(len(_sentences_split()[0])), low=2.85, high=2.95),
     Claim("how often each character occurs reaches about 2.6", _unigram_on_sentences, low=2.5, high=2.7),
     Claim("the reference reaches about 0.33", lambda: _training_check(GPT), low=0.31, high=0.35),
     Claim("no model gets below about 0.2", _sentence_entropy_per_character, low=0.17, high=0.23),
-    # section 11: the real run
+    # section 8: the real run
     Claim(
         "dropout 0.2, 10.8 million parameters",
         lambda: _parameters(block_size=256, n_layer=6, n_head=6, n_embd=384),

@@ -78,7 +78,7 @@ def public_suite(stage_id: str) -> types.ModuleType:
     their measurements.
 
     Example:
-        >>> hasattr(public_suite("09"), "suite")
+        >>> hasattr(public_suite("10"), "suite")
         True
     """
     stage = get_stage(stage_id)

@@ -32,6 +32,7 @@ from .cases import (
     grad_mode,
     mode_of,
     randn,
+    replacing,
     set_parameters,
     withheld_guards,
 )
@@ -51,12 +52,16 @@ from .checks import (
     with_hint,
 )
 from .placement import Placement, unplaced
+from .standins import Bigram, CausalMean, StandInConfig, stand_in_config
 
-PASTED = ("checks", "cases", "placement", "runtime", "check_cell", "packaging", "threads")  # in dependency order
+# in dependency order
+PASTED = ("checks", "cases", "standins", "placement", "runtime", "check_cell", "packaging", "threads")
 
 __all__ = [
     "REFERENCE",
+    "Bigram",
     "Case",
+    "CausalMean",
     "Hint",
     "MissingName",
     "Namespace",
@@ -76,9 +81,12 @@ __all__ = [
     "near",
     "raises",
     "randn",
+    "replacing",
     "same_shape",
     "satisfies",
     "set_parameters",
+    "stand_in_config",
+    "StandInConfig",
     "tensor_problem",
     "unplaced",
     "with_hint",

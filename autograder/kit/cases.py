@@ -28,8 +28,9 @@ bias), and the check decides. Boolean *state* is returned as a word: ``mode_of(m
 Part of the kit: standard library and torch only, pasted verbatim into every notebook.
 """
 
+import contextlib
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -299,14 +300,51 @@ def randn(*shape: int, seed: int) -> torch.Tensor:
     return torch.randn(*shape, generator=generator(seed))
 
 
-def set_parameters(module: torch.nn.Module, seed: int, scale: float = 0.5) -> None:
+def set_parameters(module: torch.nn.Module, seed: int, scale: float = 0.5, first: tuple[str, ...] = ()) -> None:
     """Give every parameter of ``module`` fixed values drawn from its name and a seed.
 
     Each parameter's values depend only on its dotted name, shape and ``seed``, never on
-    the order in which the student's code created it.
+    the order in which the student's code created it. A parameter that several modules
+    share (a head tied to the token embedding) is filled once: under the first of its
+    names that ``first`` lists, or else under the name it was first registered by.
+
+    Example:
+        >>> a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+        >>> set_parameters(a, seed=1); set_parameters(b, seed=1)
+        >>> torch.equal(a.weight, b.weight)
+        True
     """
+    named: dict[int, tuple[str, torch.nn.Parameter]] = {}
+    for name, param in module.named_parameters(remove_duplicate=False):
+        kept = named.get(id(param))
+        if kept is None or (name in first and kept[0] not in first):
+            named[id(param)] = (name, param)
     with torch.no_grad():
-        for name, param in sorted(module.named_parameters()):
+        for name, param in sorted(named.values(), key=lambda item: item[0]):
             offset = sum(ord(ch) * (i + 1) for i, ch in enumerate(name))
             values = torch.randn(param.shape, generator=generator(seed * 100003 + offset)) * scale
             param.copy_(values)
+
+
+@contextlib.contextmanager
+def replacing(ns: Namespace, name: str, stand_in: Any) -> Iterator[Any]:
+    """The notebook's global ``name`` is ``stand_in`` while the block runs, then what it was.
+
+    Example:
+        >>> ns = Namespace({"sample_next": print})
+        >>> with replacing(ns, "sample_next", max) as chooser:
+        ...     ns.sample_next is max
+        True
+        >>> ns.sample_next is print
+        True
+    """
+    table = ns._names
+    before = table.get(name)
+    table[name] = stand_in
+    try:
+        yield stand_in
+    finally:
+        if before is None:
+            table.pop(name, None)
+        else:
+            table[name] = before

@@ -1,4 +1,4 @@
-"""The numbers 08's notebook states, each with the measurement that makes it true
+"""The numbers 09's notebook states, each with the measurement that makes it true
 (``autograder.authoring.claims``; measured by ``test_claims.py``).
 
 The training runs' figures (CPU budgets and what they bought) come from the run that

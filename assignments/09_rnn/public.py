@@ -1,4 +1,4 @@
-"""Public tests of stage 08_rnn: students run these in the notebook with check().
+"""Public tests of stage 09_rnn: students run these in the notebook with check().
 
 This file is copied into the student's notebook, so it holds no reference code: the
 expected values are literals worked out once, and properties. The tests of one question

@@ -1,4 +1,4 @@
-"""Tests of the reference solutions of stage 08_rnn.
+"""Tests of the reference solutions of stage 09_rnn.
 
 The cells and the layer are checked against PyTorch's own modules with copied weights
 (gradients included), the language model's loss and state against their definitions,
@@ -310,7 +310,7 @@ def test_generate_rnn_samples_from_the_tempered_distribution():
 
 
 def _suite_module(kind: str):
-    path = getattr(get_stage("08_rnn"), kind)
+    path = getattr(get_stage("09_rnn"), kind)
     name = f"test_solutions_rnn_{kind}_suite"
     exec_suite(path.read_text(encoding="utf-8"), str(path), name)
     return sys.modules[name]
@@ -322,7 +322,7 @@ def _names() -> dict:
 
 def test_reference_passes_every_public_test():
     suite = _suite_module("public").suite
-    for qid, _ in questions("08_rnn"):
+    for qid, _ in questions("09_rnn"):
         passed, report, _ = run_public(suite.cases, qid, _names())
         assert passed, report
 
@@ -340,7 +340,7 @@ def test_reference_passes_every_hidden_check_on_its_own_outputs():
 def test_fixtures_that_should_equal_nn_modules_do():
     """The fixture cases named after fixed weights equal the nn modules with those weights."""
     hidden = _suite_module("hidden")
-    fixtures = stage_tests(get_stage("08_rnn")).fixtures
+    fixtures = stage_tests(get_stage("09_rnn")).fixtures
     pairs = {
         "rnn_cell: fixed weights (B=4, I=5, H=3)": hidden._rnn_twin(10, 4, 5, 3),
         "lstm_cell: fixed weights and a given state (B=4, I=5, H=3)": hidden._lstm_twin(100, 4, 5, 3),
@@ -378,7 +378,7 @@ def test_reference_notebook_runs_top_to_bottom_in_quick_mode(tmp_path):
 
     from autograder.build.notebooks import make_notebook
 
-    notebook = nbformat.from_dict(make_notebook(get_stage("08_rnn"), "reference"))
+    notebook = nbformat.from_dict(make_notebook(get_stage("09_rnn"), "reference"))
     offline = "import socket\ndef _no_network(*args, **kwargs):\n    raise OSError('no network in this test')\nsocket.socket = _no_network\nsocket.create_connection = _no_network\n"
     notebook.cells.insert(0, nbformat.v4.new_code_cell(offline, id="offline"))
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")

@@ -1,4 +1,4 @@
-"""Tests of the reference solutions of stage 09_encoders, and of the stage's stand-ins."""
+"""Tests of the reference solutions of stage 10_encoders, and of the stage's stand-ins."""
 
 import random
 import sys
@@ -419,7 +419,7 @@ def test_reference_learns_reversal_and_greedy_equals_teacher_forced_exact_match(
 
 
 def _suite_module(kind: str):
-    path = getattr(get_stage("09_encoders"), kind)
+    path = getattr(get_stage("10_encoders"), kind)
     name = f"test_solutions_encoders_{kind}_suite"
     exec_suite(path.read_text(encoding="utf-8"), str(path), name)
     return sys.modules[name]
@@ -429,7 +429,7 @@ def _reference_names() -> dict:
     """The names the reference notebook defines, made by running its graded cells (as grading
     does): the tests swap names such as Encoder there, which a module's globals would ignore."""
     names: dict = {"__name__": "__main__"}
-    for cell in code_cells(make_notebook(get_stage("09_encoders"), "reference")):
+    for cell in code_cells(make_notebook(get_stage("10_encoders"), "reference")):
         exec(compile(cell.source, f"<cell {cell.index}>", "exec"), names)
     return names
 
@@ -542,7 +542,7 @@ def test_encoder_stand_ins_have_what_the_notebook_promises(name):
     assert isinstance(encoder.blocks, nn.ModuleList)
     assert isinstance(encoder.ln_f, nn.LayerNorm) and encoder.ln_f.normalized_shape == (width,)
     assert isinstance(encoder.pad_id, int)
-    notebook = get_stage("09").source.read_text(encoding="utf-8")
+    notebook = get_stage("10").source.read_text(encoding="utf-8")
     assert "the attributes `tok_emb`, `pos_emb`, `blocks`, `ln_f`\nand `pad_id` of section 2" in notebook
 
 
@@ -586,9 +586,9 @@ def test_reference_notebook_runs_top_to_bottom_quickly_in_a_kernel(tmp_path, mon
     )
     monkeypatch.setenv("GPTCOURSE_QUICK", "1")
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    notebook = make_notebook(get_stage("09_encoders"), "reference")
+    notebook = make_notebook(get_stage("10_encoders"), "reference")
     notebook["cells"].insert(0, nbformat.v4.new_code_cell(isolate, id="isolate"))
-    path = tmp_path / "09 reference.ipynb"
+    path = tmp_path / "10 reference.ipynb"
     path.write_text(json.dumps(notebook))
     executed = nbformat.read(path, as_version=4)
     NotebookClient(

@@ -1,4 +1,4 @@
-"""Reference solutions for stage 09_encoders: encoders, masked language modelling, encoder-decoder.
+"""Reference solutions for stage 10_encoders: encoders, masked language modelling, encoder-decoder.
 
 A bidirectional encoder (BERT-style: no causal mask, padding keys blocked), a sequence
 classifier that pools its outputs, BERT's masking of tokens for the masked-language-model

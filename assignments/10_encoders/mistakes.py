@@ -1,4 +1,4 @@
-"""Realistic mistakes and correct alternatives for stage 09_encoders.
+"""Realistic mistakes and correct alternatives for stage 10_encoders.
 
 Each cell is written from a template with the right code in every slot; a mistake
 changes one slot, or is the right cell with one slip (``slip``), and declares the clauses

@@ -1,4 +1,4 @@
-"""Realistic mistakes and correct alternatives for stage 08_rnn.
+"""Realistic mistakes and correct alternatives for stage 09_rnn.
 
 Each cell is written from a template with the right code in every slot; a mistake
 changes one slot. The tests keep the questions apart: ``run_lstm`` is tested on the

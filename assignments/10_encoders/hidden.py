@@ -1,4 +1,4 @@
-"""Hidden tests of stage 09_encoders (run only when grading; never shipped to students).
+"""Hidden tests of stage 10_encoders (run only when grading; never shipped to students).
 
 Expected values marked REFERENCE are the reference solution's outputs on the same probe,
 saved at build time. Sizes all differ: B=3, T=6 (T_q=5 against S=T_k=7), C=24, H=4

@@ -1,4 +1,4 @@
-"""Hidden tests of stage 08_rnn (run only when grading; never shipped to students).
+"""Hidden tests of stage 09_rnn (run only when grading; never shipped to students).
 
 Expected values marked REFERENCE are the reference solution's outputs on the same
 probe, saved at build time. Checks marked "twin" compute the expected value in the

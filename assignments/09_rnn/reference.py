@@ -1,4 +1,4 @@
-"""Reference solutions for stage 08_rnn: the recurrent baseline.
+"""Reference solutions for stage 09_rnn: the recurrent baseline.
 
 The language model that transformers replaced, built from its equations: a plain
 (Elman) RNN cell, an LSTM cell with PyTorch's gate order and parameter shapes, the

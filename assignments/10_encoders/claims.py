@@ -1,4 +1,4 @@
-"""The numbers 09's notebook states, each with the measurement that makes it true
+"""The numbers 10's notebook states, each with the measurement that makes it true
 (``autograder.authoring.claims``; measured by ``test_claims.py``).
 
 The exact-match accuracy of the reference on ``seq2seq_works``, measured as the grader
@@ -17,11 +17,11 @@ from autograder.course import get_stage
 @functools.cache
 def _reference_accuracy() -> tuple[float, float]:
     """The share of unseen strings the reference gets exactly right: (public test, hidden test)."""
-    stage = get_stage("09")
+    stage = get_stage("10")
     tests = stage.tests()
     training = [c for c in tests.cases if c.qid == "seq2seq_works" and c.name.startswith("200 steps")]
     outcome = run_reference(stage, tests, [c.key for c in training])
-    public = public_suite("09")
+    public = public_suite("10")
     shares = {}
     for case in training:
         predictions = outcome.values[case.key]

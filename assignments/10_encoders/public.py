@@ -1,4 +1,4 @@
-"""Public tests of stage 09_encoders: students run these in the notebook with check().
+"""Public tests of stage 10_encoders: students run these in the notebook with check().
 
 The tests of one question do not lean on the student's other answers of this notebook:
 while a student's SequenceClassifier, DecoderBlock or Seq2Seq is built, the notebook's
