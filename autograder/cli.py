@@ -135,6 +135,7 @@ def grade_folder(
         roster=roster,
         canvas_assignment=getattr(args, "canvas_assignment", None),
         written=written,
+        moodle_item=getattr(args, "moodle_item", None),
     )
     for graded in run.graded:
         for fault in graded.faults:
@@ -181,13 +182,18 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     late = [i.key for i in run.identities if i.late]
     if late:
         lines.append(f"marked late by the LMS (recorded in graded.json; no penalty applied): {', '.join(late)}")
+    imports = [name for name in ("canvas.csv", "moodle.csv") if (out / name).is_file()]
     if book.unmatched:
-        lines.append(f"not in the roster (no id in grades.csv, left out of canvas.csv): {', '.join(book.unmatched)}")
+        left = f", left out of {_and(imports)}" if imports else ""
+        lines.append(f"not in the roster (no id in grades.csv{left}): {', '.join(book.unmatched)}")
     if book.absent:
         lines.append(
-            "in the roster with no submission (a row of 0s in grades.csv and canvas.csv): "
+            f"in the roster with no submission (a row of 0s in {_and(['grades.csv', *imports])}): "
             + ", ".join(s.name or s.id for s in book.absent)
         )
+    no_email = [row.who for row in book.listed if row.student and not row.email]
+    if "moodle.csv" in imports and no_email:
+        lines.append(f"in the roster without an email address (left out of moodle.csv): {', '.join(no_email)}")
     if book.written:
         answered, blank = still_to_grade(out, book)
         left = f", {blank} left blank (score them 0)" if blank else ""
@@ -198,7 +204,18 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     files = f"results: {out}/<student>/results.json, gradebook: {out / 'grades.csv'}"
     if (out / "canvas.csv").is_file():
         files += f", Canvas import: {out / 'canvas.csv'}"
+    if (out / "moodle.csv").is_file():
+        files += f", Moodle import: {out / 'moodle.csv'}"
     return "\n".join([*lines, files])
+
+
+def _and(names: list[str]) -> str:
+    """Names listed as a sentence would list them.
+
+    >>> _and(["grades.csv"]), _and(["grades.csv", "canvas.csv"]), _and(["a", "b", "c"])
+    ('grades.csv', 'grades.csv and canvas.csv', 'a, b and c')
+    """
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
@@ -457,13 +474,20 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument(
         "--roster",
         metavar="CSV",
-        help="the class list (columns id, name, email; or Canvas's gradebook export), kept in OUT/roster.csv",
+        help="the class list (columns id, name, email; or Canvas's or Moodle's gradebook export), "
+        "kept in OUT/roster.csv",
     )
     grade.add_argument(
         "--canvas-assignment",
         metavar="COLUMN",
         help="the assignment column of canvas.csv, as Canvas's export heads it, "
         "e.g. 'Tokenisation (123456)' (default: the stage id)",
+    )
+    grade.add_argument(
+        "--moodle-item",
+        metavar="COLUMN",
+        help="the grade column of moodle.csv (written when the roster has emails), e.g. as Moodle's export heads "
+        "the item, 'Assignment: Tokenisation (Real)' (default: the stage id)",
     )
     which = grade.add_mutually_exclusive_group()
     which.add_argument(

@@ -1,5 +1,6 @@
 """The instructor's class files: student names from LMS and grader export layouts, the roster,
-the gradebook that merges regrades, the Canvas import, and the class report that names mistakes.
+the gradebook that merges regrades, the Canvas and Moodle imports, and the class report that
+names mistakes.
 
 The tests that grade run the real pipeline on stage 01 (seconds per notebook); the rest
 build folders of results by hand."""
@@ -17,7 +18,7 @@ from support import submission
 from autograder.authoring.catalogue import catalogue
 from autograder.build.written import written_questions
 from autograder.channels.local.folder import write_submission
-from autograder.channels.local.gradebook import CANVAS_COLUMNS
+from autograder.channels.local.gradebook import CANVAS_COLUMNS, MOODLE_COLUMNS
 from autograder.channels.local.identity import identify
 from autograder.channels.local.records import read_folder
 from autograder.channels.local.roster import Student, match, read_roster
@@ -119,6 +120,27 @@ def test_a_roster_is_read_plain_or_as_canvas_exports_it(tmp_path):
         bad.write_text(text, encoding="utf-8")
         with pytest.raises(Exception, match=words):
             read_roster(bad)
+
+
+MOODLE_EXPORT = (  # Moodle's Grades > Export > Plain text file, as it heads its columns
+    "First name,Last name,ID number,Institution,Department,Email address,"
+    "Assignment: Tokenisation (Real),Course total (Real),Last downloaded from this course\n"
+)
+
+
+def test_a_roster_is_read_as_moodle_exports_it(tmp_path):
+    exported = tmp_path / "moodle-export.csv"
+    exported.write_text(
+        "\ufeff" + MOODLE_EXPORT + "Alice,Smith,,Uni,CS,Alice.Smith@uni.edu,-,-,1700000000\n"
+        "Dan,Roe,S4,Uni,CS,,-,-,1700000000\n",
+        encoding="utf-8",
+    )
+    alice, dan = read_roster(exported)
+    # the name as Moodle's downloads write it; the id: the ID number, else the email (as written)
+    email = "Alice.Smith@uni.edu"
+    assert (alice.id, alice.name, alice.email, alice.source) == (email, "Alice Smith", email, "moodle")
+    assert (dan.id, dan.name, dan.email) == ("S4", "Dan Roe", "")
+    assert match("Alice Smith", "", [alice, dan]) is alice and match("Dan Roe", "", [alice, dan]) is dan
 
 
 @pytest.fixture(scope="module")
@@ -226,6 +248,51 @@ def test_canvas_download_names_with_a_roster_make_a_canvas_import(class_folder, 
     assert rows(out / "grades.csv")["jonesbob"]["id"] == "77"  # the kept roster still names everyone
 
 
+def test_moodle_download_names_with_a_moodle_roster_make_a_moodle_import(class_folder, tmp_path):
+    download = tmp_path / "download"
+    download.mkdir()
+    reference, empty = (
+        class_folder / "subs" / "alice" / f"{STAGE}.ipynb",
+        class_folder / "subs" / "bob" / f"{STAGE}.ipynb",
+    )
+    shutil.copy(reference, download / f"Alice Smith_501_assignsubmission_file_{STAGE}.ipynb")
+    shutil.copy(empty, download / f"Dan Roe_504_assignsubmission_file_{STAGE}.ipynb")
+    shutil.copy(empty, download / "stray.ipynb")
+    roster = tmp_path / "export.csv"  # Bob hands in nothing; Dan has no email address in Moodle's export
+    roster.write_text(
+        MOODLE_EXPORT + "Alice,Smith,,Uni,CS,Alice.Smith@uni.edu,-,-,1700000000\n"
+        "Bob,Jones,S2,Uni,CS,bob@uni.edu,-,-,1700000000\nDan,Roe,S4,Uni,CS,,-,-,1700000000\n",
+        encoding="utf-8",
+    )
+    out, item = tmp_path / "out", "Assignment: Tokenisation (Real)"
+    done = gptcourse(
+        "grade", "--stage", STAGE, "--out", str(out), "--roster", str(roster), "--moodle-item", item, str(download)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "not in the roster (no id in grades.csv, left out of moodle.csv): stray" in done.stdout
+    assert "in the roster with no submission (a row of 0s in grades.csv and moodle.csv): Bob Jones" in done.stdout
+    assert "in the roster without an email address (left out of moodle.csv): Dan Roe" in done.stdout
+    assert f"Moodle import: {out / 'moodle.csv'}" in done.stdout
+    assert not (out / "canvas.csv").exists()  # Moodle's ids are no Canvas ids
+    book = rows(out / "grades.csv")
+    assert (book["Alice Smith"]["id"], book["Dan Roe"]["id"], book["stray"]["id"]) == ("Alice.Smith@uni.edu", "S4", "")
+    full = book["(max)"]["total"]  # the reference's total, and no written score typed yet
+    assert book["Alice Smith"]["total with written"] == full
+    text = (out / "moodle.csv").read_text(encoding="utf-8")
+    assert text == f"Email address,Full name,{item}\nAlice.Smith@uni.edu,Alice Smith,{full}\nbob@uni.edu,Bob Jones,0\n"
+    assert list(csv.reader(text.splitlines()))[0] == [*MOODLE_COLUMNS, item]
+
+    # a written score typed into grades.csv reaches moodle.csv at the next rebuild, which keeps the column's name
+    table = list(csv.reader((out / "grades.csv").read_text(encoding="utf-8").splitlines()))
+    column = table[0].index(f"{written_questions(get_stage(STAGE))[0].id} (written)")
+    next(row for row in table if row[0] == "Alice Smith")[column] = "1"
+    with (out / "grades.csv").open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows(table)
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert (out / "moodle.csv").read_text(encoding="utf-8") == text.replace(f",{full}\n", f",{float(full) + 1:g}\n")
+
+
 def test_a_roster_student_with_no_submission_gets_a_row_of_zeros(class_folder, tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"
     shutil.copytree(class_folder / "subs", subs)
@@ -234,7 +301,10 @@ def test_a_roster_student_with_no_submission_gets_a_row_of_zeros(class_folder, t
     alice, bob = subs / "alice" / f"{STAGE}.ipynb", subs / "bob" / f"{STAGE}.ipynb"
     done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--roster", str(roster), str(alice))
     assert done.returncode == 0, done.stderr
-    assert "in the roster with no submission (a row of 0s in grades.csv and canvas.csv): Jones, Bob" in done.stdout
+    assert (
+        "in the roster with no submission (a row of 0s in grades.csv, canvas.csv and moodle.csv): Jones, Bob"
+        in done.stdout
+    )
     book = list(csv.DictReader((out / "grades.csv").open(encoding="utf-8")))
     assert [r["submission"] for r in book] == ["(max)", "alice", "(no submission)"]
     qids = [q for q, _ in get_stage(STAGE).tests().questions()]
@@ -247,6 +317,8 @@ def test_a_roster_student_with_no_submission_gets_a_row_of_zeros(class_folder, t
     with (out / "canvas.csv").open(encoding="utf-8") as handle:
         canvas = {line[1]: line for line in csv.reader(handle)}
     assert canvas["s2"] == ["Jones, Bob", "s2", "", "", "", "0"] and canvas["s1"][-1] == book[0]["total"]
+    moodle = list(csv.reader((out / "moodle.csv").open(encoding="utf-8")))  # a plain roster's emails serve Moodle
+    assert moodle[1:] == [["alice@uni.edu", "Alice Smith", book[0]["total"]], ["bob@uni.edu", "Jones, Bob", "0"]]
 
     report = write_report(out)  # bob is counted apart, in no statistic
     assert report.startswith("# Class report (1 submissions)\n\nOn the roster with no submission")

@@ -3,7 +3,8 @@
 Per student ``<out>/<student>/``: ``results.json`` (Gradescope's schema), ``feedback.md``
 and ``graded.json`` (the record: the source file and its SHA-256, the stage, a fingerprint
 of the tests and fixtures it was graded with, the LMS id its path carried, when). For the
-class: ``grades.csv`` and, when students have Canvas ids, ``canvas.csv`` (``gradebook``); for
+class: ``grades.csv``, with ``canvas.csv`` when students have Canvas ids and ``moodle.csv``
+when they have email addresses (``gradebook``); for
 a stage with written questions, each student's ``written.json`` and the class's ``written.md``
 (``written``). Every file is written atomically.
 
@@ -128,6 +129,7 @@ def run_folder(
     roster: list[Student] | None = None,
     canvas_assignment: str | None = None,
     written: list | None = None,
+    moodle_item: str | None = None,
 ) -> FolderRun:
     """Grade ``paths`` (all, or those ``changed``/``only_failed`` select) into ``out_dir``, keep
     every other student's folder, and rebuild the gradebook from them all.
@@ -176,7 +178,7 @@ def run_folder(
             write=lambda graded: write_student(graded, out_dir, show_hidden, records[graded.name], bool(written)),
         )
     points = {q.id: q.points for q in written or []}
-    book = write_gradebook(out_dir, tests, roster, canvas_assignment, points)
+    book = write_gradebook(out_dir, tests, roster, canvas_assignment, points, moodle_item)
     write_class_file(out_dir, written or [], book)
     return FolderRun(done, identities, skipped, book)
 

@@ -31,6 +31,27 @@ points-possible row. It lists the students with a Canvas id (from the roster, or
 Canvas download's file names), and every roster student with no submission, with 0; the
 others are returned as unmatched, for the command to name. A rebuild keeps the assignment
 column's name unless a new one is given.
+
+``moodle.csv`` is what Moodle's CSV grade import (Grade administration > Import > CSV file)
+reads, as https://docs.moodle.org/405/en/Grade_import describes it::
+
+    Email address,Full name,Assignment: Tokenisation (Real)
+    alice@uni.edu,Alice Smith,30
+    carol@uni.edu,Carol Li,0
+
+Moodle reads a header row, comma-separated and UTF-8 by default, then asks which column
+identifies the user ("Map from") and which user field it holds ("Map to": user id, username,
+ID number or email address), and which grade item each other column fills ("Ignore" leaves
+one out, "New grade item" makes one named after its header). So the email address comes
+first, copied from the roster as written (Moodle compares it as written), then the name (for
+the reader; left at "Ignore"), then one grade column: each student's total with the written
+scores entered so far, named like ``canvas.csv``'s column (the stage id unless named, kept
+by a rebuild). Moodle's importer (grade/import/csv/classes/load_data.php) reads an empty
+grade or "-" as no grade, and stops the whole import at an email it does not know; so every
+line has an email and a number: the students whose roster entry has an email, and every
+roster student with no submission, with 0. The others (on no roster, or with no email on it)
+are returned as left out, for the command to name. The file is written when any student
+has an email.
 """
 
 import csv
@@ -46,6 +67,7 @@ from .records import StudentFolder, read_folder
 from .roster import Student, match
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+MOODLE_COLUMNS = ["Email address", "Full name"]  # Moodle's own names for the user fields
 
 
 def scores_from_results(doc: dict, qids: list[str]) -> dict[str, float]:
@@ -106,7 +128,21 @@ class Row:
     @property
     def canvas_id(self) -> str:
         """The id Canvas knows the student by: the roster's, else a Canvas download's."""
-        return self.student.id if self.student else (self.lms_id if self.lms == "canvas" else "")
+        if self.student:
+            return "" if self.student.source == "moodle" else self.student.id
+        return self.lms_id if self.lms == "canvas" else ""
+
+    @property
+    def email(self) -> str:
+        """The email address Moodle knows the student by: the roster's (a path carries none)."""
+        return self.student.email if self.student else ""
+
+    @property
+    def who(self) -> str:
+        """The student as the command names them: the row's key, or an absent student's roster name."""
+        if self.handed_in or self.student is None:
+            return self.key
+        return self.student.name or self.student.id
 
 
 def absent_row(student: Student, qids: list[str], written: list[str]) -> Row:
@@ -132,7 +168,8 @@ class Gradebook:
 
     @property
     def listed(self) -> list[Row]:
-        """The rows of ``grades.csv`` and ``canvas.csv``: the students graded, then the roster's absent (0)."""
+        """The rows of ``grades.csv``, ``canvas.csv`` and ``moodle.csv``: the students graded, then the
+        roster's absent (0)."""
         return [*self.rows, *(absent_row(s, self.qids, list(self.written)) for s in self.absent)]
 
 
@@ -256,14 +293,38 @@ def canvas_csv(book: Gradebook, assignment: str) -> tuple[str, list[str]]:
     return buffer.getvalue(), left_out
 
 
-def canvas_column(path: Path) -> str | None:
-    """The assignment column of an existing ``canvas.csv`` (None when there is none)."""
+def moodle_csv(book: Gradebook, item: str) -> tuple[str, list[str]]:
+    """``moodle.csv`` for Moodle's CSV grade import, and the students left out (no email address)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([*MOODLE_COLUMNS, item])
+    left_out = []
+    for row in book.listed:
+        if not row.email:
+            left_out.append(row.who)
+            continue
+        writer.writerow([row.email, row.student.name, _number(row.total_with_written)])
+    return buffer.getvalue(), left_out
+
+
+def grade_column(path: Path, fixed: list[str]) -> str | None:
+    """The grade column of an existing import file whose first columns are ``fixed`` (None when there is none)."""
     try:
         with Path(path).open(encoding="utf-8", newline="") as handle:
             header = next(csv.reader(handle), [])
     except OSError:
         return None
-    return header[len(CANVAS_COLUMNS)] if len(header) > len(CANVAS_COLUMNS) else None
+    return header[len(fixed)] if len(header) > len(fixed) and header[: len(fixed)] == fixed else None
+
+
+def canvas_column(path: Path) -> str | None:
+    """The assignment column of an existing ``canvas.csv`` (None when there is none)."""
+    return grade_column(path, CANVAS_COLUMNS)
+
+
+def moodle_column(path: Path) -> str | None:
+    """The grade column of an existing ``moodle.csv`` (None when there is none)."""
+    return grade_column(path, MOODLE_COLUMNS)
 
 
 def write_gradebook(
@@ -272,19 +333,31 @@ def write_gradebook(
     roster: list[Student] | None = None,
     canvas_assignment: str | None = None,
     written: dict[str, float] | None = None,
+    moodle_item: str | None = None,
 ) -> Gradebook:
-    """Rebuild ``grades.csv`` (and ``canvas.csv`` when any student has a Canvas id) from every folder in
-    ``out_dir``, keeping the written scores typed into the old ``grades.csv`` (``written``: question ->
-    points) and the old ``canvas.csv``'s assignment column unless ``canvas_assignment`` names another."""
+    """Rebuild ``grades.csv`` (and ``canvas.csv`` when any student has a Canvas id, ``moodle.csv`` when
+    any has an email address) from every folder in ``out_dir``, keeping the written scores typed into the
+    old ``grades.csv`` (``written``: question -> points) and the grade column of the old ``canvas.csv``
+    and ``moodle.csv`` unless ``canvas_assignment`` or ``moodle_item`` names another."""
     out_dir = Path(out_dir)
     typed = read_written_scores(out_dir / "grades.csv", dict(written or {}))
     book = build_gradebook(read_folder(out_dir, tests.stage_id), tests, roster, written, typed)
-    target = out_dir / "canvas.csv"
-    column = canvas_assignment or canvas_column(target) or tests.stage_id
     write_atomic(out_dir / "grades.csv", gradebook_csv(book))
+    canvas, moodle = out_dir / "canvas.csv", out_dir / "moodle.csv"
+    canvas_text = moodle_text = None
     if any(row.canvas_id for row in book.listed):
-        text, _ = canvas_csv(book, column)
-        write_atomic(target, text)
-    elif target.exists():
-        target.unlink()
+        canvas_text, _ = canvas_csv(book, canvas_assignment or canvas_column(canvas) or tests.stage_id)
+    if any(row.email for row in book.listed):
+        moodle_text, _ = moodle_csv(book, moodle_item or moodle_column(moodle) or tests.stage_id)
+    _write_or_remove(canvas, canvas_text)
+    _write_or_remove(moodle, moodle_text)
     return book
+
+
+def _write_or_remove(path: Path, text: str | None) -> None:
+    """Write ``text`` to ``path``, or remove the file when there is nothing to write (an import file
+    no student can be in any more)."""
+    if text is not None:
+        write_atomic(path, text)
+    elif path.exists():
+        path.unlink()

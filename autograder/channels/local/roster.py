@@ -5,7 +5,13 @@ A roster is a CSV file with a header row. Its columns are found by name (any cas
 - ``id`` (required), ``name``, ``email``: a plain roster; or
 - Canvas's gradebook export as it is (Grades > Export): ``Student`` ("Smith, Alice"),
   ``ID`` (Canvas's user id), ``SIS User ID``, ``SIS Login ID``, ``Section``; its
-  "Points Possible" row is skipped.
+  "Points Possible" row is skipped;
+- Moodle's grade export as it is (Grades > Export > Plain text file), told by its columns
+  ``First name``, ``Last name`` and ``Email address`` (with ``ID number``, ``Institution``,
+  ``Department`` and the grade items, which are not read): the name is "First Last", as
+  Moodle's downloads write it, the email is the one Moodle knows the student by (what
+  ``moodle.csv`` identifies them with), and the id is the ``ID number``, else the email
+  address, since Moodle leaves ID numbers empty unless a site fills them in.
 
 A submission is matched to a roster entry by, in order: its LMS id (the Canvas user id
 in a Canvas download's file names), its key equal to an id, SIS user id, SIS login id or
@@ -22,13 +28,14 @@ from pathlib import Path
 from autograder.errors import UsageError
 
 ALIASES = {
-    "id": ("id", "student id", "user id", "canvas id"),
+    "id": ("id", "student id", "user id", "canvas id", "id number"),
     "name": ("name", "student", "student name", "full name"),
     "email": ("email", "email address", "e-mail"),
     "sis_user_id": ("sis user id",),
     "sis_login_id": ("sis login id", "login", "username"),
     "section": ("section",),
 }
+MOODLE_EXPORT = ("first name", "last name", "email address")  # the user columns of Moodle's grade export
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,7 @@ class Student:
     sis_user_id: str = ""
     sis_login_id: str = ""
     section: str = ""
+    source: str = ""  # "moodle": read from Moodle's grade export (its id is no Canvas id)
 
 
 def squash(text: str) -> str:
@@ -59,17 +67,21 @@ def read_roster(path: Path) -> list[Student]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read the roster {path}: {exc}") from None
     reader = csv.DictReader(io.StringIO(text))
+    headers = {header.strip().lower(): header for header in reader.fieldnames or []}
     columns = {}
     for header in reader.fieldnames or []:
         for field, names in ALIASES.items():
             if header.strip().lower() in names and field not in columns:
                 columns[field] = header
-    if "id" not in columns:
+    moodle = all(name in headers for name in MOODLE_EXPORT) and "name" not in columns
+    if "id" not in columns and not moodle:
         raise UsageError(f"the roster {path} has no id column (its header must name id, and may name name and email)")
     students, seen = [], set()
     for row in reader:
         values = {field: (row.get(header) or "").strip() for field, header in columns.items()}
-        if not values["id"] or values.get("name", "").strip().lower() == "points possible":
+        if moodle:
+            values |= _moodle_entry(row, headers, values)
+        if not values.get("id") or values.get("name", "").strip().lower() == "points possible":
             continue
         if values["id"] in seen:
             raise UsageError(f"the roster {path} lists the id {values['id']} twice")
@@ -78,6 +90,22 @@ def read_roster(path: Path) -> list[Student]:
     if not students:
         raise UsageError(f"the roster {path} lists no students")
     return students
+
+
+def _moodle_entry(row: dict, headers: dict[str, str], values: dict[str, str]) -> dict[str, str]:
+    """A row of Moodle's grade export as roster fields: "First Last", the ID number else the email.
+
+    >>> headers = {"first name": "First name", "last name": "Last name"}
+    >>> row = {"First name": "Alice", "Last name": "Smith", "ID number": ""}
+    >>> _moodle_entry(row, headers, {"id": "", "email": "alice@uni.edu"})
+    {'name': 'Alice Smith', 'id': 'alice@uni.edu', 'source': 'moodle'}
+    """
+    first, last = ((row.get(headers[name]) or "").strip() for name in MOODLE_EXPORT[:2])
+    return {
+        "name": " ".join(filter(None, (first, last))),
+        "id": values.get("id") or values["email"],
+        "source": "moodle",
+    }
 
 
 def _names(student: Student) -> set[str]:

@@ -62,7 +62,7 @@ def class_markdown(out_dir: Path, questions: list, book: Gradebook) -> str:
         "",
         "Grade each answer with its rubric and type the score into its column of `grades.csv`",
         "(empty means not graded yet); the next `gptcourse grade` (with or without files) keeps",
-        "the scores and adds them to `total with written` and to `canvas.csv`.",
+        "the scores and adds them to `total with written` and to the LMS imports (`canvas.csv`, `moodle.csv`).",
     ]
     for q in questions:
         graded = [r for r in book.rows if r.written.get(q.id) is not None]
