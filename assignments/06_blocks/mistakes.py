@@ -3,11 +3,13 @@
 The ``block`` tests build the student's block with ``nn.LayerNorm`` and PyTorch's own
 feed-forward layers standing in for the notebook's ``LayerNorm`` and ``FeedForward``,
 so a ``layernorm`` or ``feedforward`` mistake costs points on its own question only.
-The ``block`` mistakes are all in how the block builds and joins its parts. Each
+The ``block`` mistakes are all in how the block builds and joins its parts, each the
+reference with one slip (``slip(reference("blocks", "TransformerBlock"), (old, new))``);
+the ``layernorm`` and ``feedforward`` ones change a slot of a template. Each
 mistake names the hints (``Hint.mistake``) its failures must carry, and no others.
 """
 
-from autograder.authoring.catalogue import Variant
+from autograder.authoring.catalogue import Variant, reference, slip
 
 _LAYERNORM = """
 class LayerNorm(nn.Module):
@@ -77,47 +79,9 @@ def _feedforward(**changes: str) -> str:
     return _FEEDFORWARD.format(**{**_FF_RIGHT, **changes})
 
 
-_BLOCK = """
-class TransformerBlock(nn.Module):
-    def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation={default_act}, norm_first={default_order}):
-        super().__init__()
-        self.norm_first = norm_first
-        self.attn = {attn}
-        self.{ln1} = LayerNorm(embed_dim)
-        self.{ln2} = LayerNorm(embed_dim)
-        self.ff = {ff}
-        {extra}
-
-    def forward(self, x, mask=None):
-        {mask_default}
-        if {pre_norm}:
-            {pre_attn}
-            {pre_ff}
-        else:
-            {post_attn}
-            {post_ff}
-        return x
-"""
-
-_BLOCK_RIGHT = {
-    "default_order": "True",
-    "default_act": '"gelu"',
-    "ln1": "ln1",
-    "ln2": "ln2",
-    "mask_default": "",
-    "attn": "MultiHeadAttention(embed_dim, num_heads, dropout=dropout)",
-    "ff": "FeedForward(embed_dim, ff_dim, activation=activation, dropout=dropout)",
-    "extra": "",
-    "pre_norm": "self.norm_first",
-    "pre_attn": "x = x + self.attn(self.ln1(x), mask=mask)",
-    "pre_ff": "x = x + self.ff(self.ln2(x))",
-    "post_attn": "x = self.ln1(x + self.attn(x, mask=mask))",
-    "post_ff": "x = self.ln2(x + self.ff(x))",
-}
-
-
-def _block(**changes: str) -> str:
-    return _BLOCK.format(**{**_BLOCK_RIGHT, **changes})
+def _block(*changes: tuple[str, str]) -> str:
+    """The reference ``TransformerBlock`` with each ``(old, new)`` of ``changes`` made."""
+    return slip(reference("blocks", "TransformerBlock"), *changes)
 
 
 _NO_PUBLIC = "no public test {}"
@@ -283,7 +247,7 @@ MISTAKES = [
     Variant(
         "block",
         "pre-norm and post-norm swapped",
-        {"TransformerBlock": _block(pre_norm="not self.norm_first")},
+        {"TransformerBlock": _block(("if self.norm_first:", "if not self.norm_first:"))},
         hints=("pre-norm and post-norm swapped",),
         clauses=("order",),
     ),
@@ -292,8 +256,11 @@ MISTAKES = [
         "pre-norm residual taken after the norm",
         {
             "TransformerBlock": _block(
-                pre_attn="x = self.ln1(x)\n            x = x + self.attn(x, mask=mask)",
-                pre_ff="x = self.ln2(x)\n            x = x + self.ff(x)",
+                (
+                    "x = x + self.attn(self.ln1(x), mask=mask)",
+                    "x = self.ln1(x)\n            x = x + self.attn(x, mask=mask)",
+                ),
+                ("x = x + self.ff(self.ln2(x))", "x = self.ln2(x)\n            x = x + self.ff(x)"),
             )
         },
         clauses=("pre-norm",),
@@ -303,7 +270,8 @@ MISTAKES = [
         "post-norm normalises the sublayer output before adding",
         {
             "TransformerBlock": _block(
-                post_attn="x = x + self.ln1(self.attn(x, mask=mask))", post_ff="x = x + self.ln2(self.ff(x))"
+                ("x = self.ln1(x + self.attn(x, mask=mask))", "x = x + self.ln1(self.attn(x, mask=mask))"),
+                ("x = self.ln2(x + self.ff(x))", "x = x + self.ln2(self.ff(x))"),
             )
         },
         clauses=("post-norm",),
@@ -313,7 +281,8 @@ MISTAKES = [
         "the mask is not passed to the attention",
         {
             "TransformerBlock": _block(
-                pre_attn="x = x + self.attn(self.ln1(x))", post_attn="x = self.ln1(x + self.attn(x))"
+                ("self.attn(self.ln1(x), mask=mask)", "self.attn(self.ln1(x))"),
+                ("self.ln1(x + self.attn(x, mask=mask))", "self.ln1(x + self.attn(x))"),
             )
         },
         clauses=("causal-mask",),
@@ -321,19 +290,29 @@ MISTAKES = [
     Variant(
         "block",
         "ln1 used for both sublayers",
-        {"TransformerBlock": _block(pre_ff="x = x + self.ff(self.ln1(x))", post_ff="x = self.ln1(x + self.ff(x))")},
+        {
+            "TransformerBlock": _block(
+                ("self.ff(self.ln2(x))", "self.ff(self.ln1(x))"),
+                ("self.ln2(x + self.ff(x))", "self.ln1(x + self.ff(x))"),
+            )
+        },
         clauses=("pre-norm", "post-norm"),
     ),
     Variant(
         "block",
         "no residual around the feed-forward network",
-        {"TransformerBlock": _block(pre_ff="x = self.ff(self.ln2(x))", post_ff="x = self.ln2(self.ff(x))")},
+        {
+            "TransformerBlock": _block(
+                ("x = x + self.ff(self.ln2(x))", "x = self.ff(self.ln2(x))"),
+                ("self.ln2(x + self.ff(x))", "self.ln2(self.ff(x))"),
+            )
+        },
         clauses=("pre-norm", "post-norm"),
     ),
     Variant(
         "block",
         "the activation is not passed to FeedForward",
-        {"TransformerBlock": _block(ff="FeedForward(embed_dim, ff_dim, dropout=dropout)")},
+        {"TransformerBlock": _block(("ff_dim, activation=activation, dropout=dropout)", "ff_dim, dropout=dropout)"))},
         clauses=("activation",),
     ),
     Variant(
@@ -341,8 +320,8 @@ MISTAKES = [
         "the dropout is not passed to the parts",
         {
             "TransformerBlock": _block(
-                attn="MultiHeadAttention(embed_dim, num_heads)",
-                ff="FeedForward(embed_dim, ff_dim, activation=activation)",
+                ("num_heads, dropout=dropout)", "num_heads)"),
+                ("activation=activation, dropout=dropout)", "activation=activation)"),
             )
         },
         clauses=("dropout",),
@@ -350,17 +329,13 @@ MISTAKES = [
     Variant(
         "block",
         "ff_dim ignored (always 4 * embed_dim)",
-        {
-            "TransformerBlock": _block(
-                ff="FeedForward(embed_dim, 4 * embed_dim, activation=activation, dropout=dropout)"
-            )
-        },
+        {"TransformerBlock": _block(("FeedForward(embed_dim, ff_dim,", "FeedForward(embed_dim, 4 * embed_dim,"))},
         clauses=("part-args",),
     ),
     Variant(
         "block",
         "post-norm by default",
-        {"TransformerBlock": _block(default_order="False")},
+        {"TransformerBlock": _block(("norm_first: bool = True", "norm_first: bool = False"))},
         clauses=("order-default",),
     ),
     Variant(
@@ -368,11 +343,14 @@ MISTAKES = [
         "an extra dropout on each sublayer's output, as nn.TransformerEncoderLayer has",
         {
             "TransformerBlock": _block(
-                extra="self.drop = nn.Dropout(dropout)",
-                pre_attn="x = x + self.drop(self.attn(self.ln1(x), mask=mask))",
-                pre_ff="x = x + self.drop(self.ff(self.ln2(x)))",
-                post_attn="x = self.ln1(x + self.drop(self.attn(x, mask=mask)))",
-                post_ff="x = self.ln2(x + self.drop(self.ff(x)))",
+                (
+                    "activation=activation, dropout=dropout)",
+                    "activation=activation, dropout=dropout)\n        self.drop = nn.Dropout(dropout)",
+                ),
+                ("x + self.attn(self.ln1(x), mask=mask)", "x + self.drop(self.attn(self.ln1(x), mask=mask))"),
+                ("x + self.ff(self.ln2(x))", "x + self.drop(self.ff(self.ln2(x)))"),
+                ("x + self.attn(x, mask=mask)", "x + self.drop(self.attn(x, mask=mask))"),
+                ("x + self.ff(x)", "x + self.drop(self.ff(x))"),
             )
         },
         clauses=("dropout",),
@@ -380,13 +358,22 @@ MISTAKES = [
     Variant(
         "block",
         "the norms named norm1 and norm2",
-        {"TransformerBlock": _block().replace("self.ln1", "self.norm1").replace("self.ln2", "self.norm2")},
+        {
+            "TransformerBlock": _block(
+                ("self.ln1 = ", "self.norm1 = "),
+                ("self.ln2 = ", "self.norm2 = "),
+                ("self.attn(self.ln1(x)", "self.attn(self.norm1(x)"),
+                ("self.ff(self.ln2(x)", "self.ff(self.norm2(x)"),
+                ("x = self.ln1(x + ", "x = self.norm1(x + "),
+                ("x = self.ln2(x + ", "x = self.norm2(x + "),
+            )
+        },
         clauses=("parts",),
     ),
     Variant(
         "block",
         "relu by default",
-        {"TransformerBlock": _block(default_act='"relu"')},
+        {"TransformerBlock": _block(('activation: str = "gelu"', 'activation: str = "relu"'))},
         hidden_only=_NO_PUBLIC.format("builds a block without an activation argument"),
         clauses=("defaults",),
     ),
@@ -395,9 +382,11 @@ MISTAKES = [
         "mask=None means a causal mask",
         {
             "TransformerBlock": _block(
-                mask_default=(
+                (
+                    "if self.norm_first:",
                     "if mask is None:\n"
-                    "            mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool, device=x.device).triu(1)"
+                    "            mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool, device=x.device).triu(1)\n"
+                    "        if self.norm_first:",
                 )
             )
         },
@@ -407,7 +396,14 @@ MISTAKES = [
     Variant(
         "block",
         "the first sequence's mask used for every sequence",
-        {"TransformerBlock": _block(mask_default="mask = mask if mask is None or mask.dim() == 2 else mask[0]")},
+        {
+            "TransformerBlock": _block(
+                (
+                    "if self.norm_first:",
+                    "mask = mask if mask is None or mask.dim() == 2 else mask[0]\n        if self.norm_first:",
+                )
+            )
+        },
         hidden_only=_NO_PUBLIC.format("gives a block a (B, T, T) or (B, 1, T) mask"),
         clauses=("batched-masks",),
     ),
@@ -416,7 +412,10 @@ MISTAKES = [
         "any activation but relu means gelu",
         {
             "TransformerBlock": _block(
-                ff='FeedForward(embed_dim, ff_dim, activation="relu" if activation == "relu" else "gelu", dropout=dropout)'
+                (
+                    "ff_dim, activation=activation,",
+                    'ff_dim, activation="relu" if activation == "relu" else "gelu",',
+                )
             )
         },
         hidden_only=_NO_PUBLIC.format("gives a block an unknown activation"),

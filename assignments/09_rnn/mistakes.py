@@ -1,26 +1,22 @@
 """Realistic mistakes and correct alternatives for stage 09_rnn.
 
-Each cell is written from a template with the right code in every slot; a mistake
-changes one slot. The tests keep the questions apart: ``run_lstm`` is tested on the
-grader's own LSTM cell, ``train_tbptt`` and ``generate_rnn`` on the grader's own small
-language models, so a mistake in ``LSTMCell`` or ``RNNLM`` costs nothing there.
-``train_tbptt`` calls ``stream_batches``, which belongs to the same question.
+A ``rnn_cell`` or ``lstm_layer`` mistake is the reference with one slip
+(``slip(reference("rnn", name), (old, new))``); every other cell is written from a template
+with the right code in every slot (a rewrite, not the reference's text), and a mistake
+changes one slot. The tests keep the questions apart: ``run_lstm`` is tested on the grader's
+own LSTM cell, ``train_tbptt`` and ``generate_rnn`` on the grader's own small language
+models, so a mistake in ``LSTMCell`` or ``RNNLM`` costs nothing there. ``train_tbptt`` calls
+``stream_batches``, which belongs to the same question.
 """
 
-from autograder.authoring.catalogue import Variant, slip
+from autograder.authoring.catalogue import Variant, reference, slip
 
 # ---------------------------------------------------------------- rnn_cell
 
-_RNN = """
-def rnn_cell(x, h, W_ih, W_hh, b_ih, b_hh):
-    return {act}({from_x} + {from_h})
-"""
 
-_RNN_RIGHT = {"act": "torch.tanh", "from_x": "x @ W_ih.T + b_ih", "from_h": "h @ W_hh.T + b_hh"}
-
-
-def _rnn(**changes: str) -> str:
-    return _RNN.format(**{**_RNN_RIGHT, **changes})
+def _rnn(*changes: tuple[str, str]) -> str:
+    """The reference ``rnn_cell`` with each ``(old, new)`` of ``changes`` made."""
+    return slip(reference("rnn", "rnn_cell"), *changes)
 
 
 # ---------------------------------------------------------------- lstm_cell
@@ -70,20 +66,10 @@ def _lstm(**changes: str) -> str:
 
 # ---------------------------------------------------------------- lstm_layer
 
-_LAYER = """
-def run_lstm(cell, x, state=None):
-    outputs = []
-    for t in range(x.size(1)):
-        {call}
-        outputs.append({keep})
-    return torch.stack(outputs, dim={dim}), {final}
-"""
 
-_LAYER_RIGHT = {"call": "state = cell(x[:, t], state)", "keep": "state[0]", "dim": "1", "final": "state"}
-
-
-def _layer(**changes: str) -> str:
-    return _LAYER.format(**{**_LAYER_RIGHT, **changes})
+def _layer(*changes: tuple[str, str]) -> str:
+    """The reference ``run_lstm`` with each ``(old, new)`` of ``changes`` made."""
+    return slip(reference("rnn", "run_lstm"), *changes)
 
 
 # ---------------------------------------------------------------- rnn_lm
@@ -231,29 +217,41 @@ MISTAKES = [
     Variant(
         "rnn_cell",
         "sigmoid instead of tanh",
-        {"rnn_cell": _rnn(act="torch.sigmoid")},
+        {"rnn_cell": _rnn(("torch.tanh(x @", "torch.sigmoid(x @"))},
         hints=("sigmoid instead of tanh",),
         clauses=("formula",),
     ),
-    Variant("rnn_cell", "ReLU instead of tanh", {"rnn_cell": _rnn(act="torch.relu")}, clauses=("formula",)),
+    Variant(
+        "rnn_cell",
+        "ReLU instead of tanh",
+        {"rnn_cell": _rnn(("torch.tanh(x @", "torch.relu(x @"))},
+        clauses=("formula",),
+    ),
     Variant(
         "rnn_cell",
         "the hidden-to-hidden bias left out",
-        {"rnn_cell": _rnn(from_h="h @ W_hh.T")},
+        {"rnn_cell": _rnn(("h @ W_hh.T + b_hh)", "h @ W_hh.T)"))},
         hints=("a bias left out",),
         clauses=("both-biases",),
     ),
     Variant(
         "rnn_cell",
         "h multiplied by W_hh without the transpose",
-        {"rnn_cell": _rnn(from_h="h @ W_hh + b_hh")},
+        {"rnn_cell": _rnn(("h @ W_hh.T + b_hh)", "h @ W_hh + b_hh)"))},
         hints=("W_hh not transposed",),
         clauses=("formula",),
     ),
     Variant(
         "rnn_cell",
         "tanh of each half, added",
-        {"rnn_cell": _rnn(act="", from_x="torch.tanh(x @ W_ih.T + b_ih)", from_h="torch.tanh(h @ W_hh.T + b_hh)")},
+        {
+            "rnn_cell": _rnn(
+                (
+                    "torch.tanh(x @ W_ih.T + b_ih + h @ W_hh.T + b_hh)",
+                    "torch.tanh(x @ W_ih.T + b_ih) + torch.tanh(h @ W_hh.T + b_hh)",
+                )
+            )
+        },
         clauses=("formula",),
     ),
     Variant(
@@ -333,42 +331,52 @@ MISTAKES = [
     Variant(
         "lstm_layer",
         "outputs stacked time-first",
-        {"run_lstm": _layer(dim="0")},
+        {"run_lstm": _layer(("torch.stack(outputs, dim=1)", "torch.stack(outputs, dim=0)"))},
         hints=("outputs stacked time-first",),
         clauses=("returns",),
     ),
     Variant(
         "lstm_layer",
         "every step starts from the initial state",
-        {"run_lstm": _layer(call="step = cell(x[:, t], state)", keep="step[0]", final="step")},
+        {
+            "run_lstm": _layer(
+                ("state = cell(x[:, t], state)", "step = cell(x[:, t], state)"),
+                ("outputs.append(state[0])", "outputs.append(step[0])"),
+                ("dim=1), state", "dim=1), step"),
+            )
+        },
         hints=("every step from the initial state",),
         clauses=("unrolled",),
     ),
     Variant(
         "lstm_layer",
         "the given initial state ignored",
-        {"run_lstm": _layer(call="state = cell(x[:, t], None if t == 0 else state)")},
+        {"run_lstm": _layer(("state = cell(x[:, t], state)", "state = cell(x[:, t], None if t == 0 else state)"))},
         hints=("given state ignored",),
         clauses=("unrolled",),
     ),
     Variant(
         "lstm_layer",
         "the outputs are the cell states c",
-        {"run_lstm": _layer(keep="state[1]")},
+        {"run_lstm": _layer(("outputs.append(state[0])", "outputs.append(state[1])"))},
         hints=("outputs are the cell states",),
         clauses=("equals-torch",),
     ),
     Variant(
         "lstm_layer",
         "the state detached at every step",
-        {"run_lstm": _layer(call="state = tuple(s.detach() for s in cell(x[:, t], state))")},
+        {
+            "run_lstm": _layer(
+                ("state = cell(x[:, t], state)", "state = tuple(s.detach() for s in cell(x[:, t], state))")
+            )
+        },
         hints=("state detached at every step",),
         clauses=("gradients",),
     ),
     Variant(
         "lstm_layer",
         "the final state returned as (1, B, H), as nn.LSTM does",
-        {"run_lstm": _layer(final="tuple(s.unsqueeze(0) for s in state)")},
+        {"run_lstm": _layer(("dim=1), state", "dim=1), tuple(s.unsqueeze(0) for s in state)"))},
         hints=("final state (1, B, H)",),
         clauses=("state-shape",),
     ),
@@ -541,7 +549,7 @@ MISTAKES = [
     Variant(
         "rnn_cell",
         "a time axis kept: (B, 1, H)",
-        {"rnn_cell": slip(_rnn(), ("h @ W_hh.T + b_hh)", "h @ W_hh.T + b_hh).unsqueeze(1)"))},
+        {"rnn_cell": _rnn(("h @ W_hh.T + b_hh)", "h @ W_hh.T + b_hh).unsqueeze(1)"))},
         clauses=("shape",),
     ),
     Variant(
@@ -642,7 +650,7 @@ MISTAKES = [
     Variant(
         "rnn_cell",
         "the result detached from the graph",
-        {"rnn_cell": slip(_rnn(), ("h @ W_hh.T + b_hh)", "h @ W_hh.T + b_hh).detach()"))},
+        {"rnn_cell": _rnn(("h @ W_hh.T + b_hh)", "h @ W_hh.T + b_hh).detach()"))},
         clauses=("gradients",),
     ),
     Variant(

@@ -1,17 +1,19 @@
 """Realistic mistakes and correct alternatives for stage 10_encoders.
 
-Each cell is written from a template with the right code in every slot; a mistake
-changes one slot, or is the right cell with one slip (``slip``), and declares the clauses
-(``clauses.md`` ids) it breaks: every clause has a mistake that breaks it alone. The tests keep the questions apart: the classifier runs on the
-grader's encoders, the decoder block with the grader's cross-attention, Seq2Seq with the
-grader's encoder and decoder blocks, and greedy_decode and train_seq2seq on stand-in
-models. The one coupling is by design: ``seq2seq_works`` trains the student's
-``Seq2Seq`` (its wiring, with the grader's parts) with the student's ``train_seq2seq``.
-So the ``seq2seq`` mistakes here are ones that still train (its own tests find them),
-and the ``seq2seq_works`` mistakes are in the training loop.
+A ``decoder_block`` mistake is the reference with one slip (``slip(reference("encoders",
+"DecoderBlock"), (old, new))``). Every other cell is written from a template with the right
+code in every slot (a rewrite, not the reference's text); a mistake changes one slot, or is
+the right cell with one slip (``slip``). Each declares the clauses (``clauses.md`` ids) it
+breaks: every clause has a mistake that breaks it alone. The tests keep the questions apart:
+the classifier runs on the grader's encoders, the decoder block with the grader's
+cross-attention, Seq2Seq with the grader's encoder and decoder blocks, and greedy_decode and
+train_seq2seq on stand-in models. The one coupling is by design: ``seq2seq_works`` trains
+the student's ``Seq2Seq`` (its wiring, with the grader's parts) with the student's
+``train_seq2seq``. So the ``seq2seq`` mistakes here are ones that still train (its own tests
+find them), and the ``seq2seq_works`` mistakes are in the training loop.
 """
 
-from autograder.authoring.catalogue import Variant, slip
+from autograder.authoring.catalogue import Variant, reference, slip
 
 # ---------------------------------------------------------------- encoder
 
@@ -163,55 +165,10 @@ def _cross(**changes: str) -> str:
 
 # ---------------------------------------------------------------- decoder_block
 
-_DECODER = """
-class DecoderBlock(nn.Module):
-    def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
-        super().__init__()
-        self.norm_first = {norm_first}
-        self.self_attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout)
-        self.cross_attn = CrossAttention(embed_dim, num_heads, dropout=dropout)
-        self.ff = FeedForward(embed_dim, ff_dim, activation=activation, dropout=dropout)
-        self.ln1 = LayerNorm(embed_dim)
-        self.ln2 = LayerNorm(embed_dim)
-        self.ln3 = LayerNorm(embed_dim)
 
-    def forward(self, x, memory, self_mask=None, memory_mask=None):
-        if self.norm_first:
-            {pre_norm}
-        else:
-            x = self.ln1(x + self.self_attn(x, mask={self_mask}))
-            x = self.ln2(x + self.cross_attn(x, memory, memory_mask={memory_mask}))
-            x = self.ln3(x + self.ff(x))
-        return x
-"""
-
-_PRE_NORM = (
-    "x = x + self.self_attn(self.ln1(x), mask={self_mask})\n"
-    "            x = {cross_residual}self.cross_attn(self.ln2(x), {memory}, memory_mask={memory_mask})\n"
-    "            x = x + self.ff({ff_norm}(x))"
-)
-
-_DECODER_RIGHT = {
-    "norm_first": "norm_first",
-    "self_mask": "self_mask",
-    "memory_mask": "memory_mask",
-    "cross_residual": "x + ",
-    "memory": "memory",
-    "ff_norm": "self.ln3",
-}
-
-
-def _decoder(**changes: str) -> str:
-    slots = {**_DECODER_RIGHT, **changes}
-    pre_norm = changes.get("pre_norm") or _PRE_NORM.format(
-        **{k: slots[k] for k in ("self_mask", "cross_residual", "memory", "memory_mask", "ff_norm")}
-    )
-    return _DECODER.format(
-        pre_norm=pre_norm,
-        norm_first=slots["norm_first"],
-        self_mask=slots["self_mask"],
-        memory_mask=slots["memory_mask"],
-    )
+def _decoder(*changes: tuple[str, str]) -> str:
+    """The reference ``DecoderBlock`` with each ``(old, new)`` of ``changes`` made."""
+    return slip(reference("encoders", "DecoderBlock"), *changes)
 
 
 # ---------------------------------------------------------------- seq2seq
@@ -591,38 +548,62 @@ MISTAKES = [
     Variant(
         "decoder_block",
         "self-attention without the causal mask",
-        {"DecoderBlock": _decoder(self_mask="None")},
+        {
+            "DecoderBlock": _decoder(
+                ("self.ln1(x), mask=self_mask)", "self.ln1(x), mask=None)"),
+                ("self.self_attn(x, mask=self_mask)", "self.self_attn(x, mask=None)"),
+            )
+        },
         clauses=("self-mask",),
     ),
     Variant(
         "decoder_block",
         "the memory normalised with ln2 too",
-        {"DecoderBlock": _decoder(memory="self.ln2(memory)")},
+        {"DecoderBlock": _decoder(("self.ln2(x), memory,", "self.ln2(x), self.ln2(memory),"))},
         clauses=("memory-raw",),
     ),
     Variant(
         "decoder_block",
         "no residual around the cross-attention",
-        {"DecoderBlock": _decoder(cross_residual="")},
+        {"DecoderBlock": _decoder(("x = x + self.cross_attn(", "x = self.cross_attn("))},
         clauses=("pre-norm",),
     ),
     Variant(
         "decoder_block",
         "memory_mask not passed on",
-        {"DecoderBlock": _decoder(memory_mask="None")},
+        {
+            "DecoderBlock": _decoder(
+                ("self.ln2(x), memory, memory_mask=memory_mask)", "self.ln2(x), memory, memory_mask=None)"),
+                ("self.cross_attn(x, memory, memory_mask=memory_mask)", "self.cross_attn(x, memory, memory_mask=None)"),
+            )
+        },
         clauses=("memory-mask",),
     ),
     Variant(
         "decoder_block",
         "the feed-forward always GELU",
-        {"DecoderBlock": slip(_decoder(), ("ff_dim, activation=activation,", 'ff_dim, activation="gelu",'))},
+        {"DecoderBlock": _decoder(("ff_dim, activation=activation,", 'ff_dim, activation="gelu",'))},
         clauses=("activation",),
     ),
-    Variant("decoder_block", "always pre-norm", {"DecoderBlock": _decoder(norm_first="True")}, clauses=("post-norm",)),
+    Variant(
+        "decoder_block",
+        "always pre-norm",
+        {"DecoderBlock": _decoder(("self.norm_first = norm_first", "self.norm_first = True"))},
+        clauses=("post-norm",),
+    ),
     Variant(
         "decoder_block",
         "dropout not passed on to the sublayers",
-        {"DecoderBlock": _decoder().replace(", dropout=dropout)", ")")},
+        {
+            "DecoderBlock": _decoder(
+                (
+                    "MultiHeadAttention(embed_dim, num_heads, dropout=dropout)",
+                    "MultiHeadAttention(embed_dim, num_heads)",
+                ),
+                ("CrossAttention(embed_dim, num_heads, dropout=dropout)", "CrossAttention(embed_dim, num_heads)"),
+                ("activation=activation, dropout=dropout)", "activation=activation)"),
+            )
+        },
         clauses=("dropout",),
         hidden_only="no public test sets dropout: the public blocks all have dropout=0.0",
     ),
@@ -630,8 +611,7 @@ MISTAKES = [
         "decoder_block",
         "the feed-forward named mlp, not ff",
         {
-            "DecoderBlock": slip(
-                _decoder(),
+            "DecoderBlock": _decoder(
                 ("self.ff = FeedForward", "self.mlp = FeedForward"),
                 ("self.ff(self.ln3(x))", "self.mlp(self.ln3(x))"),
                 ("self.ln3(x + self.ff(x))", "self.ln3(x + self.mlp(x))"),
@@ -642,7 +622,7 @@ MISTAKES = [
     Variant(
         "decoder_block",
         "ReLU by default",
-        {"DecoderBlock": slip(_decoder(), ('activation="gelu"', 'activation="relu"'))},
+        {"DecoderBlock": _decoder(('activation: str = "gelu"', 'activation: str = "relu"'))},
         clauses=("defaults",),
         hidden_only="the public tests give every block its activation and norm_first",
     ),

@@ -199,7 +199,9 @@ def catalogue_complete(subject: Subject) -> list[str]:
 
 def no_copied_references(subject: Subject) -> list[str]:
     """No string of ``mistakes.py`` is a hand copy of a reference function or class (docstrings and
-    annotations aside): a slip's base is ``reference(module, name)``, which follows the reference."""
+    annotations aside), nor is a template filled with its right slots (a template helper such as
+    ``_block(**changes)`` called with no changes, ``copies``): a slip's base is ``reference(module,
+    name)``, which follows the reference."""
     source = subject.stage.mistakes.read_text(encoding="utf-8")
     return [f"{copy}: slip reference(module, name) instead" for copy in copied_references(source, subject.stage.module)]
 
