@@ -194,6 +194,12 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     no_email = [row.who for row in book.listed if row.student and not row.email]
     if "moodle.csv" in imports and no_email:
         lines.append(f"in the roster without an email address (left out of moodle.csv): {', '.join(no_email)}")
+    if "moodle.csv" in imports:
+        worth = sum(book.maxima.values()) + sum(book.written.values())
+        lines.append(
+            f"moodle.csv: set the Moodle grade item's maximum grade to {worth:g} (this stage's points) before"
+            " importing: Moodle refuses the whole file if one grade is above the item's maximum"
+        )
     if book.written:
         answered, blank = still_to_grade(out, book)
         left = f", {blank} left blank (score them 0)" if blank else ""

@@ -272,6 +272,10 @@ def test_moodle_download_names_with_a_moodle_roster_make_a_moodle_import(class_f
     assert "not in the roster (no id in grades.csv, left out of moodle.csv): stray" in done.stdout
     assert "in the roster with no submission (a row of 0s in grades.csv and moodle.csv): Bob Jones" in done.stdout
     assert "in the roster without an email address (left out of moodle.csv): Dan Roe" in done.stdout
+    worth = sum(dict(get_stage("01").tests().questions()).values()) + sum(
+        q.points for q in written_questions(get_stage("01"))
+    )
+    assert f"set the Moodle grade item's maximum grade to {worth:g} (this stage's points)" in done.stdout
     assert f"Moodle import: {out / 'moodle.csv'}" in done.stdout
     assert not (out / "canvas.csv").exists()  # Moodle's ids are no Canvas ids
     book = rows(out / "grades.csv")
