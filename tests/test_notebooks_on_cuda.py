@@ -67,7 +67,8 @@ def run_cells(stage_id: str, replace: dict[str, str] | None = None) -> tuple[lis
             if source.startswith("check("):
                 assert "public tests passed" in printed.getvalue(), f"{stage_id} cell {index}:\n{printed.getvalue()}"
         if "get_device" in namespace:
-            models = {name: next(namespace[name].parameters()).device for name in ("gpt", "model") if name in namespace}
+            named = {"07_gpt": "gpt", "08_generation": "model"}.get(stage_id)
+            models = {named: next(namespace[named].parameters()).device} if named in namespace else {}
             namespace["__devices__"] = {"get_device": namespace["get_device"](), **models}
     return device.problems, namespace
 
