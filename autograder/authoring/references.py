@@ -41,6 +41,7 @@ NOT_KEPT = frozenset(
         "written.md",  # gptcourse grade: every written answer, by question
         "grades.csv",  # gptcourse grade: the gradebook
         "canvas.csv",  # gptcourse grade: Canvas's import
+        "moodle.csv",  # gptcourse grade: Moodle's import
         "roster.csv",  # the instructor's class list, kept by gptcourse grade
         "report.md",  # gptcourse report
         "mistakes.csv",  # gptcourse report
