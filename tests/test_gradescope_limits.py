@@ -66,18 +66,10 @@ def num_parameters(config):
 
 
 @pytest.fixture(scope="module")
-def gradescope_zip(tmp_path_factory):
-    """``zip_for(stage_id) -> (zip, tests)``: each stage's Gradescope zip, built once for the module."""
-    built = {}
-
-    def zip_for(stage_id):
-        if stage_id not in built:
-            stage = get_stage(stage_id)
-            folder = tmp_path_factory.mktemp("gradescope")
-            built[stage_id] = build_gradescope_zip(stage, folder, DEFAULT_DIR / f"{stage_id}.json"), stage_tests(stage)
-        return built[stage_id]
-
-    return zip_for
+def zip_07(tmp_path_factory):
+    stage = get_stage(STAGE)
+    tests = stage_tests(stage)
+    return build_gradescope_zip(stage, tmp_path_factory.mktemp("gradescope"), DEFAULT_DIR / f"{STAGE}.json"), tests
 
 
 def run_limited(zip_path, notebook, folder):
@@ -99,8 +91,11 @@ def per_question(doc: dict) -> dict[str, tuple[float, float]]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stage_id, hanging", [(STAGE, HANGING), ("08_generation", HANGING_08)], ids=["07", "08"])
-def test_every_function_hanging_is_graded_inside_gradescopes_limits(stage_id, hanging, gradescope_zip, tmp_path):
-    zip_path, tests = gradescope_zip(stage_id)
+def test_every_function_hanging_is_graded_inside_gradescopes_limits(stage_id, hanging, tmp_path):
+    stage = get_stage(stage_id)
+    tests = stage_tests(stage)
+    (tmp_path / "gradescope").mkdir()
+    zip_path = build_gradescope_zip(stage, tmp_path / "gradescope", DEFAULT_DIR / f"{stage_id}.json")
     notebook = submission(stage_id, tmp_path, "hangs", replace=hanging)
     tried = run_limited(zip_path, notebook, tmp_path / "hangs-root")
     doc = tried.results
@@ -115,8 +110,8 @@ def test_every_function_hanging_is_graded_inside_gradescopes_limits(stage_id, ha
 
 
 @pytest.mark.slow
-def test_a_memory_grab_and_a_fork_bomb_cost_their_questions_only_inside_gradescopes_limits(gradescope_zip, tmp_path):
-    zip_path, tests = gradescope_zip(STAGE)
+def test_a_memory_grab_and_a_fork_bomb_cost_their_questions_only_inside_gradescopes_limits(zip_07, tmp_path):
+    zip_path, tests = zip_07
     notebook = submission(STAGE, tmp_path, "grabs", replace={"num_parameters": GRAB, "get_device": FORK_BOMB})
     tried = run_limited(zip_path, notebook, tmp_path / "grabs-root")
     if tried.peak_memory is not None:
