@@ -34,6 +34,7 @@ import csv
 import json
 import subprocess
 import sys
+import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -190,15 +191,23 @@ def gptcourse_grade(stage_id: str, files: list[Path], out: Path) -> dict[str, di
 
 class _Zips(dict):
     """Each stage's otter zip, built the first time a test asks for it (the tests are spread
-    over pytest-xdist's workers: each builds only the zips its tests use)."""
+    over pytest-xdist's workers: each builds only the zips its tests use).
+
+    Tests ask from two threads at once (a reference and a release side by side): the lock
+    makes the second wait for the first one's zip. Unlocked, both built the same zip into
+    the same folder at once, and one of them failed (CPython 3.11's ``ast.parse`` is not
+    safe in two threads at once: "AST constructor recursion depth mismatch")."""
 
     def __init__(self, folder: Path) -> None:
         super().__init__()
         self.folder = folder
+        self._lock = threading.Lock()
 
     def __missing__(self, stage_id: str) -> Path:
-        stage = get_stage(stage_id)
-        self[stage_id] = build_otter_zip(stage, self.folder, fixture_file(stage))
+        with self._lock:
+            if stage_id not in self:
+                stage = get_stage(stage_id)
+                self[stage_id] = build_otter_zip(stage, self.folder, fixture_file(stage))
         return self[stage_id]
 
 
