@@ -38,7 +38,7 @@ from collections import OrderedDict
 import torch
 import torch.nn as nn
 
-from autograder.kit import REFERENCE, Hint, Suite, catch, close, raises, randn, satisfies, set_parameters
+from autograder.kit import REFERENCE, Hint, Suite, catch, close, each_raised, raises, randn, satisfies, set_parameters
 
 suite = Suite(public=False)
 
@@ -47,18 +47,6 @@ B, T, C, H, FF = 3, 5, 24, 4, 40
 
 def _same_shape(got, exp):
     return type(got) is torch.Tensor and type(exp) is torch.Tensor and got.shape == exp.shape
-
-
-def _refused(what):
-    """A check: every call in ``what`` (their descriptions, in order) raised ValueError."""
-
-    def test(got):
-        for description, raised in zip(what, got):
-            if raised != "ValueError":
-                return f"{description} must raise ValueError, but {'nothing was raised' if raised is None else raised + ' was raised'}"
-        return None
-
-    return satisfies(test)
 
 
 def _tensors_agree(what, rtol, atol):
@@ -252,7 +240,7 @@ def _(ns):
     "layernorm",
     "dim=-3 and eps=-0.1 are refused with ValueError",
     points=1,
-    check=_refused(["LayerNorm(-3)", "LayerNorm(24, eps=-0.1)"]),
+    check=each_raised(["LayerNorm(-3)", "LayerNorm(24, eps=-0.1)"]),
 )
 def _(ns):
     return [catch(ns.LayerNorm, -3)["raised"], catch(ns.LayerNorm, C, eps=-0.1)["raised"]]
@@ -603,7 +591,7 @@ def _(ns):
     "block",
     "num_heads=5 (not a divisor of 24) and activation='swish' are refused with ValueError",
     points=1,
-    check=_refused(["TransformerBlock(24, 5, 40)", "TransformerBlock(24, 4, 40, activation='swish')"]),
+    check=each_raised(["TransformerBlock(24, 5, 40)", "TransformerBlock(24, 4, 40, activation='swish')"]),
 )
 def _(ns):
     with _placeholders(ns):

@@ -56,6 +56,7 @@ from autograder.kit import (
     catch,
     close,
     close_number,
+    each_raised,
     generator,
     mode_of,
     satisfies,
@@ -68,18 +69,6 @@ suite = Suite(public=False)
 
 
 # ======================================================================== helpers
-
-
-def _refused(what):
-    """A check: every call described in ``what`` raised ValueError (the probe returns the raised names, in order)."""
-
-    def test(got):
-        for description, raised in zip(what, got):
-            if raised != "ValueError":
-                return f"{description} must raise ValueError, but {'nothing was raised' if raised is None else raised + ' was raised'}"
-        return None
-
-    return satisfies(test)
 
 
 # ======================================================================== model
@@ -449,7 +438,7 @@ def _(ns):
     "model",
     "n_head=5 for n_embd=12, n_layer=0, vocab_size=0 and a 1-D idx are refused with ValueError",
     points=1,
-    check=_refused(
+    check=each_raised(
         [
             "GPT(GPTConfig(..., n_head=5, n_embd=12))",
             "GPT(GPTConfig(..., n_layer=0))",
@@ -766,7 +755,7 @@ def _(ns):
     "train",
     "train_step: grad_clip=0 and grad_clip=-1 are refused with ValueError",
     points=1,
-    check=_refused(["train_step(..., grad_clip=0)", "train_step(..., grad_clip=-1)"]),
+    check=each_raised(["train_step(..., grad_clip=0)", "train_step(..., grad_clip=-1)"]),
 )
 def _(ns):
     raised = []
@@ -861,7 +850,7 @@ def _(ns):
     "train",
     "estimate_loss: eval_iters=0, batch_size=0 and data too short for one window are refused with ValueError",
     points=1,
-    check=_refused(
+    check=each_raised(
         [
             "estimate_loss(..., eval_iters=0)",
             "estimate_loss(..., batch_size=0, ...)",
@@ -1164,7 +1153,7 @@ def _(ns):
     "train",
     "train: steps=0, lr=0 and warmup > steps are refused with ValueError",
     points=1,
-    check=_refused(["train(..., steps=0)", "train(..., lr=0.0)", "train(..., steps=4, warmup=5)"]),
+    check=each_raised(["train(..., steps=0)", "train(..., lr=0.0)", "train(..., steps=4, warmup=5)"]),
 )
 def _(ns):
     raised = []

@@ -48,6 +48,7 @@ from autograder.kit import (
     catch,
     close,
     dtypes,
+    each_raised,
     equal,
     generator,
     grad_mode,
@@ -65,18 +66,6 @@ suite = Suite(public=False)
 
 
 # ======================================================================== helpers
-
-
-def _refused(what):
-    """A check: every call described in ``what`` raised ValueError (the probe returns the raised names, in order)."""
-
-    def test(got):
-        for description, raised in zip(what, got):
-            if raised != "ValueError":
-                return f"{description} must raise ValueError, but {'nothing was raised' if raised is None else raised + ' was raised'}"
-        return None
-
-    return satisfies(test)
 
 
 class _PartsOnly(nn.Module):
@@ -430,7 +419,7 @@ def _(ns):
     "sampling",
     "a negative temperature, top_k=0, top_p=0, top_p=1.5 and 1-D logits raise ValueError",
     points=1,
-    check=_refused(["temperature=-1", "top_k=0", "top_p=0", "top_p=1.5", "1-D logits (V,)"]),
+    check=each_raised(["temperature=-1", "top_k=0", "top_p=0", "top_p=1.5", "1-D logits (V,)"]),
 )
 def _(ns):
     bad = [dict(temperature=-1.0), dict(top_k=0), dict(top_p=0.0), dict(top_p=1.5)]
@@ -638,7 +627,7 @@ def _(ns):
     "generate",
     "max_new_tokens=-1 and a 1-D prompt are refused with ValueError",
     points=1,
-    check=_refused(["generate(model, idx, -1)", "generate(model, idx) with a 1-D idx"]),
+    check=each_raised(["generate(model, idx, -1)", "generate(model, idx) with a 1-D idx"]),
 )
 def _(ns):
     model = CausalMean(7, **GEN)
@@ -884,7 +873,7 @@ def _(ns):
     "kv_cache",
     "max_new_tokens=-1 and a 1-D prompt are refused with ValueError",
     points=1,
-    check=_refused(["generate_cached(model, idx, -1)", "generate_cached(model, idx) with a 1-D idx"]),
+    check=each_raised(["generate_cached(model, idx, -1)", "generate_cached(model, idx) with a 1-D idx"]),
 )
 def _(ns):
     model = _PartsOnly(ns, 11, **KV_PRE)

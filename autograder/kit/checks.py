@@ -530,3 +530,23 @@ class Raises:
 def raises(name: str, hints: list[Hint] | None = None) -> Raises:
     """Passes when the probe's call raised an exception of the named type."""
     return Raises(name, list(hints or []))
+
+
+def each_raised(what: list[str], name: str = "ValueError") -> Satisfies:
+    """Passes when every call of a probe raised ``name``: the probe returns, in the order of
+    ``what`` (each call described), the name of what each raised (None: nothing).
+
+    Example:
+        >>> check = each_raised(["top_k=0", "top_p=2"])
+        >>> check(["ValueError", None]).message
+        'top_p=2 must raise ValueError, but nothing was raised'
+    """
+
+    def test(got):
+        for description, raised in zip(what, got):
+            if raised != name:
+                found = "nothing was raised" if raised is None else raised + " was raised"
+                return f"{description} must raise {name}, but {found}"
+        return None
+
+    return satisfies(test)
