@@ -167,6 +167,15 @@ def submission_problems(graded) -> list[str]:
     return problems
 
 
+def _named_twice(book) -> str:
+    """The students several submissions name, each with them: 'Alice Smith (s1): alice, smithalice'."""
+    named = []
+    for who, rows in book.named_twice.items():
+        name = (rows[0].student.name if rows[0].student else "") or rows[0].key
+        named.append(f"{name} ({who}): {', '.join(r.key for r in rows)}")
+    return "; ".join(named)
+
+
 def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     """What the run did to the folder: kept and skipped students, the roster's matches, the files to use."""
     from .channels.local.written import still_to_grade
@@ -186,6 +195,11 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     if book.unmatched:
         left = f", left out of {_and(imports)}" if imports else ""
         lines.append(f"not in the roster (no id in grades.csv{left}): {', '.join(book.unmatched)}")
+    if book.named_twice and imports:
+        lines.append(
+            f"named by more than one submission (each in grades.csv, none in {_and(imports)}: remove all but one "
+            f"from {out} and run again): {_named_twice(book)}"
+        )
     if book.absent:
         lines.append(
             f"in the roster with no submission (a row of 0s in {_and(['grades.csv', *imports])}): "

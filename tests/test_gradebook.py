@@ -297,6 +297,35 @@ def test_moodle_download_names_with_a_moodle_roster_make_a_moodle_import(class_f
     assert (out / "moodle.csv").read_text(encoding="utf-8") == text.replace(f",{full}\n", f",{float(full) + 1:g}\n")
 
 
+def test_two_submissions_naming_one_roster_student_reach_no_lms_import(class_folder, tmp_path):
+    """alice handed in twice, under two names the roster matches to her: which one counts is the
+    instructor's call, so both rows stay in grades.csv and neither reaches canvas.csv or moodle.csv."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    (subs / "smithalice").mkdir(parents=True)
+    shutil.copytree(class_folder / "subs" / "alice", subs / "alice")
+    shutil.copy(subs / "alice" / f"{STAGE}.ipynb", subs / "smithalice" / f"{STAGE}.ipynb")
+    roster = tmp_path / "roster.csv"
+    roster.write_text('id,name,email\ns1,Alice Smith,alice@uni.edu\ns2,"Jones, Bob",bob@uni.edu\n', encoding="utf-8")
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--roster", str(roster), str(subs))
+    assert done.returncode == 0, done.stderr
+    assert (
+        "named by more than one submission (each in grades.csv, none in canvas.csv and moodle.csv: "
+        f"remove all but one from {out} and run again): Alice Smith (s1): alice, smithalice"
+    ) in done.stdout
+    book = rows(out / "grades.csv")
+    assert book["alice"]["id"] == book["smithalice"]["id"] == "s1"
+    with (out / "canvas.csv").open(encoding="utf-8") as handle:
+        assert [line[1] for line in csv.reader(handle)] == ["ID", "s2"]  # bob's 0 only
+    moodle = list(csv.reader((out / "moodle.csv").open(encoding="utf-8")))
+    assert [line[0] for line in moodle[1:]] == ["bob@uni.edu"]
+
+    shutil.rmtree(out / "smithalice")  # the instructor keeps one: alice reaches both imports again
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out))
+    assert done.returncode == 0 and "more than one submission" not in done.stdout, done.stderr
+    with (out / "canvas.csv").open(encoding="utf-8") as handle:
+        assert [line[1] for line in csv.reader(handle)] == ["ID", "s1", "s2"]
+
+
 def test_a_roster_student_with_no_submission_gets_a_row_of_zeros(class_folder, tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"
     shutil.copytree(class_folder / "subs", subs)

@@ -52,6 +52,10 @@ line has an email and a number: the students whose roster entry has an email, an
 roster student with no submission, with 0. The others (on no roster, or with no email on it)
 are returned as left out, for the command to name. The file is written when any student
 has an email.
+
+A student that two submissions name (handed in twice under two names the roster matches
+to them, say) is in neither import file (``Gradebook.named_twice``): each submission keeps
+its row in ``grades.csv``, and the command names them until all but one are removed.
 """
 
 import csv
@@ -172,6 +176,22 @@ class Gradebook:
         roster's absent (0)."""
         return [*self.rows, *(absent_row(s, self.qids, list(self.written)) for s in self.absent)]
 
+    @property
+    def named_twice(self) -> dict[str, list[Row]]:
+        """The students (by ``Row.id``: the roster's, else an LMS's) that two or more graded
+        submissions name, with those submissions' rows. Which one counts is the instructor's
+        call: each keeps its row in ``grades.csv``, none reaches ``canvas.csv`` or ``moodle.csv``.
+
+        >>> book = Gradebook([], {}, [Row("alice", {}, Student("s1")), Row("smithalice", {}, Student("s1"))])
+        >>> {who: [r.key for r in rows] for who, rows in book.named_twice.items()}
+        {'s1': ['alice', 'smithalice']}
+        """
+        by_id: dict[str, list[Row]] = {}
+        for row in self.rows:
+            if row.id:
+                by_id.setdefault(row.id, []).append(row)
+        return {who: rows for who, rows in by_id.items() if len(rows) > 1}
+
 
 def read_written_scores(path: Path, written: dict[str, float]) -> dict[str, dict[str, float | None]]:
     """The written scores an instructor typed into an existing ``grades.csv``, by student.
@@ -283,8 +303,9 @@ def canvas_csv(book: Gradebook, assignment: str) -> tuple[str, list[str]]:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([*CANVAS_COLUMNS, assignment])
     left_out = []
+    twice = book.named_twice
     for row in book.listed:
-        if not row.canvas_id:
+        if not row.canvas_id or row.id in twice:
             left_out.append(row.key)
             continue
         s = row.student or Student(row.canvas_id, row.key)
@@ -299,8 +320,9 @@ def moodle_csv(book: Gradebook, item: str) -> tuple[str, list[str]]:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([*MOODLE_COLUMNS, item])
     left_out = []
+    twice = book.named_twice
     for row in book.listed:
-        if not row.email:
+        if not row.email or row.id in twice:
             left_out.append(row.who)
             continue
         writer.writerow([row.email, row.student.name, _number(row.total_with_written)])
