@@ -8,7 +8,7 @@ whatever the order in which the student created them).
 Keeping the questions apart
     encoder and mlm_mask call only Encoder and mlm_mask_tokens (the blocks and masks they
     use are given code). classifier runs the student's SequenceClassifier on stand-in
-    encoders (``_TorchEncoder``: embeddings, PyTorch's nn.TransformerEncoderLayer and
+    encoders (``_TorchEncoder`` of the public tests: embeddings, PyTorch's nn.TransformerEncoderLayer and
     nn.LayerNorm, or a plain table). decoder_block builds the student's DecoderBlock while
     the notebook's name ``CrossAttention`` stands for ``_TorchCrossAttention`` (PyTorch's
     nn.MultiheadAttention). seq2seq builds the student's Seq2Seq while ``Encoder`` and
@@ -96,113 +96,20 @@ from autograder.kit import (
 from public import (
     THRESHOLD,
     _default_init,
-    _heads_mask,
     _largest_change,
     _mlm_pair_problem,
     _random_from_the_rest,
     _reversal_pairs,
     _stand_ins,
     _TorchCrossAttention,
+    _TorchDecoderBlock,
+    _TorchEncoder,
 )
 
 suite = Suite(public=False)
 
 B, T, C, H, FF = 3, 6, 24, 4, 40
 TQ, TK = 5, 7
-
-
-class _TorchEncoder(nn.Module):
-    """Stand-in Encoder: embeddings, then PyTorch's pre-norm nn.TransformerEncoderLayer and nn.LayerNorm,
-    with the attributes the notebook promises (``tok_emb``, ``pos_emb``, ``blocks``, ``ln_f``, ``pad_id``).
-
-    ``log`` (a list) receives the arguments it was built with.
-    """
-
-    def __init__(
-        self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0, *, log=None
-    ):
-        super().__init__()
-        if log is not None:
-            log.append(
-                {
-                    "part": "Encoder",
-                    "vocab_size": vocab_size,
-                    "max_len": max_len,
-                    "n_layer": n_layer,
-                    "n_head": n_head,
-                    "n_embd": n_embd,
-                    "pad_id": pad_id,
-                }
-            )
-        self.pad_id, self.n_head = pad_id, n_head
-        self.register_buffer(
-            "is_pad",
-            torch.zeros(vocab_size, dtype=torch.bool).index_fill_(0, torch.tensor([pad_id]), True),
-            persistent=False,
-        )
-        self.tok_emb, self.pos_emb = nn.Embedding(vocab_size, n_embd), nn.Embedding(max_len, n_embd)
-        self.blocks = nn.ModuleList(
-            nn.TransformerEncoderLayer(
-                n_embd,
-                n_head,
-                ff_dim or 4 * n_embd,
-                dropout=dropout,
-                activation="gelu",
-                batch_first=True,
-                norm_first=True,
-            )
-            for _ in range(n_layer)
-        )
-        self.ln_f = nn.LayerNorm(n_embd)
-
-    def forward(self, idx):
-        n, t = idx.shape
-        h = self.tok_emb(idx) + self.pos_emb(torch.arange(t, device=idx.device))
-        blocked = _heads_mask(self.is_pad[idx][:, None, :], n, t, t, self.n_head)
-        for block in self.blocks:
-            h = block(h, src_mask=blocked)
-        return self.ln_f(h)
-
-
-class _TorchDecoderBlock(nn.Module):
-    """Stand-in DecoderBlock: PyTorch's nn.TransformerDecoderLayer (same arguments and masks).
-
-    ``log`` (a list) receives the arguments it was built with.
-    """
-
-    def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True, *, log=None):
-        super().__init__()
-        if log is not None:
-            log.append(
-                {
-                    "part": "DecoderBlock",
-                    "embed_dim": embed_dim,
-                    "num_heads": num_heads,
-                    "ff_dim": ff_dim,
-                    "dropout": float(dropout),
-                    "activation": activation,
-                    "norm": "pre" if norm_first else "post",
-                }
-            )
-        self.heads = num_heads
-        self.layer = nn.TransformerDecoderLayer(
-            embed_dim,
-            num_heads,
-            ff_dim,
-            dropout=dropout,
-            activation=activation,
-            batch_first=True,
-            norm_first=norm_first,
-        )
-
-    def forward(self, x, memory, self_mask=None, memory_mask=None):
-        n, t, s = x.size(0), x.size(1), memory.size(1)
-        return self.layer(
-            x,
-            memory,
-            tgt_mask=_heads_mask(self_mask, n, t, t, self.heads),
-            memory_mask=_heads_mask(memory_mask, n, t, s, self.heads),
-        )
 
 
 def _torch_parts(log=None):

@@ -67,10 +67,28 @@ def _heads_mask(mask, batch, queries, keys, heads):
 
 
 class _TorchEncoder(nn.Module):
-    """Stand-in Encoder from PyTorch's pre-norm nn.TransformerEncoderLayer (same arguments)."""
+    """Stand-in Encoder: embeddings, then PyTorch's pre-norm nn.TransformerEncoderLayer and nn.LayerNorm,
+    with the attributes the notebook promises (``tok_emb``, ``pos_emb``, ``blocks``, ``ln_f``, ``pad_id``).
 
-    def __init__(self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0):
+    ``log`` (a list) receives the arguments it was built with.
+    """
+
+    def __init__(
+        self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0, *, log=None
+    ):
         super().__init__()
+        if log is not None:
+            log.append(
+                {
+                    "part": "Encoder",
+                    "vocab_size": vocab_size,
+                    "max_len": max_len,
+                    "n_layer": n_layer,
+                    "n_head": n_head,
+                    "n_embd": n_embd,
+                    "pad_id": pad_id,
+                }
+            )
         self.pad_id, self.n_head = pad_id, n_head
         self.register_buffer(
             "is_pad",
@@ -114,10 +132,25 @@ class _TorchCrossAttention(nn.Module):
 
 
 class _TorchDecoderBlock(nn.Module):
-    """Stand-in DecoderBlock: PyTorch's nn.TransformerDecoderLayer (same arguments and masks)."""
+    """Stand-in DecoderBlock: PyTorch's nn.TransformerDecoderLayer (same arguments and masks).
 
-    def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
+    ``log`` (a list) receives the arguments it was built with.
+    """
+
+    def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True, *, log=None):
         super().__init__()
+        if log is not None:
+            log.append(
+                {
+                    "part": "DecoderBlock",
+                    "embed_dim": embed_dim,
+                    "num_heads": num_heads,
+                    "ff_dim": ff_dim,
+                    "dropout": float(dropout),
+                    "activation": activation,
+                    "norm": "pre" if norm_first else "post",
+                }
+            )
         self.heads = num_heads
         self.layer = nn.TransformerDecoderLayer(
             embed_dim,
