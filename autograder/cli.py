@@ -188,13 +188,30 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
         lines.append(f"not graded again ({why}): {', '.join(k for k, _ in run.skipped)}")
     if kept > 0:
         lines.append(f"kept {kept} student(s) graded before; the gradebook has {len(book.listed)} rows")
+    if run.replaced:
+        lines.append(
+            "graded now from another file than the one graded before, whose results this replaced (check it is"
+            " the newer submission; if not, grade that file again): "
+            + ", ".join(f"{key} (was {Path(earlier).name})" for key, earlier in run.replaced)
+        )
+    if run.stale:
+        lines.append(
+            "graded with other tests than the stage has now (a rebuild changed them; their rows are not comparable:"
+            f" grade their files again): {', '.join(run.stale)}"
+        )
+    graded_now = {g.name for g in run.graded}
+    hidden_kept = [row.key for row in book.rows if row.key not in graded_now]
+    if args.show_hidden and hidden_kept:
+        lines.append(
+            "--show-hidden rewrote the feedback of the students graded now only; it still hides the hidden tests"
+            f" for {', '.join(hidden_kept)} (grade their files again with --show-hidden, without --changed or"
+            " --only-failed)"
+        )
     late = [i.key for i in run.identities if i.late]
     if late:
         lines.append(f"marked late by the LMS (recorded in graded.json; no penalty applied): {', '.join(late)}")
     imports = [name for name in ("canvas.csv", "moodle.csv") if (out / name).is_file()]
-    if book.unmatched:
-        left = f", left out of {_and(imports)}" if imports else ""
-        lines.append(f"not in the roster (no id in grades.csv{left}): {', '.join(book.unmatched)}")
+    lines += _unmatched(book, imports)
     if book.named_twice and imports:
         lines.append(
             f"named by more than one submission (each in grades.csv, none in {_and(imports)}: remove all but one "
@@ -227,6 +244,22 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     if (out / "moodle.csv").is_file():
         files += f", Moodle import: {out / 'moodle.csv'}"
     return "\n".join([*lines, files])
+
+
+def _unmatched(book, imports: list[str]) -> list[str]:
+    """The lines naming the students the roster does not know, by what the gradebook files hold of them:
+    no id at all, or the id an LMS wrote into the file's name (which puts them in canvas.csv when it is
+    Canvas's; Moodle's import needs an email, which only a roster gives)."""
+    groups: dict[str, list[str]] = {}
+    for row in (r for r in book.rows if r.key in book.unmatched):
+        facts = ["the id of the file's name in grades.csv" if row.id else "no id in grades.csv"]
+        if "canvas.csv" in imports:
+            facts.append("in canvas.csv by that id: check it is theirs" if row.canvas_id else "left out of canvas.csv")
+        if "moodle.csv" in imports:
+            facts.append("left out of moodle.csv")
+        who = f"{row.key} ({row.id})" if row.id else row.key
+        groups.setdefault(", ".join(facts), []).append(who)
+    return [f"not in the roster ({facts}): {', '.join(who)}" for facts, who in groups.items()]
 
 
 def _and(names: list[str]) -> str:

@@ -427,3 +427,44 @@ def test_failures_are_named_without_their_values():
     )
     assert classify({"output": "raised ValueError: bad input 7 (in cell 3, line 2: x)"}).label == "raised ValueError"
     assert classify({"output": "values differ at index 4: 0.25 vs 0.5"}).label == UNRECOGNISED
+
+
+def test_the_summary_warns_of_what_a_run_cannot_show_in_the_gradebook(tmp_path):
+    # unreadable notebooks are graded in-process (0 everywhere), so this test grades in a second
+    from argparse import Namespace
+
+    from autograder.channels.local.folder import run_folder
+    from autograder.cli import folder_summary
+
+    tests, out = get_stage(STAGE).tests(), tmp_path / "out"
+    for folder in ("first", "resubmitted", "download"):
+        (tmp_path / folder).mkdir()
+    for path in (tmp_path / "first" / "bob.ipynb", tmp_path / "resubmitted" / "bob.ipynb"):
+        path.write_text(f"not a notebook: {path.parent.name}", encoding="utf-8")
+    stranger = tmp_path / "download" / f"zedzoe_9999_901_{STAGE}.ipynb"
+    stranger.write_text("not a notebook", encoding="utf-8")
+    roster = [Student("1234", "Smith, Alice")]
+    args = Namespace(changed=False, show_hidden=False)
+
+    def summary(paths):
+        run = run_folder(paths, tests, out, progress=False, roster=roster, names="file")
+        return folder_summary(run, out, args)
+
+    # a Canvas file of a student the roster does not know keeps the Canvas id of its name, so it is in canvas.csv
+    said = summary([stranger, tmp_path / "first" / "bob.ipynb"])
+    assert "not in the roster (no id in grades.csv, left out of canvas.csv): bob" in said
+    assert "not in the roster (the id of the file's name in grades.csv, in canvas.csv by that id" in said
+    assert "zedzoe (9999)" in said and "9999" in (out / "canvas.csv").read_text(encoding="utf-8")
+    # another file graded under a name already graded replaces its results: said, with the earlier file
+    said = summary([tmp_path / "resubmitted" / "bob.ipynb"])
+    assert "graded now from another file than the one graded before" in said and "bob (was bob.ipynb)" in said
+    assert "resubmitted" in json.loads((out / "bob" / "graded.json").read_text())["source"]
+    # results graded with other tests (before a rebuild) are named at every rebuild of the gradebook
+    record = out / "zedzoe" / "graded.json"
+    record.write_text(json.dumps({**json.loads(record.read_text()), "tests": "before the rebuild"}))
+    assert "grade their files again): zedzoe" in summary([])
+    # --show-hidden rewrites only the feedback of those graded now
+    args.show_hidden = True
+    said = summary([])
+    assert "--show-hidden rewrote the feedback of the students graded now only" in said
+    assert "hidden tests for bob, zedzoe" in said

@@ -87,6 +87,23 @@ def test_check_stage_refuses_a_written_question_named_like_a_code_question(tmp_p
     )
 
 
+def test_check_stage_quick_reports_a_malformed_written_question_instead_of_crashing(tmp_path):
+    # check-stage --quick is lint_stage(grade=False): its summary line read the written questions
+    # again after the rules had found them unreadable, and the author got a traceback
+    root = tmp_path / "assignments"
+    shutil.copytree(ASSIGNMENTS / STAGE, root / STAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    source = root / STAGE / "notebook.md"
+    source.write_text(
+        source.read_text(encoding="utf-8") + "\n```written why\nWhy?\n<!-- rubric -->\nBecause.\n```\n",
+        encoding="utf-8",
+    )
+    from autograder.authoring.lint import lint_stage
+
+    report = lint_stage(get_stage(STAGE, root), grade=False)
+    assert not report.ok
+    assert any("opens as ```written ID POINTS (got `why`)" in p for p in report.broken["questions complete"])
+
+
 @pytest.mark.parametrize("stage", all_stages(), ids=lambda s: s.id)
 def test_every_stage_asks_two_to_four_written_questions_and_never_shows_a_rubric(stage):
     asked = written_questions(stage)

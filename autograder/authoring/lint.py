@@ -70,10 +70,10 @@ def lint_stage(
     taking the reference's outputs for the tests a variant's change cannot reach unless ``reuse`` is off."""
     subject = Subject(stage)
     report = LintReport(stage.id)
-    if not run_rules([r for r in RULES if not r.graded], subject, report):
-        return report
+    if not run_rules([r for r in RULES if not r.graded], subject, report) or report.broken:
+        return report  # the summary reads what a broken rule may have found unreadable (a written question)
     report.summary = summary(subject)
-    if report.broken or not (grade or grades is not None):
+    if not (grade or grades is not None):
         return report
     graded_rules = [r for r in RULES if r.graded]
     if grades is None:

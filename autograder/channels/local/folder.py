@@ -112,6 +112,10 @@ class FolderRun:
     identities: list[Identity]  # of every given file, in order
     skipped: list[tuple[str, Path]] = field(default_factory=list)  # (student, file) not graded again
     gradebook: Gradebook | None = None
+    replaced: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # (student, file) whose results another file's replaced
+    stale: list[str] = field(default_factory=list)  # students kept from before, graded with other tests
 
 
 def run_folder(
@@ -139,7 +143,7 @@ def run_folder(
     (``channels.local.written``). With no paths, only the gradebook is rebuilt (to take in
     the written scores typed into ``grades.csv``)."""
     out_dir = Path(out_dir)
-    read_folder(out_dir, tests.stage_id)  # a folder of another stage is refused before any work
+    before = {f.key: f.record for f in read_folder(out_dir, tests.stage_id)}  # another stage's: refused here
     identities = identify(paths, tests.stage_id, names, known_sources(out_dir))
     fingerprint = tests_fingerprint(tests)
     chosen, skipped = [], []
@@ -180,7 +184,24 @@ def run_folder(
     points = {q.id: q.points for q in written or []}
     book = write_gradebook(out_dir, tests, roster, canvas_assignment, points, moodle_item)
     write_class_file(out_dir, written or [], book)
-    return FolderRun(done, identities, skipped, book)
+    graded_now = {identity.key for _, identity in chosen}
+    stale = [f.key for f in read_folder(out_dir) if f.key not in graded_now and f.record.get("tests") != fingerprint]
+    return FolderRun(done, identities, skipped, book, replaced_files(before, records), stale)
+
+
+def replaced_files(before: dict[str, dict], records: dict[str, dict]) -> list[tuple[str, str]]:
+    """The students graded now from another file than the one their kept results came from, each
+    with that earlier file: a regrade that may have put an older submission over a newer one.
+
+    >>> replaced_files({"bob": {"source": "/late/bob.ipynb"}}, {"bob": {"source": "/subs/bob.ipynb"}})
+    [('bob', '/late/bob.ipynb')]
+    """
+    replaced = []
+    for key, record in records.items():
+        earlier = before.get(key, {}).get("source")
+        if isinstance(earlier, str) and earlier and earlier != record["source"]:
+            replaced.append((key, earlier))
+    return replaced
 
 
 def write_student(graded: Graded, out_dir: Path, show_hidden: bool, record: dict, answers: bool) -> None:
