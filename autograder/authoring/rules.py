@@ -50,6 +50,7 @@ RULES: tuple[Rule, ...] = (
     Rule("clauses covered by hidden tests", static_rules.clauses_covered),
     Rule("every test serves a clause", static_rules.tests_serve_clauses),
     Rule("nothing points outside the project", static_rules.inside_the_project),
+    Rule("the specification covers the stage", static_rules.specified),
     Rule("catalogue loads", static_rules.catalogue_loads, blocking=True),
     Rule("catalogue complete", static_rules.catalogue_complete),
     Rule("catalogue copies no reference", static_rules.no_copied_references),

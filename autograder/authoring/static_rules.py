@@ -27,6 +27,7 @@ from .claims import stage_claims, unsourced
 from .clauses import clause_problems, read_clauses, uncited_tests
 from .copies import copied_references
 from .references import folder_problems
+from .spec import section_text, spec_file, spec_problems
 from .verdicts import verdict_problems
 
 MIN_MISTAKES = 4
@@ -210,6 +211,14 @@ def inside_the_project(subject: Subject) -> list[str]:
     """Nothing in the stage's files points at a file outside the project: every file named
     exists in it, no path is a machine's own, every ``SPEC.md § <section>`` cited exists."""
     return folder_problems(subject.stage.folder)
+
+
+def specified(subject: Subject) -> list[str]:
+    """The stage's section of the course specification (``SPEC.md § <stage>``) names every question,
+    every name students write with each parameter and default, and ``clauses.md`` and the notebook cite it."""
+    section = section_text(spec_file(subject.stage).read_text(encoding="utf-8"), subject.stage.id)
+    written = {name: getattr(subject.reference, name) for name in subject.stubs if hasattr(subject.reference, name)}
+    return spec_problems(subject.stage, subject.qids, written, section)
 
 
 def examples_run(subject: Subject) -> list[str]:
