@@ -109,6 +109,23 @@ def test_resume_refuses_a_checkpoint_of_another_model(corpus, tmp_path):
         loop.run(SMALL.replace(n_embd=64), corpus, CPU_DEVICE, None, progress=False, resume=state)
 
 
+def test_resuming_on_another_text_says_why_it_cannot(corpus_file, tmp_path, capsys):
+    """The usual cause: Tiny Shakespeare could not be loaded and the default corpus stood in."""
+    from autograder.cli import main as gptcourse
+
+    out = tmp_path / "run"
+    args = ["train", "--corpus", str(corpus_file), "--preset", "tiny", "--out", str(out), "--threads", "1", "--quiet"]
+    assert gptcourse([*args, "--steps", "2", "--eval-interval", "2", "--sample-tokens", "0"]) == 0
+    other = tmp_path / "other.txt"
+    other.write_text("an entirely different alphabet: \u00e9\u00e8\u00ea\n" * 200, encoding="utf-8")
+    capsys.readouterr()
+    resume = ["train", "--resume", str(out / "ckpt.pt"), "--corpus", str(other), "--steps", "4", "--quiet"]
+    assert gptcourse(resume) == 2
+    error = capsys.readouterr().err
+    assert "does not give the tokenizer of the checkpoint" in error and "trained on another text" in error
+    assert "GPTCOURSE_SHAKESPEARE" in error
+
+
 def test_learning_rate_warms_up_then_decays_to_min_lr():
     p = CPU.replace(steps=1000, warmup=100, lr=2e-3, min_lr=2e-4)
     lrs = [loop.lr_at(s, p) for s in range(p.steps)]

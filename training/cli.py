@@ -131,7 +131,11 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
 
     corpus = prepare(corpus_name, tok_kind, merges)
     if state is not None and corpus.tokenizer.state() != state["tokenizer"]:
-        raise ValueError(f"the corpus {corpus_name!r} does not give the tokenizer of the checkpoint {args.resume}")
+        raise ValueError(
+            f"the corpus {corpus_name!r} does not give the tokenizer of the checkpoint {args.resume}: it was"
+            " trained on another text (a Tiny Shakespeare that could not be loaded falls back on the default"
+            " corpus, as printed above; set GPTCOURSE_SHAKESPEARE to a local copy, or give --corpus)"
+        )
     if state is not None and state["step"] >= preset.steps:
         raise ValueError(f"the checkpoint is at step {state['step']}, the run has {preset.steps} steps: raise --steps")
     where = f"{info.world_size} processes (DDP), {device.type}" if info.enabled else str(device)
