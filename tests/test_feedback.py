@@ -24,12 +24,31 @@ from autograder.engine.pipeline import grade_batch
 from autograder.engine.results import cell_notes, explain_failures, gradescope_json
 from autograder.engine.runner import Limits
 from autograder.engine.submission import code_cells, translate
-from autograder.kit import Suite, close, close_number, equal, failure_roots, satisfies
+from autograder.kit import MissingName, Namespace, Suite, catch, close, close_number, equal, failure_roots, satisfies
 from autograder.kit.check_cell import run_public
-from autograder.kit.runtime import describe_error, error_location
+from autograder.kit.runtime import describe_error, error_location, run_probe
 from autograder.reports.feedback import feedback_markdown
 
 STAGE = "01_tokenisation"
+
+
+# --- a name the notebook does not define ------------------------------------------------------
+
+
+def test_a_missing_name_is_not_taken_for_what_a_call_raised():
+    # a test of "raises ValueError" that looks the function up inside catch() said
+    # "expected ValueError, got MissingName" (an engine class) for a renamed function
+    ns = Namespace({"shift_right": lambda tokens: tokens})
+    with pytest.raises(MissingName):
+        catch(lambda: ns.causal_mask(-1))
+    suite = Suite(public=True)
+
+    @suite.case("causal_mask", "a negative size raises ValueError", points=1, check=equal(), expected="ValueError")
+    def _(names):
+        return catch(lambda: names.causal_mask(-1))["raised"]
+
+    output, error, _ = run_probe(suite.cases[0], ns)
+    assert output is None and error == "`causal_mask` is not defined: run (or restore) the cell that defines it"
 
 
 # --- where an error happened ---------------------------------------------------------------
