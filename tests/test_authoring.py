@@ -150,3 +150,25 @@ def test_docstring_examples_outside_the_stages_run():
         assert doctest_problems(module) == [], module.__name__
         examples += sum(len(t.examples) for t in doctest.DocTestFinder().find(module))
     assert examples >= 3
+
+
+def test_a_failing_reference_comes_with_each_failures_message():
+    # an author who broke the reference met 70 problems, the first naming the failed test but not why
+    from autograder.authoring.graded_rules import reference_and_empty
+    from autograder.engine.judge import TestResult
+
+    def graded(*results):
+        return types.SimpleNamespace(results=list(results), total=sum(r.score for r in results))
+
+    failed = TestResult("q: sums", "q", "sums", True, 0.0, 1.0, "values differ at index 2:\n  expected 3, got 4")
+    passed = TestResult("q: shape", "q", "shape", True, 1.0, 1.0, "")
+    empty = TestResult("q: shape", "q", "shape", True, 0.0, 1.0, "not implemented")
+    grades = types.SimpleNamespace(
+        by_name={"reference": graded(failed, passed), "empty": graded(empty)},
+        maxima={"q": 2.0},
+        scores=lambda name: {"q": 1.0},
+    )
+    assert reference_and_empty(grades) == [
+        "the reference does not earn full marks (fix this first: every other graded rule compares with it):"
+        " it fails q: sums (values differ at index 2: expected 3, got 4)"
+    ]

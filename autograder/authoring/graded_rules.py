@@ -17,8 +17,11 @@ def reference_and_empty(grades: CatalogueGrades) -> list[str]:
     """The reference earns every point; the empty release none, each failure with a message."""
     problems = []
     if grades.scores("reference") != grades.maxima:
-        lost = [r.key for r in grades.by_name["reference"].results if not r.passed]
-        problems.append(f"the reference does not earn full marks: it fails {', '.join(lost)}")
+        lost = [f"{r.key} ({_shortened(r.message)})" for r in grades.by_name["reference"].results if not r.passed]
+        problems.append(
+            f"the reference does not earn full marks (fix this first: every other graded rule compares with it):"
+            f" it fails {'; '.join(lost)}"
+        )
     empty = grades.by_name["empty"]
     if empty.total:
         earned = [r.key for r in empty.results if r.score]
@@ -38,6 +41,16 @@ def mistakes_cost_their_own_question(grades: CatalogueGrades) -> list[str]:
             problems.append(f"mistake {variant.slug!r} also loses points on {', '.join(others)}")
         problems += _silent(grades, variant.slug, f"mistake {variant.slug!r}")
     return problems
+
+
+def _shortened(message: str, limit: int = 200) -> str:
+    """A failure's message on one line, cut at ``limit`` characters.
+
+    >>> _shortened("expected 3\\ngot 4"), _shortened("x" * 300)[-5:]
+    ('expected 3 got 4', 'xx...')
+    """
+    text = " ".join(message.split()) or "no message"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _silent(grades: CatalogueGrades, name: str, who: str) -> list[str]:
