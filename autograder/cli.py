@@ -194,6 +194,11 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
             " the newer submission; if not, grade that file again): "
             + ", ".join(f"{key} (was {Path(earlier).name})" for key, earlier in run.replaced)
         )
+    if run.rescore:
+        lines.append(
+            "written answers changed since their score was typed (the score is kept: check it in grades.csv"
+            f" against written.md): {', '.join(f'{key} ({qid})' for key, qid in run.rescore)}"
+        )
     if run.stale:
         lines.append(
             "graded with other tests than the stage has now (a rebuild changed them; their rows are not comparable:"

@@ -199,6 +199,15 @@ def test_the_local_gradebook_keeps_a_column_per_written_question_for_manual_scor
     # regrading a student keeps the scores typed for them
     assert gptcourse("grade", "--stage", STAGE, "--out", out, alice).returncode == 0
     assert rows(out / "grades.csv")["smithalice"]["context (written)"] == "1.5"
+    # ... and names the answers that changed since their score was typed (the score given to the old answer)
+    write_notebook(answered(make_notebook(stage, "reference"), {"split": "Another answer."}), alice)
+    done = gptcourse("grade", "--stage", STAGE, "--out", out, alice)
+    assert done.returncode == 0, done.stderr
+    assert "written answers changed since their score was typed" in done.stdout
+    assert "against written.md): smithalice (split)\n" in done.stdout
+    assert rows(out / "grades.csv")["smithalice"]["split (written)"] == "2"
+    write_notebook(answered(make_notebook(stage, "reference"), ANSWERS), alice)  # as it was, for what follows
+    assert "smithalice (split)" in gptcourse("grade", "--stage", STAGE, "--out", out, alice).stdout
 
     # the class report: the written questions apart from the autograder's totals
     report = gptcourse("report", out)

@@ -37,7 +37,7 @@ from .gradebook import Gradebook, write_gradebook
 from .identity import Identity, identify
 from .records import RECORD, RESULTS, StudentFolder, read_folder, read_record
 from .roster import Student
-from .written import save_answers, write_class_file
+from .written import changed_since_scored, read_answers, save_answers, write_class_file
 
 
 def file_hash(path: Path) -> str:
@@ -112,10 +112,11 @@ class FolderRun:
     identities: list[Identity]  # of every given file, in order
     skipped: list[tuple[str, Path]] = field(default_factory=list)  # (student, file) not graded again
     gradebook: Gradebook | None = None
-    replaced: list[tuple[str, str]] = field(
-        default_factory=list
-    )  # (student, file) whose results another file's replaced
+    # (student, earlier file): graded now from another file than the one their kept results came from
+    replaced: list[tuple[str, str]] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # students kept from before, graded with other tests
+    # (student, written question): an answer this run changed, whose score typed before is kept
+    rescore: list[tuple[str, str]] = field(default_factory=list)
 
 
 def run_folder(
@@ -170,6 +171,7 @@ def run_folder(
         }
         for path, identity in chosen
     }
+    answered_before = {identity.key: read_answers(out_dir / identity.key) for _, identity in chosen}
     done = []
     if chosen:
         done = grade_batch(
@@ -186,7 +188,8 @@ def run_folder(
     write_class_file(out_dir, written or [], book)
     graded_now = {identity.key for _, identity in chosen}
     stale = [f.key for f in read_folder(out_dir) if f.key not in graded_now and f.record.get("tests") != fingerprint]
-    return FolderRun(done, identities, skipped, book, replaced_files(before, records), stale)
+    rescore = changed_since_scored(out_dir, book, answered_before)
+    return FolderRun(done, identities, skipped, book, replaced_files(before, records), stale, rescore)
 
 
 def replaced_files(before: dict[str, dict], records: dict[str, dict]) -> list[tuple[str, str]]:

@@ -38,6 +38,27 @@ def read_answers(folder: Path) -> dict[str, str]:
     return {k: v for k, v in doc.items() if isinstance(v, str)} if isinstance(doc, dict) else {}
 
 
+def changed_since_scored(out_dir: Path, book: Gradebook, before: dict[str, dict[str, str]]) -> list[tuple[str, str]]:
+    """``(student, question)`` for each written answer that differs from ``before`` (a student's
+    answers before this run regraded them) while ``grades.csv`` keeps a score typed for it: a score
+    given to another answer than the one now on file.
+
+    >>> import tempfile; folder = Path(tempfile.mkdtemp()); (folder / "bob").mkdir()
+    >>> _ = (folder / "bob" / ANSWERS).write_text('{"split": "a new answer"}')
+    >>> from types import SimpleNamespace as Row
+    >>> book = Row(rows=[Row(key="bob", written={"split": 2.0, "context": None})])
+    >>> changed_since_scored(folder, book, {"bob": {"split": "the old answer"}})
+    [('bob', 'split')]
+    """
+    changed = []
+    for row in (r for r in book.rows if r.key in before):
+        now = read_answers(Path(out_dir) / row.key)
+        for qid, score in row.written.items():
+            if score is not None and now.get(qid, "") != before[row.key].get(qid, ""):
+                changed.append((row.key, qid))
+    return changed
+
+
 def still_to_grade(out_dir: Path, book: Gradebook) -> tuple[int, int]:
     """``(answered, blank)``: the written answers with no score in ``grades.csv`` yet, those a student
     wrote and those left blank (the placeholder, an emptied cell, or a notebook that could not be read)."""
