@@ -241,7 +241,7 @@ def _and(names: list[str]) -> str:
 def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
     """``nbgrader autograde`` in the course (it grades through the engine), then the gradebook's scores."""
     from .build.written import written_questions
-    from .channels.nbgrader.autograde import gradebook_rows, require_engine, run_autograde, table
+    from .channels.nbgrader.autograde import gradebook_rows, not_autograded, require_engine, run_autograde, table
 
     course = Path(args.nbgrader)
     require_engine(course)
@@ -252,15 +252,18 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
     if args.timeout != Limits.total_timeout:
         settings.append(f"--GradeWithEngine.timeout={args.timeout}")
     status = run_autograde(course, stage.id, args.student, tuple(settings), quiet=args.quiet)
-    if status != 0:
+    questions, rows = gradebook_rows(course, stage.id, qids, written)
+    graded_now = [r.student for r in rows if not args.student or r.student == args.student]
+    failed = not_autograded(course, stage.id, graded_now) if status != 0 else {}
+    if status != 0 and not failed:
         print(
             f"gptcourse: error: nbgrader autograde failed in {course} (exit {status}; see its log above)",
             file=sys.stderr,
         )
         return 1
-    questions, rows = gradebook_rows(course, stage.id, qids, written)
+    rows = [r for r in rows if r.student not in failed]  # nbgrader's 0 for them is no grade
     if not args.quiet:
-        print(table([r for r in rows if not args.student or r.student == args.student], questions))
+        print(table([r for r in rows if r.student in graded_now], questions))
         for row in rows:
             if row.manual:
                 print(
@@ -277,6 +280,20 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
             f"nbgrader gradebook of {course}: {stage.id} autograded by the gptcourse "
             f"engine; results.json per student in {args.out}/"
         )
+    if failed:
+        print(
+            f"gptcourse: error: nbgrader autograde failed on {len(failed)} submission(s) of {stage.id} "
+            f"in {course} (exit {status}; its log is above), left out of the gradebook shown:",
+            file=sys.stderr,
+        )
+        for student, why in failed.items():
+            print(f"  {student}: {why}", file=sys.stderr)
+        print(
+            f"  grade such a notebook with `gptcourse grade --stage {stage.id} <file>`, or have the student "
+            "hand in nbgrader's released notebook with their answers",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

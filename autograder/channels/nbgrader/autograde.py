@@ -10,6 +10,7 @@ the scores are always nbgrader's, whose total adds the written questions' manual
 the engine's.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -122,6 +123,44 @@ def gradebook_rows(
                             row.manual.append(qid)
             rows.append(row)
     return questions, rows
+
+
+def why_not_autograded(folder: Path) -> str:
+    """What is wrong with the submitted notebook(s) in ``folder``, as far as can be told without nbgrader.
+
+    nbgrader's autograde matches a submission's cells to the source's by their nbgrader
+    metadata, and fails (a ``KeyError`` of its own) on a notebook without it: the notebook of
+    ``release/student/``, or one copied cell by cell into a new file.
+    """
+    notebooks = sorted(folder.glob("*.ipynb"))
+    if not notebooks:
+        return "no notebook (.ipynb) was handed in"
+    for path in notebooks:
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return f"{path.name} is not a readable notebook"
+        if not any("nbgrader" in (cell.get("metadata") or {}) for cell in cells if isinstance(cell, dict)):
+            return (
+                f"{path.name} has no nbgrader cell metadata, so it is not the notebook nbgrader released "
+                "(release_assignment, fetch_assignment), e.g. release/student's"
+            )
+    return "see nbgrader's log above"
+
+
+def not_autograded(course: Path, assignment: str, students: list[str]) -> dict[str, str]:
+    """The students of ``students`` whose submission of ``assignment`` nbgrader's autograde left
+    without an autograded notebook (it removes what it could not finish), with the likely reason."""
+    from nbgrader.coursedir import CourseDirectory
+
+    where = CourseDirectory(config=course_config(course), root=str(course.resolve()))
+    failed = {}
+    for student in students:
+        submitted = Path(where.format_path(where.submitted_directory, student, assignment))
+        autograded = Path(where.format_path(where.autograded_directory, student, assignment))
+        if submitted.is_dir() and not any(autograded.glob("*.ipynb")):
+            failed[student] = why_not_autograded(submitted)
+    return failed
 
 
 def _score(row: Row, qid: str) -> str:
