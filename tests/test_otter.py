@@ -444,6 +444,29 @@ def test_otter_grades_path_and_gradescope_give_the_engines_results(tmp_path, ott
 
 
 @pytest.mark.slow
+def test_otter_grade_with_ext_zip_grades_the_zips_package_submission_writes(tmp_path, otter_zips):
+    """``otter grade`` globs ``*.ipynb`` unless given ``--ext zip`` (README says so), which sets
+    otter's ``zips`` in the image's ``otter_config.json`` (``otter.grade.containers.build_image``):
+    a container then unzips the submission and the engine grades the notebook inside."""
+    from otter.run import AutograderConfig
+
+    notebook = submission(STAGE, tmp_path, "My Lab", base="reference")
+    packaged = tmp_path / "My Lab-submission.zip"
+    with zipfile.ZipFile(packaged, "w") as archive:
+        archive.write(notebook, notebook.name)
+    root = make_root(otter_zips[STAGE], tmp_path / "root", packaged)
+    config = root / "source" / "otter_config.json"
+    merged = AutograderConfig(json.loads(config.read_text(encoding="utf-8")))
+    merged.update(AutograderConfig({"zips": True, "pdf": False, "debug": False}).get_user_config())
+    config.write_text(json.dumps(merged.get_user_config()), encoding="utf-8")
+    tried = run_root(root, timeout=900)
+    assert tried.returncode == 0, tried.stdout[-3000:] + tried.stderr[-3000:]
+    assert tried.results["score"] == sum(dict(questions(STAGE)).values())
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "otter grade` globs only `*.ipynb`" in readme and "`--ext zip`" in readme
+
+
+@pytest.mark.slow
 def test_an_engine_that_cannot_grade_gives_otters_error_and_no_points(tmp_path, otter_zips):
     broken = tmp_path / "broken.zip"
     with zipfile.ZipFile(otter_zips[STAGE]) as source, zipfile.ZipFile(broken, "w") as target:
