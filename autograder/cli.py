@@ -6,6 +6,7 @@ one of them runs: grading never imports the reference solutions or the training 
 
 import argparse
 import sys
+import zipfile
 from pathlib import Path
 
 from .course import ROOT, all_stages, get_stage
@@ -417,6 +418,12 @@ def cmd_gradescope_run(args: argparse.Namespace) -> int:
     for path in (args.zip, args.notebook):
         if not Path(path).is_file():
             raise UsageError(f"no such file: {path}")
+    expected = "the autograder comes first: release/gradescope/<stage>.zip or release/otter/<stage>.zip"
+    if not zipfile.is_zipfile(args.zip):
+        raise UsageError(f"{args.zip} is not a zip file ({expected})")
+    with zipfile.ZipFile(args.zip) as archive:
+        if "run_autograder" not in archive.namelist():
+            raise UsageError(f"{args.zip} has no run_autograder, so it is no autograder zip ({expected})")
     tried = run_zip(Path(args.zip), Path(args.notebook), gradescope_limits=args.gradescope_limits)
     print(tried.stdout.rstrip())
     if tried.stderr.strip():
