@@ -490,6 +490,20 @@ def test_an_engine_that_cannot_grade_gives_otters_error_and_no_points(tmp_path, 
     assert "the gptcourse engine failed on this submission" in doc["tests"][0]["output"]
 
 
+@pytest.mark.slow
+def test_a_file_otter_cannot_read_as_a_notebook_ends_otters_run_before_the_engine(tmp_path, otter_zips):
+    """otter reads the notebook itself before any plugin loads (``PythonRunner.validate_submission``):
+    a file that is not JSON ends its run with no results.json, which Gradescope reports as an
+    autograder that failed to run, where the engine's own zip grades it 0 and says why (README)."""
+    unreadable = tmp_path / "lab.ipynb"
+    unreadable.write_text("not a notebook", encoding="utf-8")
+    tried = run_root(make_root(otter_zips[STAGE], tmp_path / "root", unreadable), timeout=600)
+    assert tried.returncode != 0 and tried.results == {}
+    assert "NotJSONError" in tried.stdout + tried.stderr
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "a file otter cannot read as a notebook ends otter's run before the engine is asked" in readme
+
+
 def test_a_submission_over_the_rate_limit_carries_the_last_results_over(tmp_path):
     """As the engine's own zip does: not graded, the last graded submission's results kept, the reason said."""
     from otter.run import AutograderConfig
