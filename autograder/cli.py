@@ -262,9 +262,9 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
             file=sys.stderr,
         )
         return 1
-    rows = [r for r in rows if r.student not in failed]  # nbgrader's 0 for them is no grade
+    rows = [r for r in rows if r.student in graded_now and r.student not in failed]  # a failed one's 0 is no grade
     if not args.quiet:
-        print(table([r for r in rows if r.student in graded_now], questions))
+        print(table(rows, questions))
         for row in rows:
             if row.manual:
                 print(
@@ -289,11 +289,6 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
         )
         for student, why in failed.items():
             print(f"  {student}: {why}", file=sys.stderr)
-        print(
-            f"  grade such a notebook with `gptcourse grade --stage {stage.id} <file>`, or have the student "
-            "hand in nbgrader's released notebook with their answers",
-            file=sys.stderr,
-        )
         return 1
     return 0
 

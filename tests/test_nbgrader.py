@@ -154,6 +154,33 @@ def test_bridge_usage_errors(tmp_path):
     assert done.returncode == 2 and "--student goes with --nbgrader" in done.stderr
 
 
+def test_why_nbgrader_could_not_autograde_a_submission(tmp_path):
+    """The likely reason named for a submission nbgrader's autograde failed on, read from its folder."""
+    from autograder.channels.nbgrader.autograde import why_not_autograded
+
+    def folder(name: str, text: str | None) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        if text is not None:
+            (path / f"{STAGE}.ipynb").write_text(text, encoding="utf-8")
+        return path
+
+    nbgrader_cell = {"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "x"}}, "source": ""}
+    plain = {
+        "cells": [{"cell_type": "code", "metadata": {}, "source": ""}],
+        "metadata": {"gptcourse": {"stage": STAGE}},
+    }
+    other = {"cells": [nbgrader_cell], "metadata": {"gptcourse": {"stage": "04_masking"}}}
+    ours = {"cells": [nbgrader_cell], "metadata": {"gptcourse": {"stage": STAGE}}}
+    assert why_not_autograded(folder("none", None), STAGE) == "no notebook (.ipynb) was handed in"
+    assert why_not_autograded(folder("text", "not json"), STAGE) == f"{STAGE}.ipynb is not a readable notebook"
+    assert "has no nbgrader cell metadata" in why_not_autograded(folder("plain", json.dumps(plain)), STAGE)
+    assert why_not_autograded(folder("other", json.dumps(other)), STAGE) == (
+        f"{STAGE}.ipynb is a notebook of stage 04_masking, not {STAGE}: was the right notebook handed in?"
+    )
+    assert why_not_autograded(folder("ours", json.dumps(ours)), STAGE) == "see nbgrader's log above"
+
+
 @pytest.mark.slow
 def test_a_submission_nbgrader_cannot_autograde_is_named_and_the_others_still_shown(tmp_path):
     """A student who hands in release/student's notebook (no nbgrader cell ids) makes nbgrader's

@@ -125,25 +125,32 @@ def gradebook_rows(
     return questions, rows
 
 
-def why_not_autograded(folder: Path) -> str:
+def why_not_autograded(folder: Path, assignment: str) -> str:
     """What is wrong with the submitted notebook(s) in ``folder``, as far as can be told without nbgrader.
 
     nbgrader's autograde matches a submission's cells to the source's by their nbgrader
-    metadata, and fails (a ``KeyError`` of its own) on a notebook without it: the notebook of
-    ``release/student/``, or one copied cell by cell into a new file.
+    metadata, and fails (a ``KeyError`` of its own) on a notebook without it (the notebook of
+    ``release/student/``, or one copied cell by cell into a new file) or with another
+    assignment's cells (the notebook of another stage, which its metadata names).
     """
     notebooks = sorted(folder.glob("*.ipynb"))
     if not notebooks:
         return "no notebook (.ipynb) was handed in"
     for path in notebooks:
         try:
-            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        except (OSError, ValueError, KeyError, TypeError):
+            notebook = json.loads(path.read_text(encoding="utf-8"))
+            cells, metadata = notebook["cells"], notebook.get("metadata") or {}
+            stage = (metadata.get("gptcourse") or {}).get("stage")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return f"{path.name} is not a readable notebook"
+        if isinstance(stage, str) and stage != assignment:
+            return f"{path.name} is a notebook of stage {stage}, not {assignment}: was the right notebook handed in?"
         if not any("nbgrader" in (cell.get("metadata") or {}) for cell in cells if isinstance(cell, dict)):
             return (
                 f"{path.name} has no nbgrader cell metadata, so it is not the notebook nbgrader released "
-                "(release_assignment, fetch_assignment), e.g. release/student's"
+                "(release_assignment, fetch_assignment), e.g. release/student's: grade it with "
+                f"`gptcourse grade --stage {assignment} <file>`, or have the student hand in nbgrader's "
+                "released notebook with their answers"
             )
     return "see nbgrader's log above"
 
@@ -159,7 +166,7 @@ def not_autograded(course: Path, assignment: str, students: list[str]) -> dict[s
         submitted = Path(where.format_path(where.submitted_directory, student, assignment))
         autograded = Path(where.format_path(where.autograded_directory, student, assignment))
         if submitted.is_dir() and not any(autograded.glob("*.ipynb")):
-            failed[student] = why_not_autograded(submitted)
+            failed[student] = why_not_autograded(submitted, assignment)
     return failed
 
 
