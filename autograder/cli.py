@@ -6,6 +6,7 @@ one of them runs: grading never imports the reference solutions or the training 
 
 import argparse
 import sys
+import zipfile
 from pathlib import Path
 
 from .course import ROOT, all_stages, get_stage
@@ -279,7 +280,7 @@ def _and(names: list[str]) -> str:
 def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
     """``nbgrader autograde`` in the course (it grades through the engine), then the gradebook's scores."""
     from .build.written import written_questions
-    from .channels.nbgrader.autograde import gradebook_rows, require_engine, run_autograde, table
+    from .channels.nbgrader.autograde import gradebook_rows, not_autograded, require_engine, run_autograde, table
 
     course = Path(args.nbgrader)
     require_engine(course)
@@ -290,15 +291,18 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
     if args.timeout != Limits.total_timeout:
         settings.append(f"--GradeWithEngine.timeout={args.timeout}")
     status = run_autograde(course, stage.id, args.student, tuple(settings), quiet=args.quiet)
-    if status != 0:
+    questions, rows = gradebook_rows(course, stage.id, qids, written)
+    graded_now = [r.student for r in rows if not args.student or r.student == args.student]
+    failed = not_autograded(course, stage.id, graded_now) if status != 0 else {}
+    if status != 0 and not failed:
         print(
             f"gptcourse: error: nbgrader autograde failed in {course} (exit {status}; see its log above)",
             file=sys.stderr,
         )
         return 1
-    questions, rows = gradebook_rows(course, stage.id, qids, written)
+    rows = [r for r in rows if r.student in graded_now and r.student not in failed]  # a failed one's 0 is no grade
     if not args.quiet:
-        print(table([r for r in rows if not args.student or r.student == args.student], questions))
+        print(table(rows, questions))
         for row in rows:
             if row.manual:
                 print(
@@ -315,6 +319,15 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
             f"nbgrader gradebook of {course}: {stage.id} autograded by the gptcourse "
             f"engine; results.json per student in {args.out}/"
         )
+    if failed:
+        print(
+            f"gptcourse: error: nbgrader autograde failed on {len(failed)} submission(s) of {stage.id} "
+            f"in {course} (exit {status}; its log is above), left out of the gradebook shown:",
+            file=sys.stderr,
+        )
+        for student, why in failed.items():
+            print(f"  {student}: {why}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -438,6 +451,12 @@ def cmd_gradescope_run(args: argparse.Namespace) -> int:
     for path in (args.zip, args.notebook):
         if not Path(path).is_file():
             raise UsageError(f"no such file: {path}")
+    expected = "the autograder comes first: release/gradescope/<stage>.zip or release/otter/<stage>.zip"
+    if not zipfile.is_zipfile(args.zip):
+        raise UsageError(f"{args.zip} is not a zip file ({expected})")
+    with zipfile.ZipFile(args.zip) as archive:
+        if "run_autograder" not in archive.namelist():
+            raise UsageError(f"{args.zip} has no run_autograder, so it is no autograder zip ({expected})")
     tried = run_zip(Path(args.zip), Path(args.notebook), gradescope_limits=args.gradescope_limits)
     print(tried.stdout.rstrip())
     if tried.stderr.strip():

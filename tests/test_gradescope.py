@@ -281,3 +281,35 @@ def test_gradescope_run_tries_a_zip_locally(autograder_zip, tmp_path):
         text=True,
     )
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_gradescope_run_refuses_what_is_no_autograder_zip(tmp_path):
+    """The zip comes first: a notebook there (the arguments swapped), or a student's zip from
+    package_submission(), is a usage error naming what was expected, not a traceback."""
+    notebook = tmp_path / "lab.ipynb"
+    notebook.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    packaged = tmp_path / "lab-submission.zip"
+    with zipfile.ZipFile(packaged, "w") as archive:
+        archive.write(notebook, notebook.name)
+    for autograder, said in ((notebook, "is not a zip file"), (packaged, "has no run_autograder")):
+        done = subprocess.run(
+            [sys.executable, "-m", "autograder.cli", "gradescope-run", str(autograder), str(notebook)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+        assert said in done.stderr and "release/gradescope/<stage>.zip or release/otter/<stage>.zip" in done.stderr
+
+
+def test_the_written_answers_of_a_notebook_that_could_not_be_read_are_not_called_deleted(tmp_path):
+    """No notebook, or one that is not JSON: the output says so for each written question instead
+    of telling the student that they deleted its answer cell."""
+    from autograder.channels.gradescope.entry import written_section
+
+    questions = [{"id": "split", "points": 2}, {"id": "context", "points": 3}]
+    unreadable = tmp_path / "lab.ipynb"
+    unreadable.write_text("not a notebook")
+    for submitted, reason in ((None, "no notebook was found"), (unreadable, "the notebook could not be read")):
+        lines = written_section(submitted, questions).splitlines()
+        assert lines[1:] == [f"- split (2 points): no answer: {reason}", f"- context (3 points): no answer: {reason}"]

@@ -154,6 +154,65 @@ def test_bridge_usage_errors(tmp_path):
     assert done.returncode == 2 and "--student goes with --nbgrader" in done.stderr
 
 
+def test_why_nbgrader_could_not_autograde_a_submission(tmp_path):
+    """The likely reason named for a submission nbgrader's autograde failed on, read from its folder."""
+    from autograder.channels.nbgrader.autograde import why_not_autograded
+
+    def folder(name: str, text: str | None) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        if text is not None:
+            (path / f"{STAGE}.ipynb").write_text(text, encoding="utf-8")
+        return path
+
+    nbgrader_cell = {"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "x"}}, "source": ""}
+    plain = {
+        "cells": [{"cell_type": "code", "metadata": {}, "source": ""}],
+        "metadata": {"gptcourse": {"stage": STAGE}},
+    }
+    other = {"cells": [nbgrader_cell], "metadata": {"gptcourse": {"stage": "04_masking"}}}
+    ours = {"cells": [nbgrader_cell], "metadata": {"gptcourse": {"stage": STAGE}}}
+    assert why_not_autograded(folder("none", None), STAGE) == "no notebook (.ipynb) was handed in"
+    assert why_not_autograded(folder("text", "not json"), STAGE) == f"{STAGE}.ipynb is not a readable notebook"
+    assert "has no nbgrader cell metadata" in why_not_autograded(folder("plain", json.dumps(plain)), STAGE)
+    assert why_not_autograded(folder("other", json.dumps(other)), STAGE) == (
+        f"{STAGE}.ipynb is a notebook of stage 04_masking, not {STAGE}: was the right notebook handed in?"
+    )
+    assert why_not_autograded(folder("ours", json.dumps(ours)), STAGE) == "see nbgrader's log above"
+
+
+@pytest.mark.slow
+def test_a_submission_nbgrader_cannot_autograde_is_named_and_the_others_still_shown(tmp_path):
+    """A student who hands in release/student's notebook (no nbgrader cell ids) makes nbgrader's
+    autograde fail on them (a KeyError of nbgrader's) and exit 1 after grading the others:
+    ``gptcourse grade --nbgrader`` still prints the others' gradebook, leaves the failed one out
+    of it (nbgrader holds a 0 for them that is no grade) and says who failed and why."""
+    import subprocess
+    import sys
+
+    from nbcourse import environment
+
+    course = Course(tmp_path, [STAGE])
+    course.run("generate_assignment", STAGE)
+    course.hand_in("ada", STAGE, course.released(STAGE))
+    student_release = submission(STAGE, tmp_path, "bob", base="student")
+    course.hand_in("bob", STAGE, json.loads(student_release.read_text(encoding="utf-8")))
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder.cli", "grade", "--stage", STAGE, "--nbgrader", course.root],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert [line.split()[0] for line in done.stdout.splitlines() if line.startswith(("ada", "bob"))] == ["ada"]
+    said = done.stderr[done.stderr.index("gptcourse: error:") :]
+    assert "failed on 1 submission(s)" in said and "\n  bob: " in said and "\n  ada: " not in said
+    assert "no nbgrader cell metadata" in said and f"gptcourse grade --stage {STAGE}" in said
+    assert (tmp_path / "grades" / "ada" / "results.json").exists()
+
+
 def test_the_kept_worker_grades_one_submission_after_another_and_is_replaced_when_gone(tmp_path):
     """nbgrader makes a preprocessor per notebook; the engine's worker outlives them (torch
     starts once per autograde), and a worker that died is replaced for the next submission."""

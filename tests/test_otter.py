@@ -444,6 +444,29 @@ def test_otter_grades_path_and_gradescope_give_the_engines_results(tmp_path, ott
 
 
 @pytest.mark.slow
+def test_otter_grade_with_ext_zip_grades_the_zips_package_submission_writes(tmp_path, otter_zips):
+    """``otter grade`` globs ``*.ipynb`` unless given ``--ext zip`` (README says so), which sets
+    otter's ``zips`` in the image's ``otter_config.json`` (``otter.grade.containers.build_image``):
+    a container then unzips the submission and the engine grades the notebook inside."""
+    from otter.run import AutograderConfig
+
+    notebook = submission(STAGE, tmp_path, "My Lab", base="reference")
+    packaged = tmp_path / "My Lab-submission.zip"
+    with zipfile.ZipFile(packaged, "w") as archive:
+        archive.write(notebook, notebook.name)
+    root = make_root(otter_zips[STAGE], tmp_path / "root", packaged)
+    config = root / "source" / "otter_config.json"
+    merged = AutograderConfig(json.loads(config.read_text(encoding="utf-8")))
+    merged.update(AutograderConfig({"zips": True, "pdf": False, "debug": False}).get_user_config())
+    config.write_text(json.dumps(merged.get_user_config()), encoding="utf-8")
+    tried = run_root(root, timeout=900)
+    assert tried.returncode == 0, tried.stdout[-3000:] + tried.stderr[-3000:]
+    assert tried.results["score"] == sum(dict(questions(STAGE)).values())
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "otter grade` globs only `*.ipynb`" in readme and "`--ext zip`" in readme
+
+
+@pytest.mark.slow
 def test_an_engine_that_cannot_grade_gives_otters_error_and_no_points(tmp_path, otter_zips):
     broken = tmp_path / "broken.zip"
     with zipfile.ZipFile(otter_zips[STAGE]) as source, zipfile.ZipFile(broken, "w") as target:
@@ -465,6 +488,20 @@ def test_an_engine_that_cannot_grade_gives_otters_error_and_no_points(tmp_path, 
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["score"] == 0 and doc["tests"][0]["name"] == "Autograder Error"
     assert "the gptcourse engine failed on this submission" in doc["tests"][0]["output"]
+
+
+@pytest.mark.slow
+def test_a_file_otter_cannot_read_as_a_notebook_ends_otters_run_before_the_engine(tmp_path, otter_zips):
+    """otter reads the notebook itself before any plugin loads (``PythonRunner.validate_submission``):
+    a file that is not JSON ends its run with no results.json, which Gradescope reports as an
+    autograder that failed to run, where the engine's own zip grades it 0 and says why (README)."""
+    unreadable = tmp_path / "lab.ipynb"
+    unreadable.write_text("not a notebook", encoding="utf-8")
+    tried = run_root(make_root(otter_zips[STAGE], tmp_path / "root", unreadable), timeout=600)
+    assert tried.returncode != 0 and tried.results == {}
+    assert "NotJSONError" in tried.stdout + tried.stderr
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "a file otter cannot read as a notebook ends otter's run before the engine is asked" in readme
 
 
 def test_a_submission_over_the_rate_limit_carries_the_last_results_over(tmp_path):

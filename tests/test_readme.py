@@ -16,3 +16,12 @@ def test_the_table_describes_every_stage_and_nothing_else():
     rows = {m["stage"]: m["what"] for m in map(ROW.match, text.splitlines()) if m}
     assert sorted(rows) == [s.id for s in all_stages()]
     assert all(len(what) > 20 for what in rows.values())
+
+
+def test_the_written_questions_counted_in_all_are_the_stages():
+    from autograder.build.written import written_questions
+
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    stated = re.search(r"Each stage asks two or three conceptual questions \((\d+) in all\)", text)
+    counts = [len(written_questions(s)) for s in all_stages()]
+    assert stated and int(stated[1]) == sum(counts) and set(counts) <= {2, 3}

@@ -79,15 +79,18 @@ def written_section(submission: Path | None, questions: list[dict]) -> str:
     the graders (and the student, who sees what was handed in). Never scored here."""
     if not questions:
         return ""
+    unread = "no notebook was found" if submission is None else ""
     try:
         answers = written_answers(load_notebook_json(submission)) if submission is not None else {}
     except SubmissionError:
-        answers = {}
+        answers, unread = {}, "the notebook could not be read"
     total = sum(float(q["points"]) for q in questions)
     lines = [f"Written questions ({total:g} points, graded by hand after the deadline; not part of this score):"]
     for q in questions:
         text = answers.get(q["id"], "")
-        if q["id"] not in answers:
+        if unread:
+            state = f"no answer: {unread}"
+        elif q["id"] not in answers:
             state = "no answer cell found (it was deleted): write your answer under the question"
         elif not text:
             state = "not answered yet"

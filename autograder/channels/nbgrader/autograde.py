@@ -10,6 +10,7 @@ the scores are always nbgrader's, whose total adds the written questions' manual
 the engine's.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -122,6 +123,51 @@ def gradebook_rows(
                             row.manual.append(qid)
             rows.append(row)
     return questions, rows
+
+
+def why_not_autograded(folder: Path, assignment: str) -> str:
+    """What is wrong with the submitted notebook(s) in ``folder``, as far as can be told without nbgrader.
+
+    nbgrader's autograde matches a submission's cells to the source's by their nbgrader
+    metadata, and fails (a ``KeyError`` of its own) on a notebook without it (the notebook of
+    ``release/student/``, or one copied cell by cell into a new file) or with another
+    assignment's cells (the notebook of another stage, which its metadata names).
+    """
+    notebooks = sorted(folder.glob("*.ipynb"))
+    if not notebooks:
+        return "no notebook (.ipynb) was handed in"
+    for path in notebooks:
+        try:
+            notebook = json.loads(path.read_text(encoding="utf-8"))
+            cells, metadata = notebook["cells"], notebook.get("metadata") or {}
+            stage = (metadata.get("gptcourse") or {}).get("stage")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return f"{path.name} is not a readable notebook"
+        if isinstance(stage, str) and stage != assignment:
+            return f"{path.name} is a notebook of stage {stage}, not {assignment}: was the right notebook handed in?"
+        if not any("nbgrader" in (cell.get("metadata") or {}) for cell in cells if isinstance(cell, dict)):
+            return (
+                f"{path.name} has no nbgrader cell metadata, so it is not the notebook nbgrader released "
+                "(release_assignment, fetch_assignment), e.g. release/student's: grade it with "
+                f"`gptcourse grade --stage {assignment} <file>`, or have the student hand in nbgrader's "
+                "released notebook with their answers"
+            )
+    return "see nbgrader's log above"
+
+
+def not_autograded(course: Path, assignment: str, students: list[str]) -> dict[str, str]:
+    """The students of ``students`` whose submission of ``assignment`` nbgrader's autograde left
+    without an autograded notebook (it removes what it could not finish), with the likely reason."""
+    from nbgrader.coursedir import CourseDirectory
+
+    where = CourseDirectory(config=course_config(course), root=str(course.resolve()))
+    failed = {}
+    for student in students:
+        submitted = Path(where.format_path(where.submitted_directory, student, assignment))
+        autograded = Path(where.format_path(where.autograded_directory, student, assignment))
+        if submitted.is_dir() and not any(autograded.glob("*.ipynb")):
+            failed[student] = why_not_autograded(submitted, assignment)
+    return failed
 
 
 def _score(row: Row, qid: str) -> str:
