@@ -287,3 +287,26 @@ def test_nbgrader_grades_them_by_hand_and_the_engine_never_does(tmp_path):
     assert float(rows_[(STAGE, "ada")]["raw_score"]) == autograded + 2
     with Gradebook(database) as gb:  # the autograde run above (--force) kept the manual score
         assert gb.find_grade(written_cell_id("split"), STAGE, STAGE, "ada").manual_score == 2.0
+
+
+def test_package_submission_names_a_written_question_answered_outside_its_answer_cell(tmp_path):
+    # a student who adds a cell of their own under the question leaves the answer cell's placeholder:
+    # every channel collects the answer cell only, so hand-in says so before it is too late
+    from autograder.kit.packaging import ANSWER_PLACEHOLDER as KIT_PLACEHOLDER
+    from autograder.kit.packaging import written_note
+
+    assert KIT_PLACEHOLDER == ANSWER_PLACEHOLDER  # the kit imports nothing of the engine: the same text twice
+    notebook = answered(make_notebook(get_stage(STAGE), "student"), ANSWERS)
+    at = next(i for i, c in enumerate(notebook["cells"]) if c["metadata"].get("gptcourse", {}).get("written_answer"))
+    assert "in place of its text" in "".join(notebook["cells"][at - 1]["source"])  # the prompt says where to write
+    answers = [c for c in notebook["cells"] if c["metadata"].get("gptcourse", {}).get("written_answer")]
+    notebook["cells"].insert(at + 2, {"cell_type": "markdown", "metadata": {}, "source": "My answer, in a new cell."})
+    path = tmp_path / "mine.ipynb"
+    write_notebook(notebook, path)
+    note = written_note(path)
+    assert note.startswith("Note: no answer in the answer cell of written question(s) context.")
+    assert "an answer in a cell you add is not collected" in note
+    for cell in answers:
+        cell["source"] = "An answer."
+    write_notebook(notebook, path)
+    assert written_note(path) == ""

@@ -115,8 +115,9 @@ def prompt_markdown(question: WrittenQuestion) -> str:
     """The prompt cell's Markdown, as students read it."""
     return (
         f"### {question.title}\n\n{question.prompt}\n\n"
-        "*Write your answer in the cell below (a few sentences). It is graded by hand, after the "
-        "deadline; the automatic checks and scores leave it out.*"
+        "*Write your answer in the cell below, in place of its text (a few sentences; double-click the cell to "
+        "edit it: an answer in a cell you add is not collected). It is graded by hand, after the deadline; the "
+        "automatic checks and scores leave it out.*"
     )
 
 

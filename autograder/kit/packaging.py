@@ -20,9 +20,51 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+# What the answer cell under a written question holds until the student writes in it (the same
+# text as engine.submission.ANSWER_PLACEHOLDER; the kit imports nothing of the engine).
+ANSWER_PLACEHOLDER = "*Your answer here.*"
+
 
 class NotPackaged(Exception):
     """Why the notebook was not packaged (printed for the student)."""
+
+
+def unanswered(notebook: dict) -> list[str]:
+    """The written questions whose answer cell (the Markdown cell under the question) still holds
+    the placeholder or nothing: an answer written in a cell of one's own is not collected.
+
+    Example:
+        >>> cell = {"cell_type": "markdown", "metadata": {"gptcourse": {"written_answer": "why"}}}
+        >>> unanswered({"cells": [cell | {"source": "*Your answer here.*"}]})
+        ['why']
+        >>> unanswered({"cells": [cell | {"source": "So."}]})
+        []
+    """
+    found = []
+    for cell in notebook.get("cells", []):
+        ours = cell.get("metadata", {}).get("gptcourse", {}) if isinstance(cell, dict) else {}
+        qid = ours.get("written_answer") if isinstance(ours, dict) else None
+        if isinstance(qid, str):
+            source = cell.get("source", "")
+            text = ("".join(source) if isinstance(source, list) else str(source)).strip()
+            if text in ("", ANSWER_PLACEHOLDER):
+                found.append(qid)
+    return found
+
+
+def written_note(path: Path) -> str:
+    """A note naming the written questions still unanswered in the saved notebook ("" when none is)."""
+    try:
+        missing = unanswered(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError, AttributeError):
+        return ""
+    if not missing:
+        return ""
+    return (
+        f"Note: no answer in the answer cell of written question(s) {', '.join(missing)}. Write each answer in the"
+        f" cell under its question, in place of {ANSWER_PLACEHOLDER} (an answer in a cell you add is not collected),"
+        " save, and run this cell again; or hand in as it is."
+    )
 
 
 def _defined(source: str) -> set[str]:
@@ -139,6 +181,7 @@ def package(path: Path | None, names: dict[str, Any], folder: Path) -> tuple[Pat
             "Note: no cell has run since the kernel started, so nothing could "
             "be compared; the saved file is packaged as it is."
         )
+    note = "\n".join(filter(None, [note, written_note(notebook)]))
     target = notebook.with_name(f"{notebook.stem}-submission.zip")
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.write(notebook, notebook.name)
