@@ -39,12 +39,18 @@ def _positive(kind):
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build.release import build_stage, write_answers
+    from .build.release import build_stage, stale_outputs, write_answers
 
     stages = [get_stage(s) for s in (args.stages or [s.id for s in all_stages()])]
     for stage in stages:
         build_stage(stage, Path(args.out))
     write_answers(Path(args.out))
+    stale = stale_outputs(Path(args.out))
+    if stale:
+        print(
+            "left by an earlier build, for no stage the course has now (delete them, so that none is handed out"
+            f" or uploaded by mistake): {', '.join(str(p) for p in stale)}"
+        )
     return 0
 
 

@@ -147,11 +147,18 @@ def test_unclosed_block_is_a_clear_error(tmp_path):
 
 def test_gradescope_zip_layout_and_no_reference_code(tmp_path):
     out = tmp_path / "rel"
-    subprocess.run(
+    # what a build before a stage was renamed left: named, never used
+    (out / "gradescope").mkdir(parents=True)
+    (out / "gradescope" / "08_rnn.zip").write_bytes(b"")
+    (out / "student" / "09_encoders").mkdir(parents=True)
+    done = subprocess.run(
         [sys.executable, "-m", "autograder.cli", "build", "--out", str(out), "--stages", "01_tokenisation"],
         check=True,
         capture_output=True,
+        text=True,
     )
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("left by an earlier build")]
+    assert line.endswith(f": {out / 'student' / '09_encoders'}, {out / 'gradescope' / '08_rnn.zip'}")
     with zipfile.ZipFile(out / "gradescope" / "01_tokenisation.zip") as archive:
         names = archive.namelist()
         assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(names)

@@ -1,6 +1,7 @@
 """``gptcourse build``: the student release, the fixtures, the Gradescope and otter zips, the nbgrader
 course, and what of earlier stages' answers each student notebook holds."""
 
+import re
 from pathlib import Path
 
 from autograder.course import ROOT, Stage, all_stages
@@ -14,6 +15,16 @@ from .otter_zip import build_otter_zip, write_otter_written
 from .source import SourceError
 
 DEFAULT_OUT = ROOT / "release"
+# the folders of a release that hold a file or folder per stage, named by the stage's id
+PER_STAGE = (
+    "student",
+    "fixtures",
+    "gradescope",
+    "otter",
+    "nbgrader/source",
+    "nbgrader/gptcourse_tests",
+    ANSWERS_FOLDER,
+)
 
 
 def build_student(stage: Stage, out: Path, log=print) -> Path:
@@ -68,3 +79,24 @@ def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
     if otter_written:
         log(f"{stage.id}: written questions for otter's manual grading -> {', '.join(map(str, otter_written))}")
     log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader', target)}")
+
+
+def stale_outputs(out: Path, stages: list[Stage] | None = None) -> list[Path]:
+    """What an earlier build left in ``out`` for a stage the course no longer has (a stage renamed
+    or removed): files and folders of the per-stage folders whose name begins with a stage id
+    (``08_rnn.zip``, ``08_rnn-written.md``, ``student/08_rnn/``) that is no stage's now.
+
+    >>> import tempfile; out = Path(tempfile.mkdtemp())
+    >>> (out / "gradescope").mkdir(); _ = (out / "gradescope" / "08_rnn.zip").write_bytes(b"")
+    >>> _ = (out / "gradescope" / "09_rnn.zip").write_bytes(b"")
+    >>> [p.name for p in stale_outputs(out)]
+    ['08_rnn.zip']
+    """
+    ids = {stage.id for stage in (stages if stages is not None else all_stages())}
+    stale = []
+    for folder in (out / name for name in PER_STAGE):
+        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+            named = re.match(r"\d\d_[a-z0-9_]+", path.name)
+            if named and named.group(0) not in ids:
+                stale.append(path)
+    return stale
