@@ -72,34 +72,29 @@ def test_the_directive_is_checked_and_names_what_is_wrong():
         assert words in str(caught.value), (arg, str(caught.value))
 
 
-def test_check_stage_refuses_a_written_question_named_like_a_code_question(tmp_path):
+def _with_written_block(tmp_path, opening: str):
+    """A scratch copy of the stage whose notebook ends with one more written block, opened by ``opening``."""
     root = tmp_path / "assignments"
     shutil.copytree(ASSIGNMENTS / STAGE, root / STAGE, ignore=shutil.ignore_patterns("__pycache__"))
     source = root / STAGE / "notebook.md"
-    source.write_text(
-        source.read_text(encoding="utf-8") + "\n```written ngram 2\nWhy?\n<!-- rubric -->\nBecause.\n```\n",
-        encoding="utf-8",
-    )
+    block = f"\n```{opening}\nWhy?\n<!-- rubric -->\nBecause.\n```\n"
+    source.write_text(source.read_text(encoding="utf-8") + block, encoding="utf-8")
+    return get_stage(STAGE, root)
+
+
+def test_check_stage_refuses_a_written_question_named_like_a_code_question(tmp_path):
     from autograder.authoring.lint import static_problems
 
-    assert any(
-        "written question ngram has the id of a code question" in p for p in static_problems(get_stage(STAGE, root))
-    )
+    problems = static_problems(_with_written_block(tmp_path, "written ngram 2"))
+    assert any("written question ngram has the id of a code question" in p for p in problems)
 
 
 def test_check_stage_quick_reports_a_malformed_written_question_instead_of_crashing(tmp_path):
     # check-stage --quick is lint_stage(grade=False): its summary line read the written questions
     # again after the rules had found them unreadable, and the author got a traceback
-    root = tmp_path / "assignments"
-    shutil.copytree(ASSIGNMENTS / STAGE, root / STAGE, ignore=shutil.ignore_patterns("__pycache__"))
-    source = root / STAGE / "notebook.md"
-    source.write_text(
-        source.read_text(encoding="utf-8") + "\n```written why\nWhy?\n<!-- rubric -->\nBecause.\n```\n",
-        encoding="utf-8",
-    )
     from autograder.authoring.lint import lint_stage
 
-    report = lint_stage(get_stage(STAGE, root), grade=False)
+    report = lint_stage(_with_written_block(tmp_path, "written why"), grade=False)
     assert not report.ok
     assert any("opens as ```written ID POINTS (got `why`)" in p for p in report.broken["questions complete"])
 
