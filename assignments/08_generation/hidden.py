@@ -53,6 +53,7 @@ from autograder.kit import (
     generator,
     grad_mode,
     mode_of,
+    mode_problem,
     randn,
     replacing,
     satisfies,
@@ -537,24 +538,11 @@ def _(ns):
     return _generate(ns, CausalMean(14, **CROP), CROP_PROMPT, 10, temperature=0)[0]
 
 
-def _inference_problem(got):
-    for before, calls, after in got:
-        if not calls:
-            return "generate never called the model"
-        if any(mode != "eval" for mode, _ in calls):
-            return "the model must run in eval mode while generating (model.eval())"
-        if any(grad != "no_grad" for _, grad in calls):
-            return "generation must run without gradients (torch.no_grad())"
-        if after != before:
-            return f"the model was in {'training' if before == 'train' else 'eval'} mode before the call and must be left in it"
-    return None
-
-
 @suite.case(
     "generate",
     "eval mode and no gradients inside; the caller's mode (train or eval) after",
     points=1,
-    check=satisfies(_inference_problem),
+    check=satisfies(lambda got: mode_problem(got, "generate")),
 )
 def _(ns):
     out = []
@@ -751,24 +739,11 @@ def _(ns):
     return _positions_seen(ns, _PartsOnly(ns, 37, **KV_PRE), KV_PRE_PROMPT, 8)
 
 
-def _cached_mode_problem(got):
-    for before, calls, after in got:
-        if not calls:
-            return "generate_cached never called model.tok_emb"
-        if any(mode != "eval" for mode, _ in calls):
-            return "the model must be in eval mode while generating (model.eval())"
-        if any(grad != "no_grad" for _, grad in calls):
-            return "generation must run without gradients (torch.no_grad())"
-        if after != before:
-            return f"the model was in {'training' if before == 'train' else 'eval'} mode before the call and must be left in it"
-    return None
-
-
 @suite.case(
     "kv_cache",
     "eval mode and no gradients inside; the caller's mode after",
     points=1,
-    check=satisfies(_cached_mode_problem),
+    check=satisfies(lambda got: mode_problem(got, "generate_cached", called="model.tok_emb")),
     guard=True,  # it watches what the code did (calls, steps, hooks): a no-op that copies the work passes it
 )
 def _(ns):

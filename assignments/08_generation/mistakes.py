@@ -257,6 +257,12 @@ MISTAKES = [
     Variant("generate", "the model left in eval mode", {"generate": _generate(restore="pass")}, clauses=("mode",)),
     Variant(
         "generate",
+        "the model put in training mode after, whatever the caller's mode (model.train())",
+        {"generate": _generate(restore="model.train()")},
+        clauses=("mode",),
+    ),
+    Variant(
+        "generate",
         "the sampling arguments not passed on",
         {"generate": _generate(arguments="generator=generator")},
         clauses=("passed-on",),

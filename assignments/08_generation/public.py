@@ -23,6 +23,7 @@ from autograder.kit import (
     equal,
     generator,
     mode_of,
+    mode_problem,
     randn,
     replacing,
     satisfies,
@@ -276,30 +277,22 @@ def _(ns):
     return out.tolist()
 
 
-def _generate_mode_problem(got):
-    if not got["calls"]:
-        return "generate never called the model"
-    if any(mode != "eval" for mode, _ in got["calls"]):
-        return "generate must run the model in eval mode (model.eval())"
-    if any(grad != "no_grad" for _, grad in got["calls"]):
-        return "generate must run without gradients (torch.no_grad())"
-    if got["mode_after"] != "train":
-        return "the model was in training mode before the call and must be put back in it afterwards"
-    return None
-
-
 @suite.case(
     "generate",
     "eval mode and no gradients inside, the caller's mode after",
     points=1,
-    check=satisfies(_generate_mode_problem),
+    check=satisfies(lambda got: mode_problem(got, "generate")),
 )
 def _(ns):
-    model = _successor(7, 8, dropout=0.5)
-    model.train()
-    with replacing(ns, "sample_next", _Chooser()):
-        ns.generate(model, torch.tensor([[3]]), 4, temperature=0)
-    return {"calls": [[c["mode"], c["grad"]] for c in model.calls], "mode_after": mode_of(model)}
+    runs = []
+    for mode in (True, False):  # a caller that left the model in training mode, then one that left it in eval mode
+        model = _successor(7, 8, dropout=0.5)
+        model.train(mode)
+        before = mode_of(model)
+        with replacing(ns, "sample_next", _Chooser()):
+            ns.generate(model, torch.tensor([[3]]), 4, temperature=0)
+        runs.append([before, [[c["mode"], c["grad"]] for c in model.calls], mode_of(model)])
+    return runs
 
 
 def _arguments_problem(count):
