@@ -54,14 +54,16 @@ from autograder.kit import (
     grad_mode,
     mode_of,
     mode_problem,
+    near,
     randn,
     replacing,
+    same_shape,
     satisfies,
     set_parameters,
     stand_in_config,
 )
 
-from public import LOGITS, _Chooser, _same_draws
+from public import DECODE_STEP, LOGITS, _Chooser, _same_draws
 
 suite = Suite(public=False)
 
@@ -128,8 +130,8 @@ def _stacked(chooser):
     return torch.stack(chooser.logits) if chooser.logits else None
 
 
-def _logged_logits(rtol, atol):
-    inner = close(rtol=rtol, atol=atol)
+def _logged_logits(rtol, atol, hints=()):
+    inner = close(rtol=rtol, atol=atol, hints=list(hints))
 
     def check(got, expected, reveal=True):
         if got is None:
@@ -145,6 +147,7 @@ def _logged_logits(rtol, atol):
             )
         return verdict
 
+    check.hints = inner.hints  # the rules read a check's hints here
     return check
 
 
@@ -674,11 +677,18 @@ def _(ns):
     return _cached(ns, _PartsOnly(ns, 26, **KV_ONE), KV_ONE_PROMPT, 11, temperature=0)[0]
 
 
+_DECODE_HINT = Hint(
+    lambda got, exp: same_shape(got, exp) and near(got[:1], exp[:1], atol=1e-4, rtol=1e-4),
+    "the logits of the first step (the prompt's own pass) are right and a later step's are not: " + DECODE_STEP,
+    mistake="prefill right, decode step wrong",
+)
+
+
 @suite.case(
     "kv_cache",
     "the logits handed to sample_next are those of the whole sequence so far (post-norm)",
     points=1,
-    check=_logged_logits(1e-4, 1e-4),
+    check=_logged_logits(1e-4, 1e-4, [_DECODE_HINT]),
     expected=REFERENCE,
     guard=True,  # it watches what the code did (calls, steps, hooks): a no-op that copies the work passes it
 )
