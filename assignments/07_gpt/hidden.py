@@ -59,6 +59,7 @@ from autograder.kit import (
     each_raised,
     generator,
     mode_of,
+    mode_problem,
     satisfies,
     stand_in_config,
 )
@@ -791,24 +792,11 @@ def _(ns):
     return {"kind": type(value).__name__, "value": float(value), "losses": losses}
 
 
-def _modes_problem(got):
-    for before, log, after in got:
-        if not log:
-            return "estimate_loss never called the model"
-        if any(mode != "eval" for mode, _ in log):
-            return "the model must be evaluated in eval mode (model.eval())"
-        if any(grad != "no_grad" for _, grad in log):
-            return "the evaluation must run without gradients (torch.no_grad())"
-        if after != before:
-            return f"the model was in {'training' if before == 'train' else 'eval'} mode before the call and must be left in it"
-    return None
-
-
 @suite.case(
     "train",
     "estimate_loss: eval mode and no gradients inside, the caller's mode after",
     points=1,
-    check=satisfies(_modes_problem),
+    check=satisfies(lambda got: mode_problem(got, "estimate_loss")),
 )
 def _(ns):
     out = []

@@ -612,6 +612,12 @@ MISTAKES = [
     ),
     Variant(
         "train",
+        "estimate_loss puts the model in training mode after, whatever the caller's mode (model.train())",
+        {"estimate_loss": _estimate(restore="model.train()")},
+        clauses=("estimate-mode",),
+    ),
+    Variant(
+        "train",
         "estimate_loss returns the sum, not the mean",
         {"estimate_loss": _estimate(result="sum(losses)")},
         clauses=("estimate-mean",),

@@ -29,6 +29,7 @@ from autograder.kit import (
     equal,
     generator,
     mode_of,
+    mode_problem,
     raises,
     satisfies,
     set_parameters,
@@ -458,13 +459,9 @@ def _(ns):
 def _estimate_problem(got):
     if got["kind"] != "float":
         return f"estimate_loss must return a Python float, got {got['kind']}"
-    calls = got["calls"]
-    if not calls:
-        return "estimate_loss never called the model"
-    if any(mode != "eval" or grad != "no_grad" for mode, grad in calls):
-        return "the model must run in eval mode (model.eval()) and without gradients (torch.no_grad())"
-    if got["mode_after"] != "train":
-        return "the model was in training mode before the call and must be put back in it afterwards"
+    problem = mode_problem(got["runs"], "estimate_loss")
+    if problem:
+        return problem
     losses = [loss for loss in got["losses"] if loss is not None]
     if len(losses) != 3:
         return f"with eval_iters=3 the model should be run on 3 batches with targets, it was run on {len(losses)}"
@@ -481,16 +478,15 @@ def _estimate_problem(got):
     check=satisfies(_estimate_problem),
 )
 def _(ns):
-    model = _bigram(2, dropout=0.5)
-    model.train()
-    value = ns.estimate_loss(model, torch.arange(40) % 6, 5, 3, eval_iters=3, generator=generator(0))
-    return {
-        "kind": type(value).__name__,
-        "value": float(value),
-        "calls": [[c["mode"], c["grad"]] for c in model.calls],
-        "losses": [c["loss"] for c in model.calls],
-        "mode_after": mode_of(model),
-    }
+    runs, values, losses = [], [], []
+    for mode in (True, False):  # a caller that left the model in training mode, then one that left it in eval mode
+        model = _bigram(2, dropout=0.5)
+        model.train(mode)
+        before = mode_of(model)
+        values.append(ns.estimate_loss(model, torch.arange(40) % 6, 5, 3, eval_iters=3, generator=generator(0)))
+        runs.append([before, [[c["mode"], c["grad"]] for c in model.calls], mode_of(model)])
+        losses.append([c["loss"] for c in model.calls])
+    return {"kind": type(values[0]).__name__, "value": float(values[0]), "runs": runs, "losses": losses[0]}
 
 
 def _history_problem(got):

@@ -53,14 +53,17 @@ from autograder.kit import (
     generator,
     grad_mode,
     mode_of,
+    mode_problem,
+    near,
     randn,
     replacing,
+    same_shape,
     satisfies,
     set_parameters,
     stand_in_config,
 )
 
-from public import LOGITS, _Chooser, _same_draws
+from public import DECODE_STEP, LOGITS, _Chooser, _same_draws
 
 suite = Suite(public=False)
 
@@ -127,8 +130,8 @@ def _stacked(chooser):
     return torch.stack(chooser.logits) if chooser.logits else None
 
 
-def _logged_logits(rtol, atol):
-    inner = close(rtol=rtol, atol=atol)
+def _logged_logits(rtol, atol, hints=()):
+    inner = close(rtol=rtol, atol=atol, hints=list(hints))
 
     def check(got, expected, reveal=True):
         if got is None:
@@ -144,6 +147,7 @@ def _logged_logits(rtol, atol):
             )
         return verdict
 
+    check.hints = inner.hints  # the rules read a check's hints here
     return check
 
 
@@ -537,24 +541,11 @@ def _(ns):
     return _generate(ns, CausalMean(14, **CROP), CROP_PROMPT, 10, temperature=0)[0]
 
 
-def _inference_problem(got):
-    for before, calls, after in got:
-        if not calls:
-            return "generate never called the model"
-        if any(mode != "eval" for mode, _ in calls):
-            return "the model must run in eval mode while generating (model.eval())"
-        if any(grad != "no_grad" for _, grad in calls):
-            return "generation must run without gradients (torch.no_grad())"
-        if after != before:
-            return f"the model was in {'training' if before == 'train' else 'eval'} mode before the call and must be left in it"
-    return None
-
-
 @suite.case(
     "generate",
     "eval mode and no gradients inside; the caller's mode (train or eval) after",
     points=1,
-    check=satisfies(_inference_problem),
+    check=satisfies(lambda got: mode_problem(got, "generate")),
 )
 def _(ns):
     out = []
@@ -686,11 +677,18 @@ def _(ns):
     return _cached(ns, _PartsOnly(ns, 26, **KV_ONE), KV_ONE_PROMPT, 11, temperature=0)[0]
 
 
+_DECODE_HINT = Hint(
+    lambda got, exp: same_shape(got, exp) and near(got[:1], exp[:1], atol=1e-4, rtol=1e-4),
+    "the logits of the first step (the prompt's own pass) are right and a later step's are not: " + DECODE_STEP,
+    mistake="prefill right, decode step wrong",
+)
+
+
 @suite.case(
     "kv_cache",
     "the logits handed to sample_next are those of the whole sequence so far (post-norm)",
     points=1,
-    check=_logged_logits(1e-4, 1e-4),
+    check=_logged_logits(1e-4, 1e-4, [_DECODE_HINT]),
     expected=REFERENCE,
     guard=True,  # it watches what the code did (calls, steps, hooks): a no-op that copies the work passes it
 )
@@ -751,24 +749,11 @@ def _(ns):
     return _positions_seen(ns, _PartsOnly(ns, 37, **KV_PRE), KV_PRE_PROMPT, 8)
 
 
-def _cached_mode_problem(got):
-    for before, calls, after in got:
-        if not calls:
-            return "generate_cached never called model.tok_emb"
-        if any(mode != "eval" for mode, _ in calls):
-            return "the model must be in eval mode while generating (model.eval())"
-        if any(grad != "no_grad" for _, grad in calls):
-            return "generation must run without gradients (torch.no_grad())"
-        if after != before:
-            return f"the model was in {'training' if before == 'train' else 'eval'} mode before the call and must be left in it"
-    return None
-
-
 @suite.case(
     "kv_cache",
     "eval mode and no gradients inside; the caller's mode after",
     points=1,
-    check=satisfies(_cached_mode_problem),
+    check=satisfies(lambda got: mode_problem(got, "generate_cached", called="model.tok_emb")),
     guard=True,  # it watches what the code did (calls, steps, hooks): a no-op that copies the work passes it
 )
 def _(ns):

@@ -257,6 +257,12 @@ MISTAKES = [
     Variant("generate", "the model left in eval mode", {"generate": _generate(restore="pass")}, clauses=("mode",)),
     Variant(
         "generate",
+        "the model put in training mode after, whatever the caller's mode (model.train())",
+        {"generate": _generate(restore="model.train()")},
+        clauses=("mode",),
+    ),
+    Variant(
+        "generate",
         "the sampling arguments not passed on",
         {"generate": _generate(arguments="generator=generator")},
         clauses=("passed-on",),
@@ -300,6 +306,7 @@ MISTAKES = [
         "kv_cache",
         "wrong positions: each new token at position 0",
         {"generate_cached": _cached(positions="torch.arange(T, device=tokens.device)")},
+        hints=("prefill right, decode step wrong",),
         clauses=("positions",),
     ),
     Variant(
@@ -312,6 +319,7 @@ MISTAKES = [
         "kv_cache",
         "the new keys and values never enter the cache",
         {"generate_cached": _cached(keep="new_cache.append(cache[layer] if cache is not None else (k, v))")},
+        hints=("prefill right, decode step wrong",),
         clauses=("one-position",),
     ),
     Variant(

@@ -23,6 +23,7 @@ from autograder.kit import (
     equal,
     generator,
     mode_of,
+    mode_problem,
     randn,
     replacing,
     satisfies,
@@ -276,30 +277,22 @@ def _(ns):
     return out.tolist()
 
 
-def _generate_mode_problem(got):
-    if not got["calls"]:
-        return "generate never called the model"
-    if any(mode != "eval" for mode, _ in got["calls"]):
-        return "generate must run the model in eval mode (model.eval())"
-    if any(grad != "no_grad" for _, grad in got["calls"]):
-        return "generate must run without gradients (torch.no_grad())"
-    if got["mode_after"] != "train":
-        return "the model was in training mode before the call and must be put back in it afterwards"
-    return None
-
-
 @suite.case(
     "generate",
     "eval mode and no gradients inside, the caller's mode after",
     points=1,
-    check=satisfies(_generate_mode_problem),
+    check=satisfies(lambda got: mode_problem(got, "generate")),
 )
 def _(ns):
-    model = _successor(7, 8, dropout=0.5)
-    model.train()
-    with replacing(ns, "sample_next", _Chooser()):
-        ns.generate(model, torch.tensor([[3]]), 4, temperature=0)
-    return {"calls": [[c["mode"], c["grad"]] for c in model.calls], "mode_after": mode_of(model)}
+    runs = []
+    for mode in (True, False):  # a caller that left the model in training mode, then one that left it in eval mode
+        model = _successor(7, 8, dropout=0.5)
+        model.train(mode)
+        before = mode_of(model)
+        with replacing(ns, "sample_next", _Chooser()):
+            ns.generate(model, torch.tensor([[3]]), 4, temperature=0)
+        runs.append([before, [[c["mode"], c["grad"]] for c in model.calls], mode_of(model)])
+    return runs
 
 
 def _arguments_problem(count):
@@ -368,11 +361,40 @@ def _parts(ns, seed, norm_first=True, scale=1.0):
     return model
 
 
+DECODE_STEP = (
+    "look first at the decode step, at what one new token's pass uses: the position it is embedded at (its place "
+    "in the whole sequence) and the cache (the keys and values of every token before it, its own appended)"
+)
+
+
+def _decode_hint(prompt_length):
+    """The hint for greedy tokens (lists) whose prompt and first new token are right and a later
+    one is not: the first new token comes from the prompt's pass, the later ones from the decode step."""
+
+    def when(got, expected):
+        return (
+            isinstance(got, list)
+            and len(got) == len(expected)
+            and all(
+                isinstance(row, list)
+                and len(row) == len(want)
+                and row[: prompt_length + 1] == want[: prompt_length + 1]
+                for row, want in zip(got, expected)
+            )
+        )
+
+    return Hint(
+        when,
+        "the first new token (chosen from the prompt's own pass) is right and a later one is not: " + DECODE_STEP,
+        mistake="prefill right, decode step wrong",
+    )
+
+
 @suite.case(
     "kv_cache",
     "within block_size, greedy decoding gives exactly the tokens of plain generation",
     points=1,
-    check=equal(),
+    check=equal([_decode_hint(3)]),
     expected=[[4, 1, 8, 5, 2, 5, 5, 5, 5, 5, 5], [2, 2, 7, 5, 2, 2, 2, 2, 5, 2, 5]],
 )
 def _(ns):
@@ -386,7 +408,7 @@ def _(ns):
     "kv_cache",
     "post-norm blocks (norm_first=False): the tokens of plain generation",
     points=1,
-    check=equal(),
+    check=equal([_decode_hint(3)]),
     expected=[[3, 9, 0, 1, 1, 1, 1, 1, 1, 1], [6, 6, 1, 8, 8, 8, 1, 8, 1, 1]],
     builds_on=("within block_size, greedy decoding gives exactly the tokens of plain generation",),
 )

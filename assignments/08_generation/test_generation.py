@@ -10,10 +10,12 @@ import solutions.blocks
 import solutions.generation
 import solutions.gpt
 import solutions.multihead
+from autograder.authoring.catalogue import catalogue
 from autograder.build.fixtures import stage_tests
 from autograder.course import get_stage
 from autograder.engine.suites import exec_suite
 from autograder.kit.cases import REFERENCE, Namespace
+from autograder.kit.check_cell import run_public
 from solutions.generation import generate, generate_cached, sample_next
 from solutions.gpt import GPT, GPTConfig, get_device, train
 
@@ -270,3 +272,33 @@ def test_public_kv_cache_tokens_are_those_of_plain_greedy_generation():
     for case in cases:
         assert case.probe(Namespace(dict(names))) == case.expected, case.key
     assert min(margins) >= 0.1, min(margins)
+
+
+# ---------------------------------------------------------------- what check() says
+
+
+def _first_failure(report: str) -> list[str]:
+    """The lines of the first test a check() report shows failed: its name, then its messages."""
+    lines = report.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  [FAIL]"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("  [")), len(lines))
+    return lines[start:end]
+
+
+def test_check_tells_a_cache_with_wrong_positions_to_look_at_the_decode_step():
+    """A cache that embeds each new token at position 0 gets the first new token (from the
+    prompt's pass) right and later ones wrong; check("kv_cache") leads with where to look."""
+    mistakes, _ = catalogue(get_stage("08_generation"))
+    mistake = next(v for v in mistakes if v.name == "wrong positions: each new token at position 0")
+    names = _reference_names()
+    exec(mistake.cells["generate_cached"], names)
+    passed, report, _ = run_public(_suite_module("public").suite.cases, "kv_cache", names)
+    first = _first_failure(report)
+    assert (
+        not passed
+        and first[0] == "  [FAIL] within block_size, greedy decoding gives exactly the tokens of plain generation"
+    )
+    assert any("Hint: the first new token (chosen from the prompt's own pass) is right" in line for line in first), (
+        report
+    )
+    assert "(1 later test(s) fail because of this one: start here)" in first[-1], report

@@ -8,6 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from autograder.authoring.catalogue import catalogue
 from autograder.build.notebooks import make_notebook
 from autograder.course import get_stage
 from autograder.engine.submission import code_cells
@@ -608,3 +609,24 @@ def test_reference_notebook_runs_top_to_bottom_quickly_in_a_kernel(tmp_path, mon
         if "gptcourse:check" in cell.metadata.get("tags", [])
     ]
     assert len(checks) == 7 and all("public tests passed" in text for text in checks)
+
+
+def test_check_leads_a_mean_over_the_padding_with_its_hint():
+    """A mean over every position, padding included, fails the default-pooling test (whose hint
+    names the mistake) and the pad_id test; check("classifier") shows the hint first and the
+    pad_id failure as following from it."""
+    mistakes, _ = catalogue(get_stage("10_encoders"))
+    mistake = next(v for v in mistakes if v.name == "mean over every position, padding included")
+    names = _reference_names()
+    exec(mistake.cells["SequenceClassifier"], names)
+    passed, report, _ = run_public(_suite_module("public").suite.cases, "classifier", names)
+    failed = [i for i, line in enumerate(report.splitlines()) if line.startswith("  [FAIL]")]
+    lines = report.splitlines()
+    assert not passed and len(failed) == 2, report
+    first, second = lines[failed[0] : failed[1]], lines[failed[1] :]
+    assert first[0] == "  [FAIL] mean pooling (the default) averages the real positions only: logits by hand", report
+    assert any("Hint: the padding positions were averaged in" in line for line in first), report
+    assert second[0].startswith("  [FAIL] mean pooling with an encoder whose pad_id is 3"), report
+    assert second[1] == (
+        '         follows from the failure of "mean pooling (the default) averages the real positions only: logits by hand"'
+    ), report

@@ -550,3 +550,33 @@ def each_raised(what: list[str], name: str = "ValueError") -> Satisfies:
         return None
 
     return satisfies(test)
+
+
+def mode_problem(runs: list, what: str, called: str = "the model") -> str | None:
+    """What is wrong with how ``what`` ran a model it must only evaluate (in eval mode, without
+    gradients, the caller's mode put back after), or None. ``runs`` is what the probe returns:
+    for each call of ``what`` (on a model the caller left in training mode, then on one left in
+    eval mode) ``[before, calls, after]``: ``mode_of`` the model before, ``[mode_of, grad_mode]``
+    at each call of the model inside, ``mode_of`` it after.
+
+    Example:
+        >>> runs = [["train", [["eval", "no_grad"]], "train"], ["eval", [["eval", "no_grad"]], "train"]]
+        >>> mode_problem(runs, "generate").split(":")[0]
+        'the model was in eval mode before generate and must be left in it'
+        >>> mode_problem([["train", [["eval", "grad"]], "train"]], "estimate_loss")
+        'estimate_loss must run the model without gradients (torch.no_grad())'
+    """
+    for before, calls, after in runs:
+        if not calls:
+            return f"{what} never called {called}"
+        if any(mode != "eval" for mode, _ in calls):
+            return f"{what} must run the model in eval mode (model.eval())"
+        if any(grad != "no_grad" for _, grad in calls):
+            return f"{what} must run the model without gradients (torch.no_grad())"
+        if after != before:
+            slip = "model.train() always leaves it in training mode; " if before == "eval" else ""
+            return (
+                f"the model was in {'training' if before == 'train' else 'eval'} mode before {what} and must be left "
+                f"in it: {slip}note model.training before model.eval() and give that back to model.train() at the end"
+            )
+    return None
