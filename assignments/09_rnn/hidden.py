@@ -69,6 +69,7 @@ from autograder.kit import (
     generator,
     grad_mode,
     mode_of,
+    mode_problem,
     randn,
     satisfies,
     set_parameters,
@@ -1596,24 +1597,11 @@ def _(ns):
     return model.log, out
 
 
-def _modes_problem(got):
-    for before, log, after in got:
-        if not log:
-            return "generate_rnn never called the model"
-        if any(e["mode"] != "eval" for e in log):
-            return "the model must run in eval mode while generating (model.eval())"
-        if any(e["grad"] != "no_grad" for e in log):
-            return "generation must run without gradients (torch.no_grad())"
-        if after != before:
-            return f"the model was in {'training' if before == 'train' else 'eval'} mode before the call and must be left in it"
-    return None
-
-
 @suite.case(
     "sample_rnn",
     "eval mode and no gradients inside; the caller's mode (train or eval) after",
     points=1,
-    check=satisfies(_modes_problem),
+    check=satisfies(lambda got: mode_problem(got, "generate_rnn")),
 )
 def _(ns):
     out = []
@@ -1622,7 +1610,7 @@ def _(ns):
         model.train(mode)
         before = mode_of(model)
         _sample(ns, model, PROMPT, 3, temperature=0)
-        out.append((before, model.log, mode_of(model)))
+        out.append([before, [[e["mode"], e["grad"]] for e in model.log], mode_of(model)])
     return out
 
 

@@ -497,6 +497,12 @@ MISTAKES = [
     ),
     Variant(
         "sample_rnn",
+        "the model put in training mode after, whatever the caller's mode (model.train())",
+        {"generate_rnn": _sample(restore="model.train()")},
+        clauses=("eval-mode",),
+    ),
+    Variant(
+        "sample_rnn",
         "temperature applied after the softmax",
         {
             "generate_rnn": _sample(

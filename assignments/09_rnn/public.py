@@ -36,6 +36,7 @@ from autograder.kit import (
     equal,
     grad_mode,
     mode_of,
+    mode_problem,
     raises,
     satisfies,
     set_parameters,
@@ -1159,27 +1160,21 @@ def _(ns):
     return model.calls, out.tolist()
 
 
-def _mode_problem(got):
-    calls, after = got
-    if not calls:
-        return "generate_rnn never called the model"
-    if any(call["mode"] != "eval" for call in calls):
-        return "generate_rnn must run the model in eval mode (model.eval())"
-    if any(call["grad"] != "no_grad" for call in calls):
-        return "generate_rnn must run without gradients (torch.no_grad())"
-    if after != "train":
-        return "the model was in training mode before the call and must be put back in it afterwards"
-    return None
-
-
 @suite.case(
-    "sample_rnn", "eval mode and no gradients inside, the caller's mode after", points=1, check=satisfies(_mode_problem)
+    "sample_rnn",
+    "eval mode and no gradients inside, the caller's mode after",
+    points=1,
+    check=satisfies(lambda got: mode_problem(got, "generate_rnn")),
 )
 def _(ns):
-    model = _Successor(7, dropout=0.5)
-    model.train()
-    ns.generate_rnn(model, torch.tensor([[2, 3]]), 3, temperature=0)
-    return model.calls, mode_of(model)
+    runs = []
+    for mode in (True, False):  # a caller that left the model in training mode, then one that left it in eval mode
+        model = _Successor(7, dropout=0.5)
+        model.train(mode)
+        before = mode_of(model)
+        ns.generate_rnn(model, torch.tensor([[2, 3]]), 3, temperature=0)
+        runs.append([before, [[c["mode"], c["grad"]] for c in model.calls], mode_of(model)])
+    return runs
 
 
 class _Row(torch.nn.Module):

@@ -87,6 +87,7 @@ from autograder.kit import (
     generator,
     grad_mode,
     mode_of,
+    mode_problem,
     raises,
     randn,
     satisfies,
@@ -1611,32 +1612,21 @@ def _(ns):
     ).tolist()
 
 
-def _greedy_mode_problem(got):
-    after_train, after_eval, calls = got
-    if any(c["mode"] != "eval" for c in calls):
-        return "greedy_decode must run the model in eval mode (model.eval())"
-    if any(c["grad"] != "no_grad" for c in calls):
-        return "greedy_decode must run without gradients (torch.no_grad())"
-    if after_train != "train" or after_eval != "eval":
-        return "put the model back in the mode it was in before the call (training or eval)"
-    return None
-
-
 @suite.case(
     "seq2seq",
     "greedy: eval mode and no gradients inside; the caller's mode (train or eval) restored",
     points=1,
-    check=satisfies(_greedy_mode_problem),
+    check=satisfies(lambda got: mode_problem(got, "greedy_decode")),
     guard=True,
 )
 def _(ns):
-    src = torch.tensor([[3, 4], [5, 6], [7, 8]])
-    model = _Scripted(_SCRIPT).train()
-    ns.greedy_decode(model, src, start_id=1, end_id=2, max_len=3)
-    after_train = mode_of(model)
-    model.eval()
-    ns.greedy_decode(model, src, start_id=1, end_id=2, max_len=3)
-    return after_train, mode_of(model), model.calls
+    runs = []
+    for mode in (True, False):
+        model = _Scripted(_SCRIPT).train(mode)
+        before = mode_of(model)
+        ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6], [7, 8]]), start_id=1, end_id=2, max_len=3)
+        runs.append([before, [[c["mode"], c["grad"]] for c in model.calls], mode_of(model)])
+    return runs
 
 
 @suite.case("seq2seq", "greedy: a negative max_len raises ValueError", points=1, check=raises("ValueError"))

@@ -650,6 +650,12 @@ MISTAKES = [
     ),
     Variant(
         "seq2seq",
+        "greedy decoding puts the model in training mode after, whatever the caller's mode (model.train())",
+        {"greedy_decode": slip(_greedy(), ("    model.train(was_training)\n", "    model.train()\n"))},
+        clauses=("greedy-mode",),
+    ),
+    Variant(
+        "seq2seq",
         "greedy decoding returns the start token too",
         {"greedy_decode": _greedy(result="out")},
         hints=("start token returned",),

@@ -32,6 +32,7 @@ from autograder.kit import (
     generator,
     grad_mode,
     mode_of,
+    mode_problem,
     raises,
     randn,
     satisfies,
@@ -1001,16 +1002,12 @@ def _(ns):
 
 
 def _greedy_calls(got):
-    out, calls, training_after = got
+    out, first_input, runs = got
     if out != [[5, 6, 7, 8], [4, 4, 4, 4]]:
         return f"with no end token produced and max_len=4, expected the four best tokens of each row, got {out}"
-    if not calls or calls[0]["tgt_in"] != [[1], [1]]:
+    if first_input != [[1], [1]]:
         return "the first decoder input must be the start token alone, one per row"
-    if any(c["mode"] != "eval" or c["grad"] != "no_grad" for c in calls):
-        return "greedy_decode must run the model in eval mode (model.eval()) and without gradients (torch.no_grad())"
-    if training_after != "train":
-        return "the model was in training mode before the call and must be put back in it afterwards"
-    return None
+    return mode_problem(runs, "greedy_decode")
 
 
 @suite.case(
@@ -1020,9 +1017,14 @@ def _greedy_calls(got):
     check=satisfies(_greedy_calls),
 )
 def _(ns):
-    model = _Scripted([[5, 6, 7, 8, 9, 9, 9, 9], [4, 4, 4, 4, 4, 4, 4, 4]]).train()
-    out = ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6]]), start_id=1, end_id=2, max_len=4)
-    return out.tolist(), model.calls, mode_of(model)
+    outs, first_inputs, runs = [], [], []
+    for mode in (True, False):  # a caller that left the model in training mode, then one that left it in eval mode
+        model = _Scripted([[5, 6, 7, 8, 9, 9, 9, 9], [4, 4, 4, 4, 4, 4, 4, 4]]).train(mode)
+        before = mode_of(model)
+        outs.append(ns.greedy_decode(model, torch.tensor([[3, 4], [5, 6]]), start_id=1, end_id=2, max_len=4).tolist())
+        first_inputs.append(model.calls[0]["tgt_in"] if model.calls else None)
+        runs.append([before, [[c["mode"], c["grad"]] for c in model.calls], mode_of(model)])
+    return outs[0], first_inputs[0], runs
 
 
 # ---------------------------------------------------------------- seq2seq_works
