@@ -420,9 +420,13 @@ def test_reference_learns_reversal_and_greedy_equals_teacher_forced_exact_match(
 
 
 def _suite_module(kind: str):
+    """The stage's public or hidden test file, run as a module (for its stand-ins)."""
     path = getattr(get_stage("10_encoders"), kind)
     name = f"test_solutions_encoders_{kind}_suite"
-    exec_suite(path.read_text(encoding="utf-8"), str(path), name)
+    # the hidden suite imports its public one: handed over here, not found on sys.path (where pytest
+    # puts every stage's folder, so a plain `import public` finds whichever stage's comes first)
+    public = _suite_module("public") if kind == "hidden" else None
+    exec_suite(path.read_text(encoding="utf-8"), str(path), name, public)
     return sys.modules[name]
 
 
