@@ -34,18 +34,39 @@ _public_lock = threading.RLock()  # one suite at a time sees its own public suit
 
 def exec_suite(source: str, filename: str, module_name: str, public: types.ModuleType | None = None) -> Suite:
     """Run a suite's source as a module named ``module_name`` and return its ``suite``;
-    ``public`` (the stage's public suite, for a hidden one) is importable as ``public`` meanwhile."""
+    ``public`` (the stage's public suite, for a hidden one) is importable as ``public`` meanwhile.
+    A suite that imports ``public`` without it is refused: a plain import would find whichever
+    ``public.py`` comes first on ``sys.path`` (pytest puts every stage's folder there)."""
+    with _parse_lock:
+        tree = ast.parse(source, filename)
+        code = compile(tree, filename, "exec")
+    if public is None and _imports_public(tree):
+        raise ValueError(f"{filename} imports {PUBLIC!r}: pass its stage's public suite (exec_suite's public)")
     module = types.ModuleType(module_name)
     module.__file__ = filename
     sys.modules[module_name] = module
-    with _parse_lock:
-        code = compile(source, filename, "exec")
     with _importable_as_public(public):
         exec(code, module.__dict__)
     suite = module.__dict__.get("suite")
     if not isinstance(suite, Suite):
         raise ValueError(f"{filename} defines no `suite = Suite(...)`")
     return suite
+
+
+def _imports_public(tree: ast.Module) -> bool:
+    """Whether a suite imports the module ``public`` (anywhere: a function's body included).
+
+    >>> _imports_public(ast.parse("def f():\\n    from public import _x"))
+    True
+    >>> _imports_public(ast.parse("import publicity; from .public import _x"))
+    False
+    """
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == PUBLIC and not node.level:
+            return True
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == PUBLIC for a in node.names):
+            return True
+    return False
 
 
 @contextlib.contextmanager
