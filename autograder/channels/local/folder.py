@@ -187,7 +187,8 @@ def run_folder(
     book = write_gradebook(out_dir, tests, roster, canvas_assignment, points, moodle_item)
     write_class_file(out_dir, written or [], book)
     graded_now = {identity.key for _, identity in chosen}
-    stale = [f.key for f in read_folder(out_dir) if f.key not in graded_now and f.record.get("tests") != fingerprint]
+    # the students kept from before (their folders untouched by this run) whose tests are not the stage's now
+    stale = [key for key, record in before.items() if key not in graded_now and record.get("tests") != fingerprint]
     rescore = changed_since_scored(out_dir, book, answered_before)
     return FolderRun(done, identities, skipped, book, replaced_files(before, records), stale, rescore)
 
