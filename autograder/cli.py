@@ -5,6 +5,7 @@ one of them runs: grading never imports the reference solutions or the training 
 """
 
 import argparse
+import math
 import sys
 import zipfile
 from pathlib import Path
@@ -224,6 +225,8 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
         lines.append(f"marked late by the LMS (recorded in graded.json; no penalty applied): {', '.join(late)}")
     imports = [name for name in ("canvas.csv", "moodle.csv") if (out / name).is_file()]
     lines += _unmatched(book, imports)
+    if "canvas.csv" in imports:
+        lines += _canvas_scale(book, out)
     if book.named_twice and imports:
         lines.append(
             f"named by more than one submission (each in grades.csv, none in {_and(imports)}: remove all but one "
@@ -272,6 +275,25 @@ def _unmatched(book, imports: list[str]) -> list[str]:
         who = f"{row.key} ({row.id})" if row.id else row.key
         groups.setdefault(", ".join(facts), []).append(who)
     return [f"not in the roster ({facts}): {', '.join(who)}" for facts, who in groups.items()]
+
+
+def _canvas_scale(book, out: Path) -> list[str]:
+    """The line saying that Canvas's export, kept as the roster, gives ``canvas.csv``'s assignment column
+    other points possible than the stage's (the scale of the totals ``canvas.csv`` holds); none otherwise."""
+    from .channels.local.gradebook import canvas_column
+    from .channels.local.roster import points_possible
+
+    column = canvas_column(out / "canvas.csv")
+    possible = points_possible(out / "roster.csv").get(column or "")
+    autograded, written = sum(book.maxima.values()), sum(book.written.values())
+    if possible is None or math.isclose(possible, autograded + written, abs_tol=1e-9):
+        return []
+    worth = f"{autograded + written:g}" + (f" ({autograded:g} autograded + {written:g} written)" if written else "")
+    return [
+        f"Canvas's export (the roster) gives the column {column!r} {possible:g} points possible, but this stage's "
+        f"points are {worth}, the scale of canvas.csv's totals: imported as they are, Canvas reads them out of "
+        f"{possible:g} (set the assignment's points to {autograded + written:g} in Canvas first)"
+    ]
 
 
 def _and(names: list[str]) -> str:

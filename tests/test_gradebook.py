@@ -202,11 +202,12 @@ def test_canvas_download_names_with_a_roster_make_a_canvas_import(class_folder, 
     shutil.copy(class_folder / "subs" / "bob" / f"{STAGE}.ipynb", download / f"jonesbob_LATE_77_902_{STAGE}-1.ipynb")
     shutil.copy(class_folder / "subs" / "bob" / f"{STAGE}.ipynb", download / "stray.ipynb")
     roster = tmp_path / "export.csv"
-    roster.write_text(
-        "Student,ID,SIS User ID,SIS Login ID,Section\n    Points Possible,,,,\n"
-        '"Smith, Alice",1234,A1,asmith,S1\n"Jones, Bob",77,B2,bjones,S1\n"Li, Carol",88,C3,cli,S2\n',
-        encoding="utf-8",
+    export = (  # Canvas's export, whose assignment is worth 10 points there (not the stage's points)
+        "Student,ID,SIS User ID,SIS Login ID,Section,Tokenisation (555),Current Points\n"
+        "    Points Possible,,,,,10.00,(read only)\n"
+        '"Smith, Alice",1234,A1,asmith,S1,,\n"Jones, Bob",77,B2,bjones,S1,,\n"Li, Carol",88,C3,cli,S2,,\n'
     )
+    roster.write_text(export, encoding="utf-8")
     out = tmp_path / "out"
     done = gptcourse(
         "grade",
@@ -224,6 +225,12 @@ def test_canvas_download_names_with_a_roster_make_a_canvas_import(class_folder, 
     assert "not in the roster (no id in grades.csv, left out of canvas.csv): stray" in done.stdout
     assert "in the roster with no submission (a row of 0s in grades.csv and canvas.csv): Li, Carol" in done.stdout
     assert "marked late by the LMS (recorded in graded.json; no penalty applied): jonesbob" in done.stdout
+    worth = rows(out / "grades.csv")["(max)"]["total with written"]
+    assert (
+        "Canvas's export (the roster) gives the column 'Tokenisation (555)' 10 points possible, but this stage's "
+        f"points are {worth} (" in done.stdout
+    )
+    assert f"Canvas reads them out of 10 (set the assignment's points to {worth} in Canvas first)" in done.stdout
     assert json.loads((out / "jonesbob" / "graded.json").read_text())["late"] is True
     assert json.loads((out / "smithalice" / "graded.json").read_text())["late"] is False
     book = rows(out / "grades.csv")
@@ -246,6 +253,9 @@ def test_canvas_download_names_with_a_roster_make_a_canvas_import(class_folder, 
     )
     assert done.returncode == 0, done.stderr
     assert rows(out / "grades.csv")["jonesbob"]["id"] == "77"  # the kept roster still names everyone
+    (out / "roster.csv").write_text(export.replace(",10.00,", f",{worth},"), encoding="utf-8")  # points now agree
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out))
+    assert done.returncode == 0 and "Canvas import" in done.stdout and "points possible" not in done.stdout
 
 
 def test_moodle_download_names_with_a_moodle_roster_make_a_moodle_import(class_folder, tmp_path):

@@ -5,7 +5,8 @@ A roster is a CSV file with a header row. Its columns are found by name (any cas
 - ``id`` (required), ``name``, ``email``: a plain roster; or
 - Canvas's gradebook export as it is (Grades > Export): ``Student`` ("Smith, Alice"),
   ``ID`` (Canvas's user id), ``SIS User ID``, ``SIS Login ID``, ``Section``; its
-  "Points Possible" row is skipped;
+  "Points Possible" row is no student (``points_possible`` reads it: each assignment
+  column's points in Canvas);
 - Moodle's grade export as it is (Grades > Export > Plain text file), told by its columns
   ``First name``, ``Last name`` and ``Email address`` (with ``ID number``, ``Institution``,
   ``Department`` and the grade items, which are not read): the name is "First Last", as
@@ -36,6 +37,7 @@ ALIASES = {
     "section": ("section",),
 }
 MOODLE_EXPORT = ("first name", "last name", "email address")  # the user columns of Moodle's grade export
+POINTS_POSSIBLE = "points possible"  # the name cell of the row of Canvas's export that is no student
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def read_roster(path: Path) -> list[Student]:
         values = {field: (row.get(header) or "").strip() for field, header in columns.items()}
         if moodle:
             values |= _moodle_entry(row, headers, values)
-        if not values.get("id") or values.get("name", "").strip().lower() == "points possible":
+        if not values.get("id") or values.get("name", "").strip().lower() == POINTS_POSSIBLE:
             continue
         if values["id"] in seen:
             raise UsageError(f"the roster {path} lists the id {values['id']} twice")
@@ -90,6 +92,33 @@ def read_roster(path: Path) -> list[Student]:
     if not students:
         raise UsageError(f"the roster {path} lists no students")
     return students
+
+
+def points_possible(path: Path) -> dict[str, float]:
+    """The points of each column that Canvas's "Points Possible" row gives a number, in a roster that is
+    Canvas's gradebook export (none for another roster, or none kept).
+
+    >>> import tempfile; path = Path(tempfile.mkdtemp()) / "roster.csv"
+    >>> _ = path.write_text("Student,ID,Lab (5),Current Points\\n    Points Possible,,10.00,(read only)\\n")
+    >>> points_possible(path)
+    {'Lab (5)': 10.0}
+    """
+    if not Path(path).is_file():
+        return {}
+    with Path(path).open(encoding="utf-8-sig", newline="") as handle:
+        for row in csv.DictReader(handle):
+            if any(isinstance(v, str) and v.strip().lower() == POINTS_POSSIBLE for v in row.values()):
+                numbers = {column: _number(value) for column, value in row.items() if isinstance(column, str)}
+                return {column.strip(): number for column, number in numbers.items() if number is not None}
+    return {}
+
+
+def _number(value: object) -> float | None:
+    """The number a cell holds (None for text, or no cell)."""
+    try:
+        return float(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def _moodle_entry(row: dict, headers: dict[str, str], values: dict[str, str]) -> dict[str, str]:
