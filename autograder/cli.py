@@ -308,7 +308,14 @@ def _and(names: list[str]) -> str:
 def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
     """``nbgrader autograde`` in the course (it grades through the engine), then the gradebook's scores."""
     from .build.written import written_questions
-    from .channels.nbgrader.autograde import gradebook_rows, not_autograded, require_engine, run_autograde, table
+    from .channels.nbgrader.autograde import (
+        gradebook_rows,
+        not_autograded,
+        record_course,
+        require_engine,
+        run_autograde,
+        table,
+    )
 
     course = Path(args.nbgrader)
     require_engine(course)
@@ -329,6 +336,7 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
         )
         return 1
     rows = [r for r in rows if r.student in graded_now and r.student not in failed]  # a failed one's 0 is no grade
+    record_course(Path(args.out), course, stage.id, [r.student for r in rows])  # for gptcourse report
     if not args.quiet:
         print(table(rows, questions))
         for row in rows:

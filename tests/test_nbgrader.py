@@ -186,7 +186,9 @@ def test_a_submission_nbgrader_cannot_autograde_is_named_and_the_others_still_sh
     """A student who hands in release/student's notebook (no nbgrader cell ids) makes nbgrader's
     autograde fail on them (a KeyError of nbgrader's) and exit 1 after grading the others:
     ``gptcourse grade --nbgrader`` still prints the others' gradebook, leaves the failed one out
-    of it (nbgrader holds a 0 for them that is no grade) and says who failed and why."""
+    of it (nbgrader holds a 0 for them that is no grade) and says who failed and why. The class
+    report of its output then shows the written questions as the gradebook holds them: the score
+    typed in the formgrader, else still to grade."""
     import subprocess
     import sys
 
@@ -194,7 +196,7 @@ def test_a_submission_nbgrader_cannot_autograde_is_named_and_the_others_still_sh
 
     course = Course(tmp_path, [STAGE])
     course.run("generate_assignment", STAGE)
-    course.hand_in("ada", STAGE, course.released(STAGE))
+    course.hand_in("ada", STAGE, _written_answered(course.released(STAGE)))
     student_release = submission(STAGE, tmp_path, "bob", base="student")
     course.hand_in("bob", STAGE, json.loads(student_release.read_text(encoding="utf-8")))
     done = subprocess.run(
@@ -211,6 +213,22 @@ def test_a_submission_nbgrader_cannot_autograde_is_named_and_the_others_still_sh
     assert "failed on 1 submission(s)" in said and "\n  bob: " in said and "\n  ada: " not in said
     assert "no nbgrader cell metadata" in said and f"gptcourse grade --stage {STAGE}" in said
     assert (tmp_path / "grades" / "ada" / "results.json").exists()
+
+    # the formgrader scores ada's first written answer; the report reads it from the gradebook, the rest still to grade
+    from nbgrader.api import Gradebook
+
+    from autograder.reports.class_report import write_report
+
+    asked = written_questions(get_stage(STAGE))
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+        gb.find_grade(written_cell_id(asked[0].id), STAGE, STAGE, "ada").manual_score = asked[0].points / 2
+        gb.db.commit()
+    text = write_report(tmp_path / "grades")
+    assert "## Written questions" in text and "typed into nbgrader's formgrader" in text
+    assert f"| {asked[0].id} | 1/1 | {asked[0].points / 2:.2f} / {asked[0].points:g} |" in text
+    assert all(f"| {q.id} | 0/1 | - |" in text for q in asked[1:])
+    (ada,) = [line for line in text.splitlines() if line.startswith("| ada |")]
+    assert " | ".join([f"{asked[0].points / 2:g}", *("-" for _ in asked[1:])]) + " |" in ada
 
 
 def test_the_kept_worker_grades_one_submission_after_another_and_is_replaced_when_gone(tmp_path):

@@ -12,8 +12,10 @@ same folders ``grades.csv`` is built from) and writes into DIR:
   students, failed tests, the students), for a spreadsheet.
 
 The written questions, graded by hand, are read from ``grades.csv``'s written columns (the
-scores typed so far): a section of their own and a column each in the table of students,
-never in the totals.
+scores typed so far), or, for a class graded by ``gptcourse grade --nbgrader`` (whose folders'
+``graded.json`` name the course), from that course's gradebook (the scores typed in nbgrader's
+formgrader so far): a section of their own and a column each in the table of students, never
+in the totals.
 
 The figures describe the submissions. The roster's students who handed in nothing (the
 ``(no submission)`` rows of ``grades.csv``, 0 there) are counted and named apart, at the
@@ -84,7 +86,7 @@ class StudentLine:
 
 @dataclass
 class WrittenStats:
-    """A written question, as the scores typed into ``grades.csv`` show it (None: not graded yet)."""
+    """A written question, as the scores typed so far show it (None: not graded yet)."""
 
     qid: str
     max_score: float
@@ -101,6 +103,7 @@ class ClassReport:
     students: list[StudentLine]
     written: list[WrittenStats] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)  # roster students with no submission (name, else id)
+    written_from: str = "`grades.csv`"  # where the written scores were typed
 
     @property
     def totals(self) -> list[float]:
@@ -146,11 +149,14 @@ def student_failures(tests: list[dict]) -> dict[str, Failure]:
 
 
 def summarise(
-    folders: list[StudentFolder], written: list[WrittenStats] | None = None, absent: list[str] | None = None
+    folders: list[StudentFolder],
+    written: list[WrittenStats] | None = None,
+    absent: list[str] | None = None,
+    written_from: str = "`grades.csv`",
 ) -> ClassReport:
     """Per-question statistics with their mistakes, and a line per student (``written``: the
-    written questions' typed scores, reported apart from the autograder's; ``absent``: the roster's
-    students with no submission, counted apart from the statistics)."""
+    written questions' typed scores, reported apart from the autograder's, typed into ``written_from``;
+    ``absent``: the roster's students with no submission, counted apart from the statistics)."""
     questions: dict[str, QuestionStats] = {}
     rows: dict[tuple[str, str], MistakeRow] = {}
     students = []
@@ -190,7 +196,7 @@ def summarise(
         questions[qid].mistakes.append(row)
     for stats in questions.values():
         stats.mistakes.sort(key=lambda r: (-len(r.students), -r.tests, r.label))
-    return ClassReport(list(questions.values()), students, written or [], absent or [])
+    return ClassReport(list(questions.values()), students, written or [], absent or [], written_from)
 
 
 def read_gradebook(folder: Path) -> list[dict[str, str]]:
@@ -225,6 +231,31 @@ def read_written(table: list[dict[str, str]]) -> list[WrittenStats]:
                     stats.scores[row["submission"]] = float(text) if text else None
             found.append(stats)
     return found
+
+
+def read_nbgrader_written(folders: list[StudentFolder]) -> tuple[list[WrittenStats], str] | None:
+    """The written questions of a class graded through nbgrader (its folders' records name the course),
+    as the course's gradebook holds them for these students (None: not such a class), and where the
+    scores were typed; a usage error when the folders name more than one course or stage."""
+    from autograder.build.written import written_questions
+    from autograder.channels.nbgrader.autograde import written_scores
+    from autograder.course import get_stage
+
+    graded = {(f.record["nbgrader"], f.record.get("stage")) for f in folders if f.record.get("nbgrader")}
+    if not graded:
+        return None
+    if len(graded) > 1:
+        named = "; ".join(f"{stage} in {course}" for course, stage in sorted(graded))
+        raise UsageError(f"the results come from more than one nbgrader course or stage ({named}): report each apart")
+    ((course, stage),) = graded
+    points, scores = written_scores(Path(course), stage, [q.id for q in written_questions(get_stage(stage))])
+    found = []
+    for wid, top in points.items():
+        stats = WrittenStats(wid, top)
+        for folder in folders:
+            stats.scores[folder.key] = scores.get(folder.key, {}).get(wid)
+        found.append(stats)
+    return found, f"nbgrader's formgrader (the gradebook of {course})"
 
 
 def histogram(totals: list[float], max_score: float, bins: int = 10) -> list[tuple[float, float, int]]:
@@ -292,7 +323,7 @@ def render(report: ClassReport) -> str:
             more = len(row.students) - EXAMPLES
             examples = ", ".join(row.students[:EXAMPLES]) + (f" and {more} more" if more > 0 else "")
             lines.append(f"| {_cell(row.label)} | {len(row.students)} | {row.tests} | {_cell(examples)} |")
-    lines += render_written(report.written)
+    lines += render_written(report.written, report.written_from)
     qids = [q.qid for q in report.questions]
     wids = [w.qid for w in report.written]
     lines += [
@@ -313,7 +344,7 @@ def _typed(score: float | None) -> str:
     return "-" if score is None else f"{score:g}"
 
 
-def render_written(written: list[WrittenStats]) -> list[str]:
+def render_written(written: list[WrittenStats], written_from: str) -> list[str]:
     """The report's section on the written questions (none: no lines)."""
     if not written:
         return []
@@ -321,7 +352,7 @@ def render_written(written: list[WrittenStats]) -> list[str]:
         "",
         "## Written questions",
         "",
-        "Graded by hand: the scores typed into `grades.csv` so far (`-` in the table of students: not "
+        f"Graded by hand: the scores typed into {written_from} so far (`-` in the table of students: not "
         "graded yet). They are not part of the totals above, which are the autograder's.",
         "",
         "| question | graded | mean of those graded |",
@@ -358,7 +389,9 @@ def write_report(folder: Path) -> str:
     """Write ``report.md``, ``report.png`` and ``mistakes.csv`` into ``folder``; return the Markdown."""
     folder = Path(folder)
     table = read_gradebook(folder)
-    report = summarise(load_class(folder), read_written(table), read_absent(table))
+    folders = load_class(folder)
+    written, written_from = read_nbgrader_written(folders) or (read_written(table), "`grades.csv`")
+    report = summarise(folders, written, read_absent(table), written_from)
     text = render(report)
     write_atomic(folder / "report.md", text)
     write_atomic(folder / "mistakes.csv", mistakes_csv(report))

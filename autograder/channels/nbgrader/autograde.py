@@ -8,6 +8,11 @@ them: per question (an instructor's manual score where there is one), per writte
 question (the formgrader's score), the late penalty, the total. There is no other way in:
 the scores are always nbgrader's, whose total adds the written questions' manual scores to
 the engine's.
+
+Each student whose ``results.json`` the engine wrote also gets the record ``graded.json``
+beside it, naming the stage and the course (``record_course``), so that ``gptcourse report``
+reads the written questions' scores from that course's gradebook (``written_scores``): the
+ones typed in the formgrader by the time the report is made.
 """
 
 import json
@@ -17,6 +22,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.channels.local.records import RECORD, RESULTS
+from autograder.engine.results import write_atomic
 from autograder.errors import UsageError
 
 from . import question_of, written_cell_id
@@ -123,6 +130,26 @@ def gradebook_rows(
                             row.manual.append(qid)
             rows.append(row)
     return questions, rows
+
+
+def record_course(out: Path, course: Path, assignment: str, students: list[str]) -> None:
+    """Write ``out/<student>/graded.json`` for each of ``students`` with a ``results.json`` there: the
+    stage, and the course whose gradebook holds the student's scores (``nbgrader``)."""
+    for student in students:
+        folder = Path(out) / student
+        if (folder / RESULTS).is_file():
+            record = {"stage": assignment, "nbgrader": str(Path(course).resolve())}
+            write_atomic(folder / RECORD, json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def written_scores(
+    course: Path, assignment: str, written: list[str]
+) -> tuple[dict[str, float], dict[str, dict[str, float | None]]]:
+    """The written questions' points in the gradebook of ``course``, and each student's score for them:
+    the formgrader's, or None for an answer still to grade there (nbgrader holds 0 for it until then)."""
+    questions, rows = gradebook_rows(course, assignment, [], written)
+    points = dict(questions)
+    return points, {r.student: {w: None if w in r.ungraded else r.scores.get(w, 0.0) for w in points} for r in rows}
 
 
 def why_not_autograded(folder: Path, assignment: str) -> str:
