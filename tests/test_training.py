@@ -4,6 +4,7 @@ Everything here trains the reference GPT for real, at sizes that take seconds. T
 GPU tests (marker ``gpu``) run the CUDA path with bf16 autocast and torch.compile.
 """
 
+import argparse
 import json
 import math
 
@@ -124,6 +125,44 @@ def test_resuming_on_another_text_says_why_it_cannot(corpus_file, tmp_path, caps
     error = capsys.readouterr().err
     assert "does not give the tokenizer of the checkpoint" in error and "trained on another text" in error
     assert "GPTCOURSE_SHAKESPEARE" in error
+
+
+def test_resume_refuses_options_that_contradict_the_checkpoint(corpus_file, tmp_path, capsys):
+    """--tokenizer, --bpe-merges, --positions and --preset describe the model: a resumed run keeps
+    its checkpoint's, so a different value given on the command line is an error, not ignored."""
+    from autograder.cli import main as gptcourse
+    from training.cli import add_commands, refuse_contradictions
+
+    out = tmp_path / "run"
+    args = ["train", "--corpus", str(corpus_file), "--preset", "tiny", "--out", str(out), "--threads", "1", "--quiet"]
+    learn = ["--tokenizer", "byte-bpe", "--bpe-merges", "20", "--steps", "1", "--eval-interval", "1"]
+    assert gptcourse([*args, *learn, "--sample-tokens", "0"]) == 0
+    ckpt = str(out / "ckpt.pt")
+    resume = ["train", "--resume", ckpt, "--steps", "2", "--threads", "1", "--quiet", "--sample-tokens", "0"]
+    capsys.readouterr()
+    for option, asked, kept in (
+        ("--positions", "rope", "learned"),
+        ("--tokenizer", "char", "byte-bpe"),
+        ("--bpe-merges", "30", "20"),
+        ("--preset", "cpu", "tiny"),
+    ):
+        assert gptcourse([*resume, option, asked]) == 2, option
+        error = capsys.readouterr().err
+        assert f"{option} {asked} contradicts the checkpoint {ckpt}, whose value is {kept}:" in error, error
+        assert "keeps its checkpoint's model and tokenizer" in error and "--out" in error, error
+    assert checkpoint.load(ckpt)["step"] == 1  # nothing ran
+    # the checkpoint's own values are no contradiction: the run goes on
+    agree = ["--positions", "learned", "--tokenizer", "byte-bpe", "--bpe-merges", "20", "--preset", "tiny"]
+    assert gptcourse([*resume, *agree]) == 0
+    assert checkpoint.load(ckpt)["step"] == 2
+
+    # a char tokenizer has no merges to agree with
+    state = checkpoint.load(ckpt)
+    state["tokenizer"] = {"kind": "char", "chars": "ab"}
+    parsed = argparse.ArgumentParser()
+    add_commands(parsed.add_subparsers(dest="command"))
+    with pytest.raises(ValueError, match=r"--bpe-merges 30 .* whose value is none \(a char tokenizer\)"):
+        refuse_contradictions(parsed.parse_args([*resume, "--bpe-merges", "30"]), state)
 
 
 def test_learning_rate_warms_up_then_decays_to_min_lr():

@@ -93,9 +93,33 @@ def cmd_train(args: argparse.Namespace) -> int:
         ddp.cleanup(info, finished)
 
 
+def refuse_contradictions(args: argparse.Namespace, state: dict) -> None:
+    """Check that ``--preset``, ``--tokenizer``, ``--bpe-merges`` and ``--positions``, where given,
+    agree with the checkpoint ``state`` being resumed (a resumed run keeps its model and tokenizer).
+
+    Raises:
+        ValueError: naming the first option given whose value is not the checkpoint's.
+    """
+    tokenizer = state["tokenizer"]
+    merges = len(tokenizer["merges"]) if "merges" in tokenizer else f"none (a {tokenizer['kind']} tokenizer)"
+    kept = (
+        ("--preset", args.preset, state["preset"]["name"]),
+        ("--tokenizer", args.tokenizer, tokenizer["kind"]),
+        ("--bpe-merges", args.bpe_merges, merges),
+        ("--positions", args.positions, checkpoint.config_dict(state)["positions"]),
+    )
+    for option, asked, value in kept:
+        if asked is not None and asked != value:
+            raise ValueError(
+                f"{option} {asked} contradicts the checkpoint {args.resume}, whose value is {value}: a resumed run"
+                " keeps its checkpoint's model and tokenizer (start a new run with --out to change it)"
+            )
+
+
 def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -> int:
     state = checkpoint.resumable(checkpoint.load(args.resume), args.resume) if args.resume else None
     if state is not None:
+        refuse_contradictions(args, state)
         preset = checkpoint.preset_from(state)
         corpus_name = args.corpus or state["corpus"]
         tok_kind = state["tokenizer"]["kind"]
@@ -103,7 +127,8 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
     else:
         preset = get_preset(args.preset or ("gpu" if device.type == "cuda" else "cpu"))
         corpus_name = args.corpus or preset.corpus
-        tok_kind, merges = args.tokenizer, args.bpe_merges
+        tok_kind = args.tokenizer if args.tokenizer is not None else "char"
+        merges = args.bpe_merges if args.bpe_merges is not None else DEFAULT_BPE_MERGES
     overrides = {
         k: v
         for k, v in (
@@ -112,7 +137,7 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
             ("lr", args.lr),
             ("eval_interval", args.eval_interval),
             ("seed", args.seed),
-            ("positions", args.positions if state is None else None),
+            ("positions", args.positions),  # on a resume, the checkpoint's own (refuse_contradictions)
         )
         if v is not None
     }
@@ -253,13 +278,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     train.add_argument(
         "--tokenizer",
         choices=TOKENIZERS,
-        default="char",
         help="char (default), bpe (the course's word-level BPE) or byte-bpe (stage 02's byte-level BPE)",
     )
     train.add_argument(
         "--bpe-merges",
         type=_positive_int,
-        default=DEFAULT_BPE_MERGES,
         help=f"merges learned for --tokenizer bpe or byte-bpe (default {DEFAULT_BPE_MERGES})",
     )
     train.add_argument(

@@ -63,7 +63,7 @@ from autograder.kit import (
     stand_in_config,
 )
 
-from public import DECODE_STEP, LOGITS, _Chooser, _same_draws
+from public import DECODE_STEP, LOGITS, _Chooser, _decode_hint, _same_draws
 
 suite = Suite(public=False)
 
@@ -647,34 +647,71 @@ def _cached(ns, model, prompt, new, **kwargs):
     return out, chooser
 
 
+def _greedy(ns, model, prompt, new):
+    """The greedy tokens of a cached generation, and the logits of its first step (the prompt's
+    own pass; None if sample_next was never called)."""
+    out, chooser = _cached(ns, model, prompt, new, temperature=0)
+    return out, chooser.logits[0] if chooser.logits else None
+
+
+def _greedy_tokens(prompt):
+    """The check of ``_greedy``'s output: its tokens as ``_tokens`` checks them, with the public
+    suite's decode-step hint when the prompt's own pass is right: the tokens up to the first new
+    one, and the first step's logits (rtol and atol 1e-4), which rule out a prefill mistake that
+    picks the same first token by chance (unscaled attention does in the pre-norm test)."""
+    tokens, decode = _tokens(), _decode_hint(prompt.size(1))
+
+    def when(got, expected):
+        return (
+            type(got[0]) is torch.Tensor
+            and decode.when(got[0].tolist(), expected[0].tolist())
+            and near(got[1], expected[1], atol=1e-4, rtol=1e-4)
+        )
+
+    hint = Hint(when, decode.text, decode.mistake)
+
+    def check(got, expected, reveal=True):
+        verdict = tokens(got[0], expected[0], reveal)
+        if verdict.passed or verdict.hint or not hint.when(got, expected):
+            return verdict
+        return Verdict(False, f"{verdict.message}\nHint: {hint.text}", hint.mistake)
+
+    check.hints = [hint]  # the rules read a check's hints here
+    return check
+
+
 @suite.case(
     "kv_cache",
     "greedy tokens within block_size: pre-norm, 3 layers, tied",
     points=2,
-    check=_tokens(),
+    check=_greedy_tokens(KV_PRE_PROMPT),
     expected=REFERENCE,
 )
 def _(ns):
-    return _cached(ns, _PartsOnly(ns, 37, **KV_PRE), KV_PRE_PROMPT, 8, temperature=0)[0]
+    return _greedy(ns, _PartsOnly(ns, 37, **KV_PRE), KV_PRE_PROMPT, 8)
 
 
 @suite.case(
     "kv_cache",
     "greedy tokens within block_size: post-norm, 4 heads, untied, ff_dim=24",
     points=2,
-    check=_tokens(),
+    check=_greedy_tokens(KV_POST_PROMPT),
     expected=REFERENCE,
     builds_on=("greedy tokens within block_size: pre-norm, 3 layers, tied",),
 )
 def _(ns):
-    return _cached(ns, _PartsOnly(ns, 30, **KV_POST), KV_POST_PROMPT, 7, temperature=0)[0]
+    return _greedy(ns, _PartsOnly(ns, 30, **KV_POST), KV_POST_PROMPT, 7)
 
 
 @suite.case(
-    "kv_cache", "a one-token prompt grown to exactly block_size tokens", points=1, check=_tokens(), expected=REFERENCE
+    "kv_cache",
+    "a one-token prompt grown to exactly block_size tokens",
+    points=1,
+    check=_greedy_tokens(KV_ONE_PROMPT),
+    expected=REFERENCE,
 )
 def _(ns):
-    return _cached(ns, _PartsOnly(ns, 26, **KV_ONE), KV_ONE_PROMPT, 11, temperature=0)[0]
+    return _greedy(ns, _PartsOnly(ns, 26, **KV_ONE), KV_ONE_PROMPT, 11)
 
 
 _DECODE_HINT = Hint(

@@ -227,15 +227,18 @@ def _reference_names() -> dict:
     return names
 
 
-def _plain_greedy(parts: nn.Module, idx: torch.Tensor, new: int, margins: list) -> torch.Tensor:
+def _plain_greedy(parts: nn.Module, idx: torch.Tensor, new: int, margins: list, steps: list | None = None):
     """Plain greedy generation (no cache) by a reference GPT holding the stand-in's weights;
-    notes by how much the best logit leads the second at every step."""
+    notes by how much the best logit leads the second at every step (and, given ``steps``,
+    appends every step's last-position logits to it)."""
     model = GPT(parts.config)
     model.load_state_dict(parts.state_dict())
     model.eval()
     with torch.no_grad():
         for _ in range(new):
             logits = model(idx[:, -model.config.block_size :])[0][:, -1]
+            if steps is not None:
+                steps.append(logits)
             best = logits.topk(2, dim=-1).values
             margins.append(float((best[:, 0] - best[:, 1]).min()))
             idx = torch.cat([idx, logits.argmax(dim=-1, keepdim=True)], dim=1)
@@ -243,13 +246,14 @@ def _plain_greedy(parts: nn.Module, idx: torch.Tensor, new: int, margins: list) 
 
 
 def test_kv_cache_fixtures_are_the_tokens_of_plain_greedy_generation():
-    """The hidden kv_cache token tests expect the reference's cached tokens; those are
-    exactly what plain greedy generation (no cache) by a GPT with the stand-in's weights
-    gives, and every step's best logit leads the second by at least 0.1."""
+    """The hidden kv_cache token tests expect the reference's cached tokens and its first
+    step's logits; those are what plain greedy generation (no cache) by a GPT with the
+    stand-in's weights gives, and every step's best logit leads the second by at least 0.1."""
     fixtures = stage_tests(get_stage("08_generation")).fixtures
     names = _reference_names()
     margins: list = []
-    names["generate_cached"] = lambda model, idx, new, **kwargs: _plain_greedy(model, idx, new, margins)
+    steps: list = []
+    names["generate_cached"] = lambda model, idx, new, **kwargs: _plain_greedy(model, idx, new, margins, steps)
     token_cases = [
         c
         for c in _suite_module("hidden").suite.cases
@@ -257,7 +261,10 @@ def test_kv_cache_fixtures_are_the_tokens_of_plain_greedy_generation():
     ]
     assert len(token_cases) == 3
     for case in token_cases:
-        assert torch.equal(case.probe(Namespace(dict(names))), fixtures[case.key]), case.key
+        steps.clear()
+        tokens, first = fixtures[case.key]
+        assert torch.equal(case.probe(Namespace(dict(names)))[0], tokens), case.key
+        assert torch.allclose(first, steps[0], rtol=1e-5, atol=1e-5), case.key
     assert min(margins) >= 0.1, min(margins)
 
 
@@ -302,3 +309,30 @@ def test_check_tells_a_cache_with_wrong_positions_to_look_at_the_decode_step():
         report
     )
     assert "(1 later test(s) fail because of this one: start here)" in first[-1], report
+
+
+def test_hidden_token_tests_tell_a_cache_with_wrong_positions_to_look_at_the_decode_step():
+    """The hidden greedy-token tests give the public suite's decode-step hint to a cache that
+    embeds each new token at position 0, and not to unscaled attention, whose prefill is wrong
+    though it picks the first new tokens of the pre-norm test right."""
+    fixtures = stage_tests(get_stage("08_generation")).fixtures
+    hidden = _suite_module("hidden")
+    token_cases = [
+        c for c in hidden.suite.cases if c.qid == "kv_cache" and c.key in fixtures and "logits" not in c.name
+    ]
+    assert len(token_cases) == 3 and token_cases[0].name == "greedy tokens within block_size: pre-norm, 3 layers, tied"
+    mistakes, _ = catalogue(get_stage("08_generation"))
+    outputs = {}
+    for name in ("wrong positions: each new token at position 0", "attention scores not divided by sqrt(head size)"):
+        names = _reference_names()
+        exec(next(v for v in mistakes if v.name == name).cells["generate_cached"], names)
+        outputs[name] = [c.probe(Namespace(names)) for c in token_cases]
+    for case, got in zip(token_cases, outputs["wrong positions: each new token at position 0"]):
+        verdict = case.check(got, fixtures[case.key], False)
+        assert not verdict.passed and verdict.hint == "prefill right, decode step wrong", verdict
+        assert "Hint: the first new token (chosen from the prompt's own pass) is right" in verdict.message
+    pre_norm, got = token_cases[0], outputs["attention scores not divided by sqrt(head size)"][0]
+    tokens = fixtures[pre_norm.key][0]
+    first_tokens_right = hidden._decode_hint(hidden.KV_PRE_PROMPT.size(1)).when(got[0].tolist(), tokens.tolist())
+    verdict = pre_norm.check(got, fixtures[pre_norm.key], False)
+    assert first_tokens_right and not verdict.passed and verdict.hint is None, verdict
