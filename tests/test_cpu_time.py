@@ -65,3 +65,36 @@ def test_every_cpu_second_counts(tmp_path, timed):
     outcome = _run(tmp_path, "spins", SPINS, timed)
     for case in cases:
         assert outcome.cpu_seconds[case.key] >= 1.0
+
+
+FOREVER = """
+def train_bpe(text, num_merges, eow="</w>"):
+    while True:
+        pass
+"""
+
+
+def test_a_learner_over_its_cpu_budget_is_stopped_there_not_at_its_time_limit(tmp_path, timed):
+    """A timed test with a budget (``Case.budget``) is stopped once the child has used that many
+    calibration workloads of CPU time (the verdict the check would give anyway), well before its
+    time limit; the judge compares with the calibration the child was stopped at."""
+    tests, cases = timed
+    assert all(c.budget == 20 for c in cases)
+    outcome = _run(tmp_path, "forever", FOREVER, timed)
+    limit = {c.key: c.budget * outcome.calibration for c in cases}
+    for case in cases:
+        assert "more CPU time than this test allows, 20 times the calibration workload" in outcome.errors[case.key]
+        assert limit[case.key] <= outcome.cpu_seconds[case.key] < limit[case.key] * 1.5 + 0.5
+        assert outcome.seconds[case.key] < case.timeout  # stopped at the budget, not at the time limit
+        verdict = judge_case(case, outcome, tests.fixtures)
+        assert not verdict.passed and "stopped there (far too slow)" in verdict.message
+
+
+def test_a_budget_needs_a_timed_test():
+    from autograder.kit.cases import Suite
+
+    suite = Suite(public=True)
+    with pytest.raises(ValueError, match="a CPU budget needs timed=True"):
+        suite.case("q", "untimed", points=1, check=None, budget=20)
+    with pytest.raises(ValueError, match="a CPU budget needs timed=True"):
+        suite.case("q", "no budget", points=1, check=None, timed=True, budget=0)

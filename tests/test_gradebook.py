@@ -428,6 +428,8 @@ def test_failures_are_named_without_their_values():
     named = [classify({"output": f"expected 3, got {n}\nHint: ids start at 0"}) for n in range(5)]
     assert len({f.label for f in named}) == 1 and named[0].kind == "mistake"
     assert classify({"output": "did not finish within 2 s (an endless loop, or far too slow)"}).kind == "time"
+    over = "used more CPU time than this test allows, 20 times the calibration workload (2.41 s here), and was stopped"
+    assert classify({"output": over}).kind == "time"
     assert classify({"output": "not run: the submission used up its 525 s in all"}).kind == "not run"
     assert (
         classify(

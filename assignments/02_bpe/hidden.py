@@ -748,6 +748,7 @@ class _Efficiency:
     check=_Efficiency(),
     expected=REFERENCE,
     timed=True,
+    budget=K,
     timeout=20,
     builds_on=("400 merges on a 500 kB text within 20 times the calibration workload",),
 )

@@ -902,6 +902,7 @@ def _fast_enough(got):
     points=1,
     check=satisfies(_fast_enough),
     timed=True,
+    budget=BUDGET,
     timeout=15,
 )
 def _(ns):

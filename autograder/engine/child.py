@@ -61,8 +61,16 @@ class CaseTimeout(BaseException):
     """Raised inside student code when its soft time limit is over."""
 
 
+class OverBudget(BaseException):
+    """Raised inside student code when a timed test has used its CPU budget (``Case.budget``)."""
+
+
 def _on_alarm(signum, frame):  # noqa: ARG001 - signal handler signature
     raise CaseTimeout()
+
+
+def _on_budget(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise OverBudget()
 
 
 def display(*objs, **kwargs) -> None:  # noqa: ARG001 - the options of IPython's display
@@ -175,6 +183,7 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
     public = sys.modules.get("gptcourse_suite_0")  # the public suite, which the hidden ones import from
     engine = dict(sys.modules)  # every module loaded so far, as the tests expect to find them
     signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGPROF, _on_budget)
     emit(ev="ready", isolation=isolation)
     cell_of = _cell_names(job["cells"])
     if job.get("trace"):
@@ -352,34 +361,50 @@ def _run_cases(job: dict, tools, cases: dict, names, cell_of, loaded: tuple, con
                 )
         emit(ev="case", key=key)
         timed = key in timed_keys
-        if timed:  # the parent reads this process's CPU time before the test and after it
-            read_message(control_fd)
+        # the parent reads this process's CPU time before the test and after it; its word
+        # before the test may carry the CPU seconds the test may use (runner._go_word)
+        word = read_message(control_fd) if timed else {}
         case = cases.get(key)
         if case is None:
             emit(ev="result", key=key, error=unloaded)
         else:
-            emit(ev="result", key=key, **_run_case(case, job, tools, struck, names, cell_of))
+            emit(ev="result", key=key, **_run_case(case, job, tools, struck, names, cell_of, word.get("cpu_limit")))
         if timed:
             read_message(control_fd)
 
 
-def _run_case(case, job: dict, tools, struck: set[str], names, cell_of) -> dict:
-    """One probe within its time limit: ``{"value": raw output}`` or ``{"error": message}``."""
+def _stop_timers() -> None:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.setitimer(signal.ITIMER_PROF, 0)
+
+
+def _run_case(case, job: dict, tools, struck: set[str], names, cell_of, cpu_limit=None) -> dict:
+    """One probe within its time limit, and within ``cpu_limit`` CPU seconds (this process's,
+    all its threads) where the parent gave one: ``{"value": raw output}`` or ``{"error": message}``."""
     strike = job.get("strike_fraction")
     timeout = min(case.timeout, job["case_timeout"]) if job.get("case_timeout") else case.timeout
     shortened = bool(strike) and case.qid in struck
     timeout = timeout * strike if shortened else timeout
     try:
         signal.setitimer(signal.ITIMER_REAL, timeout)
+        if cpu_limit:
+            signal.setitimer(signal.ITIMER_PROF, cpu_limit)
         value, error, _ = tools.runtime.run_probe(case, names, cell_of)
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _stop_timers()
         payload = tools.codec.encode(value) if error is None else None
     except CaseTimeout:
+        _stop_timers()
         struck.add(case.qid)
         note = "; a shorter limit, as an earlier test of this question ran out of time" if shortened else ""
         return {"error": f"did not finish within {timeout:g} s (an endless loop, or far too slow{note})"}
+    except OverBudget:
+        _stop_timers()
+        return {
+            "error": f"used more CPU time than this test allows, {case.budget:g} times the calibration "
+            f"workload ({cpu_limit:.2f} s here), and was stopped there (far too slow)"
+        }
     except BaseException as exc:  # sys.exit and the like, or an output the codec cannot carry
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _stop_timers()
         return {"error": tools.runtime.describe_error(exc, cell_of)}
     return {"error": error} if error is not None else {"value": payload}
 

@@ -102,9 +102,9 @@ def judge_case(
     """The verdict on one case (``CheckFault`` when the test's check fails on the output).
 
     A timed case is judged on the CPU time its child used (read from outside it), against
-    the calibration workload's CPU time measured here, in the parent, right after this
-    submission ran (``calibration`` keeps it for the submission's other timed cases): CPU
-    time is what a busy or shared machine does not inflate. Where the child's CPU time
+    the calibration workload's CPU time measured in the parent (``calibration`` keeps it for
+    the submission's other timed cases; ``judge`` starts it from ``Outcome.calibration``,
+    else it is measured here): CPU time is what a busy or shared machine does not inflate. Where the child's CPU time
     cannot be read (no ``/proc``), its wall time stands in.
     """
     if case.key in outcome.errors:
@@ -190,9 +190,13 @@ def judge(tests: StageTests, outcome: Outcome, calibration: dict[str, float] | N
 
     ``calibration`` (see ``judge_case``) is measured on the first timed case and kept in it; one
     given already measured is used as it is (a variant that took every timed output from the
-    reference takes the reference's calibration with them, ``authoring.reuse``)."""
+    reference takes the reference's calibration with them, ``authoring.reuse``), else the one the
+    runner measured before the first timed test ran (``Outcome.calibration``), the unit of the
+    CPU budgets the child was stopped at."""
     results = []
     calibration = {} if calibration is None else calibration
+    if outcome.calibration is not None:
+        calibration.setdefault("seconds", outcome.calibration)
     for case in tests.cases:
         fault = None
         try:

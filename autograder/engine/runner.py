@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.kit.cases import Case
+from autograder.kit.runtime import calibrate
 
 from . import codec, processes, sandbox
 from .submission import SubmissionError, code_cells, load_notebook_json, notebook_stage
@@ -81,6 +82,9 @@ class Outcome:
     )  # cell index -> what of its IPython syntax did not run
     seconds: dict[str, float] = field(default_factory=dict)  # case key -> time measured here
     cpu_seconds: dict[str, float] = field(default_factory=dict)  # timed case key -> the child's CPU time
+    # the calibration workload's CPU seconds, measured here while the child waited for its first
+    # timed test: the unit of the tests' CPU budgets, and what judges every timed test (judge.judge)
+    calibration: float | None = None
     output: str = ""  # the student's own prints, capped
     fatal: str | None = None  # the submission could not be run at all
     wrong_stage: tuple[str, str] | None = None  # (the stage its metadata names, the stage graded) when they differ
@@ -632,12 +636,31 @@ class _StepTimer:
         self.deadline = self.case_started + limit + self.limits.grace
 
 
-def _cpu_time_between(child: "_Child") -> float | None:
+def _cpu_time_between(child: "_Child", word: dict | None = None) -> float | None:
     """The child's CPU time now, read while it waits (before a timed test starts, and after it
-    ends, ``child._run_cases``); then the word that lets it go on."""
+    ends, ``child._run_cases``); then the word that lets it go on (``_go_word``)."""
     cpu = processes.cpu_seconds(child.pid) if child.pid else None
-    child.control.send(_message({"go": True}))
+    child.control.send(_message(word or {"go": True}))
     return cpu
+
+
+def _go_word(case: Case, outcome: Outcome) -> dict:
+    """The word that starts a timed test: go on and, for a test with a CPU budget, the CPU
+    seconds after which the child stops it (``budget`` calibration workloads). The calibration
+    is measured once per submission, here, while the child waits for this word: the child's
+    process then uses no CPU, and the judge compares the test's seconds with the same number.
+
+    >>> from autograder.kit.cases import Suite
+    >>> suite = Suite(public=True)
+    >>> _ = suite.case("q", "fast", points=1, check=None, timed=True, budget=20)(lambda ns: 0)
+    >>> _go_word(suite.cases[0], Outcome(calibration=0.1))
+    {'go': True, 'cpu_limit': 2.0}
+    """
+    if outcome.calibration is None:
+        outcome.calibration = calibrate()
+    if case.budget is None:
+        return {"go": True}
+    return {"go": True, "cpu_limit": case.budget * outcome.calibration}
 
 
 def _take(kind, what, event: dict, child: _Child, by_key, outcome: Outcome, strikes: _Strikes, timer: _StepTimer):
@@ -657,7 +680,7 @@ def _take(kind, what, event: dict, child: _Child, by_key, outcome: Outcome, stri
         timer.between_steps()
     elif kind == "case":
         timer.case(case_limit(by_key[what], timer.limits, strikes.struck))
-        timer.case_cpu = _cpu_time_between(child) if by_key[what].timed else None
+        timer.case_cpu = _cpu_time_between(child, _go_word(by_key[what], outcome)) if by_key[what].timed else None
     elif kind == "result":
         outcome.seconds.setdefault(what, time.monotonic() - timer.case_started)
         if by_key[what].timed:

@@ -64,6 +64,7 @@ class Case:
     timed: bool = False
     builds_on: tuple[str, ...] = ()  # names of more basic tests of the same question whose failure explains this one's
     guard: bool = False  # a no-op passes it: it earns points only when a test of the question's work passes
+    budget: float | None = None  # a timed case's CPU budget, in calibration workloads (the grader stops it there)
 
     @property
     def key(self) -> str:
@@ -102,6 +103,7 @@ class Suite:
         timed: bool = False,
         builds_on: tuple[str, ...] = (),
         guard: bool = False,
+        budget: float | None = None,
     ) -> Callable[[Callable[["Namespace"], Any]], Callable[["Namespace"], Any]]:
         """Register the decorated probe as a test case of question ``qid``.
 
@@ -112,6 +114,12 @@ class Suite:
         run (``runtime.calibrate``): CPU time, so that a busy or shared machine does not
         fail fast code.
 
+        ``budget`` (timed cases only) is the most CPU time the test allows, in calibration
+        workloads, when its check fails whatever the output of a slower run: the grader then
+        stops the probe once it has used that much (``budget`` times the calibration) instead
+        of waiting for its time limit, and the test fails saying so. The check must still
+        compare the seconds with the same budget (a notebook's check() runs the probe to the end).
+
         ``guard=True`` marks a test that a no-op could pass (the caller's tensor is not
         modified, the mode is restored, nothing is raised): it earns its points only when a
         test of the question's work passes (``Case.is_guard``; ``gptcourse check-stage``
@@ -121,6 +129,8 @@ class Suite:
             raise ValueError(f"public test {qid}: {name} cannot use a reference fixture")
         if points <= 0:
             raise ValueError(f"test {qid}: {name} must carry positive points")
+        if budget is not None and not (timed and budget > 0):
+            raise ValueError(f"test {qid}: {name}: a CPU budget needs timed=True and a positive number")
 
         def register(probe: Callable[["Namespace"], Any]) -> Callable[["Namespace"], Any]:
             new = Case(
@@ -135,6 +145,7 @@ class Suite:
                 timed,
                 tuple(builds_on),
                 bool(guard),
+                None if budget is None else float(budget),
             )
             if any(c.key == new.key for c in self.cases):
                 raise ValueError(f"duplicate test name {new.key!r}")

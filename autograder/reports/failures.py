@@ -30,7 +30,12 @@ KINDS = (
     (
         "time",
         "ran out of time (an endless loop, or far too slow)",
-        ("did not finish within", "did not finish in time", "could not be stopped"),
+        (
+            "did not finish within",
+            "did not finish in time",
+            "could not be stopped",
+            "more CPU time than this test allows",
+        ),
     ),
     ("output", "printed too much or sent too much data", ("printed more than", "far more data than expected")),
     (
