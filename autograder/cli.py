@@ -473,10 +473,11 @@ def cmd_check_stage(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from .channels.nbgrader.autograde import report_written
     from .reports.class_report import write_report
 
     folder = Path(args.folder)
-    print(write_report(folder))
+    print(write_report(folder, report_written))
     print(f"written: {folder / 'report.md'}, {folder / 'report.png'}, {folder / 'mistakes.csv'}")
     return 0
 

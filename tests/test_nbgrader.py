@@ -217,13 +217,14 @@ def test_a_submission_nbgrader_cannot_autograde_is_named_and_the_others_still_sh
     # the formgrader scores ada's first written answer; the report reads it from the gradebook, the rest still to grade
     from nbgrader.api import Gradebook
 
-    from autograder.reports.class_report import write_report
+    from autograder.cli import main
 
     asked = written_questions(get_stage(STAGE))
     with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
         gb.find_grade(written_cell_id(asked[0].id), STAGE, STAGE, "ada").manual_score = asked[0].points / 2
         gb.db.commit()
-    text = write_report(tmp_path / "grades")
+    assert main(["report", str(tmp_path / "grades")]) == 0  # gptcourse report, as an instructor runs it
+    text = (tmp_path / "grades" / "report.md").read_text(encoding="utf-8")
     assert "## Written questions" in text and "typed into nbgrader's formgrader" in text
     assert f"| {asked[0].id} | 1/1 | {asked[0].points / 2:.2f} / {asked[0].points:g} |" in text
     assert all(f"| {q.id} | 0/1 | - |" in text for q in asked[1:])

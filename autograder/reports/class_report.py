@@ -31,6 +31,7 @@ mistake made by twenty students is one row of twenty.
 import csv
 import io
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -233,31 +234,6 @@ def read_written(table: list[dict[str, str]]) -> list[WrittenStats]:
     return found
 
 
-def read_nbgrader_written(folders: list[StudentFolder]) -> tuple[list[WrittenStats], str] | None:
-    """The written questions of a class graded through nbgrader (its folders' records name the course),
-    as the course's gradebook holds them for these students (None: not such a class), and where the
-    scores were typed; a usage error when the folders name more than one course or stage."""
-    from autograder.build.written import written_questions
-    from autograder.channels.nbgrader.autograde import written_scores
-    from autograder.course import get_stage
-
-    graded = {(f.record["nbgrader"], f.record.get("stage")) for f in folders if f.record.get("nbgrader")}
-    if not graded:
-        return None
-    if len(graded) > 1:
-        named = "; ".join(f"{stage} in {course}" for course, stage in sorted(graded))
-        raise UsageError(f"the results come from more than one nbgrader course or stage ({named}): report each apart")
-    ((course, stage),) = graded
-    points, scores = written_scores(Path(course), stage, [q.id for q in written_questions(get_stage(stage))])
-    found = []
-    for wid, top in points.items():
-        stats = WrittenStats(wid, top)
-        for folder in folders:
-            stats.scores[folder.key] = scores.get(folder.key, {}).get(wid)
-        found.append(stats)
-    return found, f"nbgrader's formgrader (the gradebook of {course})"
-
-
 def histogram(totals: list[float], max_score: float, bins: int = 10) -> list[tuple[float, float, int]]:
     """``(low, high, count)`` per bin of equal width over ``[0, max_score]`` (the last bin holds full marks).
 
@@ -385,12 +361,20 @@ def mistakes_csv(report: ClassReport) -> str:
     return buffer.getvalue()
 
 
-def write_report(folder: Path) -> str:
-    """Write ``report.md``, ``report.png`` and ``mistakes.csv`` into ``folder``; return the Markdown."""
+WrittenSource = Callable[[list[StudentFolder]], "tuple[list[WrittenStats], str] | None"]
+
+
+def write_report(folder: Path, written_elsewhere: WrittenSource | None = None) -> str:
+    """Write ``report.md``, ``report.png`` and ``mistakes.csv`` into ``folder``; return the Markdown.
+
+    The written questions' scores are read from ``grades.csv``, unless ``written_elsewhere``
+    finds them for these students elsewhere (it returns them and where they were typed, or
+    None: the CLI passes the nbgrader channel's ``report_written``)."""
     folder = Path(folder)
     table = read_gradebook(folder)
     folders = load_class(folder)
-    written, written_from = read_nbgrader_written(folders) or (read_written(table), "`grades.csv`")
+    found = written_elsewhere(folders) if written_elsewhere is not None else None
+    written, written_from = found or (read_written(table), "`grades.csv`")
     report = summarise(folders, written, read_absent(table), written_from)
     text = render(report)
     write_atomic(folder / "report.md", text)

@@ -21,12 +21,16 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from autograder.channels.local.records import RECORD, RESULTS
+from autograder.channels.local.records import RECORD, RESULTS, StudentFolder
 from autograder.engine.results import write_atomic
 from autograder.errors import UsageError
 
 from . import question_of, written_cell_id
+
+if TYPE_CHECKING:  # report_written's annotation; it imports the class report itself when it runs
+    from autograder.reports.class_report import WrittenStats
 
 PREPROCESSOR = "autograder.channels.nbgrader.preprocessor.GradeWithEngine"
 
@@ -150,6 +154,32 @@ def written_scores(
     questions, rows = gradebook_rows(course, assignment, [], written)
     points = dict(questions)
     return points, {r.student: {w: None if w in r.ungraded else r.scores.get(w, 0.0) for w in points} for r in rows}
+
+
+def report_written(folders: list[StudentFolder]) -> "tuple[list[WrittenStats], str] | None":
+    """For ``gptcourse report``: the written questions of a class graded through nbgrader (its
+    folders' records name the course), as the course's gradebook holds them for these students
+    (None: not such a class), and where the scores were typed; a usage error when the folders
+    name more than one course or stage."""
+    from autograder.build.written import written_questions
+    from autograder.course import get_stage
+    from autograder.reports.class_report import WrittenStats
+
+    graded = {(f.record["nbgrader"], f.record.get("stage")) for f in folders if f.record.get("nbgrader")}
+    if not graded:
+        return None
+    if len(graded) > 1:
+        named = "; ".join(f"{stage} in {course}" for course, stage in sorted(graded))
+        raise UsageError(f"the results come from more than one nbgrader course or stage ({named}): report each apart")
+    ((course, stage),) = graded
+    points, scores = written_scores(Path(course), stage, [q.id for q in written_questions(get_stage(stage))])
+    found = []
+    for wid, top in points.items():
+        stats = WrittenStats(wid, top)
+        for folder in folders:
+            stats.scores[folder.key] = scores.get(folder.key, {}).get(wid)
+        found.append(stats)
+    return found, f"nbgrader's formgrader (the gradebook of {course})"
 
 
 def why_not_autograded(folder: Path, assignment: str) -> str:
