@@ -241,9 +241,8 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     if "moodle.csv" in imports and no_email:
         lines.append(f"in the roster without an email address (left out of moodle.csv): {', '.join(no_email)}")
     if "moodle.csv" in imports:
-        worth = sum(book.maxima.values()) + sum(book.written.values())
         lines.append(
-            f"moodle.csv: set the Moodle grade item's maximum grade to {worth:g} (this stage's points) before"
+            f"moodle.csv: set the Moodle grade item's maximum grade to {book.possible:g} (this stage's points) before"
             " importing: Moodle refuses the whole file if one grade is above the item's maximum"
         )
     if book.written:
@@ -285,14 +284,14 @@ def _canvas_scale(book, out: Path) -> list[str]:
 
     column = canvas_column(out / "canvas.csv")
     possible = points_possible(out / "roster.csv").get(column or "")
-    autograded, written = sum(book.maxima.values()), sum(book.written.values())
-    if possible is None or math.isclose(possible, autograded + written, abs_tol=1e-9):
+    if possible is None or math.isclose(possible, book.possible, abs_tol=1e-9):
         return []
-    worth = f"{autograded + written:g}" + (f" ({autograded:g} autograded + {written:g} written)" if written else "")
+    written = book.possible - book.autograded
+    worth = f"{book.possible:g}" + (f" ({book.autograded:g} autograded + {written:g} written)" if book.written else "")
     return [
         f"Canvas's export (the roster) gives the column {column!r} {possible:g} points possible, but this stage's "
         f"points are {worth}, the scale of canvas.csv's totals: imported as they are, Canvas reads them out of "
-        f"{possible:g} (set the assignment's points to {autograded + written:g} in Canvas first)"
+        f"{possible:g} (set the assignment's points to {book.possible:g} in Canvas first)"
     ]
 
 

@@ -171,6 +171,16 @@ class Gradebook:
     written: dict[str, float] = field(default_factory=dict)  # written question -> its points
 
     @property
+    def autograded(self) -> float:
+        """The points of the stage's autograded questions."""
+        return sum(self.maxima.values())
+
+    @property
+    def possible(self) -> float:
+        """The points of the whole stage: its autograded and its written questions."""
+        return self.autograded + sum(self.written.values())
+
+    @property
     def listed(self) -> list[Row]:
         """The rows of ``grades.csv``, ``canvas.csv`` and ``moodle.csv``: the students graded, then the
         roster's absent (0)."""
@@ -267,13 +277,12 @@ def gradebook_csv(book: Gradebook) -> str:
     wids = list(book.written)
     extra = [*map(written_column, wids), WRITTEN_TOTAL] if wids else []
     writer.writerow(["submission", *book.qids, "total", "id", "name", "email", *extra])
-    autograded = sum(book.maxima.values())
-    top = [*(_number(book.written[w]) for w in wids), _number(autograded + sum(book.written.values()))]
+    top = [*(_number(book.written[w]) for w in wids), _number(book.possible)]
     writer.writerow(
         [
             "(max)",
             *(_number(book.maxima[q]) for q in book.qids),
-            _number(autograded),
+            _number(book.autograded),
             "",
             "",
             "",
