@@ -1,7 +1,8 @@
 """The report of ``benchmarks/gpu_check.sh``: its figures as Markdown, for ``benchmarks/RESULTS_training.md``.
 
 Reads what the check's steps wrote (the side-by-side JSON, the notebooks' cell records, the
-tests' JUnit XML, the variant's summary) and prints one section. The T4 estimate of the 07
+tests' JUnit XML, the variant's summary) and prints one section, beginning with each step's
+outcome; what a failed or cut step did not write is said, not guessed. The T4 estimate of the 07
 real run's CUDA branch is the H100 time of its training cell times 10.5, the ratio of the
 cards' memory bandwidths (3.35 TB/s against 320 GB/s; their float32 arithmetic differs by
 8.3x, 67 against 8.1 TFLOPS, so the bandwidth ratio is the cautious one).
@@ -16,11 +17,19 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import gpu_side_by_side  # noqa: E402
+
 H100_TO_T4 = 10.5  # memory bandwidth, H100 SXM 3.35 TB/s / T4 0.32 TB/s
 
 
 def notebook_lines(path: Path) -> list[str]:
     """A line per notebook: its cells, its time, its training cells' times and results."""
+    if not path.exists():
+        return [f"- {path.name}: no record (its step failed or was cut; see check.log)"]
     lines = []
     for stage, cells in json.loads(path.read_text()).items():
         total = sum(c["seconds"] for c in cells)
@@ -51,11 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notebooks", nargs="+", default=[])
     parser.add_argument("--tests", required=True)
     parser.add_argument("--variants", nargs="*", default=[], help="the folders of the variant runs")
+    parser.add_argument("--outcomes", nargs="*", default=[], help="each step's outcome, one argument each")
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--command", required=True)
     args = parser.parse_args(argv)
-    side = json.loads(Path(args.side).read_text())
-    out = [Path(args.side).with_suffix(".md").read_text().rstrip(), ""]
+    out = ["## The GPU check", "", "Steps:", *(f"- {outcome}" for outcome in args.outcomes), ""]
+    side_path = Path(args.side)
+    if side_path.exists():
+        side = json.loads(side_path.read_text())
+        machine = side["machine"]
+        out += [side_path.with_suffix(".md").read_text().rstrip(), ""]
+    else:
+        machine = gpu_side_by_side.machine(cpu=not torch.cuda.is_available())
+        out += ["The gpu preset and nanoGPT side by side: no record (its step failed or was cut; see check.log).", ""]
     for folder in map(Path, args.variants):
         options = (folder / "options.txt").read_text().strip()
         v = json.loads((folder / "summary.json").read_text())
@@ -72,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         out += notebook_lines(Path(path))
     out.append(tests_line(Path(args.tests)))
     out.append("")
-    m = side["machine"]
+    m = machine
     out.append(
         f"All of it: `{args.command}`, {args.seconds:.0f} s on {m['card']} (torch {m['torch']}, CUDA {m['cuda']})."
     )

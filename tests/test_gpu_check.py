@@ -64,7 +64,22 @@ def test_the_gpu_check_runs_in_its_cpu_mode(tmp_path):
     assert "the texts are identical" in report and "| nanoGPT `shakespeare_char` |" in report
     for stage in ("07_gpt", "08_generation", "09_rnn", "10_encoders"):
         assert f"- `{stage}`:" in report
-    assert (out / "losses.png").exists() and (out / "check.log").exists()
+    assert (out / "losses.png").exists() and (out / "check.log").exists() and (out / "logs.tgz").exists()
+    assert "- 1. the gpu-marked tests: passed" in report and "FAILED" not in report and "SKIPPED" not in report
+
+
+@needs_shakespeare
+def test_the_gpu_check_past_its_deadline_still_reports_and_fails(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "OUT": str(out), "WORK": str(tmp_path / "work"), "PYTHON": sys.executable, "DEADLINE": "0"}
+    env |= {"GPTCOURSE_SHAKESPEARE": str(SHAKESPEARE)}
+    done = subprocess.run(
+        ["bash", "benchmarks/gpu_check.sh", "--cpu"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]
+    report = (out / "gpu_results.md").read_text()
+    assert "- 1. the gpu-marked tests: SKIPPED (no time left)" in report
+    assert "side by side: no record" in report and "- notebook07.json: no record" in report
 
 
 def test_the_report_reads_the_notebook_records(tmp_path):
