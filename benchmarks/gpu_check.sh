@@ -13,13 +13,15 @@
 # every result it can and the report is always written:
 # 1. the gpu-marked tests;
 # 2. the notebooks 07 (real sizes: its CUDA branch), 08, 09 and 10 (quick sizes), top to bottom as plain
-#    Python on CUDA, every check cell passing (benchmarks/run_notebook.py);
+#    Python on CUDA, every check cell passing (benchmarks/run_notebook.py); the reference's
+#    tolerance margins with the cuda perturbation (benchmarks/tolerance_margins.py, about 10 s);
 # 3. the gpu preset and nanoGPT's shakespeare_char recipe side by side, one judge for both kept
 #    checkpoints, and sampling with and without the KV cache (benchmarks/gpu_side_by_side.py);
 # 4. `gptcourse sample` on CUDA: greedy text with and without the cache must be identical;
-# 5. while the clock allows, the preset without torch.compile, and with nanoGPT's 16,384 tokens a step.
+# 5. while the clock allows, the preset with its block compiled, and with nanoGPT's 16,384 tokens a step.
 # Writes $OUT/gpu_results.md (the figures with the card, torch and CUDA versions and the commands,
-# for benchmarks/RESULTS_training.md, and each step's outcome), $OUT/side_by_side.json,
+# for benchmarks/RESULTS_training.md, and each step's outcome), $OUT/gpu_results.json (the same
+# figures for benchmarks/RESULTS_gpu.json, which claims cite), $OUT/side_by_side.json,
 # $OUT/losses.png, $OUT/check.log and $OUT/logs.tgz (every step's own log). Exit status 1 when a
 # step failed or was cut.
 set -uo pipefail
@@ -90,6 +92,8 @@ run_step "2a. notebook 07 on $DEVICE ${NB07[*]:-(real sizes)}" \
   $PY benchmarks/run_notebook.py 07_gpt "${NB07[@]}" --json "$WORK/notebook07.json"
 run_step "2b. notebooks 08, 09 and 10 on $DEVICE (quick sizes)" \
   $PY benchmarks/run_notebook.py 08_generation 09_rnn 10_encoders --quick --json "$WORK/notebook0810.json"
+run_step "2c. the reference's tolerance margins on $DEVICE (benchmarks/RESULTS_margins.md)" \
+  bash -c 'set -o pipefail; "$0" benchmarks/tolerance_margins.py --device "$1" --markdown | tee "$2"' "$PY" "$DEVICE" "$WORK/margins.md"
 
 CKPT=$WORK/sbs/preset/ckpt.pt
 if run_step "3. the gpu preset and nanoGPT side by side; sampling with and without the KV cache" \
@@ -114,7 +118,7 @@ fi
 
 VARIANTS=()
 if [ "$DEVICE" = cuda ]; then
-  for extra in "--compile none" "--batch-size 32 --steps 2000 --lr 1e-3 --eval-interval 200"; do
+  for extra in "--compile blocks" "--batch-size 32 --steps 2000 --lr 1e-3 --eval-interval 200"; do
     name=variant${#VARIANTS[@]}
     # shellcheck disable=SC2086
     if run_step "5. the gpu preset with $extra (while the clock allows)" \
@@ -129,7 +133,7 @@ echo; echo "== 6. the results (at $(elapsed) s)"
 $PY benchmarks/gpu_results.py --side "$WORK/sbs/side_by_side.json" --same "$SAME" \
   --notebooks "$WORK/notebook07.json" "$WORK/notebook0810.json" --tests "$WORK/pytest.xml" \
   --variants "${VARIANTS[@]}" --outcomes "${OUTCOMES[@]}" --seconds "$(elapsed)" \
-  --command "bash benchmarks/gpu_check.sh $MODE" > "$OUT/gpu_results.md"
+  --command "bash benchmarks/gpu_check.sh $MODE" --json "$OUT/gpu_results.json" > "$OUT/gpu_results.md"
 cat "$OUT/gpu_results.md"
 echo "gpu_check: done in $(elapsed) s"
 for outcome in "${OUTCOMES[@]}"; do

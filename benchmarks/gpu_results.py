@@ -43,6 +43,40 @@ def notebook_lines(path: Path) -> list[str]:
     return lines
 
 
+def real_run_07(path: Path) -> dict | None:
+    """07's real run as its training cell reported it: seconds, kept step, exact loss, bits per character.
+
+    Example:
+        >>> import tempfile
+        >>> said = "0.9 minutes; kept the weights of step 800 of 800: exact validation loss 1.628 nats per "
+        >>> said += "token, 2.348 bits per character"
+        >>> cell = {"cell": 35, "tags": "gptcourse:train", "seconds": 55.9, "output": said}
+        >>> record = Path(tempfile.mkdtemp()) / "nb.json"
+        >>> _ = record.write_text(json.dumps({"07_gpt": [cell]}))
+        >>> real_run_07(record)["exact_val_loss"]
+        1.628
+    """
+    if not path.exists():
+        return None
+    for cell in json.loads(path.read_text()).get("07_gpt", []):
+        said = re.search(
+            r"kept the weights of step (\d+) of (\d+): exact validation loss ([\d.]+) nats per token, "
+            r"([\d.]+) bits per character",
+            cell["output"],
+        )
+        if "train" in cell["tags"] and said:
+            step, steps, loss, bits = said.groups()
+            return {
+                "seconds": cell["seconds"],
+                "t4_minutes_estimate": cell["seconds"] * H100_TO_T4 / 60,
+                "best_step": int(step),
+                "steps": int(steps),
+                "exact_val_loss": float(loss),
+                "bits_per_char": float(bits),
+            }
+    return None
+
+
 def tests_line(path: Path) -> str:
     if not path.exists():
         return "- gpu-marked tests: no report"
@@ -63,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--outcomes", nargs="*", default=[], help="each step's outcome, one argument each")
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--command", required=True)
+    parser.add_argument("--json", help="also write the figures here, for the claims that cite them")
     args = parser.parse_args(argv)
     out = ["## The GPU check", "", "Steps:", *(f"- {outcome}" for outcome in args.outcomes), ""]
     side_path = Path(args.side)
@@ -94,6 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         f"All of it: `{args.command}`, {args.seconds:.0f} s on {m['card']} (torch {m['torch']}, CUDA {m['cuda']})."
     )
     print("\n".join(out))
+    if args.json:
+        figures = {"machine": machine, "command": args.command, "seconds": args.seconds, "outcomes": args.outcomes}
+        figures["side_by_side"] = side if side_path.exists() else None
+        figures["real_run_07"] = real_run_07(Path(args.notebooks[0])) if args.notebooks else None
+        figures["same_greedy_text"] = args.same
+        Path(args.json).write_text(json.dumps(figures, indent=1, default=str) + "\n")
     return 0
 
 

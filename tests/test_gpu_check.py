@@ -66,6 +66,9 @@ def test_the_gpu_check_runs_in_its_cpu_mode(tmp_path):
         assert f"- `{stage}`:" in report
     assert (out / "losses.png").exists() and (out / "check.log").exists() and (out / "logs.tgz").exists()
     assert "- 1. the gpu-marked tests: passed" in report and "FAILED" not in report and "SKIPPED" not in report
+    assert "tolerance margins on cpu (benchmarks/RESULTS_margins.md): passed" in report
+    figures = json.loads((out / "gpu_results.json").read_text())
+    assert figures["real_run_07"]["steps"] == 20 and figures["side_by_side"]["sampling"]["same_tokens"]
 
 
 @needs_shakespeare

@@ -2,8 +2,10 @@
 (``autograder.authoring.claims``; measured by ``test_claims.py``).
 
 The CPU real run's figures take many minutes of CPU, so they are read from the results
-``benchmarks/real_run_cpu.py`` recorded in ``benchmarks/RESULTS_real_run.json``;
-everything else is measured here with the reference solution, in seconds.
+``benchmarks/real_run_cpu.py`` recorded in ``benchmarks/RESULTS_real_run.json``; the CUDA
+run's need a GPU, and are read from what ``benchmarks/gpu_check.sh`` recorded on one in
+``benchmarks/RESULTS_gpu.json``; everything else is measured here with the reference
+solution, in seconds.
 """
 
 import functools
@@ -19,6 +21,7 @@ from solutions.gpt import GPT, GPTConfig, train
 from solutions.tokenisation import NGramLM, build_vocab, encode, train_val_split
 
 REAL_RUN = "benchmarks/RESULTS_real_run.json"
+GPU_RUN = "benchmarks/RESULTS_gpu.json"
 
 
 def _parameters(**sizes) -> float:
@@ -193,5 +196,30 @@ CLAIMS = [
     ),
     Claim(
         "on one thread, 17 minutes", lambda: recorded(REAL_RUN, "real_run", "cpu_seconds")() / 60, low=16.5, high=17.5
+    ),
+    Claim("the cell took 56 s", recorded(GPU_RUN, "real_run_07", "seconds"), low=55.5, high=56.5),
+    Claim("kept the weights of step 800, the last", recorded(GPU_RUN, "real_run_07", "best_step"), low=800, high=800),
+    Claim(
+        "an exact validation loss of 1.628 nats per character",
+        recorded(GPU_RUN, "real_run_07", "exact_val_loss"),
+        low=1.628,
+        high=1.628,
+    ),
+    Claim(
+        "0.14 below the course's best n-gram (1.770, section 6)",
+        lambda: recorded(REAL_RUN, "best_ngram", "val_loss")() - recorded(GPU_RUN, "real_run_07", "exact_val_loss")(),
+        low=0.135,
+        high=0.145,
+    ),
+    Claim(
+        "but 0.10 above the CPU run below",
+        lambda: (
+            recorded(GPU_RUN, "real_run_07", "exact_val_loss")() - recorded(REAL_RUN, "real_run", "exact_val_loss")()
+        ),
+        low=0.095,
+        high=0.105,
+    ),
+    Claim(
+        "56 s times 10.5 is 9.8 minutes", recorded(GPU_RUN, "real_run_07", "t4_minutes_estimate"), low=9.75, high=9.85
     ),
 ]
