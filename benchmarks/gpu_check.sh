@@ -18,7 +18,8 @@
 # 3. the gpu preset and nanoGPT's shakespeare_char recipe side by side, one judge for both kept
 #    checkpoints, and sampling with and without the KV cache (benchmarks/gpu_side_by_side.py);
 # 4. `gptcourse sample` on CUDA: greedy text with and without the cache must be identical;
-# 5. while the clock allows, the preset with its block compiled, and with nanoGPT's 16,384 tokens a step.
+# 5. while the clock allows, two candidate recipes for 07's CUDA branch (the notebook run again);
+# 6. then the preset with its block compiled.
 # Writes $OUT/gpu_results.md (the figures with the card, torch and CUDA versions and the commands,
 # for benchmarks/RESULTS_training.md, and each step's outcome), $OUT/gpu_results.json (the same
 # figures for benchmarks/RESULTS_gpu.json, which claims cite), $OUT/side_by_side.json,
@@ -116,23 +117,39 @@ if [ -f "$CKPT" ]; then
   run_step "4c. gptcourse sample on $DEVICE, top-k 40" "${sample[@]}" "$WORK/sampled.txt" --tokens 200 --top-k 40
 fi
 
+# Candidate recipes for 07's CUDA branch, which kept 1.628 after its 800 steps on an H100, above the
+# CPU branch's 1.526 (benchmarks/RESULTS_training.md): each the whole notebook with its recipe replaced.
+CANDIDATES=()
+TRIED=0
+candidate() {
+  local label=$1 name=candidate$TRIED
+  shift
+  TRIED=$((TRIED + 1))
+  if run_step "5. 07's real run on $DEVICE ${NB07[*]:-(real sizes)} with $label (while the clock allows)" \
+    $PY benchmarks/run_notebook.py 07_gpt "${NB07[@]}" "$@" --json "$WORK/$name.json"; then
+    CANDIDATES+=(--candidate "$label" "$WORK/$name.json")
+  fi
+}
+candidate "no dropout" --replace "n_embd=384, dropout=0.2)" "n_embd=384, dropout=0.0)"
+candidate "4 layers x 4 heads x 256, no dropout, 1600 steps at lr 2e-3" \
+  --replace "n_layer=6, n_head=6, n_embd=384, dropout=0.2)" "n_layer=4, n_head=4, n_embd=256)" \
+  --replace "settings = dict(steps=800, batch_size=64, lr=1e-3," "settings = dict(steps=1600, batch_size=64, lr=2e-3,"
+
 VARIANTS=()
 if [ "$DEVICE" = cuda ]; then
-  for extra in "--compile blocks" "--batch-size 32 --steps 2000 --lr 1e-3 --eval-interval 200"; do
-    name=variant${#VARIANTS[@]}
-    # shellcheck disable=SC2086
-    if run_step "5. the gpu preset with $extra (while the clock allows)" \
-      $PY -m training train --preset gpu --device cuda $extra --out "$WORK/$name" --quiet --sample-tokens 0; then
-      echo "$extra" > "$WORK/$name/options.txt"
-      VARIANTS+=("$WORK/$name")
-    fi
-  done
+  extra="--compile blocks"
+  # shellcheck disable=SC2086
+  if run_step "6. the gpu preset with $extra (while the clock allows)" \
+    $PY -m training train --preset gpu --device cuda $extra --out "$WORK/variant0" --quiet --sample-tokens 0; then
+    echo "$extra" > "$WORK/variant0/options.txt"
+    VARIANTS+=("$WORK/variant0")
+  fi
 fi
 
-echo; echo "== 6. the results (at $(elapsed) s)"
+echo; echo "== 7. the results (at $(elapsed) s)"
 $PY benchmarks/gpu_results.py --side "$WORK/sbs/side_by_side.json" --same "$SAME" \
   --notebooks "$WORK/notebook07.json" "$WORK/notebook0810.json" --tests "$WORK/pytest.xml" \
-  --variants "${VARIANTS[@]}" --outcomes "${OUTCOMES[@]}" --seconds "$(elapsed)" \
+  --variants "${VARIANTS[@]}" "${CANDIDATES[@]}" --outcomes "${OUTCOMES[@]}" --seconds "$(elapsed)" \
   --command "bash benchmarks/gpu_check.sh $MODE" --json "$OUT/gpu_results.json" > "$OUT/gpu_results.md"
 cat "$OUT/gpu_results.md"
 echo "gpu_check: done in $(elapsed) s"

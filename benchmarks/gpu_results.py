@@ -94,6 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notebooks", nargs="+", default=[])
     parser.add_argument("--tests", required=True)
     parser.add_argument("--variants", nargs="*", default=[], help="the folders of the variant runs")
+    parser.add_argument(
+        "--candidate",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("LABEL", "RECORDS"),
+        help="07's notebook run with another recipe for its real run: what was changed, and its cell records",
+    )
     parser.add_argument("--outcomes", nargs="*", default=[], help="each step's outcome, one argument each")
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--command", required=True)
@@ -122,6 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     out.append("Notebooks, top to bottom as plain Python on the card (benchmarks/run_notebook.py):")
     for path in args.notebooks:
         out += notebook_lines(Path(path))
+    candidates = [{"recipe": label, **(real_run_07(Path(path)) or {})} for label, path in args.candidate]
+    if candidates:
+        out.append("- 07's real run with other recipes (the whole notebook run again):")
+    for c in candidates:
+        out.append(
+            f"  - {c['recipe']}: training cell {c['seconds']:.1f} s (T4 estimate {c['t4_minutes_estimate']:.1f} min); "
+            f"kept step {c['best_step']} of {c['steps']}: exact validation loss {c['exact_val_loss']:.3f} nats "
+            f"per token, {c['bits_per_char']:.3f} bits per character"
+        )
     out.append(tests_line(Path(args.tests)))
     out.append("")
     m = machine
@@ -133,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         figures = {"machine": machine, "command": args.command, "seconds": args.seconds, "outcomes": args.outcomes}
         figures["side_by_side"] = side if side_path.exists() else None
         figures["real_run_07"] = real_run_07(Path(args.notebooks[0])) if args.notebooks else None
+        figures["real_run_07_candidates"] = candidates
         figures["same_greedy_text"] = args.same
         Path(args.json).write_text(json.dumps(figures, indent=1, default=str) + "\n")
     return 0

@@ -4,6 +4,7 @@
     python benchmarks/run_notebook.py 07_gpt 09_rnn --quick       # GPTCOURSE_QUICK=1: tiny runs
     python benchmarks/run_notebook.py 07_gpt --set TOKENIZER='"byte-bpe"' --set POSITIONS='"rope"'
     python benchmarks/run_notebook.py 07_gpt --json out.json      # a record of every cell
+    python benchmarks/run_notebook.py 07_gpt --replace "steps=800," "steps=1200,"   # another recipe
 
 The notebook is built as ``gptcourse build`` builds the reference notebook (the reference
 solution in every stub cell) and its code cells run in order in one namespace, as a
@@ -12,7 +13,9 @@ kernel would run them: the harness, the given code, the solutions, every check c
 hand-in cell (``package_submission()``, which needs the saved notebook) is left out.
 Figures go to the Agg backend and are closed; the cells run in ``--workdir`` (a new temporary
 folder by default), where the files they write land. ``--set NAME=VALUE`` replaces the line
-``NAME = ...`` of the cell that assigns it (the options of 07's real run).
+``NAME = ...`` of the cell that assigns it (the options of 07's real run); ``--replace OLD NEW``
+replaces the text OLD, wherever it stands, by NEW (a candidate recipe for a run, tried without
+editing the notebook; OLD found nowhere stops the run).
 
 Each cell's wall time and CPU time (this process's, all its threads: on a machine shared with
 other work, the CPU time is what the cell itself needed), and its printed output, are shown; a cell that raises, or a check
@@ -75,8 +78,21 @@ def apply_settings(source: str, settings: dict[str, str]) -> tuple[str, set[str]
     return source, done
 
 
-def run(stage_id: str, settings: dict[str, str]) -> list[dict]:
-    """Run the stage's cells; returns a record per cell. Raises ``SystemExit(1)`` at a failure."""
+def apply_replacements(source: str, replacements: list[tuple[str, str]]) -> str:
+    """``source`` with every OLD of ``replacements`` replaced by its NEW.
+
+    Example:
+        >>> apply_replacements("settings = dict(steps=800, lr=1e-3)", [("steps=800,", "steps=1200,")])
+        'settings = dict(steps=1200, lr=1e-3)'
+    """
+    for old, new in replacements:
+        source = source.replace(old, new)
+    return source
+
+
+def run(stage_id: str, settings: dict[str, str], replacements: list[tuple[str, str]] = ()) -> list[dict]:
+    """Run the stage's cells; returns a record per cell. Raises ``SystemExit(1)`` at a failure,
+    ``SystemExit(2)`` when a setting or a replacement finds nothing to change."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -84,10 +100,18 @@ def run(stage_id: str, settings: dict[str, str]) -> list[dict]:
 
     namespace: dict = {"__name__": "__main__"}
     records, applied = [], set()
-    for index, cell in enumerate(code_cells(stage_id)):
+    cells = code_cells(stage_id)
+    unknown = {old for old, _ in replacements} - {
+        old for c in cells for old, _ in replacements if old in "".join(c["source"])
+    }
+    if unknown:
+        print(f"--replace: no cell of {stage_id} holds {', '.join(map(repr, sorted(unknown)))}", file=sys.stderr)
+        raise SystemExit(2)
+    for index, cell in enumerate(cells):
         source = "".join(cell["source"])
         source, done = apply_settings(source, settings)
         applied |= done
+        source = apply_replacements(source, replacements)
         tags = ",".join(cell.get("metadata", {}).get("tags", [])) or "code"
         first = source.strip().splitlines()[0][:70] if source.strip() else ""
         print(f"--- {stage_id} cell {index} [{tags}] {first}", flush=True)
@@ -124,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("stages", nargs="+", help="stage ids, e.g. 07_gpt")
     parser.add_argument("--quick", action="store_true", help="GPTCOURSE_QUICK=1: the notebooks' tiny sizes")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="replace NAME = ... lines")
+    parser.add_argument(
+        "--replace", nargs=2, action="append", default=[], metavar=("OLD", "NEW"), help="replace the text OLD by NEW"
+    )
     parser.add_argument("--json", help="write the cells' records here")
     parser.add_argument("--workdir", help="the folder the cells run in (default: a new temporary one)")
     args = parser.parse_args(argv)
@@ -135,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     for stage_id in args.stages:
         start = time.perf_counter()
-        results[stage_id] = run(stage_id, settings)
+        results[stage_id] = run(stage_id, settings, [tuple(pair) for pair in args.replace])
         print(f"=== {stage_id}: {len(results[stage_id])} cells in {time.perf_counter() - start:.1f} s", flush=True)
     if json_path:
         json_path.write_text(json.dumps(results, indent=1) + "\n")

@@ -33,6 +33,15 @@ def test_settings_replace_the_option_lines_of_a_cell():
     assert changed == 'TOKENIZER = "char"  # or "byte-bpe"\nPOSITIONS = "rope"\nx = 1\n' and done == {"POSITIONS"}
 
 
+def test_a_replacement_changes_the_text_wherever_it_stands_and_a_missing_one_stops_the_run(tmp_path):
+    source = "config = GPTConfig(n_embd=384, dropout=0.2)\nsettings = dict(steps=800, lr=1e-3)\n"
+    changed = run_notebook.apply_replacements(source, [("dropout=0.2)", "dropout=0.0)"), ("steps=800,", "steps=9,")])
+    assert changed == "config = GPTConfig(n_embd=384, dropout=0.0)\nsettings = dict(steps=9, lr=1e-3)\n"
+    with pytest.raises(SystemExit) as stopped:
+        run_notebook.main(["07_gpt", "--quick", "--workdir", str(tmp_path), "--replace", "no such recipe", "x"])
+    assert stopped.value.code == 2
+
+
 @needs_shakespeare
 def test_the_positions_and_tokenizers_benchmark_at_tiny_size(monkeypatch, capsys):
     monkeypatch.setenv("GPTCOURSE_SHAKESPEARE", str(SHAKESPEARE))
@@ -69,6 +78,7 @@ def test_the_gpu_check_runs_in_its_cpu_mode(tmp_path):
     assert "tolerance margins on cpu (benchmarks/RESULTS_margins.md): passed" in report
     figures = json.loads((out / "gpu_results.json").read_text())
     assert figures["real_run_07"]["steps"] == 20 and figures["side_by_side"]["sampling"]["same_tokens"]
+    assert [c["recipe"] for c in figures["real_run_07_candidates"]][0] == "no dropout"
 
 
 @needs_shakespeare
