@@ -8,11 +8,11 @@ states. Every question's clauses and the tests that cover them are listed in
 Tolerances, chosen per test:
 
 - exact for integer ids, strings, tensors of ids and exceptions;
-- 1e-9 relative for probabilities and perplexities: Python floats computed in double
-  precision from integer counts, where another correct order of the same operations
-  changes the last digit or two (about 1e-16 relative), so 1e-9 leaves a margin of
-  seven orders of magnitude and still fails every catalogued mistake (the smallest
-  error among them is above 1e-2 relative);
+- 1e-5 relative for probabilities and perplexities (Python floats): the notebook does not
+  ask for double precision, and a correct model that counts and divides in float32
+  tensors is off by about 1e-7 relative (float32 rounding, summed over at most 120
+  positions), so 1e-5 leaves a margin of a hundred and still fails every catalogued
+  mistake (the smallest error among them is above 1e-2 relative);
 - 1e-5 relative plus 1e-7 absolute for float32 Kneser-Ney tables (float32 rounding of
   probabilities is about 6e-8 relative; a float64 computation rounded once to float32
   differs from the reference by at most one unit in the last place);
@@ -504,7 +504,7 @@ def _fitted(ns, ids, *args, **kwargs):
     "ngram",
     "trigram probabilities with alpha=0.1; long contexts (a list and a tensor) use their last n-1 ids",
     points=2,
-    check=_floats(1e-9),
+    check=_floats(1e-5),
     expected=REFERENCE,
     builds_on=(_WITH_CONTEXT,),
 )
@@ -520,7 +520,7 @@ def _(ns):
     "ngram",
     "n = 1: prob uses an empty context, whatever context it is given",
     points=1,
-    check=_floats(1e-9),
+    check=_floats(1e-5),
     expected=REFERENCE,
     builds_on=(_WITH_CONTEXT,),
 )
@@ -533,7 +533,7 @@ def _(ns):
     "ngram",
     "the default alpha is 1 (add-one)",
     points=1,
-    check=_floats(1e-9),
+    check=_floats(1e-5),
     expected=REFERENCE,
     builds_on=(_WITH_CONTEXT,),
 )
@@ -546,7 +546,7 @@ def _distributions(got):
     for label, probs in got:
         if not all(type(p) is float for p in probs):
             return f"prob must return Python floats ({label})"
-        if abs(sum(probs) - 1.0) > 1e-9:
+        if abs(sum(probs) - 1.0) > 1e-5:
             return f"the probabilities of the next token after {label} sum to {sum(probs):.6f}, not 1"
     return None
 
@@ -570,7 +570,7 @@ def _(ns):
     "ngram",
     "held-out perplexity for n = 1, 2, 3, 4 (tensors in)",
     points=2,
-    check=_floats(1e-9),
+    check=_floats(1e-5),
     expected=REFERENCE,
     builds_on=(
         _WITH_CONTEXT,
@@ -588,7 +588,7 @@ def _(ns):
     "ngram",
     "perplexity is a Python float close to the reference",
     points=1,
-    check=close_number(rtol=1e-9, atol=0.0),
+    check=close_number(rtol=1e-5, atol=0.0),
     expected=REFERENCE,
     builds_on=(_WITH_CONTEXT,),
 )

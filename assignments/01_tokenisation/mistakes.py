@@ -704,6 +704,45 @@ ALTERNATIVES = [
         },
     ),
     Variant(
+        "ngram",
+        "float32 tensors of counts (about 1e-7 off the double-precision reference)",
+        {
+            "NGramLM": """
+        class NGramLM:
+            def __init__(self, n, vocab_size, alpha=1.0):
+                if n < 1 or vocab_size < 1 or alpha <= 0:
+                    raise ValueError(f"bad arguments n={n}, vocab_size={vocab_size}, alpha={alpha}")
+                self.n, self.V, self.alpha = n, vocab_size, alpha
+                self.rows = {}
+
+            def fit(self, ids):
+                ids = torch.as_tensor(ids).tolist()
+                self.rows = {}
+                for t in range(self.n - 1, len(ids)):
+                    row = self.rows.setdefault(tuple(ids[t - self.n + 1 : t]), torch.zeros(self.V))
+                    row[ids[t]] += 1
+                return self
+
+            def _row(self, context):
+                context = torch.as_tensor(context, dtype=torch.long).tolist()
+                if len(context) < self.n - 1:
+                    raise ValueError(f"the context holds {len(context)} ids, fewer than n-1 = {self.n - 1}")
+                counts = self.rows.get(tuple(context[len(context) - self.n + 1 :]) if self.n > 1 else (), torch.zeros(self.V))
+                return (counts + self.alpha) / (counts.sum() + self.alpha * self.V)
+
+            def prob(self, context, token):
+                return self._row(context)[int(token)].item()
+
+            def perplexity(self, ids):
+                ids = torch.as_tensor(ids).tolist()
+                if len(ids) < self.n:
+                    raise ValueError(f"{len(ids)} ids hold no position with a full context")
+                logs = torch.stack([self._row(ids[:t])[ids[t]].log() for t in range(self.n - 1, len(ids))])
+                return torch.exp(-logs.mean()).item()
+    """
+        },
+    ),
+    Variant(
         "kneser_ney",
         "plain Python loops",
         {

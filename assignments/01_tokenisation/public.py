@@ -1,8 +1,9 @@
 """Public tests of stage 01_tokenisation: students run these in the notebook with check().
 
 Small inputs whose answers can be worked out by hand, each aimed at one rule of the
-contract. Tolerances: probabilities and perplexities are Python floats computed in double
-precision from small counts, compared within 1e-9; the Kneser-Ney table is compared
+contract. Tolerances: probabilities and perplexities are Python floats compared within 1e-5
+relative, so that a model computed in float32 tensors (about 1e-7 off) passes, since the
+notebook does not ask for double precision; the Kneser-Ney table is compared
 within 1e-5 relative plus 1e-7 absolute (float32 rounding of values near 1 is about 6e-8).
 Values are compared whatever their dtype; each dtype the notebook states (the parts of
 ``train_val_split`` keep the data's, ``get_batch`` gives long ids, the Kneser-Ney table is
@@ -344,7 +345,7 @@ def _fitted(ns, ids, *args, **kwargs):
     return lm
 
 
-@suite.case("ngram", _ADD_ONE, points=1, check=close_number(rtol=0.0, atol=1e-9), expected=0.6)
+@suite.case("ngram", _ADD_ONE, points=1, check=close_number(rtol=1e-5, atol=0.0), expected=0.6)
 def _(ns):
     return _fitted(ns, [0, 1, 0, 1, 2], 2, vocab_size=3, alpha=1.0).prob([0], 1)
 
@@ -353,7 +354,7 @@ def _(ns):
     "ngram",
     "alpha=0.5: (2 + 0.5) / (2 + 0.5 * 3)",
     points=1,
-    check=close_number(rtol=0.0, atol=1e-9),
+    check=close_number(rtol=1e-5, atol=0.0),
     expected=2.5 / 3.5,
     builds_on=(_ADD_ONE,),
 )
@@ -365,7 +366,7 @@ def _(ns):
     "ngram",
     "a bigram uses only the last id of a longer context",
     points=1,
-    check=close_number(rtol=0.0, atol=1e-9),
+    check=close_number(rtol=1e-5, atol=0.0),
     expected=0.6,
     builds_on=(_ADD_ONE,),
 )
@@ -377,7 +378,7 @@ def _(ns):
     "ngram",
     "a unigram model (n = 1) ignores the context it is given: (2 + 1) / (5 + 3)",
     points=1,
-    check=close_number(rtol=0.0, atol=1e-9),
+    check=close_number(rtol=1e-5, atol=0.0),
     expected=0.375,
     builds_on=(_ADD_ONE,),
 )
@@ -388,7 +389,7 @@ def _(ns):
 def _sums_to_one(got):
     if not all(type(p) is float for p in got):
         return f"prob must return a Python float, got {', '.join(sorted({type(p).__name__ for p in got}))}"
-    return None if abs(sum(got) - 1.0) < 1e-9 else f"the probabilities of the next token sum to {sum(got):.6f}, not 1"
+    return None if abs(sum(got) - 1.0) < 1e-5 else f"the probabilities of the next token sum to {sum(got):.6f}, not 1"
 
 
 @suite.case(
@@ -407,7 +408,7 @@ def _(ns):
     "ngram",
     "a uniform unigram model has perplexity V",
     points=1,
-    check=close_number(rtol=1e-9, atol=1e-9),
+    check=close_number(rtol=1e-5, atol=0.0),
     expected=4.0,
     builds_on=(_ADD_ONE,),
 )
@@ -419,7 +420,7 @@ def _(ns):
     "ngram",
     "bigram perplexity of [0, 1, 2]: exp of the mean NLL over its 2 positions with a context",
     points=1,
-    check=close_number(rtol=1e-9, atol=0.0),
+    check=close_number(rtol=1e-5, atol=0.0),
     expected=0.24**-0.5,
     builds_on=(_ADD_ONE,),
 )
@@ -442,7 +443,7 @@ def _tensors_in(got):
     for what, value, right in zip(("prob(tensor([0]), 1)", "perplexity(tensor([0, 1, 2]))"), got, (0.6, 0.24**-0.5)):
         if type(value) is not float:
             return f"{what} must return a Python float, got {type(value).__name__}"
-        if abs(value - right) > 1e-9 * right:
+        if abs(value - right) > 1e-5 * right:
             return f"{what} of a bigram fitted to a tensor is {value:.6g}: tensors must count as the lists of their ids"
     return None
 

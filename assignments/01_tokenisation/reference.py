@@ -72,7 +72,7 @@ def train_val_split(data: torch.Tensor, val_fraction: float = 0.1) -> tuple[torc
 
     The split is contiguous (no shuffling): the first
     ``int(len(data) * (1 - val_fraction))`` items are the training part and the
-    rest is the validation part.
+    rest is the validation part. Both parts keep the dtype of ``data``.
 
     Raises:
         ValueError: if ``val_fraction`` is not in the interval [0, 1).
@@ -172,7 +172,8 @@ class NGramLM:
         return self
 
     def prob(self, context: list[int] | torch.Tensor, token: int) -> float:
-        """Smoothed probability of ``token`` after the last ``n-1`` ids of ``context``.
+        """Smoothed probability of ``token`` after the last ``n-1`` ids of ``context``
+        (a list or a 1-D tensor), as a Python float.
 
         Raises:
             ValueError: if ``context`` holds fewer than ``n-1`` ids.
@@ -187,7 +188,8 @@ class NGramLM:
 
     def perplexity(self, ids: list[int] | torch.Tensor) -> float:
         """``exp`` of the mean negative log-likelihood over every position of ``ids``
-        that has a full context of ``n-1`` earlier tokens.
+        (a list or a 1-D tensor) that has a full context of ``n-1`` earlier tokens, as a
+        Python float.
 
         Raises:
             ValueError: if ``ids`` is too short to hold one such position.
