@@ -477,7 +477,8 @@ def _ff_arguments(embed_dim, ff_dim, activation="gelu", dropout=0.0):
 
 
 def _ln_arguments(dim, eps=1e-5):
-    return [dim]
+    """The arguments of LayerNorm, with their defaults (a call may name them: LayerNorm(dim=C))."""
+    return dim, eps
 
 
 @contextlib.contextmanager
@@ -488,8 +489,9 @@ def _placeholders(ns):
     calls = {"LayerNorm": [], "FeedForward": []}
 
     def layer_norm(*args, **kwargs):
-        calls["LayerNorm"].append(_ln_arguments(*args, **kwargs))
-        return nn.LayerNorm(*args, **kwargs)
+        dim, eps = _ln_arguments(*args, **kwargs)
+        calls["LayerNorm"].append([dim])
+        return nn.LayerNorm(dim, eps=eps)
 
     def feed_forward(*args, **kwargs):
         arguments = _ff_arguments(*args, **kwargs)

@@ -543,6 +543,29 @@ ALTERNATIVES = [
     ),
     Variant(
         "block",
+        "every part built with keyword arguments, LayerNorm(dim=embed_dim) included",
+        {
+            "TransformerBlock": """
+        class TransformerBlock(nn.Module):
+            def __init__(self, embed_dim, num_heads, ff_dim, dropout=0.0, activation="gelu", norm_first=True):
+                super().__init__()
+                self.norm_first = norm_first
+                self.attn = MultiHeadAttention(embed_dim=embed_dim, num_heads=num_heads, dropout=dropout)
+                self.ln1 = LayerNorm(dim=embed_dim)
+                self.ln2 = LayerNorm(dim=embed_dim, eps=1e-5)
+                self.ff = FeedForward(embed_dim=embed_dim, ff_dim=ff_dim, activation=activation, dropout=dropout)
+
+            def forward(self, x, mask=None):
+                if self.norm_first:
+                    x = x + self.attn(self.ln1(x), mask=mask)
+                    return x + self.ff(self.ln2(x))
+                x = self.ln1(x + self.attn(x, mask=mask))
+                return self.ln2(x + self.ff(x))
+    """
+        },
+    ),
+    Variant(
+        "block",
         "separate pre-norm and post-norm paths with named steps",
         {
             "TransformerBlock": """

@@ -332,7 +332,8 @@ def _ff_arguments(embed_dim, ff_dim, activation="gelu", dropout=0.0):
 
 
 def _ln_arguments(dim, eps=1e-5):
-    return [dim]
+    """The arguments of LayerNorm, with their defaults (a call may name them: LayerNorm(dim=C))."""
+    return dim, eps
 
 
 @contextlib.contextmanager
@@ -343,8 +344,9 @@ def _placeholders(ns):
     calls = {"LayerNorm": [], "FeedForward": []}
 
     def layer_norm(*args, **kwargs):
-        calls["LayerNorm"].append(_ln_arguments(*args, **kwargs))
-        return torch.nn.LayerNorm(*args, **kwargs)
+        dim, eps = _ln_arguments(*args, **kwargs)
+        calls["LayerNorm"].append([dim])
+        return torch.nn.LayerNorm(dim, eps=eps)
 
     def feed_forward(*args, **kwargs):
         calls["FeedForward"].append(_ff_arguments(*args, **kwargs))

@@ -856,6 +856,46 @@ ALTERNATIVES = [
         },
     ),
     Variant(
+        "encoder",
+        "stage 07's initialisation (normal 0.02, biases at zero), positions sliced from pos_emb.weight",
+        {
+            "Encoder": """
+        class Encoder(nn.Module):
+            def __init__(self, vocab_size, max_len, n_layer=2, n_head=4, n_embd=64, ff_dim=None, dropout=0.0, pad_id=0):
+                super().__init__()
+                if ff_dim is None:
+                    ff_dim = 4 * n_embd
+                self.pad_id = pad_id
+                self.tok_emb = nn.Embedding(vocab_size, n_embd)
+                self.pos_emb = nn.Embedding(max_len, n_embd)
+                self.drop = nn.Dropout(dropout)
+                self.blocks = nn.ModuleList(
+                    TransformerBlock(n_embd, n_head, ff_dim, dropout=dropout, activation="gelu", norm_first=True)
+                    for _ in range(n_layer)
+                )
+                self.ln_f = LayerNorm(n_embd)
+                self.apply(self._init_weights)
+
+            @staticmethod
+            def _init_weights(module):
+                if isinstance(module, (nn.Linear, nn.Embedding)):
+                    nn.init.normal_(module.weight, mean=0.0, std=0.02)
+                if isinstance(module, nn.Linear) and module.bias is not None:
+                    nn.init.zeros_(module.bias)
+
+            def forward(self, idx):
+                T = idx.size(1)
+                if T > self.pos_emb.num_embeddings:
+                    raise ValueError(f"{T} tokens do not fit in {self.pos_emb.num_embeddings} positions")
+                x = self.drop(self.tok_emb(idx) + self.pos_emb.weight[:T])
+                mask = padding_mask(idx, self.pad_id)
+                for block in self.blocks:
+                    x = block(x, mask=mask)
+                return self.ln_f(x)
+    """
+        },
+    ),
+    Variant(
         "classifier",
         "the head on every position, then a masked average of the logits",
         {
