@@ -33,12 +33,13 @@ def test_settings_replace_the_option_lines_of_a_cell():
     assert changed == 'TOKENIZER = "char"  # or "byte-bpe"\nPOSITIONS = "rope"\nx = 1\n' and done == {"POSITIONS"}
 
 
-def test_a_replacement_changes_the_text_wherever_it_stands_and_a_missing_one_stops_the_run(tmp_path):
+def test_a_replacement_changes_the_text_wherever_it_stands_and_a_missing_one_stops_the_run(tmp_path, monkeypatch):
     source = "config = GPTConfig(n_embd=384, dropout=0.2)\nsettings = dict(steps=800, lr=1e-3)\n"
     changed = run_notebook.apply_replacements(source, [("dropout=0.2)", "dropout=0.0)"), ("steps=800,", "steps=9,")])
     assert changed == "config = GPTConfig(n_embd=384, dropout=0.0)\nsettings = dict(steps=9, lr=1e-3)\n"
+    monkeypatch.chdir(tmp_path)  # main() moves into its work folder: this worker's others must not follow
     with pytest.raises(SystemExit) as stopped:
-        run_notebook.main(["07_gpt", "--quick", "--workdir", str(tmp_path), "--replace", "no such recipe", "x"])
+        run_notebook.main(["07_gpt", "--workdir", str(tmp_path), "--replace", "no such recipe", "x"])
     assert stopped.value.code == 2
 
 
