@@ -101,6 +101,23 @@ def test_a_kit_import_over_several_lines_is_pasted(scratch):
     assert "from autograder" not in harness_module(scratch)
 
 
+def test_a_hidden_helper_copied_from_the_public_suite_is_caught(scratch):
+    """A renamed copy with a docstring of its own is still a copy; a helper that differs is not."""
+    copy = (
+        "\n\ndef _model_fitted(ns, ids, *args, **kwargs):\n"
+        '    """Fitted."""\n'
+        "    lm = ns.NGramLM(*args, **kwargs)\n"
+        "    lm.fit(ids)\n"
+        "    return lm\n"
+    )
+    with scratch.hidden.open("a", encoding="utf-8") as handle:
+        handle.write(copy + copy.replace("_model_fitted", "_other").replace("lm.fit(ids)", "lm.fit(ids[1:])"))
+    assert [p for p in static_problems(scratch) if "repeats" in p] == [
+        "[hidden suite repeats no public helper] hidden.py: _model_fitted repeats public.py: _fitted "
+        "(import it: from public import _fitted)"
+    ]
+
+
 def test_a_docstring_example_that_is_wrong_is_caught():
     module = types.ModuleType("scratch_reference")
     exec('def double(x):\n    """Twice x.\n\n    >>> double(2)\n    5\n    """\n    return 2 * x\n', module.__dict__)

@@ -31,6 +31,8 @@ import torch
 
 from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, close_number, dtypes, generator, satisfies
 
+from public import _fitted, _same_object
+
 suite = Suite(public=False)
 
 SONNET = (
@@ -493,13 +495,6 @@ TEST_IDS = torch.randint(0, 6, (120,), generator=generator(22)).tolist()
 _WITH_CONTEXT = "bigram with add-one smoothing: (2 + 1) / (2 + 3)"
 
 
-def _fitted(ns, ids, *args, **kwargs):
-    """A model made with ``args`` and fitted to ``ids``, whatever ``fit`` returns (its own test checks that)."""
-    lm = ns.NGramLM(*args, **kwargs)
-    lm.fit(ids)
-    return lm
-
-
 @suite.case(
     "ngram",
     "trigram probabilities with alpha=0.1; long contexts (a list and a tensor) use their last n-1 ids",
@@ -594,11 +589,6 @@ def _(ns):
 )
 def _(ns):
     return _fitted(ns, TRAIN_IDS, 2, vocab_size=6, alpha=0.5).perplexity(TEST_IDS)
-
-
-def _same_object(got):
-    model, returned = got
-    return None if model == returned else "fit must return the model itself (return self), so that calls can be chained"
 
 
 @suite.case("ngram", "fit returns the model itself", points=1, check=satisfies(_same_object))

@@ -62,6 +62,8 @@ import torch
 
 from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, equal, raises, satisfies
 
+from public import _missing
+
 suite = Suite(public=False)
 
 K = 20  # the efficiency budget, in calibration workloads
@@ -1566,13 +1568,6 @@ _STAND_INS = {
     "train_bpe": _known_train_bpe,
     "bpe_segment": _known_bpe_segment,
 }
-
-
-def _missing(name):
-    def absent(*args, **kwargs):
-        raise NameError(f"`{name}` is not defined: run (or restore) the cell that defines it")
-
-    return absent
 
 
 @contextlib.contextmanager

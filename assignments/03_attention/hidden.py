@@ -58,11 +58,9 @@ from autograder.kit import (
     unplaced,
 )
 
+from public import _table_like
+
 suite = Suite(public=False)
-
-
-def _same_shape(got, exp):
-    return type(got) is torch.Tensor and got.shape == exp.shape
 
 
 def _near(a, b, atol=1e-4):
@@ -141,13 +139,13 @@ def _minus_token_rows(check):
             dtype=None,
             hints=[
                 Hint(
-                    lambda got, exp: _same_shape(got, exp) and _near(got[:, :-1], exp[:, 1:], 1e-5),
+                    lambda got, exp: _table_like(got, exp) and _near(got[:, :-1], exp[:, 1:], 1e-5),
                     "the positions look counted from 1: the first token has position 0",
                     mistake="positions counted from 1",
                 ),
                 Hint(
                     lambda got, exp: (
-                        _same_shape(got, exp)
+                        _table_like(got, exp)
                         and _near(got[0, 0], got[0, 1], 1e-5)
                         and _near(got[0, 2], got[0, 5], 1e-5)
                     ),
@@ -156,7 +154,7 @@ def _minus_token_rows(check):
                 ),
                 Hint(
                     lambda got, exp: (
-                        _same_shape(got, exp)
+                        _table_like(got, exp)
                         and _near((got - exp)[0, 0], (got - exp)[0, 1], 1e-5)
                         and _near((got - exp)[0, 2], (got - exp)[0, 5], 1e-5)
                     ),
@@ -249,25 +247,25 @@ def _table_hints():
     """Known mistakes, told apart by how the table relates to the expected one."""
     return [
         Hint(
-            lambda got, exp: _same_shape(got, exp) and _near(got[:, 0::2], exp[:, 1::2]),
+            lambda got, exp: _table_like(got, exp) and _near(got[:, 0::2], exp[:, 1::2]),
             "the even and odd columns look exchanged: compare the formula for PE[p, 2i] and PE[p, 2i+1]",
             mistake="sin and cos swapped",
         ),
         Hint(
-            lambda got, exp: _same_shape(got, exp) and _near(got[:, : exp.shape[1] // 2], exp[:, 0::2]),
+            lambda got, exp: _table_like(got, exp) and _near(got[:, : exp.shape[1] // 2], exp[:, 0::2]),
             "the columns are in blocks; in this course the two functions alternate column by column",
             mistake="sines and cosines in blocks",
         ),
         Hint(
             lambda got, exp: (
-                _same_shape(got, exp) and _near(got[:, 0::2], exp[:, 0::2]) and _near(got[0, 1::2], exp[0, 1::2])
+                _table_like(got, exp) and _near(got[:, 0::2], exp[:, 0::2]) and _near(got[0, 1::2], exp[0, 1::2])
             ),
             "the sine columns are right but the cosine columns are not: a sine column and the column after it share one frequency",
             mistake="cosine columns with their own exponent",
         ),
         # with the pair index not doubled, the sine of pair 2k turns like the expected sine of pair k
         Hint(
-            lambda got, exp: _same_shape(got, exp) and _near(got[:, 0::4], exp[:, 0::2][:, : (exp.shape[1] + 2) // 4]),
+            lambda got, exp: _table_like(got, exp) and _near(got[:, 0::4], exp[:, 0::2][:, : (exp.shape[1] + 2) // 4]),
             "the frequencies fall off too slowly: check the exponent of 10000",
             mistake="pair index not doubled",
         ),
@@ -360,13 +358,13 @@ def _rope_hints(x):
         return torch.allclose(_pairs(got).abs(), _pairs(x).abs(), atol=1e-4)
 
     def halves(got, exp):
-        return _same_shape(got, exp) and _near(_halves_norms(got), _halves_norms(x)) and not rotation(got)
+        return _table_like(got, exp) and _near(_halves_norms(got), _halves_norms(x)) and not rotation(got)
 
     def backwards(got, exp):  # x turned by -angle times x turned by +angle is x^2
-        return _same_shape(got, exp) and torch.allclose(_pairs(got) * _pairs(exp), _pairs(x) ** 2, atol=1e-4)
+        return _table_like(got, exp) and torch.allclose(_pairs(got) * _pairs(exp), _pairs(x) ** 2, atol=1e-4)
 
     def angles(got, exp):  # pair i turned as the expected pair i/2 (an exponent of -i/D)
-        if not _same_shape(got, exp):
+        if not _table_like(got, exp):
             return False
         turned, expected = _pairs(got) / _pairs(x), _pairs(exp) / _pairs(x)
         if turned.shape[-1] < 3:  # with two pairs, pair 0 (which every base turns alike) is all it compares
@@ -494,7 +492,7 @@ def _rows_sum_to_one(got):
 
 def _blocked_weighted(got, exp):
     """Some blocked key (weight 0 in the expected weights) got weight, each query's weights summing to 1."""
-    return _same_shape(got, exp) and _rows_sum_to_one(got) and bool((got[exp == 0] > 0).any())
+    return _table_like(got, exp) and _rows_sum_to_one(got) and bool((got[exp == 0] > 0).any())
 
 
 def _leaks(got, exp):
@@ -513,7 +511,7 @@ def _inverted(got, exp):
 _WEIGHT_HINTS = [
     Hint(
         lambda got, exp: (
-            _same_shape(got, exp)
+            _table_like(got, exp)
             and torch.allclose(got.double().sum(-2), torch.ones(1, dtype=torch.float64), atol=1e-4)
         ),
         "your weights sum to 1 over the queries; each query's weights must sum to 1 over the keys",
@@ -526,12 +524,12 @@ _WEIGHT_HINTS = [
         mistake="blocked scores not -inf",
     ),
     Hint(
-        lambda got, exp: _same_shape(got, exp) and _near(got, _rescored(exp, 1 / math.sqrt(6))),
+        lambda got, exp: _table_like(got, exp) and _near(got, _rescored(exp, 1 / math.sqrt(6))),
         "the weights are too flat: the scale is sqrt(d_k), not d_k",
         mistake="scores divided by d_k",
     ),
     Hint(
-        lambda got, exp: _same_shape(got, exp) and _near(got, _rescored(exp, math.sqrt(6))),
+        lambda got, exp: _table_like(got, exp) and _near(got, _rescored(exp, math.sqrt(6))),
         "the weights are too peaked: the scores must be scaled before the softmax",
         mistake="scores not scaled",
     ),

@@ -52,23 +52,12 @@ from autograder.kit import (
     unplaced,
 )
 
+from public import _grid, _loss, _rows, _tensor_like
+
 suite = Suite(public=False)
 
 
 # ---------------------------------------------------------------- answers for the other functions, and a private attention
-
-
-def _grid(rows):
-    """A boolean matrix written as rows of 0s and 1s: "011 001 000"."""
-    return torch.tensor([[ch == "1" for ch in row] for row in rows.split()])
-
-
-def _rows(t):
-    """The rows of a (B, T) tensor as a key of the tables (None for any other input: no table answers it)."""
-    try:
-        return tuple(tuple(int(v) for v in row) for row in t.tolist())
-    except TypeError:  # not 2-D: a row is a number, or an item a list
-        return None
 
 
 # The calls combined_mask and pad_and_shift may make to the stage's other functions while
@@ -156,25 +145,21 @@ def _mask_problem(mask, shape):
 # ---------------------------------------------------------------- causal_mask
 
 
-def _mask_like(got, exp):
-    return type(got) is torch.Tensor and got.shape == exp.shape
-
-
 def _bool_like(got, exp):
-    return _mask_like(got, exp) and got.dtype == torch.bool
+    return _tensor_like(got, exp) and got.dtype == torch.bool
 
 
 def _diag_blocked(got, exp):
     eye = torch.eye(exp.shape[0], dtype=torch.bool)
-    return _mask_like(got, exp) and bool(torch.equal(got.to(torch.bool), exp | eye))
+    return _tensor_like(got, exp) and bool(torch.equal(got.to(torch.bool), exp | eye))
 
 
 def _inverted_mask(got, exp):
-    return _mask_like(got, exp) and bool(torch.equal(got.to(torch.bool), ~exp))
+    return _tensor_like(got, exp) and bool(torch.equal(got.to(torch.bool), ~exp))
 
 
 def _flipped(got, exp):
-    return _mask_like(got, exp) and bool(got.to(torch.bool)[-1, 0])
+    return _tensor_like(got, exp) and bool(got.to(torch.bool)[-1, 0])
 
 
 _NINE = "T=9 exactly, dtype and values"
@@ -348,12 +333,12 @@ def _shape_is(*shape):
                 mistake="padding mask with a head axis",
             ),
             Hint(
-                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, 0], _IDS == 0)),
+                lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got[:, 0], _IDS == 0)),
                 "compare with the pad_id you were given, not with 0",
                 mistake="pad id fixed",
             ),
             Hint(
-                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got, ~exp)),
+                lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got, ~exp)),
                 "True must mark the padding (blocked), not the real tokens",
                 mistake="mask inverted",
             ),
@@ -495,12 +480,12 @@ _SHIFT = "B=3, T=7 with start_id=2"
         [
             Hint(_shape_is(3, 8), "the output keeps the shape (B, T)", mistake="shift keeps every token"),
             Hint(
-                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, 1:], _TOKENS[:, 1:])),
+                lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got[:, 1:], _TOKENS[:, 1:])),
                 "the first token is lost and the last kept: it is the last token of each row that drops off",
                 mistake="first token dropped",
             ),
             Hint(
-                lambda got, exp: _mask_like(got, exp) and bool(torch.equal(got[:, :-1], _TOKENS[:, 1:])),
+                lambda got, exp: _tensor_like(got, exp) and bool(torch.equal(got[:, :-1], _TOKENS[:, 1:])),
                 "that is a shift to the left (the targets' direction); the inputs move one step to the right",
                 mistake="shift to the left",
             ),
@@ -608,7 +593,7 @@ def _pas_hints(pad_id, ignore):
     lengths = [len(s) for s in _SEQS]
 
     def pair(got, exp):
-        return isinstance(got, (tuple, list)) and len(got) == 2 and all(_mask_like(g, e) for g, e in zip(got, exp))
+        return isinstance(got, (tuple, list)) and len(got) == 2 and all(_tensor_like(g, e) for g, e in zip(got, exp))
 
     def tail(got, side, value):
         t = got[side]
@@ -716,10 +701,6 @@ _TARGETS = torch.randint(0, 11, (3, 5), generator=generator(92))
 _TARGETS[0, 3:] = -100
 _TARGETS[1, 1:] = -100  # 6 of 15 positions ignored
 _KEPT = 9
-
-
-def _loss(got):
-    return float(got) if type(got) is torch.Tensor and got.numel() == 1 else math.nan
 
 
 def _loss_hints(kept, total):

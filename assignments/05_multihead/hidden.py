@@ -42,6 +42,8 @@ import torch.nn as nn
 
 from autograder.kit import REFERENCE, Hint, Suite, Verdict, catch, close, equal, randn, satisfies, set_parameters
 
+from public import _across_heads
+
 suite = Suite(public=False)
 
 # sizes of the heads probes: none of them is a shape the mha probes use
@@ -331,15 +333,6 @@ def _rescaled_scores(got, exp):
     g, e = _centred_logs(got), _centred_logs(exp)
     k = float((g * e).sum() / (e * e).sum())
     return abs(k - 1) > 0.05 and float((g - k * e).norm() / (k * e).norm()) < 1e-3
-
-
-def _across_heads(got, exp):
-    """For each query, the weights summed over the heads and the keys make 1: one softmax over all heads."""
-    return (
-        type(got) is torch.Tensor
-        and got.shape == exp.shape
-        and torch.allclose(got.double().sum(dim=(1, -1)), torch.ones(1, dtype=torch.float64), atol=1e-4)
-    )
 
 
 def _zeroed_after_softmax(got, exp):

@@ -31,7 +31,6 @@ Tolerances (relative + absolute, per test):
 - properties (causality, the untouched residual stream, dropout): 1e-6 absolute.
 """
 
-import contextlib
 import math
 from collections import OrderedDict
 
@@ -39,6 +38,8 @@ import torch
 import torch.nn as nn
 
 from autograder.kit import REFERENCE, Hint, Suite, catch, close, each_raised, raises, randn, satisfies, set_parameters
+
+from public import _placeholders
 
 suite = Suite(public=False)
 
@@ -466,49 +467,10 @@ def _(ns):
 
 
 # ---------------------------------------------------------------- block
-
+# public.py's placeholders stand in for LayerNorm and FeedForward while the block is built,
+# refusing an activation these tests cannot build PyTorch's layers for.
 
 _ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
-
-
-def _ff_arguments(embed_dim, ff_dim, activation="gelu", dropout=0.0):
-    """The arguments of FeedForward, with their defaults (used to read a call's arguments)."""
-    return [embed_dim, ff_dim, activation, dropout]
-
-
-def _ln_arguments(dim, eps=1e-5):
-    """The arguments of LayerNorm, with their defaults (a call may name them: LayerNorm(dim=C))."""
-    return dim, eps
-
-
-@contextlib.contextmanager
-def _placeholders(ns):
-    """While the block is built, LayerNorm is nn.LayerNorm and FeedForward a placeholder; both note their arguments."""
-    names = ns._names
-    saved = {key: names.get(key) for key in ("LayerNorm", "FeedForward")}
-    calls = {"LayerNorm": [], "FeedForward": []}
-
-    def layer_norm(*args, **kwargs):
-        dim, eps = _ln_arguments(*args, **kwargs)
-        calls["LayerNorm"].append([dim])
-        return nn.LayerNorm(dim, eps=eps)
-
-    def feed_forward(*args, **kwargs):
-        arguments = _ff_arguments(*args, **kwargs)
-        if _ACTIVATIONS.get(arguments[2]) is None:
-            raise ValueError(f"unknown activation {arguments[2]!r}")
-        calls["FeedForward"].append(arguments)
-        return nn.Identity()
-
-    names["LayerNorm"], names["FeedForward"] = layer_norm, feed_forward
-    try:
-        yield calls
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                names.pop(key, None)
-            else:
-                names[key] = value
 
 
 def _torch_feedforward(embed_dim, ff_dim, activation, dropout):
@@ -523,7 +485,7 @@ def _torch_feedforward(embed_dim, ff_dim, activation, dropout):
 
 def _block(ns, seed, **kwargs):
     """The student's block with nn.LayerNorm and PyTorch's feed-forward layers (built with the block's arguments)."""
-    with _placeholders(ns) as calls:
+    with _placeholders(ns, _ACTIVATIONS) as calls:
         block = ns.TransformerBlock(C, H, FF, **kwargs)
     for arguments in calls["FeedForward"][-1:]:
         block.ff = _torch_feedforward(*arguments)
@@ -533,7 +495,7 @@ def _block(ns, seed, **kwargs):
 
 def _built_parts(ns, *args, **kwargs):
     """What a block built with the placeholders gave its parts."""
-    with _placeholders(ns) as calls:
+    with _placeholders(ns, _ACTIVATIONS) as calls:
         block = ns.TransformerBlock(*args, **kwargs)
     attn = block.attn
     drops = [getattr(getattr(attn, name, None), "p", None) for name in ("attn_dropout", "resid_dropout")]
@@ -596,7 +558,7 @@ def _(ns):
     check=each_raised(["TransformerBlock(24, 5, 40)", "TransformerBlock(24, 4, 40, activation='swish')"]),
 )
 def _(ns):
-    with _placeholders(ns):
+    with _placeholders(ns, _ACTIVATIONS):
         return [
             catch(ns.TransformerBlock, C, 5, FF)["raised"],
             catch(ns.TransformerBlock, C, H, FF, activation="swish")["raised"],

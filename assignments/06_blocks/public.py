@@ -337,8 +337,12 @@ def _ln_arguments(dim, eps=1e-5):
 
 
 @contextlib.contextmanager
-def _placeholders(ns):
-    """While the block is built: LayerNorm is nn.LayerNorm, FeedForward a placeholder; both note their arguments."""
+def _placeholders(ns, activations=None):
+    """While the block is built: LayerNorm is nn.LayerNorm, FeedForward a placeholder; both note their arguments.
+
+    With ``activations`` (a dict keyed by name), the placeholder refuses any other activation with ValueError,
+    as FeedForward does (the hidden tests build PyTorch's layers from the noted arguments).
+    """
     names = ns._names
     saved = {key: names.get(key) for key in ("LayerNorm", "FeedForward")}
     calls = {"LayerNorm": [], "FeedForward": []}
@@ -349,7 +353,10 @@ def _placeholders(ns):
         return torch.nn.LayerNorm(dim, eps=eps)
 
     def feed_forward(*args, **kwargs):
-        calls["FeedForward"].append(_ff_arguments(*args, **kwargs))
+        arguments = _ff_arguments(*args, **kwargs)
+        if activations is not None and activations.get(arguments[2]) is None:
+            raise ValueError(f"unknown activation {arguments[2]!r}")
+        calls["FeedForward"].append(arguments)
         return torch.nn.Identity()
 
     names["LayerNorm"], names["FeedForward"] = layer_norm, feed_forward

@@ -64,7 +64,7 @@ from autograder.kit import (
     stand_in_config,
 )
 
-from public import _fill, _optimizer_watch, _train_and_measure
+from public import _evaluation_weights, _fill, _optimizer_watch, _train_and_measure
 
 suite = Suite(public=False)
 
@@ -1211,16 +1211,6 @@ def _table_run(ns, vocab_size, val_data, steps, eval_interval, lr, warmup, seed,
         plain[key] = None if history.get(key) is None else float(history[key])
     final = torch.cat([model.table.weight.detach().reshape(-1), model.bias.detach()])
     return {"history": plain, "seen": model.seen, "final": final}
-
-
-def _evaluation_weights(seen):
-    """The weights at each evaluation: calls in eval mode, grouped between training calls."""
-    groups, inside = [], False
-    for mode, weights in seen:
-        if mode == "eval" and not inside:
-            groups.append(weights)
-        inside = mode == "eval"
-    return groups
 
 
 def _kept_problem(got, want_best=None):

@@ -98,6 +98,7 @@ from public import (
     THRESHOLD,
     _default_init,
     _largest_change,
+    _mha_state,
     _mlm_pair_problem,
     _random_from_the_rest,
     _reversal_pairs,
@@ -889,17 +890,6 @@ def _(ns):
         )
 
 
-def _cross_state(module):
-    return {
-        "in_proj_weight": torch.cat([module.q_proj.weight, module.k_proj.weight, module.v_proj.weight])
-        .detach()
-        .clone(),
-        "in_proj_bias": torch.cat([module.q_proj.bias, module.k_proj.bias, module.v_proj.bias]).detach().clone(),
-        "out_proj.weight": module.out_proj.weight.detach().clone(),
-        "out_proj.bias": module.out_proj.bias.detach().clone(),
-    }
-
-
 def _against_mha(got):
     out, state, x, memory, mask = got
     twin = nn.MultiheadAttention(C, H, batch_first=True)
@@ -917,7 +907,7 @@ def _mha_probe(ns, seed, mask):
     module = _cross(ns, seed)
     with torch.no_grad():
         out = module(_XQ.clone(), _MEM.clone(), memory_mask=None if mask is None else mask.clone())
-    return out, _cross_state(module), _XQ.clone(), _MEM.clone(), mask
+    return out, _mha_state(module), _XQ.clone(), _MEM.clone(), mask
 
 
 @suite.case(

@@ -28,6 +28,7 @@ from .clauses import clause_problems, read_clauses, uncited_tests
 from .copies import copied_references
 from .references import folder_problems
 from .spec import section_text, spec_file, spec_problems
+from .suite_copies import repeated_helpers
 from .verdicts import verdict_problems
 
 MIN_MISTAKES = 4
@@ -139,6 +140,13 @@ def raw_outputs(subject: Subject) -> list[str]:
     for path in (subject.stage.public, subject.stage.hidden):
         problems += verdict_problems(path.read_text(encoding="utf-8"), path.name)
     return problems
+
+
+def no_repeated_helpers(subject: Subject) -> list[str]:
+    """No function or class of ``hidden.py`` repeats one of ``public.py`` (docstrings, annotations
+    and its name aside): the hidden suite imports it (``from public import ...``)."""
+    read = [path.read_text(encoding="utf-8") for path in (subject.stage.public, subject.stage.hidden)]
+    return repeated_helpers(*read)
 
 
 def clauses_covered(subject: Subject) -> list[str]:
