@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -82,6 +83,23 @@ def test_grade_writes_results_and_gradebook_for_any_file_name_and_zip(tmp_path):
             assert "all tests passed" not in test["output"].lower()
     # in a pipe, the progress is plain lines (a bar in a terminal: tests/test_progress.py)
     assert "grading 01_tokenisation: 4/4 submissions (" in done.stderr and "\r" not in done.stderr
+
+
+def test_grading_leaves_no_working_folder_behind(tmp_path):
+    """Nothing is left in the temporary folder: the fork server's working folder goes with the grading process."""
+    ref = submission(STAGE, tmp_path / "in", "ada", base="reference")
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder.cli", "grade", "--stage", "01", "--out", str(tmp_path / "out"), str(ref)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(temp)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out" / "ada" / "results.json").read_text())["score"] > 0
+    assert sorted(p.name for p in temp.iterdir()) == []
 
 
 def test_a_notebook_of_another_stage_or_no_notebook_is_named_on_the_console_and_in_its_feedback(tmp_path):

@@ -14,9 +14,11 @@ script reaches the first of them (see ``child``), and keeps at most
 like one that hangs (its output is read and dropped as it comes, never buffered).
 """
 
+import atexit
 import json
 import os
 import selectors
+import shutil
 import socket
 import subprocess
 import sys
@@ -166,8 +168,9 @@ class ForkServer:
     Starting Python and importing torch costs seconds; a fork costs milliseconds. The
     server runs no student code and never sees a submission: it receives only a working
     directory, an environment and the child's pipes. If anything kills it, the next
-    job starts a new one. ``modules`` are imported by the server on top of what every
-    job needs (``child.TRAINING`` for jobs whose tests train).
+    job starts a new one. Its working directory is removed when the grading process
+    exits. ``modules`` are imported by the server on top of what every job needs
+    (``child.TRAINING`` for jobs whose tests train).
     """
 
     def __init__(self, modules: tuple[str, ...] = ()) -> None:
@@ -176,6 +179,7 @@ class ForkServer:
         self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self._workdir = tempfile.mkdtemp(prefix="gptcourse-forkserver-")
+        atexit.register(self.close)
 
     def _start(self) -> None:
         parent, child = socket.socketpair()
@@ -226,6 +230,11 @@ class ForkServer:
             self._proc.wait()
             processes.unregister(self._proc.pid)
             self._proc = None
+
+    def close(self) -> None:
+        """Stop the server and remove its working directory (when the grading process exits)."""
+        self.stop()
+        shutil.rmtree(self._workdir, ignore_errors=True)
 
 
 _servers: dict[tuple[str, ...], ForkServer] = {}
