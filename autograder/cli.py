@@ -533,15 +533,8 @@ def tryout_line(tried, gradescope_limits: bool) -> str:
     return f"score {doc['score']:g} of {worth:g} in {tried.seconds:.0f} s{peak}; {limits}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] in (["train"], ["sample"]):
-        from training.cli import main as training_main  # imported only here: grading never needs it
-
-        return training_main(argv, prog="gptcourse")
-    parser = argparse.ArgumentParser(prog="gptcourse", description="Build and grade the gptcourse notebooks.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_build_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``build`` subcommand's arguments."""
     build = sub.add_parser(
         "build", help="build the student release, fixtures, Gradescope and otter zips and nbgrader course"
     )
@@ -549,9 +542,42 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--stages", nargs="+", metavar="S", help="only these stages (default: all written ones)")
     build.set_defaults(run=cmd_build)
 
+
+def _add_grade_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``grade`` subcommand's arguments, in the order ``--help`` lists them."""
     grade = sub.add_parser("grade", help="grade submissions of one stage")
     grade.add_argument("--stage", required=True, help="e.g. 01_tokenisation (or 01)")
     grade.add_argument("--out", default="grades", help="output folder (default: grades/)")
+    _add_grade_run_options(grade)
+    grade.add_argument(
+        "--nbgrader",
+        metavar="COURSE_DIR",
+        help="run nbgrader autograde in this course (it grades through the engine) and show its gradebook",
+    )
+    grade.add_argument("--student", metavar="ID", help="with --nbgrader: only this student")
+    _add_grade_class_options(grade)
+    which = grade.add_mutually_exclusive_group()
+    which.add_argument(
+        "--changed",
+        action="store_true",
+        help="grade only the files never graded into OUT, changed since (SHA-256), or graded with other tests",
+    )
+    which.add_argument(
+        "--only-failed",
+        action="store_true",
+        help="grade only the files never graded into OUT or short of full marks there",
+    )
+    grade.add_argument(
+        "files",
+        nargs="*",
+        help=".ipynb files (any name), zips holding one notebook, or folders of them; none: rebuild OUT's "
+        "gradebook only (after typing written scores into grades.csv)",
+    )
+    grade.set_defaults(run=cmd_grade)
+
+
+def _add_grade_run_options(grade: argparse.ArgumentParser) -> None:
+    """``grade``'s options of how it runs: workers, timeout, fixtures, quiet, hidden tests shown."""
     grade.add_argument(
         "--workers",
         type=_positive(int),
@@ -571,12 +597,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="include hidden-test results in each feedback.md (after the deadline)",
     )
-    grade.add_argument(
-        "--nbgrader",
-        metavar="COURSE_DIR",
-        help="run nbgrader autograde in this course (it grades through the engine) and show its gradebook",
-    )
-    grade.add_argument("--student", metavar="ID", help="with --nbgrader: only this student")
+
+
+def _add_grade_class_options(grade: argparse.ArgumentParser) -> None:
+    """``grade``'s options of the class: how students are named, the roster, the LMS columns."""
     grade.add_argument(
         "--names",
         choices=("auto", "folder", "file"),
@@ -602,31 +626,19 @@ def main(argv: list[str] | None = None) -> int:
         help="the grade column of moodle.csv (written when the roster has emails), e.g. as Moodle's export heads "
         "the item, 'Assignment: Tokenisation (Real)' (default: the stage id)",
     )
-    which = grade.add_mutually_exclusive_group()
-    which.add_argument(
-        "--changed",
-        action="store_true",
-        help="grade only the files never graded into OUT, changed since (SHA-256), or graded with other tests",
-    )
-    which.add_argument(
-        "--only-failed",
-        action="store_true",
-        help="grade only the files never graded into OUT or short of full marks there",
-    )
-    grade.add_argument(
-        "files",
-        nargs="*",
-        help=".ipynb files (any name), zips holding one notebook, or folders of them; none: rebuild OUT's "
-        "gradebook only (after typing written scores into grades.csv)",
-    )
-    grade.set_defaults(run=cmd_grade)
 
+
+def _add_report_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``report`` subcommand's arguments."""
     report = sub.add_parser(
         "report", help="a graded class: totals, pass rates, the mistakes seen per question, a line per student"
     )
     report.add_argument("folder", help="the --out folder of gptcourse grade")
     report.set_defaults(run=cmd_report)
 
+
+def _add_gradescope_run_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``gradescope-run`` subcommand's arguments."""
     tryout = sub.add_parser(
         "gradescope-run", help="grade a notebook with a Gradescope or otter zip on this machine, as Gradescope would"
     )
@@ -640,6 +652,9 @@ def main(argv: list[str] | None = None) -> int:
     tryout.add_argument("--out", help="also write the results.json here")
     tryout.set_defaults(run=cmd_gradescope_run)
 
+
+def _add_demo_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``demo`` subcommand's arguments."""
     demo = sub.add_parser("demo", help="build, then grade sample submissions of one stage (default 01)")
     demo.add_argument("--stage", default=DEMO_STAGE, help=f"e.g. 09_rnn or 9 (default: {DEMO_STAGE})")
     demo.add_argument(
@@ -647,6 +662,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     demo.set_defaults(run=cmd_demo)
 
+
+def _add_check_stage_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``check-stage`` subcommand's arguments."""
     check = sub.add_parser(
         "check-stage", help="check a stage's folder: notebook, tests, catalogue, reference (for course authors)"
     )
@@ -661,11 +679,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     check.set_defaults(run=cmd_check_stage)
 
+
+def _parser() -> argparse.ArgumentParser:
+    """The ``gptcourse`` parser: a subcommand per command, ``train`` and ``sample`` listed for ``--help`` only."""
+    parser = argparse.ArgumentParser(prog="gptcourse", description="Build and grade the gptcourse notebooks.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_build_parser(sub)
+    _add_grade_parser(sub)
+    _add_report_parser(sub)
+    _add_gradescope_run_parser(sub)
+    _add_demo_parser(sub)
+    _add_check_stage_parser(sub)
     # listed here for --help; their arguments belong to the training package (see main's first lines)
     sub.add_parser("train", help="train the reference GPT, then sample from it (gptcourse train --help)")
     sub.add_parser("sample", help="generate text from a checkpoint of gptcourse train (gptcourse sample --help)")
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``gptcourse`` command on ``argv`` (default: the process's arguments); its exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] in (["train"], ["sample"]):
+        from training.cli import main as training_main  # imported only here: grading never needs it
+
+        return training_main(argv, prog="gptcourse")
+    args = _parser().parse_args(argv)
     try:
         return args.run(args)
     except UsageError as exc:
