@@ -186,22 +186,41 @@ def _named_twice(book) -> str:
 
 def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     """What the run did to the folder: kept and skipped students, the roster's matches, the files to use."""
-    from .channels.local.written import still_to_grade
-
     book = run.gradebook
+    imports = [name for name in ("canvas.csv", "moodle.csv") if (out / name).is_file()]
+    lines = [
+        *_regrade_lines(run, args),
+        *_caveat_lines(run, args),
+        *_unmatched(book, imports),
+        *(_canvas_scale(book, out) if "canvas.csv" in imports else []),
+        *_roster_lines(book, out, imports),
+        *_written_lines(book, out),
+    ]
+    return "\n".join([*lines, _files_line(out)])
+
+
+def _regrade_lines(run, args: argparse.Namespace) -> list[str]:
+    """The lines on what was graded again: the students skipped, those kept, those graded from another file."""
     lines = []
-    kept = len(book.rows) - len(run.graded)
+    kept = len(run.gradebook.rows) - len(run.graded)
     if run.skipped:
         why = "unchanged since they were graded" if args.changed else "already at full marks"
         lines.append(f"not graded again ({why}): {', '.join(k for k, _ in run.skipped)}")
     if kept > 0:
-        lines.append(f"kept {kept} student(s) graded before; the gradebook has {len(book.listed)} rows")
+        lines.append(f"kept {kept} student(s) graded before; the gradebook has {len(run.gradebook.listed)} rows")
     if run.replaced:
         lines.append(
             "graded now from another file than the one graded before, whose results this replaced (check it is"
             " the newer submission; if not, grade that file again): "
             + ", ".join(f"{key} (was {Path(earlier).name})" for key, earlier in run.replaced)
         )
+    return lines
+
+
+def _caveat_lines(run, args: argparse.Namespace) -> list[str]:
+    """The lines on results to check: written answers changed, kept rows of other tests, hidden tests still
+    hidden, late submissions."""
+    lines = []
     if run.rescore:
         lines.append(
             "written answers changed since their score was typed (the score is kept: check it in grades.csv"
@@ -213,7 +232,7 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
             f" grade their files again): {', '.join(run.stale)}"
         )
     graded_now = {g.name for g in run.graded}
-    hidden_kept = [row.key for row in book.rows if row.key not in graded_now]
+    hidden_kept = [row.key for row in run.gradebook.rows if row.key not in graded_now]
     if args.show_hidden and hidden_kept:
         lines.append(
             "--show-hidden rewrote the feedback of the students graded now only; it still hides the hidden tests"
@@ -223,10 +242,13 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     late = [i.key for i in run.identities if i.late]
     if late:
         lines.append(f"marked late by the LMS (recorded in graded.json; no penalty applied): {', '.join(late)}")
-    imports = [name for name in ("canvas.csv", "moodle.csv") if (out / name).is_file()]
-    lines += _unmatched(book, imports)
-    if "canvas.csv" in imports:
-        lines += _canvas_scale(book, out)
+    return lines
+
+
+def _roster_lines(book, out: Path, imports: list[str]) -> list[str]:
+    """The lines on the LMS imports against the roster: students named twice, absent, without an email,
+    and Moodle's maximum grade."""
+    lines = []
     if book.named_twice and imports:
         lines.append(
             f"named by more than one submission (each in grades.csv, none in {_and(imports)}: remove all but one "
@@ -245,19 +267,31 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
             f"moodle.csv: set the Moodle grade item's maximum grade to {book.possible:g} (this stage's points) before"
             " importing: Moodle refuses the whole file if one grade is above the item's maximum"
         )
-    if book.written:
-        answered, blank = still_to_grade(out, book)
-        left = f", {blank} left blank (score them 0)" if blank else ""
-        lines.append(
-            f"written questions ({', '.join(book.written)}): {answered} answer(s) to grade by hand{left}; read them "
-            f"in {out / 'written.md'}, type the scores into grades.csv, then run this command again (files optional)"
-        )
+    return lines
+
+
+def _written_lines(book, out: Path) -> list[str]:
+    """The line on the written questions left to grade by hand; none for a stage without any."""
+    from .channels.local.written import still_to_grade
+
+    if not book.written:
+        return []
+    answered, blank = still_to_grade(out, book)
+    left = f", {blank} left blank (score them 0)" if blank else ""
+    return [
+        f"written questions ({', '.join(book.written)}): {answered} answer(s) to grade by hand{left}; read them "
+        f"in {out / 'written.md'}, type the scores into grades.csv, then run this command again (files optional)"
+    ]
+
+
+def _files_line(out: Path) -> str:
+    """The last line: the files the run leaves in ``out`` to use (results, gradebook, LMS imports)."""
     files = f"results: {out}/<student>/results.json, gradebook: {out / 'grades.csv'}"
     if (out / "canvas.csv").is_file():
         files += f", Canvas import: {out / 'canvas.csv'}"
     if (out / "moodle.csv").is_file():
         files += f", Moodle import: {out / 'moodle.csv'}"
-    return "\n".join([*lines, files])
+    return files
 
 
 def _unmatched(book, imports: list[str]) -> list[str]:
