@@ -310,7 +310,23 @@ def _guard(command):
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add the ``train`` and ``sample`` subcommands to a subparsers object."""
+    _add_train_parser(sub)
+    _add_sample_parser(sub)
+
+
+def _add_train_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``train`` subcommand's arguments, in the order ``--help`` lists them."""
     train = sub.add_parser("train", help="train the reference GPT (character level by default), then sample from it")
+    _add_train_setup_options(train)
+    _add_train_recipe_options(train)
+    train.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
+    train.add_argument("--sample-tokens", type=int, help="tokens sampled at the end (0: none; default: the preset's)")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.set_defaults(run=_guard(cmd_train))
+
+
+def _add_train_setup_options(train: argparse.ArgumentParser) -> None:
+    """``train``'s options of what is trained, where: corpus, device, preset, steps, output, tokenizer, positions."""
     train.add_argument(
         "--corpus", help="shakespeare, default (offline) or a path to a UTF-8 text file (default: the preset's)"
     )
@@ -334,6 +350,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     train.add_argument(
         "--positions", choices=POSITIONS, help="position scheme of the model (stage 03; default: the preset's, learned)"
     )
+
+
+def _add_train_recipe_options(train: argparse.ArgumentParser) -> None:
+    """``train``'s options of the recipe: patience, compilation, batch, learning rate, evaluations, seed, precision,
+    threads."""
     train.add_argument(
         "--patience",
         type=int,
@@ -363,11 +384,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="CPU threads (default: $GPTCOURSE_THREADS, $OMP_NUM_THREADS, else "
         "the CPUs this process may use and others leave free; under torchrun, shared out)",
     )
-    train.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
-    train.add_argument("--sample-tokens", type=int, help="tokens sampled at the end (0: none; default: the preset's)")
-    train.add_argument("--quiet", action="store_true", help="no progress bar")
-    train.set_defaults(run=_guard(cmd_train))
 
+
+def _add_sample_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``sample`` subcommand's arguments."""
     sample = sub.add_parser("sample", help="generate text from a checkpoint of gptcourse train")
     sample.add_argument("--checkpoint", required=True, help="a ckpt.pt written by gptcourse train")
     sample.add_argument("--prompt", help="the text to continue (default: a newline)")
