@@ -347,7 +347,6 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
         record_course,
         require_engine,
         run_autograde,
-        table,
     )
 
     course = Path(args.nbgrader)
@@ -355,10 +354,7 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
     qids = [q for q, _ in stage.tests().questions()]
     written = [q.id for q in written_questions(stage)]
     gradebook_rows(course, stage.id, qids)  # a usage error, before any grading, when the assignment is missing
-    settings = [f"--GradeWithEngine.results_directory={Path(args.out).resolve()}"]
-    if args.timeout != Limits.total_timeout:
-        settings.append(f"--GradeWithEngine.timeout={args.timeout}")
-    status = run_autograde(course, stage.id, args.student, tuple(settings), quiet=args.quiet)
+    status = run_autograde(course, stage.id, args.student, _nbgrader_settings(args), quiet=args.quiet)
     questions, rows = gradebook_rows(course, stage.id, qids, written)
     graded_now = [r.student for r in rows if not args.student or r.student == args.student]
     failed = not_autograded(course, stage.id, graded_now) if status != 0 else {}
@@ -371,33 +367,52 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
     rows = [r for r in rows if r.student in graded_now and r.student not in failed]  # a failed one's 0 is no grade
     record_course(Path(args.out), course, stage.id, [r.student for r in rows])  # for gptcourse report
     if not args.quiet:
-        print(table(rows, questions))
-        for row in rows:
-            if row.manual:
-                print(
-                    f"{row.student}: the manual scores of {', '.join(row.manual)} "
-                    "are kept (nbgrader marks them for review)"
-                )
-        waiting = sorted({w for row in rows for w in row.ungraded})
-        if waiting:
-            print(
-                f"written questions to grade in the formgrader: {', '.join(waiting)} "
-                f"({sum(bool(r.ungraded) for r in rows)} student(s)); the engine never scores them"
-            )
-        print(
-            f"nbgrader gradebook of {course}: {stage.id} autograded by the gptcourse "
-            f"engine; results.json per student in {args.out}/"
-        )
+        _print_nbgrader_gradebook(rows, questions, course, stage, args.out)
     if failed:
-        print(
-            f"gptcourse: error: nbgrader autograde failed on {len(failed)} submission(s) of {stage.id} "
-            f"in {course} (exit {status}; its log is above), left out of the gradebook shown:",
-            file=sys.stderr,
-        )
-        for student, why in failed.items():
-            print(f"  {student}: {why}", file=sys.stderr)
+        _print_nbgrader_failures(failed, course, stage, status)
         return 1
     return 0
+
+
+def _nbgrader_settings(args: argparse.Namespace) -> tuple[str, ...]:
+    """The engine's settings for ``nbgrader autograde``: the results folder, and the timeout unless the default."""
+    settings = [f"--GradeWithEngine.results_directory={Path(args.out).resolve()}"]
+    if args.timeout != Limits.total_timeout:
+        settings.append(f"--GradeWithEngine.timeout={args.timeout}")
+    return tuple(settings)
+
+
+def _print_nbgrader_gradebook(rows, questions, course: Path, stage, out: str) -> None:
+    """Print the nbgrader gradebook's scores, the manual scores kept, the written questions waiting, the files."""
+    from .channels.nbgrader.autograde import table
+
+    print(table(rows, questions))
+    for row in rows:
+        if row.manual:
+            print(
+                f"{row.student}: the manual scores of {', '.join(row.manual)} are kept (nbgrader marks them for review)"
+            )
+    waiting = sorted({w for row in rows for w in row.ungraded})
+    if waiting:
+        print(
+            f"written questions to grade in the formgrader: {', '.join(waiting)} "
+            f"({sum(bool(r.ungraded) for r in rows)} student(s)); the engine never scores them"
+        )
+    print(
+        f"nbgrader gradebook of {course}: {stage.id} autograded by the gptcourse "
+        f"engine; results.json per student in {out}/"
+    )
+
+
+def _print_nbgrader_failures(failed: dict, course: Path, stage, status: int) -> None:
+    """Print, to stderr, the submissions ``nbgrader autograde`` failed on, each with why."""
+    print(
+        f"gptcourse: error: nbgrader autograde failed on {len(failed)} submission(s) of {stage.id} "
+        f"in {course} (exit {status}; its log is above), left out of the gradebook shown:",
+        file=sys.stderr,
+    )
+    for student, why in failed.items():
+        print(f"  {student}: {why}", file=sys.stderr)
 
 
 def score_table(graded, tests) -> str:
