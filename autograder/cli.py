@@ -186,22 +186,41 @@ def _named_twice(book) -> str:
 
 def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     """What the run did to the folder: kept and skipped students, the roster's matches, the files to use."""
-    from .channels.local.written import still_to_grade
-
     book = run.gradebook
+    imports = [name for name in ("canvas.csv", "moodle.csv") if (out / name).is_file()]
+    lines = [
+        *_regrade_lines(run, args),
+        *_caveat_lines(run, args),
+        *_unmatched(book, imports),
+        *(_canvas_scale(book, out) if "canvas.csv" in imports else []),
+        *_roster_lines(book, out, imports),
+        *_written_lines(book, out),
+    ]
+    return "\n".join([*lines, _files_line(out)])
+
+
+def _regrade_lines(run, args: argparse.Namespace) -> list[str]:
+    """The lines on what was graded again: the students skipped, those kept, those graded from another file."""
     lines = []
-    kept = len(book.rows) - len(run.graded)
+    kept = len(run.gradebook.rows) - len(run.graded)
     if run.skipped:
         why = "unchanged since they were graded" if args.changed else "already at full marks"
         lines.append(f"not graded again ({why}): {', '.join(k for k, _ in run.skipped)}")
     if kept > 0:
-        lines.append(f"kept {kept} student(s) graded before; the gradebook has {len(book.listed)} rows")
+        lines.append(f"kept {kept} student(s) graded before; the gradebook has {len(run.gradebook.listed)} rows")
     if run.replaced:
         lines.append(
             "graded now from another file than the one graded before, whose results this replaced (check it is"
             " the newer submission; if not, grade that file again): "
             + ", ".join(f"{key} (was {Path(earlier).name})" for key, earlier in run.replaced)
         )
+    return lines
+
+
+def _caveat_lines(run, args: argparse.Namespace) -> list[str]:
+    """The lines on results to check: written answers changed, kept rows of other tests, hidden tests still
+    hidden, late submissions."""
+    lines = []
     if run.rescore:
         lines.append(
             "written answers changed since their score was typed (the score is kept: check it in grades.csv"
@@ -213,7 +232,7 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
             f" grade their files again): {', '.join(run.stale)}"
         )
     graded_now = {g.name for g in run.graded}
-    hidden_kept = [row.key for row in book.rows if row.key not in graded_now]
+    hidden_kept = [row.key for row in run.gradebook.rows if row.key not in graded_now]
     if args.show_hidden and hidden_kept:
         lines.append(
             "--show-hidden rewrote the feedback of the students graded now only; it still hides the hidden tests"
@@ -223,10 +242,13 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
     late = [i.key for i in run.identities if i.late]
     if late:
         lines.append(f"marked late by the LMS (recorded in graded.json; no penalty applied): {', '.join(late)}")
-    imports = [name for name in ("canvas.csv", "moodle.csv") if (out / name).is_file()]
-    lines += _unmatched(book, imports)
-    if "canvas.csv" in imports:
-        lines += _canvas_scale(book, out)
+    return lines
+
+
+def _roster_lines(book, out: Path, imports: list[str]) -> list[str]:
+    """The lines on the LMS imports against the roster: students named twice, absent, without an email,
+    and Moodle's maximum grade."""
+    lines = []
     if book.named_twice and imports:
         lines.append(
             f"named by more than one submission (each in grades.csv, none in {_and(imports)}: remove all but one "
@@ -245,19 +267,31 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
             f"moodle.csv: set the Moodle grade item's maximum grade to {book.possible:g} (this stage's points) before"
             " importing: Moodle refuses the whole file if one grade is above the item's maximum"
         )
-    if book.written:
-        answered, blank = still_to_grade(out, book)
-        left = f", {blank} left blank (score them 0)" if blank else ""
-        lines.append(
-            f"written questions ({', '.join(book.written)}): {answered} answer(s) to grade by hand{left}; read them "
-            f"in {out / 'written.md'}, type the scores into grades.csv, then run this command again (files optional)"
-        )
+    return lines
+
+
+def _written_lines(book, out: Path) -> list[str]:
+    """The line on the written questions left to grade by hand; none for a stage without any."""
+    from .channels.local.written import still_to_grade
+
+    if not book.written:
+        return []
+    answered, blank = still_to_grade(out, book)
+    left = f", {blank} left blank (score them 0)" if blank else ""
+    return [
+        f"written questions ({', '.join(book.written)}): {answered} answer(s) to grade by hand{left}; read them "
+        f"in {out / 'written.md'}, type the scores into grades.csv, then run this command again (files optional)"
+    ]
+
+
+def _files_line(out: Path) -> str:
+    """The last line: the files the run leaves in ``out`` to use (results, gradebook, LMS imports)."""
     files = f"results: {out}/<student>/results.json, gradebook: {out / 'grades.csv'}"
     if (out / "canvas.csv").is_file():
         files += f", Canvas import: {out / 'canvas.csv'}"
     if (out / "moodle.csv").is_file():
         files += f", Moodle import: {out / 'moodle.csv'}"
-    return "\n".join([*lines, files])
+    return files
 
 
 def _unmatched(book, imports: list[str]) -> list[str]:
@@ -313,7 +347,6 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
         record_course,
         require_engine,
         run_autograde,
-        table,
     )
 
     course = Path(args.nbgrader)
@@ -321,10 +354,7 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
     qids = [q for q, _ in stage.tests().questions()]
     written = [q.id for q in written_questions(stage)]
     gradebook_rows(course, stage.id, qids)  # a usage error, before any grading, when the assignment is missing
-    settings = [f"--GradeWithEngine.results_directory={Path(args.out).resolve()}"]
-    if args.timeout != Limits.total_timeout:
-        settings.append(f"--GradeWithEngine.timeout={args.timeout}")
-    status = run_autograde(course, stage.id, args.student, tuple(settings), quiet=args.quiet)
+    status = run_autograde(course, stage.id, args.student, _nbgrader_settings(args), quiet=args.quiet)
     questions, rows = gradebook_rows(course, stage.id, qids, written)
     graded_now = [r.student for r in rows if not args.student or r.student == args.student]
     failed = not_autograded(course, stage.id, graded_now) if status != 0 else {}
@@ -337,33 +367,52 @@ def grade_nbgrader_course(args: argparse.Namespace, stage) -> int:
     rows = [r for r in rows if r.student in graded_now and r.student not in failed]  # a failed one's 0 is no grade
     record_course(Path(args.out), course, stage.id, [r.student for r in rows])  # for gptcourse report
     if not args.quiet:
-        print(table(rows, questions))
-        for row in rows:
-            if row.manual:
-                print(
-                    f"{row.student}: the manual scores of {', '.join(row.manual)} "
-                    "are kept (nbgrader marks them for review)"
-                )
-        waiting = sorted({w for row in rows for w in row.ungraded})
-        if waiting:
-            print(
-                f"written questions to grade in the formgrader: {', '.join(waiting)} "
-                f"({sum(bool(r.ungraded) for r in rows)} student(s)); the engine never scores them"
-            )
-        print(
-            f"nbgrader gradebook of {course}: {stage.id} autograded by the gptcourse "
-            f"engine; results.json per student in {args.out}/"
-        )
+        _print_nbgrader_gradebook(rows, questions, course, stage, args.out)
     if failed:
-        print(
-            f"gptcourse: error: nbgrader autograde failed on {len(failed)} submission(s) of {stage.id} "
-            f"in {course} (exit {status}; its log is above), left out of the gradebook shown:",
-            file=sys.stderr,
-        )
-        for student, why in failed.items():
-            print(f"  {student}: {why}", file=sys.stderr)
+        _print_nbgrader_failures(failed, course, stage, status)
         return 1
     return 0
+
+
+def _nbgrader_settings(args: argparse.Namespace) -> tuple[str, ...]:
+    """The engine's settings for ``nbgrader autograde``: the results folder, and the timeout unless the default."""
+    settings = [f"--GradeWithEngine.results_directory={Path(args.out).resolve()}"]
+    if args.timeout != Limits.total_timeout:
+        settings.append(f"--GradeWithEngine.timeout={args.timeout}")
+    return tuple(settings)
+
+
+def _print_nbgrader_gradebook(rows, questions, course: Path, stage, out: str) -> None:
+    """Print the nbgrader gradebook's scores, the manual scores kept, the written questions waiting, the files."""
+    from .channels.nbgrader.autograde import table
+
+    print(table(rows, questions))
+    for row in rows:
+        if row.manual:
+            print(
+                f"{row.student}: the manual scores of {', '.join(row.manual)} are kept (nbgrader marks them for review)"
+            )
+    waiting = sorted({w for row in rows for w in row.ungraded})
+    if waiting:
+        print(
+            f"written questions to grade in the formgrader: {', '.join(waiting)} "
+            f"({sum(bool(r.ungraded) for r in rows)} student(s)); the engine never scores them"
+        )
+    print(
+        f"nbgrader gradebook of {course}: {stage.id} autograded by the gptcourse "
+        f"engine; results.json per student in {out}/"
+    )
+
+
+def _print_nbgrader_failures(failed: dict, course: Path, stage, status: int) -> None:
+    """Print, to stderr, the submissions ``nbgrader autograde`` failed on, each with why."""
+    print(
+        f"gptcourse: error: nbgrader autograde failed on {len(failed)} submission(s) of {stage.id} "
+        f"in {course} (exit {status}; its log is above), left out of the gradebook shown:",
+        file=sys.stderr,
+    )
+    for student, why in failed.items():
+        print(f"  {student}: {why}", file=sys.stderr)
 
 
 def score_table(graded, tests) -> str:
@@ -533,15 +582,8 @@ def tryout_line(tried, gradescope_limits: bool) -> str:
     return f"score {doc['score']:g} of {worth:g} in {tried.seconds:.0f} s{peak}; {limits}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] in (["train"], ["sample"]):
-        from training.cli import main as training_main  # imported only here: grading never needs it
-
-        return training_main(argv, prog="gptcourse")
-    parser = argparse.ArgumentParser(prog="gptcourse", description="Build and grade the gptcourse notebooks.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_build_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``build`` subcommand's arguments."""
     build = sub.add_parser(
         "build", help="build the student release, fixtures, Gradescope and otter zips and nbgrader course"
     )
@@ -549,9 +591,42 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--stages", nargs="+", metavar="S", help="only these stages (default: all written ones)")
     build.set_defaults(run=cmd_build)
 
+
+def _add_grade_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``grade`` subcommand's arguments, in the order ``--help`` lists them."""
     grade = sub.add_parser("grade", help="grade submissions of one stage")
     grade.add_argument("--stage", required=True, help="e.g. 01_tokenisation (or 01)")
     grade.add_argument("--out", default="grades", help="output folder (default: grades/)")
+    _add_grade_run_options(grade)
+    grade.add_argument(
+        "--nbgrader",
+        metavar="COURSE_DIR",
+        help="run nbgrader autograde in this course (it grades through the engine) and show its gradebook",
+    )
+    grade.add_argument("--student", metavar="ID", help="with --nbgrader: only this student")
+    _add_grade_class_options(grade)
+    which = grade.add_mutually_exclusive_group()
+    which.add_argument(
+        "--changed",
+        action="store_true",
+        help="grade only the files never graded into OUT, changed since (SHA-256), or graded with other tests",
+    )
+    which.add_argument(
+        "--only-failed",
+        action="store_true",
+        help="grade only the files never graded into OUT or short of full marks there",
+    )
+    grade.add_argument(
+        "files",
+        nargs="*",
+        help=".ipynb files (any name), zips holding one notebook, or folders of them; none: rebuild OUT's "
+        "gradebook only (after typing written scores into grades.csv)",
+    )
+    grade.set_defaults(run=cmd_grade)
+
+
+def _add_grade_run_options(grade: argparse.ArgumentParser) -> None:
+    """``grade``'s options of how it runs: workers, timeout, fixtures, quiet, hidden tests shown."""
     grade.add_argument(
         "--workers",
         type=_positive(int),
@@ -571,12 +646,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="include hidden-test results in each feedback.md (after the deadline)",
     )
-    grade.add_argument(
-        "--nbgrader",
-        metavar="COURSE_DIR",
-        help="run nbgrader autograde in this course (it grades through the engine) and show its gradebook",
-    )
-    grade.add_argument("--student", metavar="ID", help="with --nbgrader: only this student")
+
+
+def _add_grade_class_options(grade: argparse.ArgumentParser) -> None:
+    """``grade``'s options of the class: how students are named, the roster, the LMS columns."""
     grade.add_argument(
         "--names",
         choices=("auto", "folder", "file"),
@@ -602,31 +675,19 @@ def main(argv: list[str] | None = None) -> int:
         help="the grade column of moodle.csv (written when the roster has emails), e.g. as Moodle's export heads "
         "the item, 'Assignment: Tokenisation (Real)' (default: the stage id)",
     )
-    which = grade.add_mutually_exclusive_group()
-    which.add_argument(
-        "--changed",
-        action="store_true",
-        help="grade only the files never graded into OUT, changed since (SHA-256), or graded with other tests",
-    )
-    which.add_argument(
-        "--only-failed",
-        action="store_true",
-        help="grade only the files never graded into OUT or short of full marks there",
-    )
-    grade.add_argument(
-        "files",
-        nargs="*",
-        help=".ipynb files (any name), zips holding one notebook, or folders of them; none: rebuild OUT's "
-        "gradebook only (after typing written scores into grades.csv)",
-    )
-    grade.set_defaults(run=cmd_grade)
 
+
+def _add_report_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``report`` subcommand's arguments."""
     report = sub.add_parser(
         "report", help="a graded class: totals, pass rates, the mistakes seen per question, a line per student"
     )
     report.add_argument("folder", help="the --out folder of gptcourse grade")
     report.set_defaults(run=cmd_report)
 
+
+def _add_gradescope_run_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``gradescope-run`` subcommand's arguments."""
     tryout = sub.add_parser(
         "gradescope-run", help="grade a notebook with a Gradescope or otter zip on this machine, as Gradescope would"
     )
@@ -640,6 +701,9 @@ def main(argv: list[str] | None = None) -> int:
     tryout.add_argument("--out", help="also write the results.json here")
     tryout.set_defaults(run=cmd_gradescope_run)
 
+
+def _add_demo_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``demo`` subcommand's arguments."""
     demo = sub.add_parser("demo", help="build, then grade sample submissions of one stage (default 01)")
     demo.add_argument("--stage", default=DEMO_STAGE, help=f"e.g. 09_rnn or 9 (default: {DEMO_STAGE})")
     demo.add_argument(
@@ -647,6 +711,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     demo.set_defaults(run=cmd_demo)
 
+
+def _add_check_stage_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``check-stage`` subcommand's arguments."""
     check = sub.add_parser(
         "check-stage", help="check a stage's folder: notebook, tests, catalogue, reference (for course authors)"
     )
@@ -661,11 +728,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     check.set_defaults(run=cmd_check_stage)
 
+
+def _parser() -> argparse.ArgumentParser:
+    """The ``gptcourse`` parser: a subcommand per command, ``train`` and ``sample`` listed for ``--help`` only."""
+    parser = argparse.ArgumentParser(prog="gptcourse", description="Build and grade the gptcourse notebooks.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_build_parser(sub)
+    _add_grade_parser(sub)
+    _add_report_parser(sub)
+    _add_gradescope_run_parser(sub)
+    _add_demo_parser(sub)
+    _add_check_stage_parser(sub)
     # listed here for --help; their arguments belong to the training package (see main's first lines)
     sub.add_parser("train", help="train the reference GPT, then sample from it (gptcourse train --help)")
     sub.add_parser("sample", help="generate text from a checkpoint of gptcourse train (gptcourse sample --help)")
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``gptcourse`` command on ``argv`` (default: the process's arguments); its exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] in (["train"], ["sample"]):
+        from training.cli import main as training_main  # imported only here: grading never needs it
+
+        return training_main(argv, prog="gptcourse")
+    args = _parser().parse_args(argv)
     try:
         return args.run(args)
     except UsageError as exc:

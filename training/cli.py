@@ -13,11 +13,11 @@ import torch
 from autograder.kit.threads import configure_threads
 from solutions.gpt import get_device
 from training import checkpoint, ddp, loop
-from training.data import BPE, DEFAULT_BPE_MERGES, TOKENIZERS, ByteBPE, CharTokenizer, prepare
+from training.data import BPE, DEFAULT_BPE_MERGES, TOKENIZERS, ByteBPE, CharTokenizer, Corpus, prepare
 from training.generate import generate_fast
 from training.model import POSITIONS, TrainGPT
 from training.plot import plot_losses
-from training.presets import COMPILE, PRESETS, get_preset
+from training.presets import COMPILE, PRESETS, Preset, get_preset
 
 
 def resolve_device(name: str) -> torch.device:
@@ -117,7 +117,32 @@ def refuse_contradictions(args: argparse.Namespace, state: dict) -> None:
 
 
 def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -> int:
+    """Train as ``args`` ask (a new run, or the resumed checkpoint's), write the summary and loss curves, sample."""
     state = checkpoint.resumable(checkpoint.load(args.resume), args.resume) if args.resume else None
+    preset, corpus_name, tok_kind, merges = _resolve_run(args, state, device)
+    preset = _apply_overrides(preset, args)
+    threads = loop.cpu_threads(preset, info) if device.type == "cpu" else 0
+    out = Path(args.out) if args.out else Path(args.resume).parent if args.resume else Path("runs") / preset.name
+    say = print if info.is_main else (lambda *a, **k: None)
+    corpus = prepare(corpus_name, tok_kind, merges)
+    if state is not None:
+        _refuse_unresumable(args, state, preset, corpus, corpus_name)
+    where = _where(info, device, threads)
+    _announce(say, preset, corpus, corpus_name, where, state)
+    result = loop.run(preset, corpus, device, out, resume=state, info=info, progress=not args.quiet, log=say)
+    if not info.is_main:
+        return 0
+    plot = _write_outputs(out, result, preset, corpus, corpus_name, where)
+    _report(say, result, corpus, plot)
+    tokens = args.sample_tokens if args.sample_tokens is not None else preset.sample_tokens
+    if tokens > 0:
+        text = sample_text(result.model, corpus.tokenizer, default_prompt(corpus.tokenizer), tokens, seed=preset.seed)
+        say(f"\n--- sample ({tokens} tokens, temperature 0.8) ---\n{text}\n---")
+    return 0
+
+
+def _resolve_run(args: argparse.Namespace, state: dict | None, device: torch.device) -> tuple[Preset, str, str, int]:
+    """The preset, corpus name, tokenizer kind and BPE merges: the checkpoint's when resuming, else the options'."""
     if state is not None:
         refuse_contradictions(args, state)
         preset = checkpoint.preset_from(state)
@@ -129,6 +154,11 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
         corpus_name = args.corpus or preset.corpus
         tok_kind = args.tokenizer if args.tokenizer is not None else "char"
         merges = args.bpe_merges if args.bpe_merges is not None else DEFAULT_BPE_MERGES
+    return preset, corpus_name, tok_kind, merges
+
+
+def _apply_overrides(preset: Preset, args: argparse.Namespace) -> Preset:
+    """``preset`` with the options given on the command line, its threads, and no longer a warm-up than the run."""
     overrides = {
         k: v
         for k, v in (
@@ -150,22 +180,37 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
     preset = preset.replace(**overrides, threads=args.threads)  # threads fit this machine, not the checkpoint's
     if preset.warmup > preset.steps:
         preset = preset.replace(warmup=preset.steps)
-    threads = loop.cpu_threads(preset, info) if device.type == "cpu" else 0
-    out = Path(args.out) if args.out else Path(args.resume).parent if args.resume else Path("runs") / preset.name
-    say = print if info.is_main else (lambda *a, **k: None)
+    return preset
 
-    corpus = prepare(corpus_name, tok_kind, merges)
-    if state is not None and corpus.tokenizer.state() != state["tokenizer"]:
+
+def _refuse_unresumable(
+    args: argparse.Namespace, state: dict, preset: Preset, corpus: Corpus, corpus_name: str
+) -> None:
+    """Check that the checkpoint ``state`` can go on: the corpus gives its tokenizer, and steps are left.
+
+    Raises:
+        ValueError: when the corpus gives another tokenizer, or the checkpoint is at the run's last step.
+    """
+    if corpus.tokenizer.state() != state["tokenizer"]:
         raise ValueError(
             f"the corpus {corpus_name!r} does not give the tokenizer of the checkpoint {args.resume}: it was"
             " trained on another text (a Tiny Shakespeare that could not be loaded falls back on the default"
             " corpus, as printed above; set GPTCOURSE_SHAKESPEARE to a local copy, or give --corpus)"
         )
-    if state is not None and state["step"] >= preset.steps:
+    if state["step"] >= preset.steps:
         raise ValueError(f"the checkpoint is at step {state['step']}, the run has {preset.steps} steps: raise --steps")
+
+
+def _where(info: ddp.DistInfo, device: torch.device, threads: int) -> str:
+    """Where the run trains, as printed and summarised: the device, the DDP processes, the CPU threads."""
     where = f"{info.world_size} processes (DDP), {device.type}" if info.enabled else str(device)
     if device.type == "cpu":
         where += f", {threads} thread{'s' if threads > 1 else ''}" + (" each" if info.enabled else "")
+    return where
+
+
+def _announce(say, preset: Preset, corpus: Corpus, corpus_name: str, where: str, state: dict | None) -> None:
+    """Say what is about to be trained: the corpus, the preset and where, what is kept and when it stops."""
     say(
         f"corpus {corpus_name}: {len(corpus.train):,} training and {len(corpus.val):,} validation tokens, "
         f"{corpus.tokenizer.kind} tokenizer, vocabulary {corpus.vocab_size}"
@@ -181,10 +226,11 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
         + (f"; stops after {preset.patience} evaluations without a new best" if preset.patience else "")
     )
 
-    result = loop.run(preset, corpus, device, out, resume=state, info=info, progress=not args.quiet, log=say)
-    if not info.is_main:
-        return 0
-    history = result.history
+
+def _write_outputs(
+    out: Path, result: loop.RunResult, preset: Preset, corpus: Corpus, corpus_name: str, where: str
+) -> Path:
+    """Write ``losses.png`` and ``summary.json`` into ``out``; returns the plot's path."""
     summary = {
         "preset": preset.name,
         "corpus": corpus_name,
@@ -203,12 +249,17 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
         "checkpoint": str(result.checkpoint),
     }
     plot = plot_losses(
-        history,
+        result.history,
         out / "losses.png",
         title=f"{preset.name} preset on {corpus_name}",
         best=(result.best_step, result.best_val),
     )
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return plot
+
+
+def _report(say, result: loop.RunResult, corpus: Corpus, plot: Path) -> None:
+    """Say the run's outcome: the kept weights' loss, the last step's, the time, the checkpoint and the plot."""
     final = f"{result.final_val:.4f} at step {result.step}" if result.final_val is not None else "not reached"
     say(
         f"kept the weights of step {result.best_step}: validation loss {result.best_val:.4f} "
@@ -216,11 +267,6 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
         f"last step: {final}; {result.seconds:.1f} s, {result.tokens_per_second:,.0f} tokens/s"
     )
     say(f"checkpoint (the kept weights): {result.checkpoint}; loss curves: {plot}")
-    tokens = args.sample_tokens if args.sample_tokens is not None else preset.sample_tokens
-    if tokens > 0:
-        text = sample_text(result.model, corpus.tokenizer, default_prompt(corpus.tokenizer), tokens, seed=preset.seed)
-        say(f"\n--- sample ({tokens} tokens, temperature 0.8) ---\n{text}\n---")
-    return 0
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
@@ -264,7 +310,23 @@ def _guard(command):
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add the ``train`` and ``sample`` subcommands to a subparsers object."""
+    _add_train_parser(sub)
+    _add_sample_parser(sub)
+
+
+def _add_train_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``train`` subcommand's arguments, in the order ``--help`` lists them."""
     train = sub.add_parser("train", help="train the reference GPT (character level by default), then sample from it")
+    _add_train_setup_options(train)
+    _add_train_recipe_options(train)
+    train.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
+    train.add_argument("--sample-tokens", type=int, help="tokens sampled at the end (0: none; default: the preset's)")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.set_defaults(run=_guard(cmd_train))
+
+
+def _add_train_setup_options(train: argparse.ArgumentParser) -> None:
+    """``train``'s options of what is trained, where: corpus, device, preset, steps, output, tokenizer, positions."""
     train.add_argument(
         "--corpus", help="shakespeare, default (offline) or a path to a UTF-8 text file (default: the preset's)"
     )
@@ -288,6 +350,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     train.add_argument(
         "--positions", choices=POSITIONS, help="position scheme of the model (stage 03; default: the preset's, learned)"
     )
+
+
+def _add_train_recipe_options(train: argparse.ArgumentParser) -> None:
+    """``train``'s options of the recipe: patience, compilation, batch, learning rate, evaluations, seed, precision,
+    threads."""
     train.add_argument(
         "--patience",
         type=int,
@@ -317,11 +384,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="CPU threads (default: $GPTCOURSE_THREADS, $OMP_NUM_THREADS, else "
         "the CPUs this process may use and others leave free; under torchrun, shared out)",
     )
-    train.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
-    train.add_argument("--sample-tokens", type=int, help="tokens sampled at the end (0: none; default: the preset's)")
-    train.add_argument("--quiet", action="store_true", help="no progress bar")
-    train.set_defaults(run=_guard(cmd_train))
 
+
+def _add_sample_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``sample`` subcommand's arguments."""
     sample = sub.add_parser("sample", help="generate text from a checkpoint of gptcourse train")
     sample.add_argument("--checkpoint", required=True, help="a ckpt.pt written by gptcourse train")
     sample.add_argument("--prompt", help="the text to continue (default: a newline)")

@@ -172,9 +172,9 @@ class _Best:
 class _Training:
     """One run's state and its steps: the model, the optimiser, the batch draws, the history, the best.
 
-    :func:`run` builds one, then calls :meth:`step` until the run ends, :meth:`evaluate`
-    at each evaluation (which keeps the best and saves when it improves), and
-    :meth:`flush` whenever it reads the losses.
+    :func:`run` builds one, then (through :func:`_train_until`) calls :meth:`step` until the
+    run ends, :meth:`evaluate` at each evaluation (which keeps the best and saves when it
+    improves), and :meth:`flush` whenever it reads the losses.
     """
 
     def __init__(
@@ -418,11 +418,7 @@ def run(
         ValueError: if the corpus is too short for the block size, the global batch does
             not split over the processes, or a resumed checkpoint does not fit.
     """
-    if device.type == "cpu":
-        cpu_threads(preset, info)
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+    _prepare_device(preset, device, info)
     t = _Training(preset, corpus, device, out_dir, info, resume)
     tokens_at_start = t.step_count * preset.batch_size * preset.block_size
     end = preset.steps if stop_after is None else min(preset.steps, stop_after)
@@ -436,22 +432,8 @@ def run(
         t.evaluate()
         shown.evaluated()
     t.model.train()
-    stopped_early = False
     try:
-        while t.step_count < end and not stopped_early:
-            if probe_every and t.step_count % probe_every == 0:
-                call_probe()
-            t.step()
-            step = t.step_count
-            due = step % preset.eval_interval == 0 or step == preset.steps
-            if step % LOG_INTERVAL == 0 or due or step == end:
-                shown.update()
-            if due:
-                if t.evaluate():
-                    t.save()
-                    t.best_saved_at = time.time()
-                shown.evaluated()
-                stopped_early = step < preset.steps and t.out_of_patience()
+        stopped_early = _train_until(t, end, shown, probe_every, call_probe)
     except KeyboardInterrupt:
         t.flush()
         t.save()
@@ -468,7 +450,43 @@ def run(
     if stopped_early and info.is_main:
         log(f"stopped early at step {t.step_count}: no better validation loss in {preset.patience} evaluations")
     t.keep_best()
-    step = t.step_count
+    return _result(t, tokens_at_start, finished, stopped_early)
+
+
+def _prepare_device(preset: Preset, device: torch.device, info: DistInfo) -> None:
+    """Set this process's CPU threads on a CPU; allow TF32 matrix products on CUDA."""
+    if device.type == "cpu":
+        cpu_threads(preset, info)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+
+
+def _train_until(t: _Training, end: int, shown: _Progress, probe_every: int, call_probe: Callable[[], None]) -> bool:
+    """Step ``t`` up to step ``end``: probe when due, show progress, evaluate (saving each new best) every
+    ``eval_interval`` steps and at the last; returns whether patience ran out first (an early stop)."""
+    preset = t.preset
+    stopped_early = False
+    while t.step_count < end and not stopped_early:
+        if probe_every and t.step_count % probe_every == 0:
+            call_probe()
+        t.step()
+        step = t.step_count
+        due = step % preset.eval_interval == 0 or step == preset.steps
+        if step % LOG_INTERVAL == 0 or due or step == end:
+            shown.update()
+        if due:
+            if t.evaluate():
+                t.save()
+                t.best_saved_at = time.time()
+            shown.evaluated()
+            stopped_early = step < preset.steps and t.out_of_patience()
+    return stopped_early
+
+
+def _result(t: _Training, tokens_at_start: int, finished: bool, stopped_early: bool) -> RunResult:
+    """The :class:`RunResult` of the run ``t`` ended (its model already holds the kept weights)."""
+    preset, step = t.preset, t.step_count
     return RunResult(
         model=t.model,
         history=t.history,

@@ -147,30 +147,8 @@ def run_folder(
     before = {f.key: f.record for f in read_folder(out_dir, tests.stage_id)}  # another stage's: refused here
     identities = identify(paths, tests.stage_id, names, known_sources(out_dir))
     fingerprint = tests_fingerprint(tests)
-    chosen, skipped = [], []
-    for path, identity in zip(map(Path, paths), identities):
-        if (
-            (changed or only_failed)
-            and path.is_file()
-            and not needs_grading(path, identity.key, out_dir, fingerprint, changed, only_failed)
-        ):
-            skipped.append((identity.key, path))
-        else:
-            chosen.append((path, identity))
-    when = datetime.now(UTC).isoformat(timespec="seconds")
-    records = {
-        identity.key: {
-            "stage": tests.stage_id,
-            "source": str(path.resolve()),
-            "sha256": file_hash(path) if path.is_file() else "",
-            "tests": fingerprint,
-            "lms_id": identity.lms_id,
-            "named_by": identity.source,
-            "late": identity.late,
-            "graded_at": when,
-        }
-        for path, identity in chosen
-    }
+    chosen, skipped = select_files(paths, identities, out_dir, fingerprint, changed, only_failed)
+    records = new_records(chosen, tests.stage_id, fingerprint)
     answered_before = {identity.key: read_answers(out_dir / identity.key) for _, identity in chosen}
     done = []
     if chosen:
@@ -191,6 +169,42 @@ def run_folder(
     stale = [key for key, record in before.items() if key not in graded_now and record.get("tests") != fingerprint]
     rescore = changed_since_scored(out_dir, book, answered_before)
     return FolderRun(done, identities, skipped, book, replaced_files(before, records), stale, rescore)
+
+
+def select_files(
+    paths: list[Path], identities: list[Identity], out_dir: Path, fingerprint: str, changed: bool, only_failed: bool
+) -> tuple[list[tuple[Path, Identity]], list[tuple[str, Path]]]:
+    """The files to grade now, each with its identity, and the ``(student, file)`` that ``changed`` or
+    ``only_failed`` skip (``needs_grading``; a path that is no file is never skipped)."""
+    chosen, skipped = [], []
+    for path, identity in zip(map(Path, paths), identities):
+        if (
+            (changed or only_failed)
+            and path.is_file()
+            and not needs_grading(path, identity.key, out_dir, fingerprint, changed, only_failed)
+        ):
+            skipped.append((identity.key, path))
+        else:
+            chosen.append((path, identity))
+    return chosen, skipped
+
+
+def new_records(chosen: list[tuple[Path, Identity]], stage_id: str, fingerprint: str) -> dict[str, dict]:
+    """``{student: record}`` of the files graded now: what each ``graded.json`` will hold, stamped with this time."""
+    when = datetime.now(UTC).isoformat(timespec="seconds")
+    return {
+        identity.key: {
+            "stage": stage_id,
+            "source": str(path.resolve()),
+            "sha256": file_hash(path) if path.is_file() else "",
+            "tests": fingerprint,
+            "lms_id": identity.lms_id,
+            "named_by": identity.source,
+            "late": identity.late,
+            "graded_at": when,
+        }
+        for path, identity in chosen
+    }
 
 
 def replaced_files(before: dict[str, dict], records: dict[str, dict]) -> list[tuple[str, str]]:
