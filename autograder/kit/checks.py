@@ -261,82 +261,90 @@ def _first_difference(got: Any, expected: Any, path: str, reveal: bool = True, d
     and from dictionary keys the student's output has too). With ``reveal`` False (a hidden
     test) the description quotes only the student's values: never an expected value, key
     or length. ``dtype`` says how tensors' dtypes count (see ``_tensor_difference``).
-    Never raises on a student's output.
+    Never raises on a student's output. The expected value's kind picks the comparison.
     """
     at = _at(path)
     if isinstance(expected, torch.Tensor):
         return _tensor_difference(got, expected, at, reveal, dtype)
     if isinstance(expected, bool) or isinstance(got, bool):
-        if type(got) is not type(expected):
-            return f"{at}expected a {type(expected).__name__}, got {type(got).__name__} {_short(got)}"
-        if got != expected:
-            return f"{at}your value {_short(got)} is wrong" if not reveal else f"{at}expected {expected}, got {got}"
-        return None
+        return _bool_difference(got, expected, at, reveal)
     if isinstance(expected, (int, float)):
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
-            return f"{at}expected a number, got {type(got).__name__}"
-        if got != expected:
-            return (
-                f"{at}expected {_short(expected)}, got {_short(got)}"
-                if reveal
-                else f"{at}your value {_short(got)} is not the expected one"
-            )
-        return None
+        return _number_difference(got, expected, at, reveal)
     if isinstance(expected, str):
-        if not isinstance(got, str):
-            return f"{at}expected a str, got {type(got).__name__}"
-        if got != expected:
-            n = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
-            if reveal:
-                return f"{at}strings differ from character {n} on (lengths {len(got)} and {len(expected)} expected)"
-            return (
-                f"{at}your string {_short(got, 60)} ({len(got)} characters) differs "
-                f"from the expected one from character {n} on"
-            )
-        return None
+        return _str_difference(got, expected, at, reveal)
     if isinstance(expected, dict):
-        if not isinstance(got, dict):
-            return f"{at}expected a dict, got {type(got).__name__}"
-        missing = [k for k in expected if k not in got]
-        extra = [k for k in got if k not in expected]
-        if missing:
-            if not reveal:
-                return f"{at}your dict lacks keys that the expected one has"
-            return f"{at}missing key {_short(missing[0])} ({len(missing)} keys missing)"
-        if extra:
-            return f"{at}unexpected key {_short(extra[0])} ({len(extra)} keys that should not be there)"
-        for key in expected:
-            found = _first_difference(got[key], expected[key], f"{path}[{key!r}]", reveal, dtype)
-            if found:
-                return found
-        return None
+        return _dict_difference(got, expected, path, reveal, dtype)
     if isinstance(expected, (list, tuple)):
-        if not isinstance(got, (list, tuple)):
-            return f"{at}expected a {type(expected).__name__}, got {type(got).__name__}"
-        if len(got) != len(expected):
-            if not reveal:
-                return f"{at}your {type(got).__name__} has {len(got)} items, which is not the expected number"
-            return f"{at}expected length {len(expected)}, got {len(got)}"
-        for i, (g, e) in enumerate(zip(got, expected)):
-            found = _first_difference(g, e, f"{path}[{i}]", reveal, dtype)
-            if found:
-                return found
+        return _sequence_difference(got, expected, path, reveal, dtype)
+    same = got is None if expected is None else _same_plain(got, expected)
+    return None if same else _value_difference(got, expected, at, reveal)
+
+
+def _value_difference(got: Any, expected: Any, at: str, reveal: bool) -> str:
+    """Two values that differ, quoted (the expected one only with ``reveal``)."""
+    if reveal:
+        return f"{at}expected {_short(expected)}, got {_short(got)}"
+    return f"{at}your value {_short(got)} is not the expected one"
+
+
+def _bool_difference(got: Any, expected: Any, at: str, reveal: bool) -> str | None:
+    """Where either is a bool: the other must be a bool of the same value."""
+    if type(got) is not type(expected):
+        return f"{at}expected a {type(expected).__name__}, got {type(got).__name__} {_short(got)}"
+    if got != expected:
+        return f"{at}your value {_short(got)} is wrong" if not reveal else f"{at}expected {expected}, got {got}"
+    return None
+
+
+def _number_difference(got: Any, expected: int | float, at: str, reveal: bool) -> str | None:
+    """An int or float expected: a number (not a bool) equal to it."""
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        return f"{at}expected a number, got {type(got).__name__}"
+    return None if got == expected else _value_difference(got, expected, at, reveal)
+
+
+def _str_difference(got: Any, expected: str, at: str, reveal: bool) -> str | None:
+    """A str expected: the same string, or the first character where they part."""
+    if not isinstance(got, str):
+        return f"{at}expected a str, got {type(got).__name__}"
+    if got == expected:
         return None
-    if expected is None:
-        if got is None:
-            return None
-        return (
-            f"{at}expected None, got {_short(got)}"
-            if reveal
-            else f"{at}your value {_short(got)} is not the expected one"
-        )
-    if _same_plain(got, expected):
-        return None
+    n = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+    if reveal:
+        return f"{at}strings differ from character {n} on (lengths {len(got)} and {len(expected)} expected)"
     return (
-        f"{at}expected {_short(expected)}, got {_short(got)}"
-        if reveal
-        else f"{at}your value {_short(got)} is not the expected one"
+        f"{at}your string {_short(got, 60)} ({len(got)} characters) differs from the expected one from character {n} on"
     )
+
+
+def _dict_difference(got: Any, expected: dict, path: str, reveal: bool, dtype: Any) -> str | None:
+    """A dict expected: the same keys, then the first value that differs, in the expected order."""
+    at = _at(path)
+    if not isinstance(got, dict):
+        return f"{at}expected a dict, got {type(got).__name__}"
+    missing = [k for k in expected if k not in got]
+    extra = [k for k in got if k not in expected]
+    if missing:
+        if not reveal:
+            return f"{at}your dict lacks keys that the expected one has"
+        return f"{at}missing key {_short(missing[0])} ({len(missing)} keys missing)"
+    if extra:
+        return f"{at}unexpected key {_short(extra[0])} ({len(extra)} keys that should not be there)"
+    found = (_first_difference(got[key], expected[key], f"{path}[{key!r}]", reveal, dtype) for key in expected)
+    return next((f for f in found if f), None)
+
+
+def _sequence_difference(got: Any, expected: list | tuple, path: str, reveal: bool, dtype: Any) -> str | None:
+    """A list or tuple expected: a list or tuple as long, then the first item that differs."""
+    at = _at(path)
+    if not isinstance(got, (list, tuple)):
+        return f"{at}expected a {type(expected).__name__}, got {type(got).__name__}"
+    if len(got) != len(expected):
+        if not reveal:
+            return f"{at}your {type(got).__name__} has {len(got)} items, which is not the expected number"
+        return f"{at}expected length {len(expected)}, got {len(got)}"
+    found = (_first_difference(g, e, f"{path}[{i}]", reveal, dtype) for i, (g, e) in enumerate(zip(got, expected)))
+    return next((f for f in found if f), None)
 
 
 def _same_plain(got: Any, expected: Any) -> bool:
