@@ -15,6 +15,7 @@ by a ``WhitespaceSplit`` pre-tokenizer, and a ``BPE`` model without a suffix.
 import collections
 import inspect
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 from support import SHAKESPEARE
 
 from autograder.course import get_stage
+from autograder.engine.suites import exec_suite, importable_as_public
 from autograder.kit.check_cell import run_public
 from solutions.bpe import (
     BPETokenizer,
@@ -412,11 +414,17 @@ HIDDEN = Path(__file__).with_name("hidden.py")
 BLOCK_START, BLOCK_END = "# <known answers>\n", "# </known answers>\n"
 
 
-def _hidden_inputs() -> dict:
-    """The hidden suite's module-level names, from its source up to the known answers."""
+def _hidden_inputs(whole: bool = False) -> dict:
+    """The hidden suite's module-level names, from its source up to the known answers (the
+    ``whole`` source with ``whole``); its ``from public import ...`` finds this stage's public
+    suite, not whichever stage's pytest put first on sys.path."""
     source = HIDDEN.read_text(encoding="utf-8")
+    source = source if whole else source[: source.index(BLOCK_START)]
     names: dict = {"__name__": "hidden_inputs"}
-    exec(compile(source[: source.index(BLOCK_START)], str(HIDDEN), "exec"), names)
+    public = HIDDEN.with_name("public.py")
+    exec_suite(public.read_text(encoding="utf-8"), str(public), "test_bpe_public_suite")
+    with importable_as_public(sys.modules["test_bpe_public_suite"]):
+        exec(compile(source, str(HIDDEN), "exec"), names)
     return names
 
 
@@ -549,8 +557,7 @@ def _recorded_inputs(public: bool | None = None) -> dict[str, dict[str, list]]:
 def test_no_known_answer_is_an_input_of_its_own_question():
     """A table that stands in for a function never holds an input of that function's own
     tests (public or hidden), so it cannot answer them."""
-    h = {}
-    exec(compile(HIDDEN.read_text(encoding="utf-8"), str(HIDDEN), "exec"), h)
+    h = _hidden_inputs(whole=True)
     known = h["_KNOWN"]
     own_question = {
         "word_frequencies": "word_frequencies",

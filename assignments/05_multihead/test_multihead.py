@@ -128,8 +128,12 @@ def test_the_suites_head_tables_split_as_split_heads_does(suite):
     from autograder.course import get_stage
     from autograder.engine.suites import exec_suite
 
-    path = getattr(get_stage("05_multihead"), suite)
-    exec_suite(path.read_text(encoding="utf-8"), str(path), f"test_tables_{suite}")
+    stage = get_stage("05_multihead")
+    # the hidden suite imports helpers of its public one: handed over, not found on sys.path
+    exec_suite(stage.public.read_text(encoding="utf-8"), str(stage.public), "test_tables_public")
+    public = sys.modules["test_tables_public"] if suite == "hidden" else None
+    path = getattr(stage, suite)
+    exec_suite(path.read_text(encoding="utf-8"), str(path), f"test_tables_{suite}", public)
     module = vars(sys.modules[f"test_tables_{suite}"])
     names = {"split_heads": split_heads, "merge_heads": merge_heads}
     notebook = type("Notebook", (), {"_names": names})()  # what _tabled_heads reads of a Namespace

@@ -45,7 +45,7 @@ def exec_suite(source: str, filename: str, module_name: str, public: types.Modul
     module = types.ModuleType(module_name)
     module.__file__ = filename
     sys.modules[module_name] = module
-    with _importable_as_public(public):
+    with importable_as_public(public):
         exec(code, module.__dict__)
     suite = module.__dict__.get("suite")
     if not isinstance(suite, Suite):
@@ -70,7 +70,7 @@ def _imports_public(tree: ast.Module) -> bool:
 
 
 @contextlib.contextmanager
-def _importable_as_public(module: types.ModuleType | None):
+def importable_as_public(module: types.ModuleType | None):
     """``sys.modules["public"]`` is ``module`` while the block runs (nothing when None), then as before."""
     if module is None:
         yield
