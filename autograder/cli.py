@@ -196,7 +196,7 @@ def folder_summary(run, out: Path, args: argparse.Namespace) -> str:
         *_roster_lines(book, out, imports),
         *_written_lines(book, out),
     ]
-    return "\n".join([*lines, _files_line(out)])
+    return "\n".join([*lines, _files_line(out, imports)])
 
 
 def _regrade_lines(run, args: argparse.Namespace) -> list[str]:
@@ -284,12 +284,12 @@ def _written_lines(book, out: Path) -> list[str]:
     ]
 
 
-def _files_line(out: Path) -> str:
-    """The last line: the files the run leaves in ``out`` to use (results, gradebook, LMS imports)."""
+def _files_line(out: Path, imports: list[str]) -> str:
+    """The last line: the files the run leaves in ``out`` to use (results, gradebook, the LMS ``imports`` written)."""
     files = f"results: {out}/<student>/results.json, gradebook: {out / 'grades.csv'}"
-    if (out / "canvas.csv").is_file():
+    if "canvas.csv" in imports:
         files += f", Canvas import: {out / 'canvas.csv'}"
-    if (out / "moodle.csv").is_file():
+    if "moodle.csv" in imports:
         files += f", Moodle import: {out / 'moodle.csv'}"
     return files
 

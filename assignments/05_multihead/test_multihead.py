@@ -129,9 +129,10 @@ def test_the_suites_head_tables_split_as_split_heads_does(suite):
     from autograder.engine.suites import exec_suite
 
     stage = get_stage("05_multihead")
-    # the hidden suite imports helpers of its public one: handed over, not found on sys.path
-    exec_suite(stage.public.read_text(encoding="utf-8"), str(stage.public), "test_tables_public")
-    public = sys.modules["test_tables_public"] if suite == "hidden" else None
+    public = None
+    if suite == "hidden":  # it imports helpers of its public suite: handed over, not found on sys.path
+        exec_suite(stage.public.read_text(encoding="utf-8"), str(stage.public), "test_tables_hidden_public")
+        public = sys.modules["test_tables_hidden_public"]
     path = getattr(stage, suite)
     exec_suite(path.read_text(encoding="utf-8"), str(path), f"test_tables_{suite}", public)
     module = vars(sys.modules[f"test_tables_{suite}"])
