@@ -46,6 +46,20 @@ def answered(notebook: dict, answers: dict[str, str]) -> dict:
     return notebook
 
 
+def added_under(notebook: dict, qid: str, *texts: str) -> dict:
+    """``notebook`` with a Markdown cell of the student's own per text right under ``qid``'s answer
+    cell (with ids as Jupyter gives a new cell: 8 hex digits)."""
+    notebook = json.loads(json.dumps(notebook))
+    at = next(
+        i for i, c in enumerate(notebook["cells"]) if c["metadata"].get("gptcourse", {}).get("written_answer") == qid
+    )
+    new = [
+        {"cell_type": "markdown", "id": f"{i:x}a1b2c3d"[:8], "metadata": {}, "source": t} for i, t in enumerate(texts)
+    ]
+    notebook["cells"][at + 1 : at + 1] = new
+    return notebook
+
+
 def answers_in(path: Path) -> str:
     """The answer cells' text of a notebook nbgrader wrote (what the formgrader shows)."""
     return "\n".join(written_answers(json.loads(path.read_text(encoding="utf-8"))).values())
@@ -132,7 +146,8 @@ def test_the_gradescope_sheet_and_output_carry_them_and_the_score_leaves_them_ou
         assert f"## {q.id} ({q.points:g} points)" in sheet and q.rubric in sheet
     built = build_gradescope_zip(stage, tmp_path / "zip", DEFAULT_DIR / f"{STAGE}.json")
     notebook = tmp_path / "alice.ipynb"
-    write_notebook(answered(make_notebook(stage, "reference"), ANSWERS), notebook)
+    context = "Longer contexts are seen too rarely."  # written in a cell of the student's own under the answer cell
+    write_notebook(added_under(answered(make_notebook(stage, "reference"), ANSWERS), "context", context), notebook)
     root = make_root(built, tmp_path / "root", notebook)
     env = {"GRADESCOPE_ROOT": str(root), "GPTCOURSE_PYTHON": sys.executable, "PATH": "/usr/bin:/bin"}
     subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=600)
@@ -143,7 +158,7 @@ def test_the_gradescope_sheet_and_output_carry_them_and_the_score_leaves_them_ou
     total = sum(q.points for q in asked)
     assert f"Written questions ({total:g} points, graded by hand after the deadline; not part of this score)" in output
     assert f"- split (2 points): answered ({len(ANSWERS['split'].split())} words)\n  {ANSWERS['split']}" in output
-    assert "- context (3 points): not answered yet" in output
+    assert f"- context (3 points): answered (6 words)\n  {context}" in output
 
 
 def test_the_local_gradebook_keeps_a_column_per_written_question_for_manual_scores(tmp_path):
@@ -284,24 +299,46 @@ def test_nbgrader_grades_them_by_hand_and_the_engine_never_does(tmp_path):
         assert gb.find_grade(written_cell_id("split"), STAGE, STAGE, "ada").manual_score == 2.0
 
 
-def test_package_submission_names_a_written_question_answered_outside_its_answer_cell(tmp_path):
-    # a student who adds a cell of their own under the question leaves the answer cell's placeholder:
-    # every channel collects the answer cell only, so hand-in says so before it is too late
+def test_an_answer_in_cells_added_under_the_answer_cell_is_collected_and_one_elsewhere_is_named(tmp_path):
+    # a student who adds Markdown cells of their own right under the answer cell, leaving its
+    # placeholder, has answered: the engine (the local and Gradescope channels), hand-in's note and
+    # otter's export read those cells with the answer cell; a cell added anywhere else answers nothing,
+    # and hand-in names the question before it is too late
+    from autograder.channels.otter.written import BUILD_CELL_ID as OTTER_ID
+    from autograder.channels.otter.written import mark_written
+    from autograder.engine.submission import BUILD_CELL_ID
     from autograder.kit.packaging import ANSWER_PLACEHOLDER as KIT_PLACEHOLDER
+    from autograder.kit.packaging import BUILD_CELL_ID as KIT_ID
     from autograder.kit.packaging import written_note
 
-    assert KIT_PLACEHOLDER == ANSWER_PLACEHOLDER  # the kit imports nothing of the engine: the same text twice
-    notebook = answered(make_notebook(get_stage(STAGE), "student"), ANSWERS)
-    at = next(i for i, c in enumerate(notebook["cells"]) if c["metadata"].get("gptcourse", {}).get("written_answer"))
-    assert "in place of its text" in "".join(notebook["cells"][at - 1]["source"])  # the prompt says where to write
-    answers = [c for c in notebook["cells"] if c["metadata"].get("gptcourse", {}).get("written_answer")]
-    notebook["cells"].insert(at + 2, {"cell_type": "markdown", "metadata": {}, "source": "My answer, in a new cell."})
+    # the kit and otter's process import nothing of the engine: the same text three times
+    assert KIT_PLACEHOLDER == ANSWER_PLACEHOLDER and KIT_ID.pattern == OTTER_ID.pattern == BUILD_CELL_ID.pattern
+    built = make_notebook(get_stage(STAGE), "student")
+    assert all(BUILD_CELL_ID.fullmatch(c["id"]) for c in built["cells"])  # every cell the build writes
+    at = next(i for i, c in enumerate(built["cells"]) if c["metadata"].get("gptcourse", {}).get("written_answer"))
+    assert "right under it are part of the answer" in "".join(built["cells"][at - 1]["source"])  # the prompt says so
+    notebook = added_under(built, "split", "Shuffling leaks text.", "*Your answer here.*", "It flatters the model.")
+    stray = {"cell_type": "markdown", "id": "c0ffee00", "metadata": {}, "source": "A note to myself."}
+    notebook["cells"].insert(at + 5, stray)  # under the lecture cell that follows the answer: no answer's part
+
+    assert written_answers(notebook) == {"split": "Shuffling leaks text.\n\nIt flatters the model.", "context": ""}
     path = tmp_path / "mine.ipynb"
     write_notebook(notebook, path)
-    note = written_note(path)
-    assert note.startswith("Note: no answer in the answer cell of written question(s) context.")
-    assert "an answer in a cell you add is not collected" in note
-    for cell in answers:
-        cell["source"] = "An answer."
+    assert written_note(path).startswith("Note: no answer in the answer cell of written question(s) context.")
+    assert "or in Markdown cells you add right under it" in written_note(path)
+    exported = json.loads(json.dumps(notebook))
+    mark_written(exported)
+    end = next(i for i, c in enumerate(exported["cells"]) if c["source"] == "<!-- END QUESTION -->")
+    assert [c["source"] for c in exported["cells"][at + 1 : end]][-1] == "It flatters the model."
+
+    # a front end that gave every cell new ids: only the answer cell counts (never the lecture's text)
+    for number, cell in enumerate(notebook["cells"]):
+        cell["id"] = f"{number:08x}"
+    assert written_answers(notebook) == {"split": "", "context": ""}
+    write_notebook(notebook, path)
+    assert written_note(path).startswith("Note: no answer in the answer cell of written question(s) split, context.")
+    for cell in notebook["cells"]:
+        if cell["metadata"].get("gptcourse", {}).get("written_answer"):
+            cell["source"] = "An answer."
     write_notebook(notebook, path)
     assert written_note(path) == ""

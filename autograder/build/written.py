@@ -116,8 +116,8 @@ def prompt_markdown(question: WrittenQuestion) -> str:
     return (
         f"### {question.title}\n\n{question.prompt}\n\n"
         "*Write your answer in the cell below, in place of its text (a few sentences; double-click the cell to "
-        "edit it: an answer in a cell you add is not collected). It is graded by hand, after the deadline; the "
-        "automatic checks and scores leave it out.*"
+        "edit it; Markdown cells you add right under it are part of the answer too). It is graded by hand, after "
+        "the deadline; the automatic checks and scores leave it out.*"
     )
 
 

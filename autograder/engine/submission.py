@@ -26,6 +26,9 @@ TAG_ANSWER = "gptcourse:answer"  # an earlier stage's answer the student pastes 
 TAG_WRITTEN = "gptcourse:written"  # a written question's prompt (Markdown)
 TAG_WRITTEN_ANSWER = "gptcourse:written-answer"  # the Markdown cell under it, where the student answers
 ANSWER_PLACEHOLDER = "*Your answer here.*"  # what an answer cell holds until the student writes
+# The id the build gives each cell of a notebook (``build.notebooks.make_notebook``: "07-029"). A cell a
+# student adds gets one from the front end instead (Jupyter and VS Code: random hex or a UUID).
+BUILD_CELL_ID = re.compile(r"\d\d-\d{3}")
 SKIP_TAGS = frozenset({TAG_HARNESS, TAG_CHECK, TAG_DEMO, TAG_TRAIN})
 
 
@@ -335,27 +338,54 @@ def code_cells(notebook: dict, given: dict[str, str] | None = None) -> list[Code
     return cells
 
 
+def _gptcourse_metadata(cell: dict) -> dict:
+    metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+    return metadata.get("gptcourse") if isinstance(metadata.get("gptcourse"), dict) else {}
+
+
+def _built(cell: dict) -> bool:
+    """Whether a cell keeps the id the build gave it (a cell the student added does not)."""
+    return isinstance(cell.get("id"), str) and BUILD_CELL_ID.fullmatch(cell["id"]) is not None
+
+
+def _answer_text(cell: dict) -> str:
+    try:
+        text = _cell_source(cell).strip()
+    except SubmissionError:
+        return ""
+    return "" if text == ANSWER_PLACEHOLDER else text
+
+
 def written_answers(notebook: dict) -> dict[str, str]:
     """Each written question's answer in a submitted notebook: the text of the Markdown cell the
     build put under its prompt (``{"gptcourse": {"written_answer": ID}}``), "" when it still holds
-    the placeholder. A question whose answer cell is gone is left out.
+    the placeholder, followed by the text of the Markdown cells the student added right under it.
+    A cell counts as added when the answer cell keeps the id the build gave it and the added cell
+    has another (a notebook whose ids were all rewritten collects the answer cell alone). A
+    question whose answer cell is gone is left out.
 
-    >>> cell = {"cell_type": "markdown", "metadata": {"gptcourse": {"written_answer": "q"}}, "source": "Yes."}
-    >>> written_answers({"cells": [cell]})
+    >>> answer = {"cell_type": "markdown", "id": "07-029", "metadata": {"gptcourse": {"written_answer": "q"}}}
+    >>> added = {"cell_type": "markdown", "id": "9f1c2d3e", "metadata": {}, "source": "Because."}
+    >>> lecture = {"cell_type": "markdown", "id": "07-030", "metadata": {}, "source": "## 5. Which device?"}
+    >>> written_answers({"cells": [answer | {"source": "Yes."}, lecture]})
     {'q': 'Yes.'}
+    >>> written_answers({"cells": [answer | {"source": "*Your answer here.*"}, added, lecture]})
+    {'q': 'Because.'}
     """
     found: dict[str, str] = {}
+    open_answer = None  # the question whose answer the cells the student added right under it continue
     for cell in notebook.get("cells", []):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "markdown":
+        if not isinstance(cell, dict):
+            open_answer = None
             continue
-        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
-        ours = metadata.get("gptcourse") if isinstance(metadata.get("gptcourse"), dict) else {}
-        qid = ours.get("written_answer")
+        markdown = cell.get("cell_type") == "markdown"
+        qid = _gptcourse_metadata(cell).get("written_answer") if markdown else None
         if isinstance(qid, str):
-            try:
-                text = _cell_source(cell).strip()
-            except SubmissionError:
-                text = ""
-            text = "" if text == ANSWER_PLACEHOLDER else text
-            found[qid] = (found.get(qid, "") + "\n\n" + text).strip()
+            open_answer = qid if _built(cell) else None
+        elif open_answer is not None and markdown and not _gptcourse_metadata(cell) and not _built(cell):
+            qid = open_answer
+        else:
+            open_answer = None
+            continue
+        found[qid] = (found.get(qid, "") + "\n\n" + _answer_text(cell)).strip()
     return found

@@ -15,6 +15,7 @@ Part of the kit: standard library only, pasted verbatim into every notebook.
 import ast
 import json
 import os
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -23,33 +24,55 @@ from typing import Any
 # What the answer cell under a written question holds until the student writes in it (the same
 # text as engine.submission.ANSWER_PLACEHOLDER; the kit imports nothing of the engine).
 ANSWER_PLACEHOLDER = "*Your answer here.*"
+# The id the build gives each cell ("07-029"; engine.submission.BUILD_CELL_ID): a cell the student adds has another.
+BUILD_CELL_ID = re.compile(r"\d\d-\d{3}")
 
 
 class NotPackaged(Exception):
     """Why the notebook was not packaged (printed for the student)."""
 
 
+def _built(cell: dict) -> bool:
+    return isinstance(cell.get("id"), str) and BUILD_CELL_ID.fullmatch(cell["id"]) is not None
+
+
+def _ours(cell: dict) -> dict:
+    ours = cell.get("metadata", {}).get("gptcourse", {}) if isinstance(cell.get("metadata"), dict) else {}
+    return ours if isinstance(ours, dict) else {}
+
+
 def unanswered(notebook: dict) -> list[str]:
-    """The written questions whose answer cell (the Markdown cell under the question) still holds
-    the placeholder or nothing: an answer written in a cell of one's own is not collected.
+    """The written questions with no answer: their answer cell (the Markdown cell under the
+    question) still holds the placeholder or nothing, and so do the Markdown cells the student
+    added right under it (collected with it while the answer cell keeps the id the build gave it,
+    as graders collect them: ``engine.submission.written_answers``).
 
     Example:
-        >>> cell = {"cell_type": "markdown", "metadata": {"gptcourse": {"written_answer": "why"}}}
+        >>> cell = {"cell_type": "markdown", "id": "07-029", "metadata": {"gptcourse": {"written_answer": "why"}}}
         >>> unanswered({"cells": [cell | {"source": "*Your answer here.*"}]})
         ['why']
         >>> unanswered({"cells": [cell | {"source": "So."}]})
         []
+        >>> added = {"cell_type": "markdown", "id": "9f1c2d3e", "metadata": {}, "source": "So."}
+        >>> unanswered({"cells": [cell | {"source": "*Your answer here.*"}, added]})
+        []
     """
-    found = []
+    texts: dict[str, str] = {}
+    open_answer = None
     for cell in notebook.get("cells", []):
-        ours = cell.get("metadata", {}).get("gptcourse", {}) if isinstance(cell, dict) else {}
-        qid = ours.get("written_answer") if isinstance(ours, dict) else None
+        markdown = isinstance(cell, dict) and cell.get("cell_type") == "markdown"
+        qid = _ours(cell).get("written_answer") if markdown else None
         if isinstance(qid, str):
-            source = cell.get("source", "")
-            text = ("".join(source) if isinstance(source, list) else str(source)).strip()
-            if text in ("", ANSWER_PLACEHOLDER):
-                found.append(qid)
-    return found
+            open_answer = qid if _built(cell) else None
+        elif open_answer is not None and markdown and not _ours(cell) and not _built(cell):
+            qid = open_answer
+        else:
+            open_answer = None
+            continue
+        source = cell.get("source", "")
+        text = ("".join(source) if isinstance(source, list) else str(source)).strip()
+        texts[qid] = texts.get(qid, "") + ("" if text == ANSWER_PLACEHOLDER else text)
+    return [qid for qid, text in texts.items() if not text]
 
 
 def written_note(path: Path) -> str:
@@ -62,7 +85,7 @@ def written_note(path: Path) -> str:
         return ""
     return (
         f"Note: no answer in the answer cell of written question(s) {', '.join(missing)}. Write each answer in the"
-        f" cell under its question, in place of {ANSWER_PLACEHOLDER} (an answer in a cell you add is not collected),"
+        f" cell under its question, in place of {ANSWER_PLACEHOLDER} (or in Markdown cells you add right under it),"
         " save, and run this cell again; or hand in as it is."
     )
 

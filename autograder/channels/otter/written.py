@@ -10,7 +10,9 @@ comes from the submission otter finds in its folder after the plugin's ``before_
 
 ``mark_written`` puts the markers there, in otter's copy of the submission: a group per
 written question (its prompt cell through its answer cell, found by the metadata the build
-gave them, and whatever the student put between), the student's own markers removed, so
+gave them, whatever the student put between, and the Markdown cells the student added right
+under the answer cell, which the graders collect with it: ``engine.submission.written_answers``),
+the student's own markers removed, so
 that the PDF holds the written questions, nothing else, each on its own page, whatever the
 student did to the comments. The engine grades the notebook as handed in, not this copy.
 No marker ever reaches the autograder's score: the written questions have no test file.
@@ -23,6 +25,8 @@ import re
 BEGIN = "<!-- BEGIN QUESTION -->"
 END = "<!-- END QUESTION -->"
 MARKER = re.compile(r"<!--\s*(BEGIN|END) QUESTION\s*-->", re.IGNORECASE)  # as otter's export reads them
+# The id the build gives each cell ("07-029"; engine.submission.BUILD_CELL_ID, which this process may not import)
+BUILD_CELL_ID = re.compile(r"\d\d-\d{3}")
 
 
 def written_id(cell: dict) -> str | None:
@@ -33,20 +37,44 @@ def written_id(cell: dict) -> str | None:
     return qid if isinstance(qid, str) else None
 
 
+def _built(cell: dict) -> bool:
+    return isinstance(cell.get("id"), str) and BUILD_CELL_ID.fullmatch(cell["id"]) is not None
+
+
+def _added_under(cells: list, index: int) -> int:
+    """The last of the Markdown cells the student added right under the answer cell at ``index``
+    (``index`` itself when none is, or when the answer cell lost the id the build gave it)."""
+    if not _built(cells[index]):
+        return index
+    last = index
+    for cell in cells[index + 1 :]:
+        metadata = cell.get("metadata") if isinstance(cell, dict) else None
+        plain = isinstance(metadata, dict) and "gptcourse" not in metadata
+        if not (plain and cell.get("cell_type") == "markdown" and not _built(cell)):
+            break
+        last += 1
+    return last
+
+
 def groups(cells: list) -> list[tuple[int, int, list[str]]]:
     """``(first, last, questions)``: the cells to export, a group per written question from its
-    first cell to its last (questions whose cells interleave make one group).
+    first cell to its last (its answer cell, or the last Markdown cell the student added right
+    under it); questions whose cells interleave make one group.
 
     >>> prompt = lambda qid: {"metadata": {"gptcourse": {"written": qid}}}
-    >>> answer = lambda qid: {"metadata": {"gptcourse": {"written_answer": qid}}}
+    >>> answer = lambda qid: {"id": "01-004", "metadata": {"gptcourse": {"written_answer": qid}}}
     >>> groups([{}, prompt("a"), {}, answer("a"), prompt("b"), answer("b")])
     [(1, 3, ['a']), (4, 5, ['b'])]
+    >>> added = {"cell_type": "markdown", "id": "9f1c2d3e", "metadata": {}}
+    >>> groups([prompt("a"), answer("a"), added, {"cell_type": "markdown", "id": "01-005"}])
+    [(0, 2, ['a'])]
     """
     spans: dict[str, list[int]] = {}
     for index, cell in enumerate(cells):
         qid = written_id(cell) if isinstance(cell, dict) else None
         if qid is not None:
-            spans.setdefault(qid, [index, index])[1] = index
+            last = _added_under(cells, index) if "written_answer" in cell["metadata"]["gptcourse"] else index
+            spans.setdefault(qid, [index, last])[1] = last
     merged: list[tuple[int, int, list[str]]] = []
     for qid, (first, last) in sorted(spans.items(), key=lambda item: item[1]):
         if merged and first <= merged[-1][1]:
