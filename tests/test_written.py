@@ -342,3 +342,46 @@ def test_an_answer_in_cells_added_under_the_answer_cell_is_collected_and_one_els
             cell["source"] = "An answer."
     write_notebook(notebook, path)
     assert written_note(path) == ""
+
+
+def test_the_engine_the_kit_and_otters_export_collect_the_same_cells():
+    # three copies of one rule (the kit and otter's process import nothing of the engine): on every
+    # notebook of up to four cells after an answer cell, the kit calls unanswered exactly the questions
+    # the engine reads no text for, and otter's export ends each question at the engine's last cell
+    from itertools import product
+
+    from autograder.channels.otter.written import groups
+    from autograder.kit.packaging import unanswered
+
+    def markdown(cell_id, text, metadata=None):
+        return {
+            "cell_type": "markdown",
+            "id": cell_id,
+            "metadata": {} if metadata is None else metadata,
+            "source": text,
+        }
+
+    kinds = {
+        "added": markdown("9f1c2d3e", "Mine."),
+        "added blank": markdown("0a1b2c3d", ANSWER_PLACEHOLDER),
+        "added, no id": {"cell_type": "markdown", "metadata": {}, "source": "No id."},
+        "lecture": markdown("01-007", "## Next section"),
+        "added code": {"cell_type": "code", "id": "77aa88bb", "metadata": {}, "source": "x = 1", "outputs": []},
+        "odd metadata": markdown("5e6f7a8b", "Odd.", metadata=[]),
+        "empty ours": markdown("6f7a8b9c", "Ours.", metadata={"gptcourse": {}}),
+    }
+    for answer_id, answer_text in product(("01-006", "ab12cd34"), ("", ANSWER_PLACEHOLDER, "Yes.")):
+        answer = markdown(answer_id, answer_text, {"gptcourse": {"written_answer": "q"}})
+        for length in range(5):
+            for names in product(kinds, repeat=length):
+                cells = [
+                    markdown("01-005", "### Q", {"gptcourse": {"written": "q"}}),
+                    answer,
+                    *(kinds[n] for n in names),
+                ]
+                engine = written_answers({"cells": cells})["q"]
+                assert unanswered({"cells": cells}) == ([] if engine else ["q"]), (answer_id, answer_text, names)
+                ((first, last, _),) = groups(cells)
+                exported = [c["source"] for c in cells[1 : last + 1]]
+                texts = [t.strip() for t in exported if t.strip() not in ("", ANSWER_PLACEHOLDER)]
+                assert "\n\n".join(texts) == engine, (answer_id, answer_text, names)

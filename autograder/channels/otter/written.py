@@ -49,7 +49,7 @@ def _added_under(cells: list, index: int) -> int:
     last = index
     for cell in cells[index + 1 :]:
         metadata = cell.get("metadata") if isinstance(cell, dict) else None
-        plain = isinstance(metadata, dict) and "gptcourse" not in metadata
+        plain = isinstance(cell, dict) and not (metadata.get("gptcourse") if isinstance(metadata, dict) else None)
         if not (plain and cell.get("cell_type") == "markdown" and not _built(cell)):
             break
         last += 1
