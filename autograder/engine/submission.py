@@ -28,7 +28,7 @@ TAG_WRITTEN_ANSWER = "gptcourse:written-answer"  # the Markdown cell under it, w
 ANSWER_PLACEHOLDER = "*Your answer here.*"  # what an answer cell holds until the student writes
 # The id the build gives each cell of a notebook (``build.notebooks.make_notebook``: "07-029"). A cell a
 # student adds gets one from the front end instead (Jupyter and VS Code: random hex or a UUID).
-BUILD_CELL_ID = re.compile(r"\d\d-\d{3}")
+BUILD_CELL_ID = re.compile(r"\d\d-\d{3,}")
 SKIP_TAGS = frozenset({TAG_HARNESS, TAG_CHECK, TAG_DEMO, TAG_TRAIN})
 
 

@@ -25,7 +25,7 @@ from typing import Any
 # text as engine.submission.ANSWER_PLACEHOLDER; the kit imports nothing of the engine).
 ANSWER_PLACEHOLDER = "*Your answer here.*"
 # The id the build gives each cell ("07-029"; engine.submission.BUILD_CELL_ID): a cell the student adds has another.
-BUILD_CELL_ID = re.compile(r"\d\d-\d{3}")
+BUILD_CELL_ID = re.compile(r"\d\d-\d{3,}")
 
 
 class NotPackaged(Exception):

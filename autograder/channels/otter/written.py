@@ -26,7 +26,7 @@ BEGIN = "<!-- BEGIN QUESTION -->"
 END = "<!-- END QUESTION -->"
 MARKER = re.compile(r"<!--\s*(BEGIN|END) QUESTION\s*-->", re.IGNORECASE)  # as otter's export reads them
 # The id the build gives each cell ("07-029"; engine.submission.BUILD_CELL_ID, which this process may not import)
-BUILD_CELL_ID = re.compile(r"\d\d-\d{3}")
+BUILD_CELL_ID = re.compile(r"\d\d-\d{3,}")
 
 
 def written_id(cell: dict) -> str | None:
