@@ -210,3 +210,24 @@ def test_changed_course_code_of_an_earlier_answer_makes_grade_changed_regrade():
     edited = tests.with_fixtures(tests.fixtures, {**tests.given, "masking.causal_mask": "def causal_mask(T): ..."})
     assert tests_fingerprint(edited) != tests_fingerprint(tests)
     assert tests_fingerprint(tests.with_fixtures(tests.fixtures, tests.given)) == tests_fingerprint(tests)
+
+
+def test_an_import_an_earlier_answer_needs_belongs_to_the_imports_cell_where_a_replaced_answer_cannot_take_it(
+    tmp_path,
+):
+    # 08 shows stage 05's MultiHeadAttention, whose `/ math.sqrt(D)` needs math: a student who
+    # pastes their own class over the cell (stage 05 imported math in its imports cell) would
+    # replace the `import math` the build put above the course's class, and every demo would fail
+    from autograder.authoring.lint import static_problems
+
+    root = course_copy(tmp_path)
+    source = root / "08_generation" / "notebook.md"
+    text = source.read_text(encoding="utf-8")
+    source.write_text(text.replace("import functools\nimport math\n", "import functools\n", 1), encoding="utf-8")
+    problems = static_problems(get_stage("08", root=root))
+    assert any(
+        "`reference multihead.MultiHeadAttention` is an earlier stage's answer" in p
+        and "needs import math: put that in the notebook's imports cell" in p
+        for p in problems
+    ), problems
+    assert static_problems(get_stage("08")) == []

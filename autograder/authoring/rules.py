@@ -45,6 +45,7 @@ RULES: tuple[Rule, ...] = (
     Rule("names exist", static_rules.names_exist),
     Rule("suites load", static_rules.suites_load, blocking=True),
     Rule("questions complete", static_rules.questions_complete),
+    Rule("earlier answers bring no imports", static_rules.answers_bring_no_imports),
     Rule("public suite pasteable", static_rules.pasteable),
     Rule("probes return raw outputs", static_rules.raw_outputs),
     Rule("hidden suite repeats no public helper", static_rules.no_repeated_helpers),

@@ -15,7 +15,7 @@ import importlib
 from functools import cached_property
 from pathlib import Path
 
-from autograder.build.notebooks import check_cells_problems
+from autograder.build.notebooks import answer_import_problems, check_cells_problems
 from autograder.build.source import Block, SourceError, parse_source
 from autograder.build.written import written_questions
 from autograder.course import Stage
@@ -140,6 +140,12 @@ def raw_outputs(subject: Subject) -> list[str]:
     for path in (subject.stage.public, subject.stage.hidden):
         problems += verdict_problems(path.read_text(encoding="utf-8"), path.name)
     return problems
+
+
+def answers_bring_no_imports(subject: Subject) -> list[str]:
+    """Every import an earlier stage's answer needs is in the notebook's imports cell, never at
+    the top of the answer's cell, which students replace with their own code."""
+    return answer_import_problems(subject.stage)
 
 
 def no_repeated_helpers(subject: Subject) -> list[str]:

@@ -167,6 +167,33 @@ def stage_cells(stage: Stage, variant: str, answers: str | None = None) -> list[
     return cells
 
 
+def answer_import_problems(stage: Stage) -> list[str]:
+    """Earlier stages' answers that need an import no cell before them makes but their own
+    (empty: none).
+
+    The build puts the imports a given answer needs (``import math``) at the top of its
+    cell. A student replaces that cell with their own answer, written beside their earlier
+    stage's imports cell, and the import goes with the replaced code: the notebook fails
+    further on. So every import the earlier answers need belongs in the notebook's imports
+    cell (or another ``given`` cell before them).
+    """
+    stages, bound, problems = course_of(stage), set(), []
+    for block in parse_source(stage.source):
+        module, _, name = block.arg.rpartition(".")
+        if answer_of(block, stages) is not None:
+            needed = needed_imports(module, name, bound)
+            if needed:
+                problems.append(
+                    f"`reference {block.arg}` is an earlier stage's answer, which students replace with their "
+                    f"own, and it needs {'; '.join(needed)}: put that in the notebook's imports cell"
+                )
+        elif block.kind == "given":
+            bound |= bound_names(block.text)
+        elif block.kind == "reference":
+            bound |= bound_names("\n".join(needed_imports(module, name, bound)))
+    return problems
+
+
 def _run_of_references(blocks: list[Block], start: int) -> list[Block]:
     """The consecutive ``reference`` blocks from ``start`` on."""
     run = []
