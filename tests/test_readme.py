@@ -25,3 +25,22 @@ def test_the_written_questions_counted_in_all_are_the_stages():
     stated = re.search(r"Each stage asks two or three conceptual questions \((\d+) in all\)", text)
     counts = [len(written_questions(s)) for s in all_stages()]
     assert stated and int(stated[1]) == sum(counts) and set(counts) <= {2, 3}
+
+
+def test_the_catalogues_are_counted_as_they_are():
+    import sys
+
+    from autograder.authoring.catalogue import catalogue
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import attacks
+
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    mistakes = re.search(r"each of the (\d+) catalogued realistic mistakes", text)
+    assert mistakes and int(mistakes[1]) == sum(len(catalogue(s)[0]) for s in all_stages())
+    hostile = {s.id: len(attacks.catalogue(s.id)) for s in all_stages()}
+    whole = re.search(r"the hostile catalogue \((\d+) submissions on stage 01 and (\d+) on stage 05", text)
+    assert whole and (int(whole[1]), int(whole[2])) == (hostile["01_tokenisation"], hostile["05_multihead"])
+    others = re.search(r"on every other stage the (\d+) or (\d+) of them", text)
+    rest = {n for s, n in hostile.items() if s[:2] not in ("01", "05")}
+    assert others and rest == {int(others[1]), int(others[2])}
