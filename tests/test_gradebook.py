@@ -23,6 +23,7 @@ from autograder.channels.local.identity import identify
 from autograder.channels.local.records import read_folder
 from autograder.channels.local.roster import Student, match, read_roster
 from autograder.course import get_stage
+from autograder.errors import UsageError
 from autograder.reports.class_report import histogram, summarise, write_report
 from autograder.reports.failures import KNOWN_LABELS, UNRECOGNISED, classify
 
@@ -67,6 +68,21 @@ def test_students_are_named_by_the_layouts_of_lms_and_grader_exports(tmp_path):
     assert keys(
         ["dl/Bob Jones_502_assignsubmission_file_/lab.ipynb", "dl/Carol Li_503_assignsubmission_file/lab.ipynb"]
     ) == ["Bob Jones", "Carol Li"]
+    # Blackboard's "Download Assignment": <assignment>_<username>_attempt_<timestamp>_<file>; two
+    # attempts of one student are both kept, numbered, for the instructor to choose
+    blackboard = identify(
+        [
+            Path("bb/Lab 1_asmith_attempt_2026-11-20-10-00-00_01_tokenisation.ipynb"),
+            Path("bb/Lab_1 final_bjones_attempt_2026-11-20-11-00-00_lab1.ipynb"),
+            Path("bb/Lab 1_asmith_attempt_2026-11-21-09-30-00_lab.ipynb"),
+        ],
+        STAGE,
+    )
+    assert [(i.key, i.lms_id, i.source) for i in blackboard] == [
+        ("asmith", "asmith", "blackboard"),
+        ("bjones", "bjones", "blackboard"),
+        ("asmith-2", "asmith", "blackboard"),
+    ]
     # files named by their students, side by side
     assert keys(["subs/alice.ipynb", "subs/bob.ipynb"]) == ["alice", "bob"]
     # one file in a shared folder: its name names the student, even when it begins with the
@@ -115,6 +131,8 @@ def test_a_roster_is_read_plain_or_as_canvas_exports_it(tmp_path):
         ("name,email\nA,a@x\n", "no id column"),
         ("id,name\n1,A\n1,B\n", "twice"),
         ("id,name\n", "no students"),
+        # a row with no id is refused, by line and name, rather than left out of the gradebook
+        ("id,name,email\ns1,Alice Smith,a@x\n,Bob Jones,b@x\n,,c@x\n", r"line 3 \(Bob Jones\), line 4 \(c@x\)"),
     ]:
         bad = tmp_path / "bad.csv"
         bad.write_text(text, encoding="utf-8")
@@ -141,6 +159,11 @@ def test_a_roster_is_read_as_moodle_exports_it(tmp_path):
     assert (alice.id, alice.name, alice.email, alice.source) == (email, "Alice Smith", email, "moodle")
     assert (dan.id, dan.name, dan.email) == ("S4", "Dan Roe", "")
     assert match("Alice Smith", "", [alice, dan]) is alice and match("Dan Roe", "", [alice, dan]) is dan
+    # a student with neither an ID number nor an email is refused by name; a blank row (as Canvas's
+    # "Manual Posting" row, with no name, id or email) is no student
+    exported.write_text(MOODLE_EXPORT + "Alice,Smith,,Uni,CS,a@uni.edu,-,-,1\n,,,,,,,,\nDave,Kim,,,,,-,-,1\n")
+    with pytest.raises(UsageError, match=r"line 4 \(Dave Kim\).*ID number or an email address"):
+        read_roster(exported)
 
 
 @pytest.fixture(scope="module")
@@ -305,6 +328,41 @@ def test_moodle_download_names_with_a_moodle_roster_make_a_moodle_import(class_f
     done = gptcourse("grade", "--stage", STAGE, "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert (out / "moodle.csv").read_text(encoding="utf-8") == text.replace(f",{full}\n", f",{float(full) + 1:g}\n")
+
+
+def test_blackboard_download_names_with_a_roster_reach_the_lms_imports(class_folder, tmp_path):
+    """Blackboard's "Download Assignment": a file per attempt named after the assignment, the username
+    and the attempt's time, and a .txt of the attempt's details, which is no submission."""
+    download, out = tmp_path / "download", tmp_path / "out"
+    download.mkdir()
+    attempt = "Lab 1_asmith_attempt_2026-11-20-10-00-00"
+    shutil.copy(class_folder / "subs" / "alice" / f"{STAGE}.ipynb", download / f"{attempt}_{STAGE}.ipynb")
+    (download / f"{attempt}.txt").write_text("Name: Alice Smith (asmith)\nAssignment: Lab 1\n", encoding="utf-8")
+    shutil.copy(
+        class_folder / "subs" / "bob" / f"{STAGE}.ipynb",
+        download / "Lab 1_bjones_attempt_2026-11-20-11-00-00_lab1.ipynb",
+    )
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name,email\nasmith,Alice Smith,asmith@uni.edu\nbjones,Bob Jones,bjones@uni.edu\n")
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--roster", str(roster), str(download))
+    assert done.returncode == 0, done.stderr
+    assert "not in the roster" not in done.stdout and "no submission" not in done.stdout, done.stdout
+    book = rows(out / "grades.csv")
+    assert sorted(book) == ["(max)", "asmith", "bjones"]
+    assert (book["asmith"]["id"], book["asmith"]["name"], book["bjones"]["id"]) == ("asmith", "Alice Smith", "bjones")
+    with (out / "canvas.csv").open(encoding="utf-8") as handle:
+        assert {line[1]: line[-1] for line in list(csv.reader(handle))[1:]} == {
+            "asmith": book["asmith"]["total with written"],
+            "bjones": book["bjones"]["total with written"],
+        }
+
+    # a second attempt of asmith's: both are kept and named, and neither reaches the imports
+    shutil.copy(download / f"{attempt}_{STAGE}.ipynb", download / "Lab 1_asmith_attempt_2026-11-21-09-00-00_lab.ipynb")
+    done = gptcourse("grade", "--stage", STAGE, "--out", str(out), "--roster", str(roster), str(download))
+    assert done.returncode == 0, done.stderr
+    assert "more than one submission" in done.stdout and "Alice Smith (asmith): asmith, asmith-2" in done.stdout
+    with (out / "canvas.csv").open(encoding="utf-8") as handle:
+        assert [line[1] for line in csv.reader(handle)] == ["ID", "bjones"]
 
 
 def test_two_submissions_naming_one_roster_student_reach_no_lms_import(class_folder, tmp_path):

@@ -111,7 +111,7 @@ class Row:
     scores: dict[str, float]
     student: Student | None = None
     lms_id: str = ""  # the id an LMS wrote into the file or folder name
-    lms: str = ""  # which LMS ("canvas", "moodle"), when one did
+    lms: str = ""  # which LMS ("canvas", "moodle", "blackboard"), when one did
     written: dict[str, float | None] = field(default_factory=dict)
     handed_in: bool = True  # False: a roster student with no submission (``absent_row``)
 
@@ -255,7 +255,8 @@ def build_gradebook(
     rows = []
     for folder in folders:
         lms_id, lms = str(folder.record.get("lms_id") or ""), str(folder.record.get("named_by") or "")
-        student = match(folder.key, lms_id if lms == "canvas" else "", roster) if roster else None
+        key = lms_id if lms == "blackboard" else folder.key  # a Blackboard attempt numbered asmith-2 is asmith's
+        student = match(key, lms_id if lms == "canvas" else "", roster) if roster else None
         entered = {w: typed.get(folder.key, {}).get(w) for w in written}
         rows.append(Row(folder.key, scores_from_results(folder.results, qids), student, lms_id, lms, entered))
     book = Gradebook(qids, maxima, rows, written=written)

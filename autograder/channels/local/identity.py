@@ -11,6 +11,11 @@ student, found in this order:
      the ``ID`` column of Canvas's gradebook;
    - Moodle, "Download all submissions" without folders:
      ``<Full Name>_<participant id>_assignsubmission_file_<original file>``;
+   - Blackboard, "Download Assignment":
+     ``<assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>_<original file>`` (the username is
+     the part before ``_attempt_`` that holds no underscore; the ``.txt`` of each attempt's details
+     names no original file and is no submission); each attempt of a student is a submission of
+     theirs, so two attempts are numbered (``asmith``, ``asmith-2``) as any two files of one name;
 
 2. a folder in Moodle's "download submissions in folders" pattern
    (``<Full Name>_<participant id>_assignsubmission_file[_]/<file>``);
@@ -34,6 +39,7 @@ MODES = ("auto", "folder", "file")
 CANVAS = re.compile(r"^(?P<name>[^\W_]+)_(?P<late>LATE_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
 MOODLE_FILE = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?:file|onlinetext)_(?P<file>.+)$")
 MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?:file|onlinetext)_?$")
+BLACKBOARD = re.compile(r"^(?P<assignment>.+)_(?P<user>[^_]+)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<file>.+)$")
 # what a copy of the release's notebook adds to its name: " (1)" (browsers), "-Copy1" (Jupyter),
 # " copy" (macOS), "-1" (Canvas's resubmissions), "-submission" (package_submission's zip)
 COPY_WORD = re.compile(r"\(\d+\)|copy\d*|submission|\d+", re.IGNORECASE)
@@ -44,7 +50,7 @@ class Identity:
     """A submission's student as its path names them.
 
     ``key`` names the row and the results folder; ``lms_id`` is the LMS's own id when the
-    path carries one (Canvas's user id, Moodle's participant id); ``source`` says which rule
+    path carries one (Canvas's user id, Moodle's participant id, Blackboard's username); ``source`` says which rule
     found it; ``late``, that the LMS marked the file late (Canvas's ``LATE_``).
     """
 
@@ -67,7 +73,7 @@ def safe_key(text: str) -> str:
 
 
 def from_lms_name(path: Path) -> Identity | None:
-    """The student named by a Canvas or Moodle download's file or folder name, if it has one.
+    """The student named by a Canvas, Moodle or Blackboard download's file or folder name, if it has one.
 
     >>> from_lms_name(Path("smithalice_LATE_1234_5678_01_tokenisation.ipynb"))
     Identity(key='smithalice', lms_id='1234', source='canvas', late=True)
@@ -75,6 +81,8 @@ def from_lms_name(path: Path) -> Identity | None:
     Identity(key='Alice Smith', lms_id='99', source='moodle', late=False)
     >>> from_lms_name(Path("Alice Smith_99_assignsubmission_file_/lab.ipynb"))
     Identity(key='Alice Smith', lms_id='99', source='moodle', late=False)
+    >>> from_lms_name(Path("Lab 1_asmith_attempt_2026-11-20-10-00-00_lab.ipynb"))
+    Identity(key='asmith', lms_id='asmith', source='blackboard', late=False)
     >>> from_lms_name(Path("subs/alice/01_tokenisation.ipynb")) is None
     True
     """
@@ -85,6 +93,9 @@ def from_lms_name(path: Path) -> Identity | None:
     match = MOODLE_FILE.match(path.name) or MOODLE_FOLDER.match(path.parent.name)
     if match:
         return Identity(safe_key(match["name"]), match["participant"], "moodle")
+    match = BLACKBOARD.match(path.name)
+    if match:
+        return Identity(safe_key(match["user"]), match["user"], "blackboard")
     return None
 
 
@@ -127,8 +138,8 @@ def identify(
     """The identity of every submission in ``paths`` (rules in the module docstring).
 
     ``known`` maps resolved paths graded before to the key they had. Keys are unique:
-    two files that would share one are told apart by their LMS id, else numbered
-    (``alice-2``) in the order given.
+    two files that would share one are told apart by their LMS id (unless the key is that id,
+    as Blackboard's username), else numbered (``alice-2``) in the order given.
 
     >>> paths = [Path("subs/alice/01_tokenisation.ipynb"), Path("subs/bob/01_tokenisation.ipynb")]
     >>> [i.key for i in identify(paths, "01_tokenisation")]
@@ -173,7 +184,7 @@ def _unique(found: list[Identity]) -> list[Identity]:
     out, seen = [], set()
     for identity in found:
         key = identity.key
-        if counts[key] > 1 and identity.lms_id:
+        if counts[key] > 1 and identity.lms_id and identity.lms_id != key:
             key = f"{key}-{identity.lms_id}"
         base, number = key, 1
         while key in seen:

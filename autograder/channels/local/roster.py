@@ -14,6 +14,11 @@ A roster is a CSV file with a header row. Its columns are found by name (any cas
   ``moodle.csv`` identifies them with), and the id is the ``ID number``, else the email
   address, since Moodle leaves ID numbers empty unless a site fills them in.
 
+Every row that names a student must give an id (Moodle's export: an ID number or an email
+address): a roster with a row that does not is refused, naming the rows by line and name,
+since a student without an id could be in no gradebook row nor import. A row that names
+no one (no id, name or email, as a blank line or Canvas's "Manual Posting" row) is passed over.
+
 A submission is matched to a roster entry by, in order: its LMS id (the Canvas user id
 in a Canvas download's file names), its key equal to an id, SIS user id, SIS login id or
 email (or the email's part before ``@``), its key equal to a name once both are reduced
@@ -78,17 +83,28 @@ def read_roster(path: Path) -> list[Student]:
     moodle = all(name in headers for name in MOODLE_EXPORT) and "name" not in columns
     if "id" not in columns and not moodle:
         raise UsageError(f"the roster {path} has no id column (its header must name id, and may name name and email)")
-    students, seen = [], set()
+    students, seen, no_id = [], set(), []
     for row in reader:
         values = {field: (row.get(header) or "").strip() for field, header in columns.items()}
         if moodle:
             values |= _moodle_entry(row, headers, values)
-        if not values.get("id") or values.get("name", "").strip().lower() == POINTS_POSSIBLE:
+        if values.get("name", "").lower() == POINTS_POSSIBLE or not any(
+            values.get(field) for field in ("id", "name", "email")
+        ):
+            continue
+        if not values.get("id"):
+            no_id.append(f"line {reader.line_num} ({values.get('name') or values.get('email')})")
             continue
         if values["id"] in seen:
             raise UsageError(f"the roster {path} lists the id {values['id']} twice")
         seen.add(values["id"])
         students.append(Student(**values))
+    if no_id:
+        where = "an ID number or an email address" if moodle else "an id"
+        raise UsageError(
+            f"the roster {path} has students without an id, who would be left out of the gradebook: "
+            f"{', '.join(no_id)}; give each {where}, or remove the row"
+        )
     if not students:
         raise UsageError(f"the roster {path} lists no students")
     return students
