@@ -431,6 +431,20 @@ MISTAKES = [
     ),
     Variant(
         "train_bpe",
+        "ties broken by the dict order of the pair counts (new pairs go to its end)",
+        {
+            "train_bpe": _incremental(
+                choose="""
+        top = max(counts.values())
+        best = next(p for p, c in counts.items() if c == top)
+    """,
+            )
+        },
+        hints=("ties by dict order",),
+        clauses=("ties",),
+    ),
+    Variant(
+        "train_bpe",
         "merges recorded as lists",
         {"train_bpe": slip(_incremental(), ("merges.append(best)", "merges.append(list(best))"))},
         clauses=("most-frequent",),
@@ -1119,6 +1133,20 @@ MISTAKES += [
         "eow defaults to '_', the lecture's symbol",
         {"BPETokenizer": slip(_tokenizer(), ('eow="</w>", alphabet=None', 'eow="_", alphabet=None'))},
         clauses=("eow-default",),
+    ),
+    Variant(
+        "tokenizer",
+        "without an alphabet, a one-character eow is counted among the base symbols",
+        {
+            "BPETokenizer": slip(
+                _tokenizer(
+                    alphabet_expr="set(alphabet) if alphabet is not None else {s for m in self.merges for s in m if len(s) == 1}"
+                ),
+                ("self.vocab[eow] = len(self.vocab)", "self.vocab.setdefault(eow, len(self.vocab))"),
+            )
+        },
+        hints=("ids not in vocabulary order",),
+        clauses=("alphabet-default",),
     ),
     Variant(
         "tokenizer",

@@ -285,7 +285,8 @@ class BPETokenizer:
     The vocabulary ``vocab`` maps each token to its id: first the base symbols in
     sorted order, then ``eow``, then the token made by each merge in merge order (a
     token already present keeps its first id). The base symbols are ``alphabet``
-    when given, else the single characters that appear in the merges.
+    when given, else the single characters other than ``eow`` that appear in the
+    merges.
 
     ``decode(encode(s))`` equals ``" ".join(s.split())``: whitespace between words
     is normalised to single spaces.
@@ -311,7 +312,8 @@ class BPETokenizer:
             merges: the merge list, as ``train_bpe`` returns.
             eow: the end-of-word symbol used in training.
             alphabet: an iterable of base symbols (a string counts as its
-                characters), or ``None`` for the single characters of the merges.
+                characters), or ``None`` for the single characters of the merges
+                other than ``eow``.
 
         Raises:
             ValueError: if ``eow`` is empty or a merge is not a pair of strings.

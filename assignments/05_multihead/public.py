@@ -14,7 +14,20 @@ import contextlib
 
 import torch
 
-from autograder.kit import Hint, Suite, Verdict, catch, close, equal, raises, randn, satisfies, set_parameters
+from autograder.kit import (
+    Hint,
+    Suite,
+    Verdict,
+    catch,
+    close,
+    equal,
+    near,
+    raises,
+    randn,
+    satisfies,
+    set_parameters,
+    with_hint,
+)
 
 suite = Suite(public=True)
 
@@ -128,6 +141,7 @@ def _(ns):
 # (B, H, T, D) result starts.
 _HEAD_ROWS = {
     ((2, 3, 20), 1): (0, 20, 40, 60, 80, 100),
+    ((1, 3, 20), 1): (0, 20, 40),
     ((1, 3, 8), 2): (0, 8, 16, 4, 12, 20),
 }
 
@@ -368,28 +382,89 @@ def _(ns):
 _KEYS = torch.tensor([[False, False, False], [False, False, True]])  # sequence 1 ends with padding
 
 
+_PER_SEQUENCE = _CAUSAL | _KEYS[:, None, :]
+_PADDING = _KEYS[:, None, :]
+_NO_HEAD_AXIS = "3-D mask without its head axis at position 1"
+
+
+def _masked_run(ns, seed, mask):
+    """A probe: one head under the 3-D ``mask``, as ``(out, weights)``. When the batch raises a
+    RuntimeError and each sequence run alone with its own mask (B = 1) does not: what the
+    batch raised, and the pair of each run alone (a mask whose batch axis broadcasts against
+    the head axis raises only with B > 1)."""
+    with _tabled_heads(ns), torch.no_grad():
+        module = _module(ns, seed)
+        try:
+            return module(_X1.clone(), mask=mask.clone(), return_weights=True)
+        except RuntimeError as exc:
+            try:
+                alone = [
+                    module(_X1[b : b + 1].clone(), mask=mask[b : b + 1].clone(), return_weights=True) for b in range(PB)
+                ]
+            except RuntimeError:
+                raise exc from None  # fails as any error does, where the batch raised it
+            return {"raised": type(exc).__name__, "message": str(exc)[:300], "alone": alone}
+
+
+def _masked_as_torch_computes(seed, mask):
+    """``_as_torch_computes`` for one head under the 3-D ``mask``, and a failure with a hint when
+    the batch raised (``_masked_run``) where each sequence alone agrees with nn.MultiheadAttention."""
+
+    def right_alone(got, exp):
+        alone = got.get("alone") if isinstance(got, dict) else None
+        if not isinstance(alone, (list, tuple)) or len(alone) != PB:
+            return False
+        for b, pair in enumerate(alone):
+            with torch.no_grad():
+                theirs = _twin(seed, PC, 1)(
+                    *[_X1[b : b + 1]] * 3,
+                    attn_mask=mask[b].expand(PT, PT)[None],
+                    need_weights=True,
+                    average_attn_weights=False,
+                )
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(map(near, pair, theirs)):
+                return False
+        return True
+
+    hint = Hint(
+        right_alone,
+        "one sequence at a time (B = 1) your module agrees with nn.MultiheadAttention, but a batch raises: "
+        "broadcasting lines a 3-D mask up with the (B, H, T, T) scores from the last axis, so its batch axis "
+        "meets the head axis. A (B, T, T) or (B, 1, T) mask needs a head axis at position 1: (B, 1, T, T) or "
+        "(B, 1, 1, T)",
+        mistake=_NO_HEAD_AXIS,
+    )
+    torch_check = _as_torch_computes(seed, 1, _X1, attn_mask=mask.expand(PB, PT, PT))
+
+    def check(got, expected, reveal):
+        if isinstance(got, dict):
+            return with_hint(Verdict(False, f"raised {got.get('raised')}: {got.get('message')}"), [hint], got, expected)
+        return torch_check(got, expected, reveal)
+
+    check.hints = [hint]
+    return check
+
+
 @suite.case(
     "mha",
     "one head with a per-sequence (B, T, T) mask equals nn.MultiheadAttention",
     points=1,
-    check=_as_torch_computes(3, 1, _X1, attn_mask=(_CAUSAL | _KEYS[:, None, :])),
+    check=_masked_as_torch_computes(3, _PER_SEQUENCE),
     builds_on=(_CAUSAL_TEST,),
 )
 def _(ns):
-    with _tabled_heads(ns), torch.no_grad():
-        return _module(ns, 3)(_X1.clone(), mask=_CAUSAL | _KEYS[:, None, :], return_weights=True)
+    return _masked_run(ns, 3, _PER_SEQUENCE)
 
 
 @suite.case(
     "mha",
     "one head with a padding (B, 1, T) mask equals nn.MultiheadAttention",
     points=1,
-    check=_as_torch_computes(4, 1, _X1, attn_mask=_KEYS[:, None, :].expand(PB, PT, PT)),
+    check=_masked_as_torch_computes(4, _PADDING),
     builds_on=(_CAUSAL_TEST,),
 )
 def _(ns):
-    with _tabled_heads(ns), torch.no_grad():
-        return _module(ns, 4)(_X1.clone(), mask=_KEYS[:, None, :].clone(), return_weights=True)
+    return _masked_run(ns, 4, _PADDING)
 
 
 def _causal_property(got):
@@ -473,6 +548,16 @@ def _train_pair(got):
     return isinstance(got, (tuple, list)) and len(got) == 3 and all(type(t) is torch.Tensor for t in got)
 
 
+def _over_heads(got, exp):
+    """The weights sum to 1 over the head axis rather than over the keys."""
+    if not _train_pair(got) or got[1].dim() != 4:
+        return False
+    over_heads, over_keys = got[1].double().sum(1), got[1].double().sum(-1)
+    return torch.allclose(over_heads, torch.ones_like(over_heads)) and not torch.allclose(
+        over_keys, torch.ones_like(over_keys)
+    )
+
+
 @suite.case(
     "mha",
     "dropout=0.5 in training mode: on the weights and after out_proj; the weights returned are those before dropout",
@@ -481,8 +566,19 @@ def _train_pair(got):
         _train_mode_problem,
         hints=[
             Hint(
-                lambda got, exp: _train_pair(got) and bool((got[1].double().sum(-1) - 1).abs().max() > 1e-5),
-                "return_weights gives the softmax probabilities before dropout",
+                _over_heads,
+                "the weights of each query must sum to 1 over the keys: the softmax runs over the last axis "
+                "(dim=-1), not over the heads",
+                mistake="softmax over the head axis",
+            ),
+            Hint(
+                lambda got, exp: (
+                    _train_pair(got)
+                    and bool((got[1] == 0).any())
+                    and bool((got[1].double().sum(-1) - 1).abs().max() > 1e-5)
+                ),
+                "some weights you return are 0 and the rows no longer sum to 1: return_weights gives the softmax "
+                "probabilities before dropout",
                 mistake="weights returned after dropout",
             ),
             Hint(
