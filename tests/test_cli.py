@@ -54,6 +54,21 @@ def test_missing_file_is_a_usage_error(tmp_path):
     assert done.returncode == 2 and "no such file" in done.stderr
 
 
+def test_blackboards_details_of_an_attempt_named_by_a_shells_glob_are_passed_over(tmp_path, capsys):
+    from autograder.cli import submission_files
+
+    folder = tmp_path / "bb"
+    folder.mkdir()
+    notebook = folder / "Lab 1_asmith_attempt_2026-11-20-10-00-00_lab1.ipynb"
+    details = folder / "Lab 1_asmith_attempt_2026-11-20-10-00-00.txt"
+    notebook.write_text("{}", encoding="utf-8")
+    details.write_text("Name: Alice Smith (asmith)", encoding="utf-8")
+    handed_in = folder / "notes.txt"  # any other file named is a submission, graded as unreadable
+    handed_in.write_text("my answers", encoding="utf-8")
+    assert submission_files([str(details), str(notebook), str(handed_in)]) == [notebook, handed_in]
+    assert f"skipped {details}: Blackboard's details of an attempt" in capsys.readouterr().out
+
+
 def test_grade_writes_results_and_gradebook_for_any_file_name_and_zip(tmp_path):
     ref = submission(STAGE, tmp_path, "My Homework (final) v2", base="reference")
     empty = submission(STAGE, tmp_path, "empty", base="student")
