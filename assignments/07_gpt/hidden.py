@@ -657,7 +657,7 @@ def _(ns):
             ),
             Hint(
                 lambda got, exp: float(got.abs().max()) == 0.0,
-                "the gradients are all zero after the call: zero them before the backward pass, not after the step",
+                "the gradients are all zero after the call: zero them at the start, before the forward pass, never after the backward pass",
                 mistake="gradients zeroed after the step",
             ),
         ],
