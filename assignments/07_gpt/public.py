@@ -15,6 +15,7 @@ them by about 1e-6); gradient norms 1e-6 relative.
 import contextlib
 import io
 import math
+import operator
 import random
 
 import torch
@@ -578,12 +579,24 @@ def _history_problem(got):
     return None
 
 
+def _as_stored(value):
+    """A number as the student stored it, for a message: a whole number (int, NumPy integer,
+    integer tensor) as an int, anything else as a float."""
+    try:
+        return int(operator.index(value))
+    except TypeError:  # not a whole number
+        return float(value)
+
+
 def _plain(history):
-    """The history's four lists as floats (None for a missing key)."""
-    return {
+    """The history's four lists as numbers: the steps as stored (``_as_stored``), the rest as
+    floats (None for a missing key)."""
+    steps = history.get("step")
+    losses_and_rates = {
         key: None if history.get(key) is None else [float(v) for v in history[key]]
-        for key in ("step", "train_loss", "val_loss", "lr")
+        for key in ("train_loss", "val_loss", "lr")
     }
+    return {"step": None if steps is None else [_as_stored(v) for v in steps], **losses_and_rates}
 
 
 @suite.case(

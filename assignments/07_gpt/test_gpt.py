@@ -332,3 +332,26 @@ def test_public_train_step_tests_say_where_the_gradients_went(mistake, says):
         others = {"call loss.backward()", "between the backward pass and the step", "zeroed after the step"}
         for words in others - set(says):
             assert words not in verdict.message, (case.name, verdict.message)
+
+
+@pytest.mark.parametrize(
+    "entry, public, hidden",
+    [("done", "[0, 4, 8]", "[0, 5, 10]"), ("float(done)", "[0.0, 4.0, 8.0]", "[0.0, 5.0, 10.0]")],
+)
+def test_train_feedback_shows_the_steps_as_stored(entry, public, hidden):
+    """A history without the last evaluation is quoted with the steps as the student stored
+    them: whole numbers stay whole (the public test, 10 steps, eval_interval 4; the hidden
+    one, 13 steps, eval_interval 5, ends at step 10 too)."""
+    stage = get_stage("07_gpt")
+    tests = stage_tests(stage)
+    catalogue_module = _catalogue_module()
+    train_source = catalogue_module._train(evaluate_when="(s + 1) % eval_interval == 0", step_entry=entry)
+    names = _names_with(code_cells(make_notebook(stage, "reference")), {"train": train_source})
+    evaluations = [c for c in tests.cases if c.qid == "train" and "evaluations at steps" in c.name]
+    assert {c.public for c in evaluations} == {True, False}
+    for case in evaluations:
+        got, error, _ = run_probe(case, Namespace(names))
+        assert error is None, (case.name, error)
+        expected = tests.fixtures[case.key] if case.expected is REFERENCE else case.expected
+        verdict = judge_output(case, got, expected)
+        assert f"got {public if case.public else hidden}" in verdict.message, (case.name, verdict.message)
