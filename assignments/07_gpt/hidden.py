@@ -64,7 +64,7 @@ from autograder.kit import (
     stand_in_config,
 )
 
-from public import _evaluation_weights, _fill, _optimizer_watch, _train_and_measure
+from public import _evaluation_weights, _fill, _optimizer_watch, _plain, _train_and_measure
 
 suite = Suite(public=False)
 
@@ -657,7 +657,7 @@ def _(ns):
             ),
             Hint(
                 lambda got, exp: float(got.abs().max()) == 0.0,
-                "the gradients are all zero after the call: zero them before the backward pass, not after the step",
+                "the gradients are all zero after the call: zero them at the start, before the forward pass, never after the backward pass",
                 mistake="gradients zeroed after the step",
             ),
         ],
@@ -874,14 +874,6 @@ def _train_run(ns, seed, steps, warmup, eval_interval, lr=3e-3, device="cpu", pr
             **extra,
         )
     return history, seen
-
-
-def _plain(history):
-    """The history's four lists as floats (None for a missing key)."""
-    return {
-        k: None if history.get(k) is None else [float(v) for v in history[k]]
-        for k in ("step", "train_loss", "val_loss", "lr")
-    }
 
 
 def _evaluations_problem(got):

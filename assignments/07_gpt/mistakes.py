@@ -4,9 +4,11 @@ Each cell is written from a template with the right code in every slot; a mistak
 changes one slot. The tests keep the questions apart: ``train`` runs on the grader's
 stand-in models, so a ``GPT`` mistake costs nothing there. The one coupling is by
 design: ``training_works`` trains the student's ``GPT`` with the student's ``train``.
-So the ``model`` and ``train`` mistakes here are ones that still train well enough (the
-unit tests find them), and the ``training_works`` mistakes are ones that only training
-can show: batches whose targets are not the next tokens.
+So the ``model`` and ``train`` mistakes of MISTAKES are ones that still train well enough
+(the unit tests find them), and the ``training_works`` mistakes are ones that only training
+can show: weights that start badly. The ``train`` mistakes that also stop the learning
+(batches whose targets are not the next tokens, gradients zeroed before the step) are in
+COUPLED.
 """
 
 from autograder.authoring.catalogue import Variant
@@ -777,11 +779,16 @@ MISTAKES = [
 ]
 
 
-# Mistakes in train() that its own tests catch and that also stop the model from learning:
-# they lose points on train and, by design, on training_works (which trains the student's
-# GPT with the student's train). check-stage holds every MISTAKES entry to "its own
-# question only", so these are graded in test_gpt.py instead.
+# Mistakes in train or train_step that the public tests of train catch and that also stop
+# the model from learning: they lose points on train and, by design, on training_works
+# (which trains the student's GPT with the student's train). check-stage holds every
+# MISTAKES entry to "its own question only", so these are graded in test_gpt.py instead.
 COUPLED = [
+    Variant(
+        "train",
+        "gradients zeroed between the backward pass and the step",
+        {"train_step": _train_step(zero="pass", step="optimizer.zero_grad()\n    optimizer.step()")},
+    ),
     Variant(
         "train", "targets are the input windows themselves", {"train": _train(inputs="x.to(device), x.to(device)")}
     ),

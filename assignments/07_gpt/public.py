@@ -15,6 +15,7 @@ them by about 1e-6); gradient norms 1e-6 relative.
 import contextlib
 import io
 import math
+import operator
 import random
 
 import torch
@@ -386,12 +387,73 @@ def _grads(model):
     return torch.cat([p.grad.reshape(-1) if p.grad is not None else torch.zeros(p.numel()) for p in model.parameters()])
 
 
+@contextlib.contextmanager
+def _optimizer_watch():
+    """Note, at every optimiser step, its class, its groups' settings and the gradients' total norm."""
+    steps = []
+
+    def hook(optimizer, args, kwargs):
+        grads = [p.grad.reshape(-1) for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+        steps.append(
+            {
+                "class": type(optimizer).__name__,
+                "groups": [
+                    [
+                        float(g["lr"]),
+                        float(g.get("weight_decay", 0.0)),
+                        sorted({p.dim() for p in g["params"]}),
+                        [float(b) for b in g.get("betas", ())],
+                    ]
+                    for g in optimizer.param_groups
+                ],
+                "grad_norm": float(torch.cat(grads).norm()) if grads else 0.0,
+            }
+        )
+
+    handle = register_optimizer_step_pre_hook(hook)
+    try:
+        yield steps
+    finally:
+        handle.remove()
+
+
+@contextlib.contextmanager
+def _gradient_watch(model):
+    """Note, during one call of train_step on ``model``: how many gradients the backward
+    passes computed for its parameters, and the gradients' total norm at each optimiser step."""
+    seen = {"backward": 0, "step_norms": []}
+
+    def reached(grad):
+        seen["backward"] += 1
+
+    handles = [p.register_hook(reached) for p in model.parameters()]
+    try:
+        with _optimizer_watch() as steps:
+            yield seen
+    finally:
+        for handle in handles:
+            handle.remove()
+    seen["step_norms"] = [s["grad_norm"] for s in steps]
+
+
+_ORDER = "zero_grad -> forward -> backward -> clip -> step"
+
+
+def _no_gradients(seen):
+    """Why the model holds no gradients after a call of train_step, from what ``_gradient_watch`` saw."""
+    if not seen["backward"]:
+        return "the model has no gradients: run the model with the targets and call loss.backward()"
+    if any(norm > 0 for norm in seen["step_norms"]):
+        return f"the model has no gradients: the step used them, but they were zeroed after the step. Zero them at the start instead ({_ORDER}) and leave them in place"
+    return f"the model has no gradients: loss.backward() computed them, but they were zeroed between the backward pass and the step, so the step had none to use. Zero them at the start instead ({_ORDER})"
+
+
 def _step_problem(got):
-    kind, once, twice = got
+    kind, once, twice, seen = got
     if kind != "float":
         return f"train_step must return the loss as a Python float (loss.item()), got {kind}"
     if float(once.abs().max()) == 0.0:
-        return "after train_step the model has no gradients: run the model with the targets and call loss.backward()"
+        return f"after train_step {_no_gradients(seen)}"
     diff = float((once - twice).abs().max())
     if diff > 1e-6:
         return f"after two calls the gradients differ from those of one call by up to {diff:.3g}: each call must start from zeroed gradients"
@@ -423,17 +485,20 @@ def _doubled(got, exp):
 def _(ns):
     data = torch.randint(6, (4, 6), generator=generator(8))
     once, twice = _bigram(1), _bigram(1)
-    ns.train_step(once, torch.optim.SGD(once.parameters(), lr=0.0), data[:, :5], data[:, 1:], grad_clip=None)
+    with _gradient_watch(once) as seen:
+        ns.train_step(once, torch.optim.SGD(once.parameters(), lr=0.0), data[:, :5], data[:, 1:], grad_clip=None)
     optimizer = torch.optim.SGD(twice.parameters(), lr=0.0)
     ns.train_step(twice, optimizer, data[:, :5], data[:, 1:], grad_clip=None)
     result = ns.train_step(twice, optimizer, data[:, :5], data[:, 1:], grad_clip=None)
-    return type(result).__name__, _grads(once), _grads(twice)
+    return type(result).__name__, _grads(once), _grads(twice), seen
 
 
 def _clip_problem(got):
-    clipped, unclipped = (float(g.norm()) for g in got)
+    clipped, unclipped = (float(g.norm()) for g in got["grads"])
     if not clipped <= 1e-3 * (1 + 1e-3):
         return f"with grad_clip=0.001 the total gradient norm after train_step is {clipped:.4g}: clip after the backward pass, before the step"
+    if unclipped == 0.0:
+        return f"with grad_clip=None, after train_step {_no_gradients(got['unclipped'])}"
     if not unclipped > 1e-2:
         return f"with grad_clip=None the gradients must be left as they are, but their norm is {unclipped:.4g}"
     return None
@@ -451,9 +516,10 @@ def _(ns):
     grads = []
     for clip in (1e-3, None):
         model = _bigram(2)
-        ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), data[:, :5], data[:, 1:], grad_clip=clip)
+        with _gradient_watch(model) as seen:
+            ns.train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), data[:, :5], data[:, 1:], grad_clip=clip)
         grads.append(_grads(model))
-    return grads
+    return {"grads": grads, "unclipped": seen}
 
 
 def _estimate_problem(got):
@@ -513,12 +579,24 @@ def _history_problem(got):
     return None
 
 
+def _as_stored(value):
+    """A number as the student stored it, for a message: a whole number (int, NumPy integer,
+    integer tensor) as an int, anything else as a float."""
+    try:
+        return int(operator.index(value))
+    except TypeError:  # not a whole number
+        return float(value)
+
+
 def _plain(history):
-    """The history's four lists as floats (None for a missing key)."""
-    return {
+    """The history's four lists as numbers: the steps as stored (``_as_stored``), the rest as
+    floats (None for a missing key)."""
+    steps = history.get("step")
+    losses_and_rates = {
         key: None if history.get(key) is None else [float(v) for v in history[key]]
-        for key in ("step", "train_loss", "val_loss", "lr")
+        for key in ("train_loss", "val_loss", "lr")
     }
+    return {"step": None if steps is None else [_as_stored(v) for v in steps], **losses_and_rates}
 
 
 @suite.case(
@@ -547,36 +625,6 @@ def _(ns):
             progress=False,
         )
     return dict(_plain(history), bar="shown" if err.getvalue() else "hidden")
-
-
-@contextlib.contextmanager
-def _optimizer_watch():
-    """Note, at every optimiser step, its class, its groups' settings and the gradients' total norm."""
-    steps = []
-
-    def hook(optimizer, args, kwargs):
-        grads = [p.grad.reshape(-1) for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-        steps.append(
-            {
-                "class": type(optimizer).__name__,
-                "groups": [
-                    [
-                        float(g["lr"]),
-                        float(g.get("weight_decay", 0.0)),
-                        sorted({p.dim() for p in g["params"]}),
-                        [float(b) for b in g.get("betas", ())],
-                    ]
-                    for g in optimizer.param_groups
-                ],
-                "grad_norm": float(torch.cat(grads).norm()) if grads else 0.0,
-            }
-        )
-
-    handle = register_optimizer_step_pre_hook(hook)
-    try:
-        yield steps
-    finally:
-        handle.remove()
 
 
 def _optimizer_problem(got):

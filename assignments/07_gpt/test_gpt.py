@@ -252,6 +252,23 @@ def test_the_same_calls_run_on_cuda():
     assert history["best_val_loss"] == min(history["val_loss"]) < 0.5 * history["val_loss"][0]
 
 
+def _catalogue_module():
+    spec = importlib.util.spec_from_file_location("gpt_catalogue", get_stage("07_gpt").mistakes)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _names_with(cells, replaced: dict[str, str]) -> dict:
+    """A fresh namespace of the reference notebook's cells, then the ``replaced`` cells' sources."""
+    names = {}
+    for cell in cells:
+        exec(compile(cell.source, f"<cell {cell.index}>", "exec"), names)
+    for stub, source in replaced.items():
+        exec(compile(source, f"<{stub}>", "exec"), names)
+    return names
+
+
 def test_coupled_train_mistakes_lose_points_on_train():
     """The train() mistakes that also stop the model from learning (mistakes.COUPLED) lose
     points on train itself, not only on training_works, and a public test of train catches
@@ -262,17 +279,11 @@ def test_coupled_train_mistakes_lose_points_on_train():
     """
     stage = get_stage("07_gpt")
     tests = stage_tests(stage)
-    spec = importlib.util.spec_from_file_location("gpt_catalogue", stage.mistakes)
-    catalogue_module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(catalogue_module)
+    catalogue_module = _catalogue_module()
     cells = code_cells(make_notebook(stage, "reference"))
-    assert len(catalogue_module.COUPLED) >= 4
+    assert len(catalogue_module.COUPLED) >= 5
     for variant in catalogue_module.COUPLED:
-        names = {}  # a fresh namespace: the tests replace names in it while they run
-        for cell in cells:
-            exec(compile(cell.source, f"<cell {cell.index}>", "exec"), names)
-        for source in variant.cells.values():
-            exec(compile(source, f"<{variant.slug}>", "exec"), names)
+        names = _names_with(cells, variant.cells)  # fresh: the tests replace names in it while they run
         failed, failed_public = set(), set()
         for case in tests.cases:
             if case.qid == "training_works":
@@ -285,3 +296,62 @@ def test_coupled_train_mistakes_lose_points_on_train():
                     failed_public.add(case.qid)
         assert failed == {"train"}, (variant.name, failed)
         assert failed_public == {"train"}, (variant.name, "no public test of train catches it")
+
+
+ORDER = "zero_grad -> forward -> backward -> clip -> step"
+
+
+@pytest.mark.parametrize(
+    "mistake, says",
+    [
+        ("gradients zeroed between the backward pass and the step", ["between the backward pass and the step", ORDER]),
+        ("gradients zeroed after the step instead of before", ["zeroed after the step", ORDER]),
+        ("no backward pass", ["call loss.backward()"]),
+    ],
+)
+def test_public_train_step_tests_say_where_the_gradients_went(mistake, says):
+    """A train_step that leaves no gradients fails both public tests of train_step, and each
+    message tells the student which of three mistakes it is: it never ran the backward pass,
+    or it zeroed the gradients between the backward pass and the step (mistakes.COUPLED: the
+    model learns nothing), or after the step (mistakes.MISTAKES)."""
+    stage = get_stage("07_gpt")
+    tests = stage_tests(stage)
+    catalogue_module = _catalogue_module()
+    variants = {v.name: v.cells for v in catalogue_module.MISTAKES + catalogue_module.COUPLED}
+    variants["no backward pass"] = {"train_step": catalogue_module._train_step(backward_and_clip="pass")}
+    names = _names_with(code_cells(make_notebook(stage, "reference")), variants[mistake])
+    step_tests = [c for c in tests.cases if c.public and c.qid == "train" and c.name.startswith("train_step ")]
+    assert len(step_tests) == 2
+    for case in step_tests:
+        got, error, _ = run_probe(case, Namespace(names))
+        assert error is None, (case.name, error)
+        verdict = judge_output(case, got, case.expected)
+        assert not verdict.passed, case.name
+        for words in says:
+            assert words in verdict.message, (case.name, verdict.message)
+        others = {"call loss.backward()", "between the backward pass and the step", "zeroed after the step"}
+        for words in others - set(says):
+            assert words not in verdict.message, (case.name, verdict.message)
+
+
+@pytest.mark.parametrize(
+    "entry, public, hidden",
+    [("done", "[0, 4, 8]", "[0, 5, 10]"), ("float(done)", "[0.0, 4.0, 8.0]", "[0.0, 5.0, 10.0]")],
+)
+def test_train_feedback_shows_the_steps_as_stored(entry, public, hidden):
+    """A history without the last evaluation is quoted with the steps as the student stored
+    them: whole numbers stay whole (the public test, 10 steps, eval_interval 4; the hidden
+    one, 13 steps, eval_interval 5, ends at step 10 too)."""
+    stage = get_stage("07_gpt")
+    tests = stage_tests(stage)
+    catalogue_module = _catalogue_module()
+    train_source = catalogue_module._train(evaluate_when="(s + 1) % eval_interval == 0", step_entry=entry)
+    names = _names_with(code_cells(make_notebook(stage, "reference")), {"train": train_source})
+    evaluations = [c for c in tests.cases if c.qid == "train" and "evaluations at steps" in c.name]
+    assert {c.public for c in evaluations} == {True, False}
+    for case in evaluations:
+        got, error, _ = run_probe(case, Namespace(names))
+        assert error is None, (case.name, error)
+        expected = tests.fixtures[case.key] if case.expected is REFERENCE else case.expected
+        verdict = judge_output(case, got, expected)
+        assert f"got {public if case.public else hidden}" in verdict.message, (case.name, verdict.message)
