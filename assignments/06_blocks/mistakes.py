@@ -248,7 +248,7 @@ MISTAKES = [
         "block",
         "pre-norm and post-norm swapped",
         {"TransformerBlock": _block(("if self.norm_first:", "if not self.norm_first:"))},
-        hints=("pre-norm and post-norm swapped",),
+        hints=("pre-norm and post-norm swapped", "residual stream normalised"),
         clauses=("order",),
     ),
     Variant(
@@ -263,6 +263,21 @@ MISTAKES = [
                 ("x = x + self.ff(self.ln2(x))", "x = self.ln2(x)\n            x = x + self.ff(x)"),
             )
         },
+        hints=("residual stream normalised",),
+        clauses=("pre-norm",),
+    ),
+    Variant(
+        "block",
+        "pre-norm attention residual taken after ln1 (the feed-forward half right)",
+        {
+            "TransformerBlock": _block(
+                (
+                    "x = x + self.attn(self.ln1(x), mask=mask)",
+                    "x = self.ln1(x)\n            x = x + self.attn(x, mask=mask)",
+                ),
+            )
+        },
+        hints=("residual stream normalised",),
         clauses=("pre-norm",),
     ),
     Variant(
@@ -336,6 +351,7 @@ MISTAKES = [
         "block",
         "post-norm by default",
         {"TransformerBlock": _block(("norm_first: bool = True", "norm_first: bool = False"))},
+        hints=("residual stream normalised",),
         clauses=("order-default",),
     ),
     Variant(

@@ -23,7 +23,7 @@ PB, PT, PC, PH, PF = 2, 3, 20, 4, 36
 
 def _pair_agrees(what):
     def test(got):
-        mine, theirs = got
+        mine, theirs = got[:2]
         verdict = close(dtype=None, rtol=1e-4, atol=1e-5)(mine, theirs, True)
         return None if verdict.passed else f"your result and {what} do not agree: {verdict.message}"
 
@@ -462,19 +462,46 @@ def _(ns):
     return _built_parts(ns, PC, PH, PF, dropout=0.1, activation="relu")
 
 
+def _stream_normalised(got, exp):
+    """A hint condition: with both sublayers silenced the block returned a layer norm of its input
+    (``ln1(x)``, ``ln2(x)`` or ``ln2(ln1(x))``), where a pre-norm block returns ``x`` itself."""
+    _, _, silenced, norms = got
+    return (
+        type(silenced) is torch.Tensor
+        and silenced.shape == norms.shape[1:]
+        and any(torch.allclose(silenced, norm, rtol=1e-4, atol=1e-5) for norm in norms)
+    )
+
+
 @suite.case(
     "block",
     "pre-norm (the default order) equals nn.TransformerEncoderLayer(norm_first=True), causal mask",
     points=2,
-    check=satisfies(_pair_agrees("nn.TransformerEncoderLayer(norm_first=True)")),
+    check=satisfies(
+        _pair_agrees("nn.TransformerEncoderLayer(norm_first=True)"),
+        hints=[
+            Hint(
+                _stream_normalised,
+                "with both sublayers silenced (their output layers all zeros) your block, built without norm_first and so "
+                "pre-norm, returned a layer norm of x, not x: in pre-norm the residual stream itself is never normalised, only what each sublayer reads, "
+                "and the sublayer's output is added to the unnormalised x",
+                mistake="residual stream normalised",
+            )
+        ],
+    ),
     builds_on=("has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",),
 )
 def _(ns):
     block, layer = _block_and_torch(ns, True, "gelu", 6, default_order=True)
+    silent, twin = _block_and_torch(ns, True, "gelu", 6, default_order=True)
     x = randn(PB, PT, PC, seed=7)
     causal = torch.ones(PT, PT, dtype=torch.bool).triu(1)
     with torch.no_grad():
-        return block(x, mask=causal), layer(x, src_mask=causal)
+        for linear in (silent.attn.out_proj, twin.linear2):  # twin.linear2 is the silent block's ff output layer
+            linear.weight.zero_()
+            linear.bias.zero_()
+        norms = torch.stack([twin.norm1(x), twin.norm2(x), twin.norm2(twin.norm1(x))])
+        return block(x, mask=causal), layer(x, src_mask=causal), silent(x, mask=causal), norms
 
 
 @suite.case(

@@ -847,7 +847,12 @@ class _Leaky(torch.nn.Module):
         return logits, loss, (h, c)
 
 
+_FREED_GRAPH = "backward through the graph a second time"
+
+
 def _windows_problem(got):
+    if "raised" in got:
+        return f"train_tbptt raised RuntimeError at step {len(got['calls']) - 1}: {got['raised']}"
     calls, seq_len, starts, streams = got["calls"], got["seq_len"], got["starts"], got["streams"]
     if len(calls) != len(starts):
         return (
@@ -877,12 +882,28 @@ def _windows_problem(got):
     "tbptt",
     "train_tbptt: consecutive windows, the state carried and detached, a restart at p = 0",
     points=1,
-    check=satisfies(_windows_problem),
+    check=satisfies(
+        _windows_problem,
+        hints=[
+            Hint(
+                lambda got, exp: _FREED_GRAPH in got.get("raised", ""),
+                "the state carried into this window still holds the previous window's graph, which its backward() "
+                "has freed: detach h and c between windows (retain_graph=True is not the fix: the graph would then "
+                "reach back through the whole text)",
+                mistake="state not detached between windows",
+            )
+        ],
+    ),
     builds_on=(_STREAMS,),
 )
 def _(ns):
     model = _Leaky(42)
-    ns.train_tbptt(model, torch.arange(42), seq_len=4, batch_size=2, steps=7, lr=0.01)
+    try:
+        ns.train_tbptt(model, torch.arange(42), seq_len=4, batch_size=2, steps=7, lr=0.01)
+    except RuntimeError as exc:
+        if _FREED_GRAPH not in str(exc):
+            raise
+        return {"calls": model.calls, "raised": str(exc)[:300]}
     # streams are (2, 21): windows start at 0, 4, 8, 12, 16 (its targets end at column 20); at 20 nothing fits
     return {
         "calls": model.calls,

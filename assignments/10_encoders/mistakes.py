@@ -560,6 +560,7 @@ MISTAKES = [
         "decoder_block",
         "the memory normalised with ln2 too",
         {"DecoderBlock": _decoder(("self.ln2(x), memory,", "self.ln2(x), self.ln2(memory),"))},
+        hints=("memory normalised with ln2",),
         clauses=("memory-raw",),
     ),
     Variant(

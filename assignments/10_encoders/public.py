@@ -363,11 +363,32 @@ _WITH_PADDING = Hint(
 )
 
 
+def _logits_are(values):
+    """A hint condition: the logits are ``values``, what a known pooling mistake gives on this test's input."""
+    wrong = torch.tensor(values)
+    return lambda got, exp: (
+        isinstance(got, torch.Tensor) and got.shape == wrong.shape and torch.allclose(got, wrong, rtol=0, atol=1e-5)
+    )
+
+
+# each row holds 2 real tokens of T = 4: dividing their sum by T halves the mean, not dividing doubles it
+_DIVIDED_BY_T = Hint(
+    _logits_are([[1.0, 0.0, 1.5], [0.375, 1.5, 2.375]]),
+    "the sum over the real positions was divided by T, the padding counted: divide by the number of real positions",
+    mistake="divided by T",
+)
+_SUMMED = Hint(
+    _logits_are([[4.0, 0.0, 4.5], [1.5, 6.0, 8.0]]),
+    "the real positions were summed, not averaged: divide by their number",
+    mistake="summed, not averaged",
+)
+
+
 @suite.case(
     "classifier",
     "mean pooling (the default) averages the real positions only: logits by hand",
     points=1,
-    check=close(rtol=1e-6, atol=1e-6, dtype=None, hints=[_WITH_PADDING]),
+    check=close(rtol=1e-6, atol=1e-6, dtype=None, hints=[_WITH_PADDING, _DIVIDED_BY_T, _SUMMED]),
     expected=torch.tensor([[2.0, 0.0, 2.5], [0.75, 3.0, 4.25]]),
 )
 def _(ns):
@@ -771,7 +792,9 @@ def _run_against_torch(ns, seed, norm_first, activation):
     }
 
 
-def _agrees_with_decoder_layer(got):
+def _twin_output(got, memory_normalised=False):
+    """nn.TransformerDecoderLayer with the block's weights on the probe's input; with ``memory_normalised``
+    the memory is first put through the layer's norm2 (what a block that applies ln2 to the memory too gives)."""
     twin = nn.TransformerDecoderLayer(
         PC, PH, PF, dropout=0.0, activation=got["activation"], batch_first=True, norm_first=got["norm"] == "pre"
     )
@@ -779,11 +802,24 @@ def _agrees_with_decoder_layer(got):
     x, memory = got["x"], got["memory"]
     pad = got["pad"].expand(x.size(0), x.size(1), memory.size(1)).repeat_interleave(PH, dim=0)
     with torch.no_grad():
-        theirs = twin.eval()(x, memory, tgt_mask=got["causal"], memory_mask=pad)
-    verdict = close(rtol=1e-4, atol=1e-5, dtype=None)(got["out"], theirs, True)
+        if memory_normalised:
+            memory = twin.norm2(memory)
+        return twin.eval()(x, memory, tgt_mask=got["causal"], memory_mask=pad)
+
+
+def _agrees_with_decoder_layer(got):
+    verdict = close(rtol=1e-4, atol=1e-5, dtype=None)(got["out"], _twin_output(got), True)
     if verdict.passed:
         return None
     return f"your block and nn.TransformerDecoderLayer(norm_first={got['norm'] == 'pre'}) (same weights) differ: {verdict.message}"
+
+
+_MEMORY_NORMALISED = Hint(
+    lambda got, exp: close(rtol=1e-4, atol=1e-5, dtype=None)(got["out"], _twin_output(got, True), True).passed,
+    "your block equals the layer fed ln2(memory): ln2 normalises the decoder's stream only, the cross-attention "
+    "reads the encoder's memory as it is",
+    mistake="memory normalised with ln2",
+)
 
 
 @suite.case(
@@ -809,7 +845,7 @@ def _(ns):
     "decoder_block",
     "pre-norm (the default order) equals nn.TransformerDecoderLayer(norm_first=True), gelu",
     points=1,
-    check=satisfies(_agrees_with_decoder_layer),
+    check=satisfies(_agrees_with_decoder_layer, hints=[_MEMORY_NORMALISED]),
 )
 def _(ns):
     return _run_against_torch(ns, 33, True, "gelu")
