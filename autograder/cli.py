@@ -41,12 +41,9 @@ def _positive(kind):
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build.release import build_stage, stale_outputs, write_answers
+    from .build.release import build_stages, stale_outputs
 
-    stages = [get_stage(s) for s in (args.stages or [s.id for s in all_stages()])]
-    for stage in stages:
-        build_stage(stage, Path(args.out))
-    write_answers(Path(args.out))
+    build_stages([get_stage(s) for s in (args.stages or [s.id for s in all_stages()])], Path(args.out))
     stale = stale_outputs(Path(args.out))
     if stale:
         print(
@@ -597,7 +594,12 @@ def _add_build_parser(sub: argparse._SubParsersAction) -> None:
         "build", help="build the student release, fixtures, Gradescope and otter zips and nbgrader course"
     )
     build.add_argument("--out", default=str(ROOT / "release"), help="output folder (default: release/)")
-    build.add_argument("--stages", nargs="+", metavar="S", help="only these stages (default: all written ones)")
+    build.add_argument(
+        "--stages",
+        nargs="+",
+        metavar="S",
+        help="these stages, and the later ones whose notebooks hold their answers (default: all written ones)",
+    )
     build.set_defaults(run=cmd_build)
 
 

@@ -3,15 +3,16 @@ the build, and never graded twice (grading runs the course's versions in their c
 no line of them)."""
 
 import ast
+import json
 import shutil
 
 import pytest
 
 from autograder.build.answers import answers_line, answers_report, given_answers
-from autograder.build.fixtures import stage_tests
+from autograder.build.fixtures import fixture_file, stage_tests
 from autograder.build.nbgrader_course import nbgrader_notebook
-from autograder.build.notebooks import make_notebook, write_notebook
-from autograder.build.release import build_student, write_answers
+from autograder.build.notebooks import dumps_notebook, make_notebook, write_notebook
+from autograder.build.release import build_stages, build_student, write_answers
 from autograder.build.stubs import make_stub, reference_source
 from autograder.course import ASSIGNMENTS, ROOT, all_stages, get_stage
 from autograder.engine.pipeline import grade_submission
@@ -151,6 +152,38 @@ def test_the_build_says_and_writes_which_answers_each_notebook_holds(tmp_path):
     exec(compile(posted, "05_multihead.py", "exec"), namespace)
     assert {"split_heads", "merge_heads", "MultiHeadAttention"} <= set(namespace)
     assert not (out / "answers" / "10_encoders.py").exists()  # no later stage uses 10's
+
+
+def test_rebuilding_a_released_stage_rebuilds_the_later_notebooks_that_use_its_answers(tmp_path):
+    """``gptcourse build --stages 03`` after writing 03's release.json: 04 and 07, whose notebooks
+    hold 03's code, are rebuilt and said to be; 05 (none of 03's code) is not."""
+    root = course_copy(tmp_path, released=["03_attention"])
+    stages = all_stages(root)
+    out = tmp_path / "release"
+    for stage_id in ("03_attention", "04_masking", "07_gpt"):  # fresh fixtures: the copy's sources are the course's
+        (out / "fixtures").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(fixture_file(get_stage(stage_id)), out / "fixtures" / f"{stage_id}.json")
+    users = sorted(s.id for s in stages if any(a.stage.id == "03_attention" for a in given_answers(s)))
+    assert users == ["04_masking", "07_gpt"]
+    said = []
+    build_stages([get_stage("03", root)], out, said.append, stages)
+    for stage_id in users:
+        assert (
+            f"{stage_id}: rebuilt too: its notebook holds answers of 03_attention, given or withheld as "
+            f"{root / '03_attention' / 'release.json'} says" in said
+        )
+        text = (out / "student" / stage_id / f"{stage_id}.ipynb").read_text(encoding="utf-8")
+        assert text == dumps_notebook(make_notebook(get_stage(stage_id, root), "student"))
+        built = json.loads(text)
+        cells = answer_cells(built)
+        released = [name for name, cell in cells.items() if name.startswith("attention.")]
+        assert released and all(cells[name]["metadata"]["gptcourse"]["given"] for name in released)
+        assert (out / "nbgrader" / "source" / stage_id / f"{stage_id}.ipynb").is_file()
+    assert not (out / "student" / "05_multihead").exists()
+    assert not [line for line in said if line.startswith("05_multihead")]
+    assert "| 04_masking | 03_attention: scaled_dot_product_attention, TokenPositionEmbedding | none |" in (
+        out / "answers.md"
+    ).read_text(encoding="utf-8")
 
 
 def test_the_committed_report_describes_the_committed_notebooks():

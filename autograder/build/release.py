@@ -6,7 +6,7 @@ from pathlib import Path
 
 from autograder.course import ROOT, Stage, all_stages
 
-from .answers import ANSWERS_FOLDER, REPORT, answers_file, answers_line, answers_report
+from .answers import ANSWERS_FOLDER, RELEASE_FILE, REPORT, answers_file, answers_line, answers_report, given_answers
 from .fixtures import fixture_file, is_fresh
 from .gradescope_zip import build_gradescope_zip, settings_note, write_gradescope_sheet
 from .nbgrader_course import build_nbgrader_course
@@ -79,6 +79,42 @@ def build_stage(stage: Stage, out: Path = DEFAULT_OUT, log=print) -> None:
     if otter_written:
         log(f"{stage.id}: written questions for otter's manual grading -> {', '.join(map(str, otter_written))}")
     log(f"{stage.id}: nbgrader source -> {build_nbgrader_course(stage, out / 'nbgrader', target)}")
+
+
+def later_users(named: list[Stage], stages: list[Stage]) -> list[tuple[Stage, list[Stage]]]:
+    """The stages of ``stages`` not in ``named`` whose notebooks hold answers of a stage in ``named``
+    (given or withheld as that stage's release.json says), each with those stages, in course order.
+
+    >>> from autograder.course import get_stage
+    >>> [(s.id, [u.id for u in used]) for s, used in later_users([get_stage("03")], all_stages())]
+    [('04_masking', ['03_attention']), ('07_gpt', ['03_attention'])]
+    """
+    ids = {stage.id for stage in named}
+    found = []
+    for stage in stages:
+        if stage.id in ids:
+            continue
+        used = {answer.stage.id: answer.stage for answer in given_answers(stage) if answer.stage.id in ids}
+        if used:
+            found.append((stage, [used[i] for i in sorted(used)]))
+    return found
+
+
+def build_stages(named: list[Stage], out: Path = DEFAULT_OUT, log=print, stages: list[Stage] | None = None) -> None:
+    """``gptcourse build``: build the ``named`` stages, then the later stages (of ``stages``, the
+    course) whose notebooks hold their answers, since what those notebooks give or withhold follows
+    the named stages' release.json and code; then ``out/answers.md`` and ``out/answers/``."""
+    stages = stages if stages is not None else all_stages()
+    for stage in named:
+        build_stage(stage, out, log)
+    for stage, used in later_users(named, stages):
+        files = ", ".join(str(s.folder / RELEASE_FILE) for s in used)
+        log(
+            f"{stage.id}: rebuilt too: its notebook holds answers of {', '.join(s.id for s in used)}, "
+            f"given or withheld as {files} says"
+        )
+        build_stage(stage, out, log)
+    write_answers(out, log, stages)
 
 
 def stale_outputs(out: Path, stages: list[Stage] | None = None) -> list[Path]:
