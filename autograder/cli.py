@@ -6,7 +6,6 @@ one of them runs: grading never imports the reference solutions or the training 
 
 import argparse
 import math
-import re
 import sys
 import zipfile
 from pathlib import Path
@@ -53,14 +52,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-# the .txt Blackboard's "Download Assignment" writes beside each attempt's files
-BLACKBOARD_DETAILS = re.compile(r"^.+_attempt_\d{4}(?:-\d\d){5}\.txt$")
-
-
 def submission_files(items: list[str]) -> list[Path]:
     """The files named, with every notebook (and zip) below each folder named, in order; a
-    Blackboard attempt's details (``Lab 1_asmith_attempt_2026-11-20-10-00-00.txt``, named when a
-    shell expands ``folder/*``) are passed over with a line that says so."""
+    Blackboard attempt's details (``identity.BLACKBOARD_DETAILS``) are passed over with a line
+    that says so."""
+    from .channels.local.identity import BLACKBOARD_DETAILS
+
     paths = []
     for item in map(Path, items):
         if item.is_dir():
@@ -72,7 +69,7 @@ def submission_files(items: list[str]) -> list[Path]:
             if not found:
                 raise UsageError(f"no .ipynb or .zip file under {item}")
             paths += found
-        elif BLACKBOARD_DETAILS.match(item.name):
+        elif BLACKBOARD_DETAILS.match(item.name):  # named when a shell expands folder/*
             print(f"skipped {item}: Blackboard's details of an attempt, not a submission")
         elif item.is_file():
             paths.append(item)

@@ -40,6 +40,9 @@ CANVAS = re.compile(r"^(?P<name>[^\W_]+)_(?P<late>LATE_)?(?P<user>\d+)_(?P<submi
 MOODLE_FILE = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?:file|onlinetext)_(?P<file>.+)$")
 MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_(?P<participant>\d+)_assignsubmission_(?:file|onlinetext)_?$")
 BLACKBOARD = re.compile(r"^(?P<assignment>.+)_(?P<user>[^_]+)_attempt_(?P<time>\d{4}(?:-\d\d){5})_(?P<file>.+)$")
+# the .txt of an attempt's details that Blackboard writes beside its files: no submission
+# (``Lab 1_asmith_attempt_2026-11-20-10-00-00.txt``)
+BLACKBOARD_DETAILS = re.compile(r"^.+_attempt_\d{4}(?:-\d\d){5}\.txt$")
 # what a copy of the release's notebook adds to its name: " (1)" (browsers), "-Copy1" (Jupyter),
 # " copy" (macOS), "-1" (Canvas's resubmissions), "-submission" (package_submission's zip)
 COPY_WORD = re.compile(r"\(\d+\)|copy\d*|submission|\d+", re.IGNORECASE)
