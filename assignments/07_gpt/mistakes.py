@@ -790,6 +790,22 @@ COUPLED = [
         {"train_step": _train_step(zero="pass", step="optimizer.zero_grad()\n    optimizer.step()")},
     ),
     Variant(
+        "train",
+        "the optimiser steps before the backward pass",
+        {
+            "train_step": _train_step(
+                backward_and_clip=(
+                    "optimizer.step()\n"
+                    "    loss.backward()\n"
+                    "    if grad_clip is not None:\n"
+                    "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)"
+                ),
+                step="pass",
+            )
+        },
+    ),
+    Variant("train", "train_step never steps the optimiser", {"train_step": _train_step(step="pass")}),
+    Variant(
         "train", "targets are the input windows themselves", {"train": _train(inputs="x.to(device), x.to(device)")}
     ),
     Variant("train", "inputs and targets swapped", {"train": _train(inputs="y.to(device), x.to(device)")}),

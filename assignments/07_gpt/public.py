@@ -19,7 +19,7 @@ import operator
 import random
 
 import torch
-from torch.optim.optimizer import register_optimizer_step_pre_hook
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from autograder.kit import (
     Bigram,
@@ -420,13 +420,19 @@ def _optimizer_watch():
 @contextlib.contextmanager
 def _gradient_watch(model):
     """Note, during one call of train_step on ``model``: how many gradients the backward
-    passes computed for its parameters, and the gradients' total norm at each optimiser step."""
-    seen = {"backward": 0, "step_norms": []}
+    passes computed for its parameters, and the gradients' total norm at each optimiser step,
+    as the step began and as it ended (``after_step_norms``: 0 for a step taken before the
+    backward pass; a step that computes them itself, ``step(closure)``, ends with them)."""
+    seen = {"backward": 0, "step_norms": [], "after_step_norms": []}
 
     def reached(grad):
         seen["backward"] += 1
 
+    def stepped(optimizer, args, kwargs):
+        seen["after_step_norms"].append(float(_grads(model).norm()))
+
     handles = [p.register_hook(reached) for p in model.parameters()]
+    handles.append(register_optimizer_step_post_hook(stepped))
     try:
         with _optimizer_watch() as steps:
             yield seen
@@ -454,6 +460,10 @@ def _step_problem(got):
         return f"train_step must return the loss as a Python float (loss.item()), got {kind}"
     if float(once.abs().max()) == 0.0:
         return f"after train_step {_no_gradients(seen)}"
+    if not seen["after_step_norms"]:
+        return f"train_step never stepped the optimiser, so the model does not learn ({_ORDER})"
+    if not any(seen["after_step_norms"]):
+        return f"the optimiser stepped before loss.backward() had computed the gradients, so the step had none to use and the model does not learn ({_ORDER})"
     diff = float((once - twice).abs().max())
     if diff > 1e-6:
         return f"after two calls the gradients differ from those of one call by up to {diff:.3g}: each call must start from zeroed gradients"

@@ -335,6 +335,52 @@ def test_public_train_step_tests_say_where_the_gradients_went(mistake, says):
 
 
 @pytest.mark.parametrize(
+    "mistake, says",
+    [
+        ("the optimiser steps before the backward pass", "stepped before loss.backward() had computed the gradients"),
+        ("train_step never steps the optimiser", "never stepped the optimiser"),
+    ],
+)
+def test_a_step_that_had_no_gradients_to_use_is_named_by_the_public_check(mistake, says):
+    """A train_step whose optimiser step came before the backward pass, or never came, leaves
+    gradients behind as a right one does, yet the model learns nothing (mistakes.COUPLED). The
+    first public test of train_step sees it (its optimiser-step hooks) and says which it was;
+    the right train_step, and one that steps with a closure computing the gradients, pass it."""
+    stage = get_stage("07_gpt")
+    tests = stage_tests(stage)
+    catalogue_module = _catalogue_module()
+    variants = {v.name: v.cells for v in catalogue_module.COUPLED}
+    variants["a step with a closure"] = {"train_step": CLOSURE_STEP}
+    (case,) = [
+        c for c in tests.cases if c.public and c.name == "train_step returns a float and starts from zeroed gradients"
+    ]
+    cells = code_cells(make_notebook(stage, "reference"))
+    for name, wanted in ((mistake, says), ("a step with a closure", None)):
+        got, error, _ = run_probe(case, Namespace(_names_with(cells, variants[name])))
+        assert error is None, (name, error)
+        verdict = judge_output(case, got, case.expected)
+        assert verdict.passed == (wanted is None), (name, verdict.message)
+        assert wanted is None or (wanted in verdict.message and ORDER in verdict.message), verdict.message
+
+
+CLOSURE_STEP = """
+def train_step(model, optimizer, x, y, grad_clip=1.0):
+    if grad_clip is not None and grad_clip <= 0:
+        raise ValueError("grad_clip must be positive")
+
+    def closure():
+        optimizer.zero_grad()
+        _, loss = model(x, y)
+        loss.backward()
+        if grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        return loss
+
+    return optimizer.step(closure).item()
+"""
+
+
+@pytest.mark.parametrize(
     "entry, public, hidden",
     [("done", "[0, 4, 8]", "[0, 5, 10]"), ("float(done)", "[0.0, 4.0, 8.0]", "[0.0, 5.0, 10.0]")],
 )
