@@ -695,6 +695,24 @@ MISTAKES = [
         },
         clauses=("clip-none",),
     ),
+    Variant(
+        "tbptt",
+        "the optimiser steps before the backward pass",
+        {
+            "train_tbptt": slip(
+                _tbptt(),
+                ("        optimizer.step()\n", ""),
+                ("        _, loss, state", "        optimizer.step()\n        _, loss, state"),
+            )
+        },
+        clauses=("adam",),
+    ),
+    Variant(
+        "tbptt",
+        "the optimiser never steps",
+        {"train_tbptt": slip(_tbptt(), ("        optimizer.step()\n", ""))},
+        clauses=("adam",),
+    ),
 ]
 
 

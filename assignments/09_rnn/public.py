@@ -972,9 +972,22 @@ def _step_norms():
         handle.remove()
 
 
+def _empty_steps(norms):
+    """What a run whose every optimiser step found no gradients did wrong (None if some step had them)."""
+    if any(norms):
+        return None
+    return (
+        f"the optimiser found no gradients at any step (their norms were {norms}), so the model learns nothing: "
+        "step after the backward pass, and zero the gradients before it, never between the two "
+        "(zero the gradients, run the model, back-propagate, clip, step)"
+    )
+
+
 def _clipped_problem(got):
     if not got:
         return "no optimiser step was taken"
+    if _empty_steps(got):
+        return _empty_steps(got)
     if not all(abs(norm - 1.0) <= 1e-3 for norm in got):
         return (
             f"the gradients of this model are far larger than 1, and by default (grad_clip=1.0) their total norm must be clipped "
@@ -999,6 +1012,8 @@ def _(ns):
 def _unclipped_problem(got):
     if not got:
         return "no optimiser step was taken"
+    if _empty_steps(got):
+        return _empty_steps(got)
     if not all(norm > 2.0 for norm in got):
         return (
             "with grad_clip=None the gradients must be left as they are (no clipping): this model's total gradient norm "

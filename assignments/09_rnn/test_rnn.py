@@ -19,6 +19,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import solutions.rnn
+from autograder.authoring.catalogue import catalogue
+from autograder.authoring.catalogue import reference as reference_source
 from autograder.build.fixtures import stage_tests
 from autograder.course import get_stage, questions
 from autograder.engine.suites import exec_suite
@@ -325,6 +327,25 @@ def test_reference_passes_every_public_test():
     for qid, _ in questions("09_rnn"):
         passed, report, _ = run_public(suite.cases, qid, _names())
         assert passed, report
+
+
+@pytest.mark.parametrize("order", ["step before the backward pass", "gradients zeroed between backward and step"])
+def test_a_step_that_found_no_gradients_is_named_by_the_public_checks(order):
+    """An optimiser step taken before the backward pass (catalogued), or gradients zeroed between
+    the backward pass and the step, leaves the step nothing to use: the public clipping checks,
+    which watch the gradients at each step, say so instead of asking for clipping."""
+    mistakes, _ = catalogue(get_stage("09_rnn"))
+    source = next(v for v in mistakes if v.name == "the optimiser steps before the backward pass").cells["train_tbptt"]
+    if order != "step before the backward pass":
+        source = reference_source("rnn", "train_tbptt").replace(
+            "        optimizer.step()\n", "        optimizer.zero_grad()\n        optimizer.step()\n"
+        )
+    names = _names()
+    exec(source, names)
+    passed, report, _ = run_public(_suite_module("public").suite.cases, "tbptt", names)
+    assert not passed
+    assert report.count("the optimiser found no gradients at any step") == 2, report
+    assert "clipped to 1.0 before each step" not in report, report
 
 
 def test_reference_passes_every_hidden_check_on_its_own_outputs():
