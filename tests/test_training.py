@@ -225,6 +225,32 @@ def test_cli_trains_resumes_and_samples(corpus_file, tmp_path, capsys):
     assert capsys.readouterr().out == cached  # greedy: the KV cache changes nothing
 
 
+UNREADABLE = {
+    "text.pt": b"hello world\n",
+    "noise.pt": bytes(range(256)) * 4,
+    "cut.pt": b"PK\x03\x04" + bytes(300),  # the start of a zip, cut short
+}
+
+
+def test_a_shakespeare_run_that_fell_back_is_named_by_the_corpus_it_trained_on(tmp_path, monkeypatch, capsys):
+    """Without Tiny Shakespeare (no local copy, no cache, no network) the corpus falls back on the
+    default one, and the run says so: its announcement, summary and checkpoint name "default"."""
+    import urllib.request
+
+    def offline(*args, **kwargs):
+        raise OSError("no network in this test")
+
+    monkeypatch.delenv("GPTCOURSE_SHAKESPEARE", raising=False)
+    monkeypatch.setenv("GPTCOURSE_CACHE", str(tmp_path / "empty cache"))
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    out = tmp_path / "run"
+    args = ["train", "--corpus", "shakespeare", "--preset", "tiny", "--steps", "1", "--eval-interval", "1"]
+    assert main([*args, "--out", str(out), "--quiet", "--sample-tokens", "0", "--threads", "1"]) == 0
+    assert "corpus default:" in capsys.readouterr().out
+    assert json.loads((out / "summary.json").read_text())["corpus"] == "default"
+    assert checkpoint.load(out / "ckpt.pt")["corpus"] == "default"
+
+
 def test_cli_errors_are_one_line_and_exit_2(corpus_file, tmp_path, capsys):
     assert main(["sample", "--checkpoint", str(tmp_path / "missing.pt")]) == 2
     assert "no checkpoint at" in capsys.readouterr().err
@@ -256,6 +282,16 @@ def test_cli_errors_are_one_line_and_exit_2(corpus_file, tmp_path, capsys):
     assert "raise --steps" in capsys.readouterr().err
     assert main(["train", "--corpus", str(tmp_path / "nothing.txt"), "--quiet"]) == 2
     assert "unknown corpus" in capsys.readouterr().err
+    for name, data in UNREADABLE.items():  # files that are no checkpoint: one line, no traceback
+        (tmp_path / name).write_bytes(data)
+        assert main(["sample", "--checkpoint", str(tmp_path / name)]) == 2
+        assert main(["train", "--resume", str(tmp_path / name), "--quiet"]) == 2
+        errors = capsys.readouterr().err
+        assert errors.count("is not a gptcourse checkpoint (torch could not read it") == 2, errors
+    (tmp_path / "a file").write_text("")
+    stuck = tmp_path / "a file" / "run"  # a folder that cannot be made: refused before the corpus is read
+    assert main(["train", "--corpus", str(tmp_path / "nothing.txt"), "--out", str(stuck), "--quiet"]) == 2
+    assert "cannot write the run's files into" in capsys.readouterr().err
     if not torch.cuda.is_available():
         assert main(["train", "--device", "cuda", "--corpus", str(corpus_file), "--quiet"]) == 2
         assert "no CUDA GPU" in capsys.readouterr().err

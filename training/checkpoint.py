@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 from pathlib import Path
 
 import torch
@@ -29,6 +30,9 @@ from training.presets import Preset
 
 FORMAT = "gptcourse-checkpoint-2"
 OLD_FORMATS = ("gptcourse-checkpoint-1",)
+# torch.load on a file that is no checkpoint: not a zip (RuntimeError), not a pickle
+# (UnpicklingError), a text file (KeyError), cut short (EOFError, RuntimeError)
+UNREADABLE = (RuntimeError, pickle.UnpicklingError, KeyError, EOFError, ValueError)
 
 
 def save(
@@ -89,7 +93,11 @@ def load(path: Path | str, device: torch.device | str = "cpu") -> dict:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no checkpoint at {path}")
-    state = torch.load(path, map_location=device, weights_only=True)
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except UNREADABLE as error:  # what torch.load raises for a file that is no checkpoint it can read
+        first = str(error).strip().splitlines()[0][:120] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{path} is not a gptcourse checkpoint (torch could not read it: {first})") from error
     if not isinstance(state, dict) or state.get("format") not in (FORMAT, *OLD_FORMATS):
         raise ValueError(f"{path} is not a gptcourse checkpoint")
     return state

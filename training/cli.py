@@ -124,10 +124,13 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
     threads = loop.cpu_threads(preset, info) if device.type == "cpu" else 0
     out = Path(args.out) if args.out else Path(args.resume).parent if args.resume else Path("runs") / preset.name
     say = print if info.is_main else (lambda *a, **k: None)
+    if info.is_main:
+        _refuse_unwritable(out)
     corpus = prepare(corpus_name, tok_kind, merges)
     if state is not None:
         _refuse_unresumable(args, state, preset, corpus, corpus_name)
     where = _where(info, device, threads)
+    corpus_name = corpus.name  # "default" where Tiny Shakespeare could not be loaded
     _announce(say, preset, corpus, corpus_name, where, state)
     result = loop.run(preset, corpus, device, out, resume=state, info=info, progress=not args.quiet, log=say)
     if not info.is_main:
@@ -139,6 +142,21 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
         text = sample_text(result.model, corpus.tokenizer, default_prompt(corpus.tokenizer), tokens, seed=preset.seed)
         say(f"\n--- sample ({tokens} tokens, temperature 0.8) ---\n{text}\n---")
     return 0
+
+
+def _refuse_unwritable(out: Path) -> None:
+    """Check, before any training, that the run's files can be written into ``out`` (made if missing).
+
+    Raises:
+        ValueError: naming the folder and why it cannot be written.
+    """
+    probe = out / ".gptcourse-write-check"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ValueError(f"cannot write the run's files into {out}: {error.strerror or error}") from error
 
 
 def _resolve_run(args: argparse.Namespace, state: dict | None, device: torch.device) -> tuple[Preset, str, str, int]:

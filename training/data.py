@@ -44,6 +44,7 @@ from solutions.tokenisation import build_vocab, train_val_split
 VAL_FRACTION = 0.1
 DEFAULT_BPE_MERGES = 300
 TOKENIZERS = ("char", "bpe", "byte-bpe")
+SHAKESPEARE_OPENING = "First Citizen:"  # how Tiny Shakespeare begins (load_corpus checks its SHA-256)
 
 
 class CharTokenizer:
@@ -257,6 +258,18 @@ class Corpus:
         return loss * len(self.val) / self.val_chars / math.log(2)
 
 
+def loaded_name(name: str, text: str) -> str:
+    """The corpus that ``load_corpus(name)`` gave: ``"default"`` where Tiny Shakespeare could
+    not be had and it fell back on the default corpus (it warned), else ``name``.
+
+    >>> loaded_name("shakespeare", load_corpus("default")), loaded_name("shakespeare", "First Citizen: ...")
+    ('default', 'shakespeare')
+    """
+    if name == "shakespeare" and not text.startswith(SHAKESPEARE_OPENING):
+        return "default"
+    return name
+
+
 def prepare(
     corpus: str = "shakespeare",
     tokenizer: str = "char",
@@ -264,7 +277,8 @@ def prepare(
     val_fraction: float = VAL_FRACTION,
     text: str | None = None,
 ) -> Corpus:
-    """Load ``corpus`` (or use ``text``), tokenise it and split it 90/10 into train/val.
+    """Load ``corpus`` (or use ``text``), tokenise it and split it 90/10 into train/val. The
+    corpus is named as loaded (``loaded_name``): "default" where Tiny Shakespeare fell back on it.
 
     Character level: the vocabulary comes from the whole text and the id sequence is
     split with :func:`solutions.tokenisation.train_val_split` (exactly nanoGPT's split).
@@ -273,6 +287,7 @@ def prepare(
     """
     if text is None:
         text = load_corpus(corpus)
+        corpus = loaded_name(corpus, text)
     cut = int(len(text) * (1 - val_fraction))  # train_val_split's cut, in characters
     if tokenizer == "char":
         tok = CharTokenizer.fit(text)
