@@ -251,6 +251,24 @@ def test_a_shakespeare_run_that_fell_back_is_named_by_the_corpus_it_trained_on(t
     assert checkpoint.load(out / "ckpt.pt")["corpus"] == "default"
 
 
+def test_a_new_run_into_a_folder_with_a_checkpoint_keeps_the_earlier_one(corpus_file, tmp_path, capsys):
+    """A fresh run writes its own ckpt.pt at its first evaluation; an earlier run's ckpt.pt in the
+    same folder is moved aside first, named by its time, and the run says where."""
+    out = tmp_path / "run"
+    args = ["train", "--corpus", str(corpus_file), "--preset", "tiny", "--steps", "2", "--eval-interval", "1"]
+    args += ["--out", str(out), "--threads", "1", "--quiet", "--sample-tokens", "0"]
+    assert main(args) == 0
+    first = (out / "ckpt.pt").read_bytes()
+    capsys.readouterr()
+    assert main([*args, "--seed", "7"]) == 0
+    kept = sorted(out.glob("ckpt-*.pt"))
+    assert len(kept) == 1 and kept[0].read_bytes() == first
+    assert f"kept as {kept[0]}" in capsys.readouterr().out
+    assert (out / "ckpt.pt").read_bytes() != first
+    assert main(["train", "--resume", str(out / "ckpt.pt"), "--steps", "3", "--quiet", "--sample-tokens", "0"]) == 0
+    assert len(list(out.glob("ckpt-*.pt"))) == 1  # resuming the folder's own checkpoint moves nothing
+
+
 def test_cli_errors_are_one_line_and_exit_2(corpus_file, tmp_path, capsys):
     assert main(["sample", "--checkpoint", str(tmp_path / "missing.pt")]) == 2
     assert "no checkpoint at" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -126,6 +127,7 @@ def _train(args: argparse.Namespace, info: ddp.DistInfo, device: torch.device) -
     say = print if info.is_main else (lambda *a, **k: None)
     if info.is_main:
         _refuse_unwritable(out)
+        _keep_earlier_checkpoint(out, args.resume, say)
     corpus = prepare(corpus_name, tok_kind, merges)
     if state is not None:
         _refuse_unresumable(args, state, preset, corpus, corpus_name)
@@ -157,6 +159,23 @@ def _refuse_unwritable(out: Path) -> None:
         probe.unlink()
     except OSError as error:
         raise ValueError(f"cannot write the run's files into {out}: {error.strerror or error}") from error
+
+
+def _keep_earlier_checkpoint(out: Path, resume: str | None, say) -> None:
+    """Move aside a ``ckpt.pt`` in ``out`` that this run did not resume from, so that the run,
+    which writes its own ``ckpt.pt`` at its first evaluation, loses no earlier run's weights: it
+    becomes ``ckpt-<its time, YYYYmmdd-HHMMSS>.pt`` beside it, and the run says so."""
+    earlier = out / "ckpt.pt"
+    if not earlier.is_file() or (resume is not None and earlier.resolve() == Path(resume).resolve()):
+        return
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(earlier.stat().st_mtime))
+    kept = out / f"ckpt-{stamp}.pt"
+    for n in itertools.count(2):
+        if not kept.exists():
+            break
+        kept = out / f"ckpt-{stamp}-{n}.pt"
+    earlier.rename(kept)
+    say(f"{earlier} held an earlier run's checkpoint: kept as {kept} (this run writes its own ckpt.pt)")
 
 
 def _resolve_run(args: argparse.Namespace, state: dict | None, device: torch.device) -> tuple[Preset, str, str, int]:
