@@ -25,7 +25,9 @@ def reference_and_empty(grades: CatalogueGrades) -> list[str]:
     empty = grades.by_name["empty"]
     if empty.total:
         earned = [r.key for r in empty.results if r.score]
-        problems.append(f"the empty release earns {empty.total:g} points, on {', '.join(earned)}")
+        problems.append(
+            f"the empty release earns {empty.total:g} point{'' if empty.total == 1 else 's'}, on {', '.join(earned)}"
+        )
     return problems + _silent(grades, "empty", "the empty release")
 
 
