@@ -29,6 +29,7 @@ from training.model import TrainConfig, TrainGPT
 from training.presets import Preset
 
 FORMAT = "gptcourse-checkpoint-2"
+FILENAME = "ckpt.pt"  # what a run writes into its folder (loop.Run) and train keeps aside (cli)
 OLD_FORMATS = ("gptcourse-checkpoint-1",)
 # torch.load on a file that is no checkpoint: not a zip (RuntimeError), not a pickle
 # (UnpicklingError), a text file (KeyError), cut short (EOFError, RuntimeError)

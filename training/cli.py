@@ -165,7 +165,7 @@ def _keep_earlier_checkpoint(out: Path, resume: str | None, say) -> None:
     """Move aside a ``ckpt.pt`` in ``out`` that this run did not resume from, so that the run,
     which writes its own ``ckpt.pt`` at its first evaluation, loses no earlier run's weights: it
     becomes ``ckpt-<its time, YYYYmmdd-HHMMSS>.pt`` beside it, and the run says so."""
-    earlier = out / "ckpt.pt"
+    earlier = out / checkpoint.FILENAME
     if not earlier.is_file() or (resume is not None and earlier.resolve() == Path(resume).resolve()):
         return
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(earlier.stat().st_mtime))

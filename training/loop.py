@@ -214,7 +214,7 @@ class _Training:
         self.trained = ddp.wrap(self.fast, info, device)
         self.amp = autocast_for(preset, device)
         self.offsets = torch.arange(T, device=device)
-        self.ckpt_path = Path(out_dir) / "ckpt.pt" if out_dir is not None else None
+        self.ckpt_path = Path(out_dir) / checkpoint.FILENAME if out_dir is not None else None
         self.clock = _Clock(self.history["time"][-1] if self.history["time"] else 0.0)
         self.pending: list[torch.Tensor] = []  # batch losses not yet read back
 

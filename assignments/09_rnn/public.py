@@ -972,8 +972,11 @@ def _step_norms():
         handle.remove()
 
 
-def _empty_steps(norms):
-    """What a run whose every optimiser step found no gradients did wrong (None if some step had them)."""
+def _stepless(norms):
+    """What a run whose optimiser took no step, or found no gradients at any step, did wrong
+    (None when some step had gradients to use)."""
+    if not norms:
+        return "no optimiser step was taken"
     if any(norms):
         return None
     return (
@@ -984,10 +987,8 @@ def _empty_steps(norms):
 
 
 def _clipped_problem(got):
-    if not got:
-        return "no optimiser step was taken"
-    if _empty_steps(got):
-        return _empty_steps(got)
+    if problem := _stepless(got):
+        return problem
     if not all(abs(norm - 1.0) <= 1e-3 for norm in got):
         return (
             f"the gradients of this model are far larger than 1, and by default (grad_clip=1.0) their total norm must be clipped "
@@ -1010,10 +1011,8 @@ def _(ns):
 
 
 def _unclipped_problem(got):
-    if not got:
-        return "no optimiser step was taken"
-    if _empty_steps(got):
-        return _empty_steps(got)
+    if problem := _stepless(got):
+        return problem
     if not all(norm > 2.0 for norm in got):
         return (
             "with grad_clip=None the gradients must be left as they are (no clipping): this model's total gradient norm "
