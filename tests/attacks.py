@@ -206,6 +206,9 @@ VERDICT_ATTACKS = (
     "forged_events",
     "modules_cell",
     "modules_function",
+    "stack_reader_cell",
+    "stack_reader_function",
+    "given_text",
 )
 
 
@@ -665,6 +668,96 @@ INTROSPECT_IN_FUNCTION = (
 """
 )
 
+# Reads the hidden suites' text wherever the call stack holds it (the child's job, the
+# hidden suites it was sent) and answers each hidden test with the expected value written
+# in its decorator, evaluated in the suite's own globals; a test of errors with the
+# exception its check names. The grader sends the child no expected value and no check.
+STACK_READER = """
+import ast as _ast, sys as _sys
+
+
+def _suite_texts():
+    texts, frame = [], _sys._getframe()
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            held = value.get("suites") if isinstance(value, dict) else value
+            if isinstance(held, list):
+                texts += [s["source"] for s in held if isinstance(s, dict) and isinstance(s.get("source"), str)]
+        frame = frame.f_back
+    return [text for text in texts if "Suite(public=False)" in text]  # the public ones are in the notebook
+
+
+def _written_answer(case):
+    scope = case.probe.__globals__
+    for text in _suite_texts():
+        for node in _ast.walk(_ast.parse(text)):
+            for call in getattr(node, "decorator_list", []):
+                if not (isinstance(call, _ast.Call) and len(call.args) >= 2):
+                    continue
+                try:
+                    qid, name = (eval(compile(_ast.Expression(a), "x", "eval"), scope) for a in call.args[:2])
+                except Exception:
+                    continue
+                if (qid, name) != (case.qid, case.name):
+                    continue
+                given = {k.arg: k.value for k in call.keywords}
+                check = _ast.unparse(given.get("check", _ast.Constant(None)))
+                if check.startswith("raises("):
+                    return {"raised": _ast.literal_eval(_ast.parse(check).body[0].value.args[0]), "message": ""}
+                if "expected" in given and _ast.unparse(given["expected"]) not in ("None", "REFERENCE"):
+                    return eval(compile(_ast.Expression(given["expected"]), "x", "eval"), scope)
+    raise LookupError(case.key)
+"""
+
+STACK_READER_CELL = (
+    STACK_READER
+    + """
+
+_runtime = _sys.modules["autograder.kit.runtime"]
+_real_run_probe = _runtime.run_probe
+
+
+def _run_probe(case, *args, **kwargs):
+    if not case.public:
+        try:
+            return _written_answer(case), None, 0.0
+        except Exception:
+            pass
+    return _real_run_probe(case, *args, **kwargs)
+
+
+_runtime.run_probe = _run_probe
+"""
+)
+
+STACK_READER_IN_FUNCTION = (
+    STACK_READER
+    + """
+
+@HEAD@
+    frame = _sys._getframe()
+    while frame is not None and not hasattr(frame.f_locals.get("case"), "probe"):
+        frame = frame.f_back
+    if frame is None:
+        raise ValueError("no test is running")
+    return _written_answer(frame.f_locals["case"])
+"""
+)
+
+# Looks for the course's code of earlier answers as text: in the job the child was sent
+# (its cells, with ``given`` set), on the call stack; reports how many characters it found.
+# The child compiles that code and drops its text (``child._compiled``).
+GIVEN_TEXT = """
+import sys as _sys
+_given, _frame = [], _sys._getframe()
+while _frame is not None:  # the job is a local of the frames that run the cells
+    for _value in list(_frame.f_locals.values()):
+        if type(_value) is dict and type(_value.get("cells")) is list:
+            _given += [c["source"] for c in _value["cells"] if type(c) is dict and c.get("given") is True]
+    _frame = _frame.f_back
+raise RuntimeError(f"GIVEN_TEXT {sum(map(len, _given))} characters")
+"""
+
 NETWORK = """
 import socket
 for _host in ("1.1.1.1", "127.0.0.1"):
@@ -714,6 +807,9 @@ def catalogue(stage_id: str) -> list[Attack]:
         Attack("network", "same", cells=(NETWORK,)),
         Attack("introspect_cell", "same", cells=(INTROSPECT_CELL,)),
         Attack("introspect_function", "function", body=INTROSPECT_IN_FUNCTION),
+        Attack("stack_reader_cell", "same", cells=(STACK_READER_CELL,)),
+        Attack("stack_reader_function", "function", body=STACK_READER_IN_FUNCTION),
+        Attack("given_text", "same", cells=(GIVEN_TEXT,)),
         Attack("exit_function", "function", body=f"{t.head}\n    import sys\n    sys.exit(0)\n"),
         Attack("os_exit_function", "function", body=f"{t.head}\n    import os\n    os._exit(0)\n"),
         Attack("loop_function", "function", body=f"{t.head}\n    while True:\n        pass\n"),

@@ -308,6 +308,15 @@ def test_hidden_tests_are_out_of_reach_until_the_public_ones_are_over(full_batch
         assert found and all("FOUND_HIDDEN 0 " in m for m in found), found
 
 
+def test_the_course_code_of_earlier_answers_is_not_in_the_child_as_text(batch):
+    """A notebook that runs the course's version of earlier answers (given cells) finds only
+    their compiled form in its process: a cell that looks for their text finds none."""
+    found = [m for m in batch.graded["given_text"].outcome.cell_errors.values() if "GIVEN_TEXT" in m]
+    assert found and all("GIVEN_TEXT 0 characters" in m for m in found), found
+    if batch.stage.id >= "04":  # the stages whose notebooks hold earlier answers (release/answers.md)
+        assert batch.tests.given, batch.stage.id
+
+
 def _unreadable(folder: Path) -> dict[str, Path]:
     bomb = folder / "bomb.zip"
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:

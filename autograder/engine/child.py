@@ -305,7 +305,7 @@ def _run_cells(job: dict, tools: types.SimpleNamespace, cell_of, emit) -> types.
         try:
             signal.setitimer(signal.ITIMER_REAL, job["cell_timeout"])
             try:
-                code = compile(cell["source"], f"<{_label(cell)}>", "exec")
+                code = _compiled(cell)
             except SyntaxError as exc:  # IndentationError too
                 line = (exc.text or "").strip()
                 error = f"has a syntax error at line {exc.lineno}: {exc.msg}" + (f": `{line[:80]}`" if line else "")
@@ -319,6 +319,17 @@ def _run_cells(job: dict, tools: types.SimpleNamespace, cell_of, emit) -> types.
             signal.setitimer(signal.ITIMER_REAL, 0)
         emit(ev="cell_done", index=cell["index"], error=error)
     return submission
+
+
+def _compiled(cell: dict) -> types.CodeType:
+    """A cell's code. The course's code of an earlier answer (``given``) is compiled without its
+    docstrings and its text is dropped from the job: the student's code, which can read this
+    process's memory, finds only its compiled form (``assignments/SPEC.md`` § Earlier answers)."""
+    if not cell.get("given"):
+        return compile(cell["source"], f"<{_label(cell)}>", "exec")
+    code = compile(cell["source"], f"<{_label(cell)}>", "exec", optimize=2)
+    cell["source"] = ""
+    return code
 
 
 def _cell_names(cells: list[dict]):

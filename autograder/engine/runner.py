@@ -514,7 +514,7 @@ def _job(
     later on the control pipe), the cells, the cases, the limits."""
     suites = tests.suites
     return {
-        "suites": [{"label": s.label, "source": s.source} for s in suites if s.public],
+        "suites": [{"label": s.label, "source": s.probes} for s in suites if s.public],
         "deferred": any(not s.public for s in suites),
         "preload": sorted({name for s in suites for name in s.imports}),
         "cases": keys,
@@ -621,7 +621,7 @@ def _follow(child, script, by_key, limits, deadline, outcome, strikes) -> str:
             _take(kind, what, event, child, by_key, outcome, strikes, timer)
             if script.hidden_due():
                 child.control.send(
-                    _message({"suites": [{"label": s.label, "source": s.source} for s in script.deferred]})
+                    _message({"suites": [{"label": s.label, "source": s.probes} for s in script.deferred]})
                 )
 
 

@@ -1,8 +1,9 @@
 """A stage's tests as the engine uses them: each suite file read and run once.
 
 ``StageTests.load`` reads the public and the hidden suite of a stage, runs each once as
-a module to collect its cases, and keeps its source for the child process (which runs
-it again there, for the probes only). The same object serves every channel: local
+a module to collect its cases, and keeps its source, and the text the child process runs
+it from for the probes only (a hidden suite without its expected values and checks:
+``probe_text``). The same object serves every channel: local
 grading, the Gradescope entry point and the build's fixture run.
 
 A hidden suite reuses its public suite's helpers (stand-ins, runs, tables) by importing
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from autograder.kit.cases import Case, Suite
+
+from .probe_text import probe_text
 
 _parse_lock = (
     threading.Lock()
@@ -130,12 +133,14 @@ def secret_lines(texts: list[str], shortest: int = 16, shown: frozenset[str] = f
 
 @dataclass(frozen=True)
 class SuiteFile:
-    """A test file as the child gets it: its source, whether it is public, its case keys."""
+    """A test file: its source, the text the child runs it from (``probes``), whether it is
+    public, its case keys and the modules it imports."""
 
     label: str  # "public" or "hidden"
     source: str
     keys: frozenset[str]
     imports: tuple[str, ...]
+    probes: str  # a hidden file without its expected values and checks (``probe_text``); a public one as it is
 
     @property
     def public(self) -> bool:
@@ -172,7 +177,10 @@ class StageTests:
             public_module = sys.modules[name]
             if suite.public != (label == "public"):
                 raise ValueError(f"{path}: expected Suite(public={label == 'public'})")
-            suites.append(SuiteFile(label, source, frozenset(c.key for c in suite.cases), imported_modules(source)))
+            keys, imports = frozenset(c.key for c in suite.cases), imported_modules(source)
+            with _parse_lock:  # probe_text parses too
+                probes = source if label == "public" else probe_text(source)
+            suites.append(SuiteFile(label, source, keys, imports, probes))
             cases += suite.cases
         keys = [c.key for c in cases]
         shared = sorted({key for key in keys if keys.count(key) > 1})
