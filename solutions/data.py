@@ -116,8 +116,12 @@ def load_corpus(name: str = "shakespeare", cache_dir: str | None = None, offline
         return "\n\n".join(parts)
     if name != "shakespeare":
         path = Path(name)
+        if path.is_dir():
+            raise ValueError(f"corpus {name!r} is a folder: give a text file in it, or 'shakespeare' or 'default'")
         if not path.is_file():
-            raise ValueError(f"unknown corpus {name!r}: use 'shakespeare', 'default' or a path to a text file")
+            raise ValueError(
+                f"unknown corpus {name!r}: no such file; use 'shakespeare', 'default' or a path to a text file"
+            )
         return path.read_text(encoding="utf-8")
 
     def verified(data: bytes, where: str) -> str:

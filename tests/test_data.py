@@ -36,9 +36,11 @@ def test_default_corpus_is_offline_and_stable():
     assert hashlib.sha256(first.encode()).hexdigest() == hashlib.sha256(second.encode()).hexdigest()
 
 
-def test_unknown_name_is_a_clear_error():
-    with pytest.raises(ValueError, match="unknown corpus"):
+def test_unknown_name_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown corpus 'no/such/file.txt': no such file"):
         load_corpus("no/such/file.txt")
+    with pytest.raises(ValueError, match="is a folder: give a text file in it"):
+        load_corpus(str(tmp_path))
 
 
 def test_a_silent_network_falls_back_to_the_default_corpus(tmp_path, monkeypatch, capsys):
