@@ -304,3 +304,22 @@ def test_a_function_that_always_raises_earns_nothing_from_the_error_tests(tmp_pa
         r for r in graded.results if r.qid == "kneser_ney" and "but no test of the work of kneser_ney did" in r.message
     ]
     assert taken and all(r.score == 0 for r in taken)
+
+
+def test_the_public_tests_answers_copied_from_the_notebook_earn_nothing_without_hidden_work(tmp_path):
+    """An empty notebook whose one cell answers every public test with the answer the notebook
+    prints for it (here by replacing the engine's run_probe): its public points count only
+    once a hidden test of the question's work passes, and none does."""
+    import attacks
+    from support import submission
+
+    from autograder.build.fixtures import stage_tests
+    from autograder.channels.local.folder import grade_into_folder
+    from autograder.course import get_stage
+    from autograder.engine.judge import PUBLIC_WITHHELD
+
+    path = submission("03", tmp_path, "lookup", extra_cells=[attacks.PUBLIC_LOOKUP_CELL], base="student")
+    graded = grade_into_folder([path], stage_tests(get_stage("03")), tmp_path / "out", progress=False)[0]
+    taken = [r for r in graded.results if r.public and r.withheld and r.message == PUBLIC_WITHHELD.format(qid=r.qid)]
+    assert sum(r.score for r in graded.results) == 0
+    assert len({r.qid for r in taken}) == 4  # every question had public tests answered from the notebook

@@ -13,6 +13,10 @@ from .suites import StageTests
 MESSAGE_LIMIT = 1500  # characters of a failed test's message
 # ... of a hidden test's error from the student's code: enough for an honest error, little room to smuggle anything out
 HIDDEN_ERROR_LIMIT = 400
+PUBLIC_WITHHELD = (
+    "this passed, but no hidden test of the work of {qid} did: a public test's inputs and answers are "
+    "printed in the notebook, so its points count only once the code also passes a hidden test of {qid}"
+)
 
 
 @dataclass
@@ -29,7 +33,10 @@ class TestResult:
     fault: str | None = None  # the test's own check failed on this output (for the instructor)
     hint: str | None = None  # the known mistake a hint recognised (``Hint.mistake``)
     builds_on: tuple[str, ...] = ()  # more basic tests of the question (``Case.builds_on``)
-    withheld: bool = False  # a guard that passed, its points withheld: no test of the question's work passed
+    withheld: bool = False  # passed, its points withheld: a guard, or a public test, with no test of the work passed
+    awaits_hidden: bool = (
+        False  # withheld as a public test: no hidden test of the work passed (the notebook shows a pass)
+    )
 
     @property
     def passed(self) -> bool:
@@ -223,7 +230,26 @@ def judge(tests: StageTests, outcome: Outcome, calibration: dict[str, float] | N
                 builds_on=case.builds_on,
             )
         )
-    return _guards_need_working_code(results, tests)
+    return _guards_need_working_code(_public_points_need_hidden_work(results, tests), tests)
+
+
+def _public_points_need_hidden_work(results: list[TestResult], tests: StageTests) -> list[TestResult]:
+    """Take back the points of passed public tests in a question where no hidden test of its work passed.
+
+    A public test's inputs and expected values are printed in the notebook, so code that
+    recognises them and returns the printed answers passes it without doing the work; its
+    points are earned when the code also passes a hidden test of the question that is no
+    guard (whose inputs the student never saw). Guards are left to ``_guards_need_working_code``,
+    which runs next and no longer counts a public test taken back here as work.
+    """
+    guards = tests.guard_tests
+    working = {r.qid for r in results if not r.public and r.passed and r.key not in guards}
+    for result in results:
+        if result.public and result.passed and result.key not in guards and result.qid not in working:
+            result.score = 0.0
+            result.withheld = result.awaits_hidden = True
+            result.message = PUBLIC_WITHHELD.format(qid=result.qid)
+    return results
 
 
 def _guards_need_working_code(results: list[TestResult], tests: StageTests) -> list[TestResult]:

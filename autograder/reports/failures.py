@@ -46,8 +46,9 @@ KINDS = (
     ("fault", "the test could not judge the output (check the test)", ("the grader could not judge this output",)),
     (
         "withheld",
-        "passed, but counts only once the work passes a test (errors, dtypes, the input left alone)",
-        ("this passed, but no test of the work of",),
+        "passed, but counts only once the work passes a test (errors, dtypes, the input left alone; "
+        "public tests: a hidden test)",
+        ("this passed, but no test of the work of", "this passed, but no hidden test of the work of"),
     ),
     (
         "unreadable",
