@@ -188,22 +188,55 @@ def _zeros(x):
     return torch.zeros_like(x)
 
 
+def _hidden_suite():
+    suite = Suite(public=False)
+    suite.case(
+        "q", "values on another input", points=1, check=close(1e-6, 1e-6, dtype=None), expected=torch.full((3,), 2.0)
+    )(lambda ns: ns.f(torch.full((3,), 2.0)))
+    return suite
+
+
 def test_guards_count_only_when_a_test_of_the_work_passes_in_grading_and_in_check():
     suite = _guarded_suite()
     assert [c.is_guard for c in suite.cases] == [False, True, True, True]
-    tests = StageTests("x", (), tuple(suite.cases))
+    cases = (*suite.cases, *_hidden_suite().cases)
+    tests = StageTests("x", (), cases)
     for f, earned in ((_zeros, 0.0), (lambda x: x.clone() if x is not None else _zeros(x), 5.0)):
-        values = {c.key: c.probe(SimpleNamespace(f=f)) for c in suite.cases}
-        assert sum(r.score for r in judge(tests, Outcome(values=values))) == earned
+        values = {c.key: c.probe(SimpleNamespace(f=f)) for c in cases}
+        assert sum(r.score for r in judge(tests, Outcome(values=values))) == earned + (earned > 0)
         assert run_public(suite.cases, "q", {"f": f})[2] == earned
-    results = judge(tests, Outcome(values={c.key: c.probe(SimpleNamespace(f=_zeros)) for c in suite.cases}))
+    results = judge(tests, Outcome(values={c.key: c.probe(SimpleNamespace(f=_zeros)) for c in cases}))
     withheld = [r for r in results if r.withheld]
     assert [r.name for r in withheld] == ["the input is not modified", "dtype", "raises"]
     assert all(r.message.startswith("this passed, but no test of the work of q did") for r in withheld)
-    assert follows_from(results) == {"q: values": []}  # nothing to fix in a withheld guard
+    assert follows_from(results) == {"q: values": [], "q: values on another input": []}  # nothing in a withheld guard
     _, report, _ = run_public(suite.cases, "q", {"f": _zeros})
     assert "start here" not in report and report.count("this passed, but no test of the work of q did") == 3
     assert withheld_guards([("a", "q", True, True), ("b", "q", False, False)]) == {"a"}
+
+
+def test_public_points_count_in_grading_only_once_a_hidden_test_of_the_work_passes():
+    """Code that returns the notebook's printed answer for the public input passes every public
+    test in check() (5 points) and earns nothing in grading, where the hidden test of the work fails."""
+    cases = (*_guarded_suite().cases, *_hidden_suite().cases)
+
+    def printed(x):  # the answer for the public example, zeros for anything else
+        return x.clone() if x is not None and x.shape == (2,) else _zeros(x)
+
+    assert run_public(_guarded_suite().cases, "q", {"f": printed})[2] == 5
+    results = judge(
+        StageTests("x", (), cases), Outcome(values={c.key: c.probe(SimpleNamespace(f=printed)) for c in cases})
+    )
+    assert sum(r.score for r in results) == 0
+    assert [r.name for r in results if r.awaits_hidden] == ["values"]
+    assert next(r for r in results if r.awaits_hidden).message.startswith(
+        "this passed, but no hidden test of the work of q did"
+    )
+    assert [r.name for r in results if r.withheld and not r.awaits_hidden] == [
+        "the input is not modified",
+        "dtype",
+        "raises",
+    ]
 
 
 # --- redaction leaves the student's own code alone -----------------------------------------------
