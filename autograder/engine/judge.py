@@ -34,9 +34,7 @@ class TestResult:
     hint: str | None = None  # the known mistake a hint recognised (``Hint.mistake``)
     builds_on: tuple[str, ...] = ()  # more basic tests of the question (``Case.builds_on``)
     withheld: bool = False  # passed, its points withheld: a guard, or a public test, with no test of the work passed
-    awaits_hidden: bool = (
-        False  # withheld as a public test: no hidden test of the work passed (the notebook shows a pass)
-    )
+    awaits_hidden: bool = False  # a public test withheld: no hidden test of the work passed
 
     @property
     def passed(self) -> bool:
