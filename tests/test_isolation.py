@@ -7,6 +7,7 @@ changes file permissions of the project it protects) and, when the tests run as 
 once as an ordinary user, as an instructor without root would.
 """
 
+import ctypes
 import json
 import os
 import shutil
@@ -149,6 +150,51 @@ def test_kill_user_kills_every_process_of_a_child_user_and_refuses_root():
     for bad in (0, os.getuid()):
         with pytest.raises(ValueError):
             processes.kill_user(bad)
+
+
+def test_a_forked_process_becomes_a_subreaper_of_its_own():
+    """The flag is not inherited by fork: a process forked from the grader (a subreaper, as
+    the tests' session makes it) that asks to become one is made one, not told it is."""
+    assert processes.become_subreaper()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            made = processes.become_subreaper()
+            flag = ctypes.c_int(0)
+            ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+            os._exit(0 if made and flag.value == 1 else 1)
+        finally:
+            os._exit(2)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
+# a process detached from the child (double fork, setsid) that would sleep for ten minutes
+SLEEPER = """
+import os
+if os.fork() == 0:
+    try:
+        os.setsid()
+        if os.fork() == 0:
+            print("SLEEPER", os.getpid(), flush=True)
+            os.execv("/bin/sleep", ["sleep", "600"])
+    finally:
+        os._exit(0)
+os.wait()
+"""
+
+
+@pytest.mark.parametrize("level", ["none", None])
+def test_a_detached_process_is_killed_when_grading_ends(tmp_path, level):
+    """The child is a subreaper: the sleeper is re-parented to it and killed with it (at the level
+    ``none``, where the child has no user of its own to kill, and at the best level here)."""
+    nb = submission(STAGE, tmp_path, "sleeper", extra_cells=[SLEEPER])
+    tests, keys = _two_cases()
+    outcome = run_submission(nb, tests, Limits(case_timeout=5.0, cell_timeout=20.0, grace=1.0, sandbox=level), keys)
+    assert set(outcome.values) == set(keys), outcome.errors
+    sleepers = [int(line.split()[1]) for line in outcome.output.splitlines() if line.startswith("SLEEPER")]
+    assert len(sleepers) == 1, outcome.output
+    fields = processes._stat_fields(sleepers[0])
+    assert fields is None or fields[0] == "Z", f"the detached sleeper survived grading: {fields}"
 
 
 # ---------------------------------------------------------------- fallbacks, on a copy of the engine

@@ -168,7 +168,10 @@ def _load_probes(suite: dict, index: int, public: types.ModuleType | None = None
 
 
 def run_job(job: dict, events_fd: int, control_fd: int) -> None:
-    """Run one submission's job in this (fresh) process, then exit without cleanup hooks."""
+    """Run one submission's job in this (fresh) process, then exit without cleanup hooks.
+
+    The process becomes a subreaper, so that whatever the submission detaches stays in its
+    subtree: the parent counts its CPU time and kills it (``processes``)."""
     events = os.fdopen(events_fd, "w", buffering=1, encoding="utf-8")
 
     def emit(**event) -> None:
@@ -176,6 +179,9 @@ def run_job(job: dict, events_fd: int, control_fd: int) -> None:
         events.flush()
 
     sys.path.insert(0, ROOT)
+    from autograder.engine import processes
+
+    processes.become_subreaper()
     _set_limits(job)
     tools = _import_what_the_tests_need(job)
     isolation = _confine(job, tools)
