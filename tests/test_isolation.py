@@ -21,9 +21,10 @@ import probe_cell
 import pytest
 from support import submission
 
-from autograder.build.fixtures import DEFAULT_DIR
+from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.course import ROOT, get_stage
 from autograder.engine import processes, sandbox
+from autograder.engine.judge import judge_case
 from autograder.engine.runner import Limits, run_submission
 
 STAGE = "01_tokenisation"
@@ -195,6 +196,32 @@ def test_a_detached_process_is_killed_when_grading_ends(tmp_path, level):
     assert len(sleepers) == 1, outcome.output
     fields = processes._stat_fields(sleepers[0])
     assert fields is None or fields[0] == "Z", f"the detached sleeper survived grading: {fields}"
+
+
+# a cell forking a clone of the child that goes on into the grading loop (no os._exit), with an
+# answer of its own; the child itself waits for the clone to end before it goes on
+CLONE = """
+import os
+_clone = os.fork()
+if _clone:
+    os.waitpid(_clone, 0)
+else:
+    def build_vocab(text):
+        return {}, {}
+"""
+
+
+def test_a_clone_of_the_child_neither_reports_nor_takes_the_parents_words(tmp_path):
+    """The clone ends as soon as it would report (or read the control pipe): the child's own
+    answers are graded, a public test's and a hidden test's (whose suite comes on the control
+    pipe), and not the clone's."""
+    tests = stage_tests(get_stage(STAGE))
+    cases = [next(c for c in tests.cases if c.qid == "build_vocab" and c.public is public) for public in (True, False)]
+    nb = submission(STAGE, tmp_path, "clone", extra_cells=[CLONE])
+    outcome = run_submission(nb, tests, LIMITS, [c.key for c in cases])
+    for case in cases:
+        verdict = judge_case(case, outcome, tests.fixtures)
+        assert verdict.passed, (verdict.message, outcome.errors, outcome.cell_errors)
 
 
 # ---------------------------------------------------------------- fallbacks, on a copy of the engine
