@@ -7,6 +7,8 @@ learner made to wait (sleeping costs no CPU: it passes, its wall time far above 
 time) and made to spin (every CPU second counts).
 """
 
+import os
+
 import pytest
 from support import submission
 
@@ -44,10 +46,10 @@ def timed():
     return tests, [c for c in tests.cases if c.timed]
 
 
-def _run(tmp_path, name, extra, timed):
+def _run(tmp_path, name, extra, timed, limits=None):
     tests, cases = timed
     notebook = submission(STAGE, tmp_path, name, extra_cells=[extra])
-    return run_submission(notebook, tests, Limits(), keys=[c.key for c in cases])
+    return run_submission(notebook, tests, limits or Limits(), keys=[c.key for c in cases])
 
 
 def test_waiting_costs_no_cpu_time_and_passes(tmp_path, timed):
@@ -64,6 +66,64 @@ def test_every_cpu_second_counts(tmp_path, timed):
     _, cases = timed
     outcome = _run(tmp_path, "spins", SPINS, timed)
     for case in cases:
+        assert outcome.cpu_seconds[case.key] >= 1.0
+
+
+# the same spin, done in a grandchild that detaches itself (double fork, setsid) while the
+# grading child waits on a pipe, using no CPU; PRELUDE runs first in the child
+DETACHED = """
+import os as _os
+import pickle as _pickle
+import time as _time
+_fast_train_bpe = train_bpe
+
+
+def train_bpe(text, num_merges, eow="</w>"):
+    PRELUDE
+    read, write = _os.pipe()
+    pid = _os.fork()
+    if pid == 0:
+        try:
+            if _os.fork() == 0:
+                _os.setsid()
+                end = _time.process_time() + 1.0
+                while _time.process_time() < end:
+                    pass
+                _os.write(write, _pickle.dumps(_fast_train_bpe(text, num_merges, eow)))
+        finally:
+            _os._exit(0)
+    _os.close(write)
+    _os.waitpid(pid, 0)
+    with _os.fdopen(read, "rb") as pipe:
+        return _pickle.loads(pipe.read())
+"""
+# student code turning off the child's subreaper flag (prctl PR_SET_CHILD_SUBREAPER, 0)
+UNREAPER = "__import__('ctypes').CDLL(None).prctl(36, 0, 0, 0, 0)"
+
+
+@pytest.mark.parametrize("level", ["none", None])
+def test_cpu_time_of_a_detached_grandchild_counts(tmp_path, timed, level):
+    """The grading child is a subreaper, so that the grandchild stays in its subtree rather than
+    being re-parented to the grader; it has exited (a zombie of the child) by the time the parent
+    reads the CPU time after the test, and its second still counts. At the level ``none`` (no
+    private user) and at the best level here."""
+    _, cases = timed
+    outcome = _run(tmp_path, "detached", DETACHED.replace("PRELUDE", "pass"), timed, Limits(sandbox=level))
+    assert level is None or outcome.isolation["level"] == level
+    for case in cases:
+        assert case.key in outcome.values, outcome.errors
+        assert outcome.cpu_seconds[case.key] >= 1.0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private user for the child needs root")
+def test_cpu_time_of_a_grandchild_detached_past_the_child_counts_by_its_user(tmp_path, timed):
+    """Student code can turn the child's subreaper flag off: the grandchild is then re-parented to
+    the grader, out of the child's subtree, but it runs as the child's private user, and counts."""
+    _, cases = timed
+    outcome = _run(tmp_path, "unreaped", DETACHED.replace("PRELUDE", UNREAPER), timed)
+    assert outcome.isolation["uid"], outcome.isolation
+    for case in cases:
+        assert case.key in outcome.values, outcome.errors
         assert outcome.cpu_seconds[case.key] >= 1.0
 
 

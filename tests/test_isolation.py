@@ -7,6 +7,7 @@ changes file permissions of the project it protects) and, when the tests run as 
 once as an ordinary user, as an instructor without root would.
 """
 
+import ctypes
 import json
 import os
 import shutil
@@ -20,9 +21,10 @@ import probe_cell
 import pytest
 from support import submission
 
-from autograder.build.fixtures import DEFAULT_DIR
+from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.course import ROOT, get_stage
 from autograder.engine import processes, sandbox
+from autograder.engine.judge import judge_case
 from autograder.engine.runner import Limits, run_submission
 
 STAGE = "01_tokenisation"
@@ -149,6 +151,77 @@ def test_kill_user_kills_every_process_of_a_child_user_and_refuses_root():
     for bad in (0, os.getuid()):
         with pytest.raises(ValueError):
             processes.kill_user(bad)
+
+
+def test_a_forked_process_becomes_a_subreaper_of_its_own():
+    """The flag is not inherited by fork: a process forked from the grader (a subreaper, as
+    the tests' session makes it) that asks to become one is made one, not told it is."""
+    assert processes.become_subreaper()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            made = processes.become_subreaper()
+            flag = ctypes.c_int(0)
+            ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+            os._exit(0 if made and flag.value == 1 else 1)
+        finally:
+            os._exit(2)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
+# a process detached from the child (double fork, setsid) that would sleep for ten minutes
+SLEEPER = """
+import os
+if os.fork() == 0:
+    try:
+        os.setsid()
+        if os.fork() == 0:
+            print("SLEEPER", os.getpid(), flush=True)
+            os.execv("/bin/sleep", ["sleep", "600"])
+    finally:
+        os._exit(0)
+os.wait()
+"""
+
+
+@pytest.mark.parametrize("level", ["none", None])
+def test_a_detached_process_is_killed_when_grading_ends(tmp_path, level):
+    """The child is a subreaper: the sleeper is re-parented to it and killed with it (at the level
+    ``none``, where the child has no user of its own to kill, and at the best level here)."""
+    nb = submission(STAGE, tmp_path, "sleeper", extra_cells=[SLEEPER])
+    tests, keys = _two_cases()
+    outcome = run_submission(nb, tests, Limits(case_timeout=5.0, cell_timeout=20.0, grace=1.0, sandbox=level), keys)
+    assert set(outcome.values) == set(keys), outcome.errors
+    sleepers = [int(line.split()[1]) for line in outcome.output.splitlines() if line.startswith("SLEEPER")]
+    assert len(sleepers) == 1, outcome.output
+    fields = processes._stat_fields(sleepers[0])
+    assert fields is None or fields[0] == "Z", f"the detached sleeper survived grading: {fields}"
+
+
+# a cell forking a clone of the child that goes on into the grading loop (no os._exit), with an
+# answer of its own; the child itself waits for the clone to end before it goes on
+CLONE = """
+import os
+_clone = os.fork()
+if _clone:
+    os.waitpid(_clone, 0)
+else:
+    def build_vocab(text):
+        return {}, {}
+"""
+
+
+def test_a_clone_of_the_child_neither_reports_nor_takes_the_parents_words(tmp_path):
+    """The clone ends as soon as it would report (or read the control pipe): the child's own
+    answers are graded, a public test's and a hidden test's (whose suite comes on the control
+    pipe), and not the clone's."""
+    tests = stage_tests(get_stage(STAGE))
+    cases = [next(c for c in tests.cases if c.qid == "build_vocab" and c.public is public) for public in (True, False)]
+    nb = submission(STAGE, tmp_path, "clone", extra_cells=[CLONE])
+    outcome = run_submission(nb, tests, LIMITS, [c.key for c in cases])
+    for case in cases:
+        verdict = judge_case(case, outcome, tests.fixtures)
+        assert verdict.passed, (verdict.message, outcome.errors, outcome.cell_errors)
 
 
 # ---------------------------------------------------------------- fallbacks, on a copy of the engine

@@ -44,6 +44,7 @@ import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds the autograder package
 HEADER = 8  # bytes of the length that precedes each control message
+_PID: int | None = None  # this child's own process id, noted as its job starts (run_job)
 
 
 # Modules torch imports on first use, inside whatever test first needs them:
@@ -84,8 +85,17 @@ def _label(cell: dict) -> str:
     return str(cell.get("label") or f"cell {cell['index'] + 1}")
 
 
+def _stop_if_clone() -> None:
+    """End at once a process that student code forked from this child and that went on running
+    the grading loop (a clone): only the child itself reads the parent's words and reports, so
+    that a clone cannot take a word meant for the child, nor report in its stead."""
+    if _PID is not None and os.getpid() != _PID:
+        os._exit(0)
+
+
 def read_message(fd: int) -> dict:
-    """One length-prefixed JSON message from the control pipe."""
+    """One length-prefixed JSON message from the control pipe (a clone of the child ends instead)."""
+    _stop_if_clone()
 
     def exactly(size: int) -> bytes:
         data = b""
@@ -168,14 +178,24 @@ def _load_probes(suite: dict, index: int, public: types.ModuleType | None = None
 
 
 def run_job(job: dict, events_fd: int, control_fd: int) -> None:
-    """Run one submission's job in this (fresh) process, then exit without cleanup hooks."""
+    """Run one submission's job in this (fresh) process, then exit without cleanup hooks.
+
+    The process notes its id (a clone forked by student code ends, ``_stop_if_clone``) and
+    becomes a subreaper, so that whatever the submission detaches stays in its subtree: the
+    parent counts its CPU time and kills it (``processes``)."""
+    global _PID
+    _PID = os.getpid()
     events = os.fdopen(events_fd, "w", buffering=1, encoding="utf-8")
 
     def emit(**event) -> None:
+        _stop_if_clone()
         events.write(json.dumps(event, allow_nan=False) + "\n")
         events.flush()
 
     sys.path.insert(0, ROOT)
+    from autograder.engine import processes
+
+    processes.become_subreaper()
     _set_limits(job)
     tools = _import_what_the_tests_need(job)
     isolation = _confine(job, tools)

@@ -1,9 +1,13 @@
-"""Making sure no process a submission started outlives its grading (Linux).
+"""Making sure no process a submission started outlives its grading, or uses CPU time
+unseen (Linux).
 
-The grader makes itself a *child subreaper*: a process that a submission detaches
-(double fork, ``setsid``) is re-parented to the grader instead of to init, so the
-grader can find and kill it. On systems without ``prctl`` only the child's own process
-group is killed; that fallback is stated in the README.
+The grader makes itself a *child subreaper*, and so does each grading child before any
+student code runs (``child.run_job``): a process that a submission detaches (double fork,
+``setsid``) is re-parented to the child instead of to init, so it stays in the child's
+subtree, where ``cpu_seconds`` counts its CPU time and ``kill_tree`` kills it; where the
+child is gone (or student code turned the flag off) it is re-parented to the grader, which
+kills it too. On systems without ``prctl`` only the child's own process group is killed;
+that fallback is stated in the README.
 """
 
 import ctypes
@@ -14,20 +18,21 @@ import threading
 PR_SET_CHILD_SUBREAPER = 36
 _lock = threading.Lock()
 _known: set[int] = set()
-_subreaper = False
+_subreaper = 0  # the process id that became a subreaper: a forked process does not inherit it
 
 
 def become_subreaper() -> bool:
     """Ask Linux to re-parent orphaned descendants to this process; True when it worked."""
     global _subreaper
-    if _subreaper:
+    if _subreaper == os.getpid():
         return True
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        _subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        done = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
-        _subreaper = False
-    return _subreaper
+        done = False
+    _subreaper = os.getpid() if done else 0
+    return done
 
 
 def register(pid: int) -> None:
@@ -82,10 +87,30 @@ def _stat_fields(pid: int) -> list[str] | None:
     return stat[stat.rfind(")") + 2 :].split()
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """The CPU time (user and system, every thread) that process ``pid`` and its live
-    descendants have used, with the children they waited for; None when ``/proc`` cannot
-    tell (not Linux, or the process is gone).
+def _uid_of(pid: int) -> int | None:
+    """The real user id of process ``pid``, a zombie's too; None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def cpu_seconds(pid: int, uid: int | None = None) -> float | None:
+    """The CPU time (user and system, every thread) that process ``pid`` and its descendants
+    have used, with the children they waited for, and with every process of user ``uid`` (the
+    child's private user, where it has one); None when ``/proc`` cannot tell (not Linux, or
+    the process is gone).
+
+    A descendant that exited counts while it is a zombie (its own times) and once its parent
+    waited for it (in the parent's). The child is a subreaper (``child.run_job``), so that a
+    descendant detaching itself stays in its subtree; one re-parented to the grader all the
+    same (student code can turn the child's flag off) still runs as ``uid``. Not counted: a
+    descendant reaped without a wait, where its parent ignores ``SIGCHLD`` (the kernel drops
+    its times); measuring that needs a cgroup of the child's own.
 
     Read from outside the process, so that the code it runs cannot change it; timed tests
     compare it with the calibration workload's CPU time, which a busy machine does not
@@ -101,8 +126,12 @@ def cpu_seconds(pid: int) -> float | None:
     own = _stat_fields(pid)
     if own is None or len(own) < 15:
         return None
+    tree = _children_map()
+    members = set(_subtree(pid, tree))
+    if uid is not None:
+        members.update(p for kids in tree.values() for p in kids if _uid_of(p) == uid)
     total = 0
-    for member in _subtree(pid, _children_map()):
+    for member in members:
         fields = own if member == pid else _stat_fields(member)
         if fields is not None and len(fields) >= 15:
             total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime

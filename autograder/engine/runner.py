@@ -362,10 +362,14 @@ class _Child:
             if self.poll(end - time.monotonic()) is None:
                 break
 
+    def private_uid(self) -> int | None:
+        """The child's private user, as it said (``ready``) and only if it is the one made for it."""
+        return self.uid if self.uid is not None and self.uid == sandbox.child_uid(self.pid) else None
+
     def finish(self) -> str:
         """Kill the child and everything it started, reap it and return its captured output."""
         processes.kill_tree(self.pid)
-        if self.uid is not None and self.uid == sandbox.child_uid(self.pid):
+        if self.private_uid() is not None:
             processes.kill_user(self.uid)
         if self.proc is not None:
             try:
@@ -647,8 +651,9 @@ class _StepTimer:
 
 def _cpu_time_between(child: "_Child", word: dict | None = None) -> float | None:
     """The child's CPU time now, read while it waits (before a timed test starts, and after it
-    ends, ``child._run_cases``); then the word that lets it go on (``_go_word``)."""
-    cpu = processes.cpu_seconds(child.pid) if child.pid else None
+    ends, ``child._run_cases``), with every process it started (``processes.cpu_seconds``);
+    then the word that lets it go on (``_go_word``)."""
+    cpu = processes.cpu_seconds(child.pid, child.private_uid()) if child.pid else None
     child.control.send(_message(word or {"go": True}))
     return cpu
 
