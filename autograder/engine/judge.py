@@ -232,11 +232,13 @@ def _guards_need_working_code(results: list[TestResult], tests: StageTests) -> l
     A guard (``Case.is_guard``: a test of errors, of dtypes, or marked ``guard=True``)
     passes for a function that raises ``ValueError`` on every call, returns zeros of the
     right dtype, or leaves its input alone by doing nothing; those points are earned only
-    when the function also works, that is when a test of the question that is no guard
-    passed. The notebook's ``check()`` decides by the same ``withheld_guards``.
+    when the function also works, that is when a test of the question's work passed: one
+    that is neither a guard nor a test of structure (``Case.role``; a class whose correct
+    ``__init__`` builds the right parts passes those, however its methods behave). The
+    notebook's ``check()`` decides by the same ``withheld_guards``.
     """
-    guards = tests.guard_tests
-    withheld = withheld_guards([(r.key, r.qid, r.passed, r.key in guards) for r in results])
+    roles = {case.key: case.role for case in tests.cases}
+    withheld = withheld_guards([(r.key, r.qid, r.passed, roles[r.key]) for r in results])
     for result in results:
         if result.key in withheld:
             result.score = 0.0
