@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from support import submission
 
 from autograder.authoring.auto_variants import auto_variants, question_stubs
 from autograder.authoring.catalogue import Variant, catalogue
@@ -21,11 +22,13 @@ from autograder.authoring.graded_rules import (
     noops_earn_nothing,
 )
 from autograder.authoring.slips import _gptcourse_noop, _gptcourse_recast
+from autograder.build.fixtures import stage_tests
 from autograder.course import get_stage
 from autograder.engine.judge import TestResult as Result
 from autograder.engine.judge import follows_from, judge
+from autograder.engine.pipeline import grade_batch
 from autograder.engine.results import explain_failures, gradescope_json
-from autograder.engine.runner import Outcome
+from autograder.engine.runner import Limits, Outcome
 from autograder.engine.suites import StageTests
 from autograder.kit import Suite, catch, close, close_number, dtypes, equal, near, raises, same_shape, satisfies
 from autograder.kit.cases import Namespace, failure_roots, withheld_guards
@@ -227,6 +230,35 @@ def test_a_test_of_structure_earns_its_points_but_unlocks_no_guard():
     assert run_public(suite.cases, "q", {"f": built})[2] == 1.0
     with pytest.raises(ValueError, match="cannot be marked structure=True"):
         suite.case("q", "also raises", points=1, check=raises("ValueError"), structure=True)(lambda ns: catch(ns.f, 0))
+
+
+EMBEDDING_BUILT = """class TokenPositionEmbedding(nn.Module):
+    def __init__(self, vocab_size, embed_dim, max_seq_len):
+        super().__init__()
+        if vocab_size < 1 or embed_dim < 1 or max_seq_len < 1:
+            raise ValueError("bad size")
+        self.tok_emb = nn.Embedding(vocab_size, embed_dim)
+        self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
+
+    def forward(self, idx):
+        raise ValueError("not implemented")
+"""
+
+
+def test_a_constructor_alone_earns_only_the_structure_points_of_03_embedding(tmp_path):
+    """The cheater audit's F2: a correct __init__ and a forward raising ValueError on every call
+    earned forward's error tests (unlocked by the tables test); it earns the tables alone."""
+    stage = get_stage("03")
+    tests = stage_tests(stage)
+    path = submission("03", tmp_path, "built", {"TokenPositionEmbedding": EMBEDDING_BUILT}, base="student")
+    (graded,) = grade_batch([path], ["built"], tests, Limits(), progress=False)
+    mine = [r for r in graded.results if r.qid == "embedding"]
+    structure = {c.key for c in tests.cases if c.qid == "embedding" and c.role == "structure"}
+    assert structure and {r.key for r in mine if r.score > 0} == structure
+    assert {r.key for r in mine if r.withheld} >= {
+        "embedding: a sequence longer than max_seq_len raises ValueError",
+        "embedding: 1-D ids raise ValueError",
+    }
 
 
 # --- redaction leaves the student's own code alone -----------------------------------------------
