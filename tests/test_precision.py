@@ -10,26 +10,30 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from support import submission
 
 from autograder.authoring.auto_variants import auto_variants, question_stubs
 from autograder.authoring.catalogue import Variant, catalogue
 from autograder.authoring.clauses import Clause, clause_problems, clause_rows, uncited_tests
 from autograder.authoring.graded_rules import (
+    building_earns_only_structure,
     dtype_slips_cost_only_their_clause,
     every_clause_has_a_mistake,
     noops_earn_nothing,
 )
 from autograder.authoring.slips import _gptcourse_noop, _gptcourse_recast
+from autograder.build.fixtures import stage_tests
 from autograder.course import get_stage
 from autograder.engine.judge import TestResult as Result
 from autograder.engine.judge import follows_from, judge
+from autograder.engine.pipeline import grade_batch
 from autograder.engine.results import explain_failures, gradescope_json
-from autograder.engine.runner import Outcome
+from autograder.engine.runner import Limits, Outcome
 from autograder.engine.suites import StageTests
 from autograder.kit import Suite, catch, close, close_number, dtypes, equal, near, raises, same_shape, satisfies
-from autograder.kit.cases import failure_roots, withheld_guards
+from autograder.kit.cases import Namespace, failure_roots, withheld_guards
 from autograder.kit.check_cell import run_public
-from autograder.kit.runtime import CheckFault, judge_output
+from autograder.kit.runtime import CheckFault, judge_output, run_probe
 
 # --- comparisons that report, never raise ---------------------------------------------------------
 
@@ -212,7 +216,58 @@ def test_guards_count_only_when_a_test_of_the_work_passes_in_grading_and_in_chec
     assert follows_from(results) == {"q: values": [], "q: values on another input": []}  # nothing in a withheld guard
     _, report, _ = run_public(suite.cases, "q", {"f": _zeros})
     assert "start here" not in report and report.count("this passed, but no test of the work of q did") == 3
-    assert withheld_guards([("a", "q", True, True), ("b", "q", False, False)]) == {"a"}
+    assert withheld_guards([("a", "q", True, "guard"), ("b", "q", False, "work")]) == {"a"}
+
+
+def test_a_test_of_structure_earns_its_points_but_unlocks_no_guard():
+    suite = Suite(public=True)
+    suite.case("q", "the table", points=1, check=equal(), expected=[2], structure=True)(lambda ns: [ns.f.size])
+    suite.case("q", "values", points=2, check=equal(), expected=4)(lambda ns: ns.f(2))
+    suite.case("q", "raises", points=1, check=raises("ValueError"))(lambda ns: catch(ns.f, None))
+    assert [c.role for c in suite.cases] == ["structure", "work", "guard"]
+    tests = StageTests("x", (), tuple(suite.cases))
+
+    def built(x):
+        raise ValueError("raises on every call")
+
+    built.size = 2
+    runs = {c.key: run_probe(c, Namespace({"f": built})) for c in suite.cases}
+    values = {key: got for key, (got, error, _) in runs.items() if error is None}
+    errors = {key: error for key, (_, error, _) in runs.items() if error is not None}
+    results = judge(tests, Outcome(values=values, errors=errors))
+    assert [(r.score, r.withheld) for r in results] == [(1.0, False), (0.0, False), (0.0, True)]
+    assert run_public(suite.cases, "q", {"f": built})[2] == 1.0
+    with pytest.raises(ValueError, match="cannot be marked structure=True"):
+        suite.case("q", "also raises", points=1, check=raises("ValueError"), structure=True)(lambda ns: catch(ns.f, 0))
+
+
+EMBEDDING_BUILT = """class TokenPositionEmbedding(nn.Module):
+    def __init__(self, vocab_size, embed_dim, max_seq_len):
+        super().__init__()
+        if vocab_size < 1 or embed_dim < 1 or max_seq_len < 1:
+            raise ValueError("bad size")
+        self.tok_emb = nn.Embedding(vocab_size, embed_dim)
+        self.pos_emb = nn.Embedding(max_seq_len, embed_dim)
+
+    def forward(self, idx):
+        raise ValueError("not implemented")
+"""
+
+
+def test_a_constructor_alone_earns_only_the_structure_points_of_03_embedding(tmp_path):
+    """The cheater audit's F2: a correct __init__ and a forward raising ValueError on every call
+    earned forward's error tests (unlocked by the tables test); it earns the tables alone."""
+    stage = get_stage("03")
+    tests = stage_tests(stage)
+    path = submission("03", tmp_path, "built", {"TokenPositionEmbedding": EMBEDDING_BUILT}, base="student")
+    (graded,) = grade_batch([path], ["built"], tests, Limits(), progress=False)
+    mine = [r for r in graded.results if r.qid == "embedding"]
+    structure = {c.key for c in tests.cases if c.qid == "embedding" and c.role == "structure"}
+    assert structure and {r.key for r in mine if r.score > 0} == structure
+    assert {r.key for r in mine if r.withheld} >= {
+        "embedding: a sequence longer than max_seq_len raises ValueError",
+        "embedding: 1-D ids raise ValueError",
+    }
 
 
 def test_public_points_count_in_grading_only_once_a_hidden_test_of_the_work_passes():
@@ -318,20 +373,26 @@ def test_each_stage_gets_three_no_ops_and_an_audit_per_question_with_stubs():
 # --- the rules, each failing on a small case ------------------------------------------------------
 
 
-def _grades(results_by_name, *, clauses=None, mistakes=(), noops=(), audits=(), guards=frozenset()):
+def _grades(
+    results_by_name, *, clauses=None, mistakes=(), noops=(), audits=(), guards=frozenset(), builders=(), roles=None
+):
     maxima = {"q": 3.0}
 
     def scores(name):
         return {"q": sum(r.score for r in results_by_name[name])}
 
     return SimpleNamespace(
-        tests=SimpleNamespace(guard_tests=frozenset(guards)),
+        tests=SimpleNamespace(
+            guard_tests=frozenset(guards),
+            cases=[SimpleNamespace(key=key, role=role) for key, role in (roles or {}).items()],
+        ),
         by_name={name: SimpleNamespace(results=rs) for name, rs in results_by_name.items()},
         scores=scores,
         maxima=maxima,
         clauses=clauses or {},
         mistakes=list(mistakes),
         noops=list(noops),
+        builders=list(builders),
         audits=list(audits),
     )
 
@@ -347,7 +408,25 @@ def test_the_no_op_rule_names_the_test_a_no_op_passes():
     assert "noop-none (every stub returns None) earns 2 of 3 points on q" in problem
     assert "'q: shape', 'q: raises'" in problem and "mark it guard=True" in problem
     grades = _grades({"noop-none": [_r("values", False), _r("shape", True)]}, noops=[noop], guards={"q: shape"})
-    assert "'q: shape'" not in noops_earn_nothing(grades)[0]  # a guard is never the culprit
+    assert "passes 'q: shape'" not in noops_earn_nothing(grades)[0]  # a guard is never the culprit
+    grades = _grades({"noop-none": [_r("values", True), _r("raises", True)]}, noops=[noop], guards={"q: raises"})
+    (problem,) = noops_earn_nothing(grades)
+    assert "it passes 'q: values', which is no guard (and so unlocks 1 point of the guard 'q: raises')" in problem
+
+
+def test_the_builder_rule_names_each_test_beyond_structure_it_passes_and_each_structure_test_it_fails():
+    built = SimpleNamespace(slug="builds-only", what="the notebook builds-only")
+    roles = {"q: tables": "structure", "q: shapes": "work", "q: raises": "guard", "q: values": "work"}
+    fair = [_r("tables", True), _r("shapes", False), _r("raises", False, withheld=True), _r("values", False)]
+    assert building_earns_only_structure(_grades({"builds-only": fair}, builders=[built], roles=roles)) == []
+    unfair = [_r("tables", False), _r("shapes", True), _r("raises", True), _r("values", False)]
+    grades = _grades({"builds-only": unfair}, builders=[built], roles=roles)
+    passes, fails = building_earns_only_structure(grades)
+    assert passes == (
+        "the notebook builds-only passes 'q: shapes' of q (and so unlocks 1 point of the guard 'q: raises'): "
+        "mark it structure=True, or make it check behaviour"
+    )
+    assert "fails 'q: tables' of q, marked structure=True" in fails
 
 
 def test_the_audit_rule_allows_only_the_dtype_clauses_tests():

@@ -560,6 +560,7 @@ _ALPHABET = set(PASSAGE) - set(" \n\t")
     check=equal(),
     expected=REFERENCE,
     builds_on=("vocab of the lecture merges: base symbols sorted, then eow, then merged tokens in merge order",),
+    structure=True,
 )
 def _(ns):
     return _as_items(ns.BPETokenizer(PASSAGE_MERGES, eow="_").vocab)
@@ -572,6 +573,7 @@ def _(ns):
     check=equal(),
     expected=REFERENCE,
     builds_on=("vocab of the lecture merges: base symbols sorted, then eow, then merged tokens in merge order",),
+    structure=True,
 )
 def _(ns):
     first = ns.BPETokenizer(PASSAGE_MERGES[:10], eow="_", alphabet="zyxwvutsrqponmlkjihgfedcba")
@@ -585,6 +587,7 @@ def _(ns):
     points=1,
     check=equal(),
     expected=REFERENCE,
+    structure=True,
 )
 def _(ns):
     return _as_items(ns.BPETokenizer(TWICE_MERGES, eow="_").vocab)

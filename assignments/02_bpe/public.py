@@ -714,6 +714,7 @@ def _ids_out_of_order(got, exp):
         ("newer_", 13),
         ("low_", 14),
     ],
+    structure=True,
 )
 def _(ns):
     return _items(ns.BPETokenizer(LECTURE_MERGES, eow="_").vocab)
@@ -725,6 +726,7 @@ def _(ns):
     points=0.5,
     check=equal(),
     expected=[("a", 0), ("b", 1), ("</w>", 2), ("ab", 3), ("ab</w>", 4)],
+    structure=True,
 )
 def _(ns):
     return _items(ns.BPETokenizer([("a", "b"), ("ab", "</w>")]).vocab)
@@ -770,6 +772,7 @@ def _(ns):
     check=equal(),
     expected=[("a", 0), ("b", 1), ("c", 2), ("_", 3), ("ab", 4), ("abc", 5), ("bc", 6)],
     builds_on=("vocab of the lecture merges: base symbols sorted, then eow, then merged tokens in merge order",),
+    structure=True,
 )
 def _(ns):
     return _items(ns.BPETokenizer([("a", "b"), ("ab", "c"), ("b", "c"), ("a", "bc")], eow="_").vocab)

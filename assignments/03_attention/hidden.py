@@ -88,7 +88,7 @@ def _tables_problem(got):
     return None
 
 
-@suite.case("embedding", _TABLES, points=1, check=satisfies(_tables_problem))
+@suite.case("embedding", _TABLES, points=1, check=satisfies(_tables_problem), structure=True)
 def _(ns):
     module = ns.TokenPositionEmbedding(11, 6, 8)
     found = {}

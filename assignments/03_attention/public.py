@@ -54,6 +54,7 @@ _TABLES = "tok_emb and pos_emb are nn.Embedding tables of the right sizes"
         "pos_emb": "Embedding",
         "parameters": [("pos_emb.weight", [8, 4]), ("tok_emb.weight", [10, 4])],
     },
+    structure=True,
 )
 def _(ns):
     emb = ns.TokenPositionEmbedding(vocab_size=10, embed_dim=4, max_seq_len=8)

@@ -279,7 +279,7 @@ def _linears_problem(got):
 _LINEARS = "four nn.Linear(24, 24) projections, with a bias by default"
 
 
-@suite.case("mha", _LINEARS, points=1, check=satisfies(_linears_problem))
+@suite.case("mha", _LINEARS, points=1, check=satisfies(_linears_problem), structure=True)
 def _(ns):
     module = ns.MultiHeadAttention(MC, MH)
     found = []

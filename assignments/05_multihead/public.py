@@ -193,7 +193,7 @@ _PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
 _STRUCTURE = "four nn.Linear(C, C) projections q_proj, k_proj, v_proj, out_proj"
 
 
-@suite.case("mha", _STRUCTURE, points=1, check=equal(), expected=[("Linear", [20, 20], [20])] * 4)
+@suite.case("mha", _STRUCTURE, points=1, check=equal(), expected=[("Linear", [20, 20], [20])] * 4, structure=True)
 def _(ns):
     module = ns.MultiHeadAttention(PC, PH)
     found = []

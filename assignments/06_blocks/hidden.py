@@ -111,6 +111,7 @@ def _parameters_problem(got):
     "parameters named weight and bias, trainable, starting at ones and zeros",
     points=1,
     check=satisfies(_parameters_problem),
+    structure=True,
 )
 def _(ns):
     ln = ns.LayerNorm(C)
@@ -284,6 +285,7 @@ def _structure_problem(got):
     "fc1 is nn.Linear(24, 40) and fc2 nn.Linear(40, 24), both with a bias",
     points=1,
     check=satisfies(_structure_problem),
+    structure=True,
 )
 def _(ns):
     ff = ns.FeedForward(C, FF)
@@ -536,6 +538,7 @@ def _parts_problem(dropout, activation):
     "the parts get the block's arguments: dropout=0.25, activation='relu', post-norm",
     points=1,
     check=_parts_problem(0.25, "relu"),
+    structure=True,
 )
 def _(ns):
     return _built_parts(ns, C, H, FF, dropout=0.25, activation="relu", norm_first=False)
@@ -546,6 +549,7 @@ def _(ns):
     "with no dropout or activation argument the parts get dropout 0.0 and 'gelu'",
     points=1,
     check=_parts_problem(0.0, "gelu"),
+    structure=True,
 )
 def _(ns):
     return _built_parts(ns, C, H, FF)

@@ -52,6 +52,7 @@ def _scaled(factor, atol=1e-4):
     points=1,
     check=equal(dtype=None),
     expected=["Parameter", "Parameter", torch.ones(PC), torch.zeros(PC)],
+    structure=True,
 )
 def _(ns):
     ln = ns.LayerNorm(PC)
@@ -457,6 +458,7 @@ def _built_parts(ns, *args, **kwargs):
     points=1,
     check=satisfies(_parts_problem((PC, PH, PF, 0.1, "relu"))),
     builds_on=("has attn, ln1, ln2 and ff, and keeps the shape (B, T, C)",),
+    structure=True,
 )
 def _(ns):
     return _built_parts(ns, PC, PH, PF, dropout=0.1, activation="relu")

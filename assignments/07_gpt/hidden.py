@@ -102,6 +102,7 @@ def _defaults_problem(got):
     points=1,
     check=satisfies(_defaults_problem),
     timeout=30,
+    structure=True,
 )  # a GPTConfig with far larger defaults builds a far larger model
 def _(ns):
     config = ns.GPTConfig(vocab_size=13, block_size=9)
@@ -166,6 +167,7 @@ def _model_parts_problem(got):
             ),
         ],
     ),
+    structure=True,
 )
 def _(ns):
     config = ns.GPTConfig(**_PARTS_CONFIG)
@@ -237,6 +239,7 @@ def _tying_problem(got):
             ),
         ],
     ),
+    structure=True,
 )
 def _(ns):
     out = []
@@ -288,6 +291,7 @@ def _unique_count(model):
     points=1,
     check=_counts(["tied", "untied", "ff_dim=20 post-norm"], "your GPT holds"),
     expected=REFERENCE,
+    structure=True,
 )
 def _(ns):
     configs = [TINY, dict(TINY, tie_weights=False), dict(TINY, ff_dim=20, norm_first=False)]

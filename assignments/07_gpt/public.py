@@ -73,6 +73,7 @@ def _defaults_problem(got):
     points=1,
     check=satisfies(_defaults_problem),
     timeout=30,  # a GPTConfig with far larger defaults builds a far larger model
+    structure=True,
 )
 def _(ns):
     config = ns.GPTConfig(vocab_size=11, block_size=8)
@@ -177,6 +178,7 @@ def _untied_problem(got):
             )
         ],
     ),
+    structure=True,
 )
 def _(ns):
     model = ns.GPT(ns.GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16, tie_weights=False))

@@ -295,7 +295,7 @@ def _parameters_problem(got):
 _CELL_PARAMETERS = "parameters: names, shapes, nn.Parameter (input_size=5, hidden_size=3)"
 
 
-@suite.case("lstm_cell", _CELL_PARAMETERS, points=1, check=satisfies(_parameters_problem))
+@suite.case("lstm_cell", _CELL_PARAMETERS, points=1, check=satisfies(_parameters_problem), structure=True)
 def _(ns):
     cell = ns.LSTMCell(5, 3)
     return {name: [list(p.shape), type(p).__name__] for name, p in cell.named_parameters()}
@@ -322,6 +322,7 @@ def _init_problem(got):
     points=1,
     check=satisfies(_init_problem),
     builds_on=(_CELL_PARAMETERS,),
+    structure=True,
 )
 def _(ns):
     cell = ns.LSTMCell(6, 16)
@@ -853,6 +854,7 @@ _LM_PARTS = "the parts: emb, a batch-first nn.LSTM of one layer without dropout,
         "batch_first": "True",
         "head": ["Linear", 8, 13, [13]],
     },
+    structure=True,
 )
 def _(ns):
     model = ns.RNNLM(V, E, HID)

@@ -137,6 +137,7 @@ _PARAMETERS = "parameters weight_ih (4H, I), weight_hh (4H, H), bias_ih and bias
     points=1,
     check=equal(dtype=None),
     expected={"bias_hh": [8], "bias_ih": [8], "weight_hh": [8, 2], "weight_ih": [8, 3]},
+    structure=True,
 )
 def _(ns):
     cell = ns.LSTMCell(3, 2)
@@ -169,6 +170,7 @@ def _init_problem(got):
     points=1,
     check=satisfies(_init_problem),
     builds_on=(_PARAMETERS,),
+    structure=True,
 )
 def _(ns):
     cell = ns.LSTMCell(6, 16)

@@ -194,6 +194,7 @@ def _(ns):
     points=1,
     check=equal(),
     expected=[96, 40, 40],
+    structure=True,
 )
 def _(ns):
     plain = ns.Encoder(15, 8, n_layer=1, n_head=H, n_embd=C)
@@ -531,6 +532,7 @@ def _(ns):
     points=1,
     check=equal(),
     expected=[["Linear", [5, 24], [5]], ["Linear", [2, 3], [2]]],
+    structure=True,
 )
 def _(ns):
     wide = ns.SequenceClassifier(_torch_encoder(ns, 20), 5).head
@@ -1345,6 +1347,7 @@ _SRC_PAD2[1, 3:], _SRC_PAD2[2, 5:] = 2, 2
         "head": ["Linear", [11, 12], [11]],
         "pad_id": 6,
     },
+    structure=True,
 )
 def _(ns):
     log = []
@@ -1371,6 +1374,7 @@ def _(ns):
     points=1,
     check=equal(),
     expected={"encoder": {"n_layer": 2, "n_head": 4, "n_embd": 64, "pad_id": 0}, "blocks": 2, "width": 64, "pad_id": 0},
+    structure=True,
 )
 def _(ns):
     log = []

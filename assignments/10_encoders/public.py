@@ -427,7 +427,12 @@ def _(ns):
 
 
 @suite.case(
-    "classifier", "head is nn.Linear(C, num_classes)", points=1, check=equal(), expected=["Linear", [3, 2], [3]]
+    "classifier",
+    "head is nn.Linear(C, num_classes)",
+    points=1,
+    check=equal(),
+    expected=["Linear", [3, 2], [3]],
+    structure=True,
 )
 def _(ns):
     head = ns.SequenceClassifier(_TableEncoder(_ROWS), 3).head

@@ -1,12 +1,16 @@
 """The variants ``gptcourse check-stage`` makes by itself from a stage's reference.
 
-Beside the catalogue written by hand (``mistakes.py``), two kinds of variant are made from
+Beside the catalogue written by hand (``mistakes.py``), three kinds of variant are made from
 the reference and graded in the same batch (``grades.CatalogueGrades``):
 
 - **no-ops**: every stub of the notebook replaced by a stand-in that does nothing and
   returns ``None``, its first argument, or zeros shaped like the reference's answer (one
   notebook each). None may earn a point (the rule "no-ops earn nothing"): a test that a
   no-op passes is a guard (``Case.is_guard``), counted only when a test of the work passes.
+- **the builder** (``builds-only``): every function stub raising ``ValueError`` on every call,
+  every class stub keeping the reference's ``__init__`` and raising ``ValueError`` from its other
+  methods. It may earn only the points of tests marked ``structure=True`` (the rule "building
+  alone earns only structure"): a test of structure unlocks no guard (``Case.role``).
 - **dtype audits**: per question, the stubs of that question replaced by the reference
   with every tensor it returns in another dtype (floats float64, integers int32). Such a
   slip may fail only the tests that a dtype or device clause of the question cites, and
@@ -17,8 +21,8 @@ The stand-ins are ``slips``: authoring only, never shipped.
 
 Example:
     >>> from autograder.course import get_stage
-    >>> [v.slug for v in auto_variants(get_stage("03"))][:4]
-    ['noop-none', 'noop-input', 'noop-zeros', 'audit-embedding']
+    >>> [v.slug for v in auto_variants(get_stage("03"))][:5]
+    ['noop-none', 'noop-input', 'noop-zeros', 'builds-only', 'audit-embedding']
 """
 
 import inspect
@@ -42,9 +46,10 @@ NOOPS = {
 
 @dataclass(frozen=True)
 class AutoVariant:
-    """A variant made from the reference: a no-op (``qid`` None: every question) or a dtype audit of ``qid``."""
+    """A variant made from the reference: a no-op or the builder (``qid`` None: every question), or a
+    dtype audit of ``qid``."""
 
-    kind: str  # "noop" or "audit"
+    kind: str  # "noop", "builder" or "audit"
     slug: str  # its file name, and its name among the graded
     qid: str | None
     what: str  # what it is, for problems: "a no-op stage (every stub returns None)"
@@ -92,6 +97,24 @@ def noop_variants(stage: Stage) -> list[AutoVariant]:
     ]
 
 
+def builder_variants(stage: Stage) -> list[AutoVariant]:
+    """The one notebook whose every stub only builds: functions raise, classes keep ``__init__`` alone."""
+    stubs = [name for names in question_stubs(stage).values() for name in names]
+    what = (
+        "the notebook builds-only (every function stub raises ValueError on every call; every class stub "
+        "keeps the reference's __init__ and raises ValueError from its other methods)"
+    )
+    return [
+        AutoVariant(
+            "builder",
+            "builds-only",
+            None,
+            what,
+            {name: _cell(stage, name, f"{name} = _gptcourse_builder({name})") for name in stubs},
+        )
+    ]
+
+
 def audit_variants(stage: Stage) -> list[AutoVariant]:
     """Per question with stubs, its stubs returning every tensor in another dtype."""
     return [
@@ -108,8 +131,8 @@ def audit_variants(stage: Stage) -> list[AutoVariant]:
 
 
 def auto_variants(stage: Stage) -> list[AutoVariant]:
-    """The no-ops, then the dtype audits."""
-    return noop_variants(stage) + audit_variants(stage)
+    """The no-ops, the builder, then the dtype audits."""
+    return noop_variants(stage) + builder_variants(stage) + audit_variants(stage)
 
 
 def write_auto_variant(stage: Stage, variant: AutoVariant, folder: Path) -> Path:

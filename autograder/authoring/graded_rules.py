@@ -1,6 +1,7 @@
 """The rules read off the graded catalogue (``grades.CatalogueGrades``): every graded question
-proven three ways, no test that breaks on an output, no point for a no-op, a dtype slip
-charged to its clause alone, and a catalogued mistake for every clause.
+proven three ways, no test that breaks on an output, no point for a no-op, only structure
+points for code that builds and does nothing else, a dtype slip charged to its clause alone,
+and a catalogued mistake for every clause.
 
 Each function takes the stage's ``CatalogueGrades`` and returns its problems (empty: the
 stage keeps the rule); ``feedback_rules`` holds the rules on hints and messages.
@@ -97,13 +98,58 @@ def noops_earn_nothing(grades: CatalogueGrades) -> list[str]:
         for qid, score in grades.scores(variant.slug).items():
             if score <= 0:
                 continue
-            passing = [r.key for r in graded.results if r.qid == qid and r.score > 0 and r.key not in guards]
+            earned = [r for r in graded.results if r.qid == qid and r.score > 0]
+            passing = [r.key for r in earned if r.key not in guards]
             problems.append(
                 f"{variant.what} earns {score:g} of {grades.maxima[qid]:g} points on {qid}: it passes "
-                f"{', '.join(repr(k) for k in passing)}, which {'is' if len(passing) == 1 else 'are'} no guard: "
-                "make such a test check the work, or mark it guard=True (it then counts only when a test of "
-                f"{qid}'s work passes)"
+                f"{', '.join(repr(k) for k in passing)}, which {'is' if len(passing) == 1 else 'are'} no guard"
+                f"{_unlocked([r for r in earned if r.key in guards])}: make such a test check the work, or mark "
+                f"it guard=True (it then counts only when a test of {qid}'s work passes)"
             )
+    return problems
+
+
+def _unlocked(guards: list) -> str:
+    """What the guards whose points a wrong pass unlocked cost, for a problem's text ("" for none).
+
+    >>> from types import SimpleNamespace as R
+    >>> _unlocked([R(key="q: raises", score=2.0)])
+    " (and so unlocks 2 points of the guard 'q: raises')"
+    """
+    if not guards:
+        return ""
+    points = sum(r.score for r in guards)
+    names = ", ".join(repr(r.key) for r in guards)
+    plural = "s" if len(guards) > 1 else ""
+    return f" (and so unlocks {points:g} point{'' if points == 1 else 's'} of the guard{plural} {names})"
+
+
+def building_earns_only_structure(grades: CatalogueGrades) -> list[str]:
+    """A notebook whose every function stub raises ``ValueError`` on every call, and whose every class stub
+    keeps the reference's ``__init__`` and raises ``ValueError`` from its other methods, earns only the points
+    of tests marked ``structure=True`` (the right parts exist), and passes each of them: a test of structure
+    unlocks no guard, so such code earns no error test."""
+    roles = {case.key: case.role for case in grades.tests.cases}
+    problems = []
+    for variant in grades.builders:
+        graded = grades.by_name[variant.slug]
+        for qid in grades.maxima:
+            mine = [r for r in graded.results if r.qid == qid]
+            earned = [r for r in mine if r.score > 0 and roles[r.key] != "structure"]
+            passing = [r.key for r in earned if roles[r.key] == "work"]
+            if passing:
+                problems.append(
+                    f"{variant.what} passes {', '.join(repr(k) for k in passing)} of {qid}"
+                    f"{_unlocked([r for r in earned if roles[r.key] == 'guard'])}: mark "
+                    f"{'it' if len(passing) == 1 else 'each'} structure=True, or make "
+                    f"{'it' if len(passing) == 1 else 'each'} check behaviour"
+                )
+            failed = [r.key for r in mine if not r.passed and roles[r.key] == "structure"]
+            if failed:
+                problems.append(
+                    f"{variant.what} fails {', '.join(repr(k) for k in failed)} of {qid}, marked structure=True: "
+                    "a test that the reference's __init__ alone does not pass checks behaviour; drop the mark"
+                )
     return problems
 
 

@@ -1,5 +1,6 @@
 """A stage's catalogue graded once: the reference, the empty release, every catalogued
-variant and the variants made from the reference (``auto_variants``: no-ops, dtype audits).
+variant and the variants made from the reference (``auto_variants``: no-ops, the builder, dtype
+audits).
 
 The graded rules of ``gptcourse check-stage`` (``rules.RULES``) all read one
 ``CatalogueGrades``, so that a stage is graded once, in one batch, however many rules
@@ -19,7 +20,7 @@ from autograder.course import Stage
 from autograder.engine.pipeline import Graded, grade_batch
 from autograder.engine.runner import Limits
 
-from .auto_variants import AutoVariant, audit_variants, noop_variants, write_auto_variant
+from .auto_variants import AutoVariant, audit_variants, builder_variants, noop_variants, write_auto_variant
 from .catalogue import catalogue
 from .clauses import Clause, read_clauses
 from .reuse import grade_catalogue
@@ -28,7 +29,7 @@ from .variants import write_variant
 
 class CatalogueGrades:
     """The reference, the empty release, every catalogued variant of a stage and its automatic
-    variants (no-ops and dtype audits), graded in one batch.
+    variants (no-ops, the builder and dtype audits), graded in one batch.
 
     ``graded`` (a submission's name -> its grading) takes grades made earlier of the
     notebooks already in ``folder`` instead of writing and grading them again (the project's
@@ -49,6 +50,7 @@ class CatalogueGrades:
         self.tests = stage_tests(stage)
         self.mistakes, self.alternatives = catalogue(stage)
         self.noops: list[AutoVariant] = noop_variants(stage)
+        self.builders: list[AutoVariant] = builder_variants(stage)
         self.audits: list[AutoVariant] = audit_variants(stage)
         self.folder = folder
         self.reused: dict[str, list[str]] = {}
@@ -68,7 +70,9 @@ class CatalogueGrades:
         write_notebook(make_notebook(self.stage, "student"), self.folder / "empty.ipynb")
         paths = [self.folder / "reference.ipynb", self.folder / "empty.ipynb"]
         paths += [write_variant(self.stage, v, self.folder) for v in self.mistakes + self.alternatives]
-        return paths + [write_auto_variant(self.stage, v, self.folder) for v in self.noops + self.audits]
+        return paths + [
+            write_auto_variant(self.stage, v, self.folder) for v in self.noops + self.builders + self.audits
+        ]
 
     @property
     def clauses(self) -> dict[str, list[Clause]]:
@@ -77,7 +81,7 @@ class CatalogueGrades:
 
     def describe(self, name: str) -> str:
         """How problems name a graded submission: an automatic variant by what it is, others by name."""
-        auto = {v.slug: v.what for v in self.noops + self.audits}
+        auto = {v.slug: v.what for v in self.noops + self.builders + self.audits}
         return auto.get(name, repr(name))
 
     @property

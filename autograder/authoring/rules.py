@@ -66,6 +66,7 @@ RULES: tuple[Rule, ...] = (
     Rule("public tests catch the catalogue", feedback_rules.public_catch_problems, graded=True),
     Rule("hidden messages reveal nothing", feedback_rules.hidden_value_problems, graded=True),
     Rule("no-ops earn nothing", graded_rules.noops_earn_nothing, graded=True),
+    Rule("building alone earns only structure", graded_rules.building_earns_only_structure, graded=True),
     Rule("dtype slips cost only their clause", graded_rules.dtype_slips_cost_only_their_clause, graded=True),
     Rule("every clause has a mistake", graded_rules.every_clause_has_a_mistake, graded=True),
 )

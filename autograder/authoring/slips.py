@@ -1,6 +1,6 @@
 """Stand-ins for a reference, pasted into the variants ``gptcourse check-stage`` makes by itself.
 
-Two kinds of stand-in wrap a graded function or class of the reference (``auto_variants``):
+Three kinds of stand-in wrap a graded function or class of the reference (``auto_variants``):
 
 - a **no-op** (``_gptcourse_noop``) does nothing and returns ``None``, its first argument,
   or zeros shaped like the reference's answer (it runs the reference on copies of its
@@ -9,11 +9,15 @@ Two kinds of stand-in wrap a graded function or class of the reference (``auto_v
   its caller in another dtype: floats in float64 (float32 where the reference gives
   float64), integers in int32 (int64 where it gives another integer dtype), as a
   student's slip would. Only what leaves the code is recast: a method's call of another
-  method (``forward`` calling ``self.attend``) gets the reference's own answer.
+  method (``forward`` calling ``self.attend``) gets the reference's own answer;
+- a **builder** (``_gptcourse_builder``) raises ``ValueError`` on every call of a function,
+  and of a class's methods, while a class keeps the reference's ``__init__`` (which may call
+  the class's own methods while it builds): the right parts, and nothing that works.
 
 This module is authoring only, never shipped: the variant cell holds the reference's own
 source, this module's source, then ``NAME = _gptcourse_noop(NAME, "zeros")`` (or
-``_gptcourse_recast(NAME)``), so that it runs in the notebook with torch alone.
+``_gptcourse_recast(NAME)``, ``_gptcourse_builder(NAME)``), so that it runs in the notebook
+with torch alone.
 
 Example:
     >>> import torch
@@ -22,6 +26,21 @@ Example:
     (torch.float64, torch.int32)
     >>> _gptcourse_noop(lambda x: 2 * x, "zeros")(torch.ones(2))
     tensor([0., 0.])
+    >>> class Scale(torch.nn.Module):
+    ...     def __init__(self, width):
+    ...         super().__init__()
+    ...         self.weight = torch.nn.Parameter(self.ones(width))
+    ...     def ones(self, width):
+    ...         return torch.ones(width)
+    ...     def forward(self, x):
+    ...         return x * self.weight
+    >>> layer = _gptcourse_builder(Scale)(3)
+    >>> tuple(layer.weight.shape)
+    (3,)
+    >>> layer(torch.ones(3))
+    Traceback (most recent call last):
+    ...
+    ValueError: Scale.forward raises on every call (a stand-in that only builds)
 """
 
 import copy
@@ -32,6 +51,7 @@ import torch
 
 _GPTCOURSE_HOWS = ("none", "input", "zeros")
 _GPTCOURSE_DEPTH = [0]  # how many recast calls are running: only the outermost one's answer is recast
+_GPTCOURSE_BUILDING = [0]  # how many builders' __init__ are running: their methods work meanwhile
 
 
 def _gptcourse_map(value, leaf):
@@ -178,3 +198,32 @@ def _gptcourse_recast(ref):
 
     members = {name: wrap(function, kind) for name, (kind, function) in _gptcourse_members(ref).items()}
     return type(ref.__name__, (ref,), {"__module__": ref.__module__, **members})
+
+
+def _gptcourse_builder(ref):
+    """A stand-in for ``ref`` (a function or class) that only builds (see the module docstring)."""
+    if not inspect.isclass(ref):
+
+        @functools.wraps(ref)
+        def raising(*args, **kwargs):
+            raise ValueError(f"{ref.__name__} raises on every call (a stand-in that only builds)")
+
+        return raising
+
+    def __init__(self, *args, **kwargs):
+        _GPTCOURSE_BUILDING[0] += 1
+        try:
+            ref.__init__(self, *args, **kwargs)
+        finally:
+            _GPTCOURSE_BUILDING[0] -= 1
+
+    def wrap(function, kind, name):
+        def call(*args, **kwargs):
+            if _GPTCOURSE_BUILDING[0]:
+                return function(*args, **kwargs)
+            raise ValueError(f"{ref.__name__}.{name} raises on every call (a stand-in that only builds)")
+
+        return staticmethod(call) if kind == "static" else classmethod(call) if kind == "class" else call
+
+    members = {name: wrap(function, kind, name) for name, (kind, function) in _gptcourse_members(ref).items()}
+    return type(ref.__name__, (ref,), {"__init__": __init__, "__module__": ref.__module__, **members})

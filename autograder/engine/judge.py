@@ -232,18 +232,21 @@ def judge(tests: StageTests, outcome: Outcome, calibration: dict[str, float] | N
 
 
 def _public_points_need_hidden_work(results: list[TestResult], tests: StageTests) -> list[TestResult]:
-    """Take back the points of passed public tests in a question where no hidden test of its work passed.
+    """Take back the points of passed public tests of the work in a question where no hidden
+    test of its work passed.
 
     A public test's inputs and expected values are printed in the notebook, so code that
     recognises them and returns the printed answers passes it without doing the work; its
-    points are earned when the code also passes a hidden test of the question that is no
-    guard (whose inputs the student never saw). Guards are left to ``_guards_need_working_code``,
-    which runs next and no longer counts a public test taken back here as work.
+    points are earned when the code also passes a hidden test of the question's work (no
+    guard, no test of structure: ``Case.role``), whose inputs the student never saw. Guards
+    are left to ``_guards_need_working_code``, which runs next and no longer counts a public
+    test taken back here as work; tests of structure keep their points (a correct
+    constructor earned them).
     """
-    guards = tests.guard_tests
-    working = {r.qid for r in results if not r.public and r.passed and r.key not in guards}
+    roles = {case.key: case.role for case in tests.cases}
+    working = {r.qid for r in results if not r.public and r.passed and roles[r.key] == "work"}
     for result in results:
-        if result.public and result.passed and result.key not in guards and result.qid not in working:
+        if result.public and result.passed and roles[result.key] == "work" and result.qid not in working:
             result.score = 0.0
             result.withheld = result.awaits_hidden = True
             result.message = PUBLIC_WITHHELD.format(qid=result.qid)
@@ -256,11 +259,13 @@ def _guards_need_working_code(results: list[TestResult], tests: StageTests) -> l
     A guard (``Case.is_guard``: a test of errors, of dtypes, or marked ``guard=True``)
     passes for a function that raises ``ValueError`` on every call, returns zeros of the
     right dtype, or leaves its input alone by doing nothing; those points are earned only
-    when the function also works, that is when a test of the question that is no guard
-    passed. The notebook's ``check()`` decides by the same ``withheld_guards``.
+    when the function also works, that is when a test of the question's work passed: one
+    that is neither a guard nor a test of structure (``Case.role``; a class whose correct
+    ``__init__`` builds the right parts passes those, however its methods behave). The
+    notebook's ``check()`` decides by the same ``withheld_guards``.
     """
-    guards = tests.guard_tests
-    withheld = withheld_guards([(r.key, r.qid, r.passed, r.key in guards) for r in results])
+    roles = {case.key: case.role for case in tests.cases}
+    withheld = withheld_guards([(r.key, r.qid, r.passed, roles[r.key]) for r in results])
     for result in results:
         if result.key in withheld:
             result.score = 0.0

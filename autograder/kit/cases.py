@@ -65,6 +65,7 @@ class Case:
     builds_on: tuple[str, ...] = ()  # names of more basic tests of the same question whose failure explains this one's
     guard: bool = False  # a no-op passes it: it earns points only when a test of the question's work passes
     budget: float | None = None  # a timed case's CPU budget, in calibration workloads (the grader stops it there)
+    structure: bool = False  # a correct constructor alone passes it: it earns its points, but unlocks no guard
 
     @property
     def key(self) -> str:
@@ -82,6 +83,14 @@ class Case:
         (``checks.dtypes()``: zeros of the right dtype pass it).
         """
         return self.guard or isinstance(self.check, Dtypes) or "catch" in names_used(self.probe.__code__)
+
+    @property
+    def role(self) -> str:
+        """How the test counts towards its question's guards (``withheld_guards``): ``"guard"``
+        (``is_guard``), ``"structure"`` (marked ``structure=True``: the right submodules, tables
+        or parameter shapes exist, which a correct ``__init__`` alone gives) or ``"work"`` (a
+        test of the behaviour, the only kind whose pass lets the question's guards count)."""
+        return "guard" if self.is_guard else "structure" if self.structure else "work"
 
 
 @dataclass
@@ -104,6 +113,7 @@ class Suite:
         builds_on: tuple[str, ...] = (),
         guard: bool = False,
         budget: float | None = None,
+        structure: bool = False,
     ) -> Callable[[Callable[["Namespace"], Any]], Callable[["Namespace"], Any]]:
         """Register the decorated probe as a test case of question ``qid``.
 
@@ -124,6 +134,12 @@ class Suite:
         modified, the mode is restored, nothing is raised): it earns its points only when a
         test of the question's work passes (``Case.is_guard``; ``gptcourse check-stage``
         grades no-op stubs and refuses a test they pass that is no guard).
+
+        ``structure=True`` marks a test that a class with a correct ``__init__`` and methods that
+        raise on every call passes (the right submodules, tables or parameter shapes exist): it
+        earns its points, but it is no test of the work, so its pass lets no guard of the question
+        count (``Case.role``; ``gptcourse check-stage`` grades such a class and refuses any other
+        test it passes). A guard cannot be marked so.
         """
         if self.public and expected is REFERENCE:
             raise ValueError(f"public test {qid}: {name} cannot use a reference fixture")
@@ -146,7 +162,12 @@ class Suite:
                 tuple(builds_on),
                 bool(guard),
                 None if budget is None else float(budget),
+                bool(structure),
             )
+            if new.structure and new.is_guard:
+                raise ValueError(
+                    f"test {new.key}: a guard (errors, dtypes, guard=True) cannot be marked structure=True"
+                )
             if any(c.key == new.key for c in self.cases):
                 raise ValueError(f"duplicate test name {new.key!r}")
             self.cases.append(new)
@@ -230,22 +251,25 @@ def names_used(code: types.CodeType) -> set[str]:
 
 WITHHELD = (
     "this passed, but no test of the work of {qid} did: a test that a function doing nothing could "
-    "pass (its errors, dtypes, what must stay unchanged) counts only once the function also works"
+    "pass (its errors, dtypes, what must stay unchanged) counts only once the function also works "
+    "(the right parts being built is not enough)"
 )
 
 
-def withheld_guards(tests: list[tuple[str, str, bool, bool]]) -> set[str]:
+def withheld_guards(tests: list[tuple[str, str, bool, str]]) -> set[str]:
     """The passed guards whose points are withheld: ``tests`` holds ``(name, question id,
-    passed, is_guard)``; a passed guard (``Case.is_guard``) counts only when a test of its
-    question that is no guard passed too. Grading and ``check()`` both decide by this.
+    passed, role)`` (``Case.role``); a passed guard counts only when a test of the work of its
+    question passed too, a test of structure (what a correct constructor alone gives) not
+    being one. Grading and ``check()`` both decide by this.
 
     Example:
-        >>> sorted(withheld_guards([("raises", "a", True, True), ("values", "a", False, False),
-        ...                         ("raises", "b", True, True), ("values", "b", True, False)]))
-        ['raises']
+        >>> sorted(withheld_guards([("a: raises", "a", True, "guard"), ("a: values", "a", False, "work"),
+        ...                         ("b: raises", "b", True, "guard"), ("b: values", "b", True, "work"),
+        ...                         ("c: raises", "c", True, "guard"), ("c: tables", "c", True, "structure")]))
+        ['a: raises', 'c: raises']
     """
-    working = {qid for _, qid, passed, guard in tests if passed and not guard}
-    return {name for name, qid, passed, guard in tests if passed and guard and qid not in working}
+    working = {qid for _, qid, passed, role in tests if passed and role == "work"}
+    return {name for name, qid, passed, role in tests if passed and role == "guard" and qid not in working}
 
 
 NOT_IMPLEMENTED = "not implemented yet"  # how runtime.describe_error words a stub's NotImplementedError

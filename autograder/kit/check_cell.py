@@ -24,8 +24,8 @@ def run_cases(cases: list[Case], names: dict[str, Any]) -> list[tuple[Case, bool
     """Run and judge public ``cases`` in this process: ``(case, passed, message, cause)`` each,
     ``cause`` being what the failure is grouped by (its hint's mistake, else its message).
 
-    A passed guard (``Case.is_guard``) of a question where no other test passed counts as
-    failed, as in grading (``withheld_guards``). The caller's random states are restored
+    A passed guard (``Case.is_guard``) of a question where no test of the work passed counts
+    as failed, as in grading (``withheld_guards``). The caller's random states are restored
     afterwards, so a check cell does not disturb the notebook.
     """
     saved = (random.getstate(), numpy.random.get_state(), torch.get_rng_state())
@@ -50,7 +50,7 @@ def run_cases(cases: list[Case], names: dict[str, Any]) -> list[tuple[Case, bool
         random.setstate(saved[0])
         numpy.random.set_state(saved[1])
         torch.set_rng_state(saved[2])
-    withheld = withheld_guards([(c.key, c.qid, ok, c.is_guard) for c, ok, _, _ in out])
+    withheld = withheld_guards([(c.key, c.qid, ok, c.role) for c, ok, _, _ in out])
     return [
         (case, False, WITHHELD.format(qid=case.qid), None) if case.key in withheld else (case, ok, message, cause)
         for case, ok, message, cause in out
