@@ -225,17 +225,20 @@ def test_a_test_of_structure_earns_its_points_but_unlocks_no_guard():
     suite.case("q", "values", points=2, check=equal(), expected=4)(lambda ns: ns.f(2))
     suite.case("q", "raises", points=1, check=raises("ValueError"))(lambda ns: catch(ns.f, None))
     assert [c.role for c in suite.cases] == ["structure", "work", "guard"]
-    tests = StageTests("x", (), tuple(suite.cases))
+    hidden = Suite(public=False)  # a public test of structure counts once a hidden one passes too
+    hidden.case("q", "the table, again", points=1, check=equal(), expected=[2], structure=True)(lambda ns: [ns.f.size])
+    cases = (*suite.cases, *hidden.cases)
+    tests = StageTests("x", (), cases)
 
     def built(x):
         raise ValueError("raises on every call")
 
     built.size = 2
-    runs = {c.key: run_probe(c, Namespace({"f": built})) for c in suite.cases}
+    runs = {c.key: run_probe(c, Namespace({"f": built})) for c in cases}
     values = {key: got for key, (got, error, _) in runs.items() if error is None}
     errors = {key: error for key, (_, error, _) in runs.items() if error is not None}
     results = judge(tests, Outcome(values=values, errors=errors))
-    assert [(r.score, r.withheld) for r in results] == [(1.0, False), (0.0, False), (0.0, True)]
+    assert [(r.score, r.withheld) for r in results] == [(1.0, False), (0.0, False), (0.0, True), (1.0, False)]
     assert run_public(suite.cases, "q", {"f": built})[2] == 1.0
     with pytest.raises(ValueError, match="cannot be marked structure=True"):
         suite.case("q", "also raises", points=1, check=raises("ValueError"), structure=True)(lambda ns: catch(ns.f, 0))

@@ -232,21 +232,22 @@ def judge(tests: StageTests, outcome: Outcome, calibration: dict[str, float] | N
 
 
 def _public_points_need_hidden_work(results: list[TestResult], tests: StageTests) -> list[TestResult]:
-    """Take back the points of passed public tests of the work in a question where no hidden
-    test of its work passed.
+    """Take back the points of passed public tests in a question where no hidden test of the
+    same kind passed: of its work for a public test of the work, of its work or structure for
+    a public test of structure.
 
     A public test's inputs and expected values are printed in the notebook, so code that
     recognises them and returns the printed answers passes it without doing the work; its
-    points are earned when the code also passes a hidden test of the question's work (no
-    guard, no test of structure: ``Case.role``), whose inputs the student never saw. Guards
-    are left to ``_guards_need_working_code``, which runs next and no longer counts a public
-    test taken back here as work; tests of structure keep their points (a correct
-    constructor earned them).
+    points are earned when the code also passes a hidden test of the question (``Case.role``),
+    whose inputs the student never saw. Guards are left to ``_guards_need_working_code``,
+    which runs next and no longer counts a public test taken back here as work.
     """
     roles = {case.key: case.role for case in tests.cases}
-    working = {r.qid for r in results if not r.public and r.passed and roles[r.key] == "work"}
+    passed = {(r.qid, roles[r.key]) for r in results if not r.public and r.passed}
+    needs = {"work": ("work",), "structure": ("structure", "work")}
     for result in results:
-        if result.public and result.passed and roles[result.key] == "work" and result.qid not in working:
+        wanted = needs.get(roles[result.key])
+        if result.public and result.passed and wanted and not any((result.qid, w) in passed for w in wanted):
             result.score = 0.0
             result.withheld = result.awaits_hidden = True
             result.message = PUBLIC_WITHHELD.format(qid=result.qid)
