@@ -16,7 +16,8 @@ import pytest
 from autograder.authoring.grades import CatalogueGrades
 from autograder.authoring.lint import lint_stage, static_problems
 from autograder.authoring.static_rules import doctest_problems
-from autograder.build.notebooks import harness_module
+from autograder.build.notebooks import harness_module, student_path
+from autograder.build.release import build_student
 from autograder.course import ROOT, get_stage
 
 
@@ -34,10 +35,14 @@ def test_the_command_reports_ok_and_its_exit_status(tmp_path):
 
 @pytest.fixture
 def scratch(tmp_path):
-    """A copy of stage 01's folder in a scratch course, to break one thing at a time."""
+    """A copy of stage 01's folder and of its committed student notebook in a scratch course, to
+    break one thing at a time."""
     folder = tmp_path / "assignments" / "01_tokenisation"
     shutil.copytree(get_stage("01").folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
-    return get_stage("01", root=folder.parent)
+    stage = get_stage("01", root=folder.parent)
+    student_path(stage, tmp_path / "release").parent.mkdir(parents=True)
+    shutil.copy(student_path(stage, ROOT / "release"), student_path(stage, tmp_path / "release"))
+    return stage
 
 
 def _replace(path: Path, old: str, new: str) -> None:
@@ -50,11 +55,40 @@ def test_a_scratch_copy_is_clean(scratch):
     assert static_problems(scratch) == []
 
 
+def test_a_release_notebook_not_rebuilt_is_caught_and_nothing_is_written(scratch, tmp_path):
+    # an author changed the notebook's text and a public test's points, forgot `gptcourse build`,
+    # and check-stage said OK while students were handed the old notebook
+    committed = student_path(scratch, tmp_path / "release")
+    before = committed.read_text(encoding="utf-8")
+    _replace(scratch.source, "# Stage 01", "# Stage 01 (new)")
+    problems = static_problems(scratch)
+    assert problems == [
+        f"[release up to date] {committed} is stale, not what a fresh build writes (cell 0 differs first: "
+        "markdown cell '# Stage 01 (new) · The language-modelling task'): "
+        "run `gptcourse build --stages 01` and commit what it writes"
+    ]
+    report = lint_stage(scratch, grade=False)
+    assert not report.ok and report.summary  # the graded rules would run: they read the sources, not the release
+    assert committed.read_text(encoding="utf-8") == before
+    build_student(scratch, tmp_path / "release", log=lambda _: None)
+    assert static_problems(scratch) == []
+    text = scratch.public.read_text(encoding="utf-8")
+    scratch.public.write_text(text.replace("points=1,", "points=2,", 1), encoding="utf-8")
+    assert "(cell 1 differs first: the check harness, which holds the kit and public.py)" in str(
+        static_problems(scratch)
+    )
+    committed.unlink()
+    assert static_problems(scratch) == [
+        f"[release up to date] {committed} does not exist: run `gptcourse build --stages 01` and commit what it writes"
+    ]
+
+
 def test_a_typo_in_a_check_cell_is_caught(scratch):
     _replace(scratch.source, "```python check build_vocab", "```python check build_vocabb")
     problems = static_problems(scratch)
     assert any("`check build_vocabb` names no question" in p for p in problems), problems
     assert any("question build_vocab has no check cell" in p for p in problems), problems
+    assert not any("[release up to date]" in p for p in problems), problems  # a broken stage may not build
 
 
 def test_a_missing_or_misspelt_catalogue_is_an_error_not_an_empty_one(scratch):

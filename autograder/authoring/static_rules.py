@@ -15,7 +15,7 @@ import importlib
 from functools import cached_property
 from pathlib import Path
 
-from autograder.build.notebooks import answer_import_problems, check_cells_problems
+from autograder.build.notebooks import answer_import_problems, check_cells_problems, release_folder, stale_release
 from autograder.build.source import Block, SourceError, parse_source
 from autograder.build.written import written_questions
 from autograder.course import Stage
@@ -243,6 +243,13 @@ def examples_run(subject: Subject) -> list[str]:
 def numbers_sourced(subject: Subject) -> list[str]:
     """Every number ``claims.py`` ties to a measurement is still stated in the notebook, in its words."""
     return unsourced(subject.stage, stage_claims(subject.stage))
+
+
+def release_fresh(subject: Subject) -> list[str]:
+    """The committed student notebook (``release/student/<stage>/<stage>.ipynb``) is what
+    ``gptcourse build`` would write now, compared in memory (nothing is written); a stale one
+    is named with ``gptcourse build --stages NN``."""
+    return stale_release(subject.stage, release_folder(subject.stage))
 
 
 def summary(subject: Subject) -> str:

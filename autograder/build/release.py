@@ -10,7 +10,7 @@ from .answers import ANSWERS_FOLDER, RELEASE_FILE, REPORT, answers_file, answers
 from .fixtures import fixture_file, is_fresh
 from .gradescope_zip import build_gradescope_zip, settings_note, write_gradescope_sheet
 from .nbgrader_course import build_nbgrader_course
-from .notebooks import check_cells_problems, make_notebook, write_notebook
+from .notebooks import check_cells_problems, make_notebook, student_path, write_notebook
 from .otter_zip import build_otter_zip, write_otter_written
 from .source import SourceError
 
@@ -29,7 +29,7 @@ PER_STAGE = (
 
 def build_student(stage: Stage, out: Path, log=print) -> Path:
     """Write ``out/student/<stage>/<stage>.ipynb`` and say which earlier answers it holds."""
-    path = out / "student" / stage.id / f"{stage.id}.ipynb"
+    path = student_path(stage, out)
     notebook = make_notebook(stage, "student")
     write_notebook(notebook, path)
     log(answers_line(stage, notebook))
