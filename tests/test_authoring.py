@@ -15,7 +15,7 @@ import pytest
 
 from autograder.authoring.grades import CatalogueGrades
 from autograder.authoring.lint import lint_stage, static_problems
-from autograder.authoring.static_rules import doctest_problems
+from autograder.authoring.static_rules import doctest_problems, stub_leaks
 from autograder.build.notebooks import harness_module, student_path
 from autograder.build.release import build_student
 from autograder.course import ROOT, get_stage
@@ -81,6 +81,38 @@ def test_a_release_notebook_not_rebuilt_is_caught_and_nothing_is_written(scratch
     assert static_problems(scratch) == [
         f"[release up to date] {committed} does not exist: run `gptcourse build --stages 01` and commit what it writes"
     ]
+
+
+def test_a_stub_whose_message_or_docstring_gives_the_answer_away_is_caught(scratch):
+    # the stub block's text becomes the stub's NotImplementedError message, which students read
+    _replace(
+        scratch.source,
+        "```python stub decode\n",
+        '```python stub decode\nhint: return "".join(itos[int(i)] for i in ids), after tolist()\n',
+    )
+    problems = static_problems(scratch)
+    assert problems == [
+        '[stubs give no answer] `stub decode`: its message holds `return "".join(itos[int(i)] for i in ids)` '
+        "of the reference's body: students read the answer"
+    ], problems
+    source = (
+        "class Model:\n"
+        "    def forward(self, x, state):\n"
+        '        """Run it: ``y = self.proj(x) * 2`` once, then ``out, state = self.cell(y, state)``."""\n'
+        "        y = self.proj(x) * 2  # first\n"
+        "        out, state = self.cell(y, state)\n"
+        "        return out, state\n"
+    )
+    assert stub_leaks("Model", source, "") == [
+        "`stub Model`: the docstring of forward holds `y = self.proj(x) * 2` of the reference's body: "
+        "students read the answer",
+        "`stub Model`: the docstring of forward holds `out, state = self.cell(y, state)` of the reference's body: "
+        "students read the answer",
+    ]
+    # calling what the function is given is its interface, which a docstring may state; `return x` is no answer
+    assert (
+        stub_leaks("run", "def run(model, idx):\n    'Calls ``out = model(idx)``.'\n    out = model(idx)\n", "") == []
+    )
 
 
 def test_a_typo_in_a_check_cell_is_caught(scratch):

@@ -12,11 +12,14 @@ Example::
 import ast
 import doctest
 import importlib
+import io
+import tokenize
 from functools import cached_property
 from pathlib import Path
 
 from autograder.build.notebooks import answer_import_problems, check_cells_problems, release_folder, stale_release
 from autograder.build.source import Block, SourceError, parse_source
+from autograder.build.stubs import make_stub, reference_source
 from autograder.build.written import written_questions
 from autograder.course import Stage
 from autograder.engine.suites import StageTests
@@ -166,6 +169,108 @@ def tests_serve_clauses(subject: Subject) -> list[str]:
     """Every test is cited by a clause of its question in ``clauses.md``: each test names the clause it enforces."""
     by_question = {q: [c.key for c in subject.tests.cases if c.qid == q] for q in subject.qids}
     return uncited_tests(subject.stage.folder / "clauses.md", by_question)
+
+
+def stubs_give_no_answer(subject: Subject) -> list[str]:
+    """No stub's message (the text of its ``stub`` block, which its ``NotImplementedError`` raises)
+    nor docstring holds a line of the reference's body that computes something (``body_lines``):
+    students read both."""
+    problems = []
+    for block in (b for b in subject.blocks if b.kind == "stub" and hasattr(subject.reference, b.arg)):
+        problems += stub_leaks(block.arg, reference_source(subject.stage.module, block.arg), block.text)
+    return problems
+
+
+def stub_leaks(name: str, source: str, pointer: str) -> list[str]:
+    """Where the stub of ``name`` made of ``source`` (a reference) and ``pointer`` (its stub block's
+    text) gives a line of the reference's body away.
+
+    >>> source = "def f(ids, pad):\\n    'Count.'\\n    return (ids != pad).sum(dim=1)\\n"
+    >>> print(*stub_leaks("f", source, "hint: return (ids!=pad).sum(dim=1)"))
+    `stub f`: its message holds `return (ids != pad).sum(dim=1)` of the reference's body: students read the answer
+    """
+    texts = [("its message", pointer)]
+    texts += [(f"the docstring of {n}", doc) for n, doc in _docstrings(make_stub(source, name, pointer))]
+    lines = body_lines(source)
+    return [
+        f"`stub {name}`: {where} holds `{line}` of the reference's body: students read the answer"
+        for where, text in texts
+        for line in lines
+        if _key(line) in _key(text)
+    ]
+
+
+MIN_LEAK = 12  # spaces aside: `return self.proj(x)` is long enough to give an answer away, `return x` is not
+# what a line may hold and still compute nothing: names, attributes, constants, tuples, returns and
+# assignments of them, and calls of the function's own parameters (the interface its docstring states)
+_PLUMBING = (
+    ast.Module,
+    ast.Expr,
+    ast.Assign,
+    ast.Return,
+    ast.Pass,
+    ast.Name,
+    ast.Load,
+    ast.Store,
+    ast.Attribute,
+    ast.Constant,
+    ast.Tuple,
+    ast.Starred,
+    ast.keyword,
+    ast.Call,
+)
+
+
+def body_lines(source: str) -> list[str]:
+    """The lines of the functions' bodies in ``source`` (docstrings and comments left out) that
+    compute something (``_computes``) and are at least ``MIN_LEAK`` characters long, spaces aside.
+
+    >>> body_lines("def f(x, y):\\n    'Doc.'\\n    z = (x != y).sum(dim=1)  # count\\n    return y(z)\\n")
+    ['z = (x != y).sum(dim=1)']
+    """
+    lines = source.splitlines()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            row, col = token.start
+            lines[row - 1] = lines[row - 1][:col]
+    found: dict[str, None] = {}  # in order, once each
+    for func in (n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        given = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+        docstring = ast.get_docstring(func, clean=False) is not None
+        for node in func.body[docstring:]:
+            for code in (line.strip() for line in lines[node.lineno - 1 : node.end_lineno]):
+                if len(_key(code)) >= MIN_LEAK and _computes(code, given):
+                    found[code] = None
+    return list(found)
+
+
+def _computes(code: str, given: set[str]) -> bool:
+    """Whether a line of code computes something: it holds more than ``_PLUMBING`` (a line that is
+    part of a longer statement always counts)."""
+    for text in (code, code + " pass"):  # `if x.dim() != 2:` parses with a body
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        return any(
+            not isinstance(node, _PLUMBING)
+            or isinstance(node, ast.Call)
+            and not (isinstance(node.func, ast.Name) and node.func.id in given)
+            for node in ast.walk(tree)
+        )
+    return True
+
+
+def _key(line: str) -> str:
+    return "".join(line.split())
+
+
+def _docstrings(source: str) -> list[tuple[str, str]]:
+    """``(name, docstring)`` of every function and class in ``source`` that has one."""
+    nodes = (
+        n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    )
+    return [(node.name, doc) for node in nodes if (doc := ast.get_docstring(node, clean=False))]
 
 
 def catalogue_loads(subject: Subject) -> list[str]:
