@@ -115,6 +115,17 @@ def test_a_stub_whose_message_or_docstring_gives_the_answer_away_is_caught(scrat
     )
 
 
+def test_a_test_name_used_twice_in_one_suite_is_named_with_its_file_and_lines(scratch):
+    text = scratch.hidden.read_text(encoding="utf-8")
+    last = text[text.rindex("@suite.case(") :]
+    first = text.count("\n", 0, text.rindex("@suite.case(")) + 1
+    scratch.hidden.write_text(text + "\n\n" + last, encoding="utf-8")
+    assert static_problems(scratch) == [
+        "[suites load] ValueError: duplicate test name 'kneser_ney: fewer than two tokens raise ValueError' in "
+        f"{scratch.hidden}, lines {first} and {first + last.count(chr(10)) + 2}"
+    ]
+
+
 def test_a_typo_in_a_check_cell_is_caught(scratch):
     _replace(scratch.source, "```python check build_vocab", "```python check build_vocabb")
     problems = static_problems(scratch)
