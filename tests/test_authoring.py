@@ -126,6 +126,30 @@ def test_a_test_name_used_twice_in_one_suite_is_named_with_its_file_and_lines(sc
     ]
 
 
+def test_a_return_dtype_stated_without_a_dtype_clause_is_caught(scratch):
+    # an author stated `torch.long` for a new question's result, tested values with equal(dtype=None)
+    # and wrote no dtype clause: a student returning int32 or float earned full marks
+    spec = scratch.folder.parent / "SPEC.md"
+    spec.write_text((ROOT / "assignments" / "SPEC.md").read_text(encoding="utf-8"), encoding="utf-8")
+    _replace(
+        spec,
+        "`decode(encode(s, stoi), itos) == s`.",
+        "`decode(encode(s, stoi), itos) == s`. It returns a `torch.long` tensor.",
+    )
+    assert static_problems(scratch) == [
+        "[stated dtypes tested] question encode_decode: SPEC.md § 01_tokenisation states torch.long for what it "
+        "returns, but no clause of encode_decode whose id starts with dtype cites a test: add a test "
+        "(check=dtypes()) and a `dtype` clause citing it"
+    ]
+    # get_batch's docstring says "both LongTensors": its clause `dtype` cites the tests that check it
+    clauses = scratch.folder / "clauses.md"
+    _replace(clauses, "| dtype | `x` and `y` are long", "| long | `x` and `y` are long")
+    problems = [p for p in static_problems(scratch) if p.startswith("[stated dtypes tested]")]
+    assert len(problems) == 2 and problems[1].startswith(
+        "[stated dtypes tested] question get_batch: the docstring of get_batch states LongTensors for what it returns"
+    ), problems
+
+
 def test_a_typo_in_a_check_cell_is_caught(scratch):
     _replace(scratch.source, "```python check build_vocab", "```python check build_vocabb")
     problems = static_problems(scratch)

@@ -61,6 +61,7 @@ RULES: tuple[Rule, ...] = (
     Rule("catalogue copies no reference", static_rules.no_copied_references),
     Rule("docstring examples run", static_rules.examples_run),
     Rule("stubs give no answer", static_rules.stubs_give_no_answer),
+    Rule("stated dtypes tested", static_rules.stated_dtypes_tested),
     Rule("stated numbers have a source", static_rules.numbers_sourced),
     Rule("release up to date", static_rules.release_fresh, last=True),
     Rule("reference full, empty zero", graded_rules.reference_and_empty, graded=True),

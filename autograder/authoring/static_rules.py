@@ -12,6 +12,7 @@ Example::
 import ast
 import doctest
 import importlib
+import inspect
 import io
 import tokenize
 from functools import cached_property
@@ -30,7 +31,7 @@ from .claims import stage_claims, unsourced
 from .clauses import clause_problems, read_clauses, uncited_tests
 from .copies import copied_references
 from .references import folder_problems
-from .spec import section_text, spec_file, spec_problems
+from .spec import question_text, return_dtypes, section_text, spec_file, spec_problems
 from .suite_copies import repeated_helpers
 from .verdicts import verdict_problems
 
@@ -338,6 +339,38 @@ def specified(subject: Subject) -> list[str]:
     section = section_text(spec_file(subject.stage).read_text(encoding="utf-8"), subject.stage.id)
     written = {name: getattr(subject.reference, name) for name in subject.stubs if hasattr(subject.reference, name)}
     return spec_problems(subject.stage, subject.qids, written, section)
+
+
+def stated_dtypes_tested(subject: Subject) -> list[str]:
+    """A question whose item in ``SPEC.md`` or whose stubs' docstrings state the dtype of what a
+    function returns (``returns a torch.long tensor``, ``-> (V, V)` float32``) has a test of it,
+    cited by a clause whose id starts with ``dtype``: else a student returning another dtype
+    loses nothing."""
+    section = section_text(spec_file(subject.stage).read_text(encoding="utf-8"), subject.stage.id) or ""
+    clauses = read_clauses(subject.stage.folder / "clauses.md")
+    stubs: dict[str, list[str]] = {}  # question -> the stubs between its check cell and the one before
+    pending: list[str] = []
+    for block in subject.blocks:
+        if block.kind == "stub":
+            pending.append(block.arg)
+        elif block.kind == "check":
+            stubs[block.arg], pending = pending, []
+    problems = []
+    for qid in subject.qids:
+        if any(c.id.lower().startswith("dtype") and c.tests for c in clauses.get(qid, [])):
+            continue
+        texts = [(f"SPEC.md § {subject.stage.id}", question_text(section, qid))] + [
+            (f"the docstring of {name}", inspect.getdoc(getattr(subject.reference, name)) or "")
+            for name in stubs.get(qid, [])
+            if hasattr(subject.reference, name)
+        ]
+        for where, text in texts:
+            for dtype in dict.fromkeys(return_dtypes(text)):
+                problems.append(
+                    f"question {qid}: {where} states {dtype} for what it returns, but no clause of {qid} whose id "
+                    "starts with dtype cites a test: add a test (check=dtypes()) and a `dtype` clause citing it"
+                )
+    return problems
 
 
 def examples_run(subject: Subject) -> list[str]:
