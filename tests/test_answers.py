@@ -12,7 +12,7 @@ from autograder.build.answers import answers_line, answers_report, given_answers
 from autograder.build.fixtures import fixture_file, stage_tests
 from autograder.build.nbgrader_course import nbgrader_notebook
 from autograder.build.notebooks import dumps_notebook, make_notebook, write_notebook
-from autograder.build.release import build_stages, build_student, write_answers
+from autograder.build.release import build_stages, build_student, rebuilt_note, write_answers
 from autograder.build.stubs import make_stub, reference_source
 from autograder.course import ASSIGNMENTS, ROOT, all_stages, get_stage
 from autograder.engine.pipeline import grade_submission
@@ -184,6 +184,17 @@ def test_rebuilding_a_released_stage_rebuilds_the_later_notebooks_that_use_its_a
     assert "| 04_masking | 03_attention: scaled_dot_product_attention, TokenPositionEmbedding | none |" in (
         out / "answers.md"
     ).read_text(encoding="utf-8")
+
+
+def test_the_rebuild_note_cites_a_release_json_only_where_there_is_one(tmp_path):
+    # `build --stages 04` said 06's answers of 04 were "given or withheld as .../04_masking/release.json
+    # says", a file that did not exist (it is optional: without it the answers are withheld)
+    root = course_copy(tmp_path, released=["03_attention"])
+    note = rebuilt_note(get_stage("07", root), [get_stage("03", root), get_stage("04", root)])
+    assert note == (
+        "07_gpt: rebuilt too: its notebook holds answers of 03_attention, 04_masking, given or withheld as "
+        f"{root / '03_attention' / 'release.json'} says; withheld (04_masking has no release.json)"
+    )
 
 
 def test_the_committed_report_describes_the_committed_notebooks():

@@ -15,8 +15,9 @@ import pytest
 
 from autograder.authoring.grades import CatalogueGrades
 from autograder.authoring.lint import lint_stage, static_problems
-from autograder.authoring.static_rules import doctest_problems
-from autograder.build.notebooks import harness_module
+from autograder.authoring.static_rules import doctest_problems, stub_leaks
+from autograder.build.notebooks import harness_module, student_path
+from autograder.build.release import build_student
 from autograder.course import ROOT, get_stage
 
 
@@ -34,10 +35,14 @@ def test_the_command_reports_ok_and_its_exit_status(tmp_path):
 
 @pytest.fixture
 def scratch(tmp_path):
-    """A copy of stage 01's folder in a scratch course, to break one thing at a time."""
+    """A copy of stage 01's folder and of its committed student notebook in a scratch course, to
+    break one thing at a time."""
     folder = tmp_path / "assignments" / "01_tokenisation"
     shutil.copytree(get_stage("01").folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
-    return get_stage("01", root=folder.parent)
+    stage = get_stage("01", root=folder.parent)
+    student_path(stage, tmp_path / "release").parent.mkdir(parents=True)
+    shutil.copy(student_path(stage, ROOT / "release"), student_path(stage, tmp_path / "release"))
+    return stage
 
 
 def _replace(path: Path, old: str, new: str) -> None:
@@ -50,11 +55,107 @@ def test_a_scratch_copy_is_clean(scratch):
     assert static_problems(scratch) == []
 
 
+def test_a_release_notebook_not_rebuilt_is_caught_and_nothing_is_written(scratch, tmp_path):
+    # an author changed the notebook's text and a public test's points, forgot `gptcourse build`,
+    # and check-stage said OK while students were handed the old notebook
+    committed = student_path(scratch, tmp_path / "release")
+    before = committed.read_text(encoding="utf-8")
+    _replace(scratch.source, "# Stage 01", "# Stage 01 (new)")
+    problems = static_problems(scratch)
+    assert problems == [
+        f"[release up to date] {committed} is stale, not what a fresh build writes (cell 0 differs first: "
+        "markdown cell '# Stage 01 (new) · The language-modelling task'): "
+        "run `gptcourse build --stages 01` and commit what it writes"
+    ]
+    report = lint_stage(scratch, grade=False)
+    assert not report.ok and report.summary  # the graded rules would run: they read the sources, not the release
+    assert committed.read_text(encoding="utf-8") == before
+    build_student(scratch, tmp_path / "release", log=lambda _: None)
+    assert static_problems(scratch) == []
+    text = scratch.public.read_text(encoding="utf-8")
+    scratch.public.write_text(text.replace("points=1,", "points=2,", 1), encoding="utf-8")
+    assert "(cell 1 differs first: the check harness, which holds the kit and public.py)" in str(
+        static_problems(scratch)
+    )
+    committed.unlink()
+    assert static_problems(scratch) == [
+        f"[release up to date] {committed} does not exist: run `gptcourse build --stages 01` and commit what it writes"
+    ]
+
+
+def test_a_stub_whose_message_or_docstring_gives_the_answer_away_is_caught(scratch):
+    # the stub block's text becomes the stub's NotImplementedError message, which students read
+    _replace(
+        scratch.source,
+        "```python stub decode\n",
+        '```python stub decode\nhint: return "".join(itos[int(i)] for i in ids), after tolist()\n',
+    )
+    problems = static_problems(scratch)
+    assert problems == [
+        '[stubs give no answer] `stub decode`: its message holds `return "".join(itos[int(i)] for i in ids)` '
+        "of the reference's body: students read the answer"
+    ], problems
+    source = (
+        "class Model:\n"
+        "    def forward(self, x, state):\n"
+        '        """Run it: ``y = self.proj(x) * 2`` once, then ``out, state = self.cell(y, state)``."""\n'
+        "        y = self.proj(x) * 2  # first\n"
+        "        out, state = self.cell(y, state)\n"
+        "        return out, state\n"
+    )
+    assert stub_leaks("Model", source, "") == [
+        "`stub Model`: the docstring of forward holds `y = self.proj(x) * 2` of the reference's body: "
+        "students read the answer",
+        "`stub Model`: the docstring of forward holds `out, state = self.cell(y, state)` of the reference's body: "
+        "students read the answer",
+    ]
+    # calling what the function is given is its interface, which a docstring may state; `return x` is no answer
+    assert (
+        stub_leaks("run", "def run(model, idx):\n    'Calls ``out = model(idx)``.'\n    out = model(idx)\n", "") == []
+    )
+
+
+def test_a_test_name_used_twice_in_one_suite_is_named_with_its_file_and_lines(scratch):
+    text = scratch.hidden.read_text(encoding="utf-8")
+    last = text[text.rindex("@suite.case(") :]
+    first = text.count("\n", 0, text.rindex("@suite.case(")) + 1
+    scratch.hidden.write_text(text + "\n\n" + last, encoding="utf-8")
+    assert static_problems(scratch) == [
+        "[suites load] ValueError: duplicate test name 'kneser_ney: fewer than two tokens raise ValueError' in "
+        f"{scratch.hidden}, lines {first} and {first + last.count(chr(10)) + 2}"
+    ]
+
+
+def test_a_return_dtype_stated_without_a_dtype_clause_is_caught(scratch):
+    # an author stated `torch.long` for a new question's result, tested values with equal(dtype=None)
+    # and wrote no dtype clause: a student returning int32 or float earned full marks
+    spec = scratch.folder.parent / "SPEC.md"
+    spec.write_text((ROOT / "assignments" / "SPEC.md").read_text(encoding="utf-8"), encoding="utf-8")
+    _replace(
+        spec,
+        "`decode(encode(s, stoi), itos) == s`.",
+        "`decode(encode(s, stoi), itos) == s`. It returns a `torch.long` tensor.",
+    )
+    assert static_problems(scratch) == [
+        "[stated dtypes tested] question encode_decode: SPEC.md § 01_tokenisation states torch.long for what it "
+        "returns, but no clause of encode_decode whose id starts with dtype cites a test: add a test "
+        "(check=dtypes()) and a `dtype` clause citing it"
+    ]
+    # get_batch's docstring says "both LongTensors": its clause `dtype` cites the tests that check it
+    clauses = scratch.folder / "clauses.md"
+    _replace(clauses, "| dtype | `x` and `y` are long", "| long | `x` and `y` are long")
+    problems = [p for p in static_problems(scratch) if p.startswith("[stated dtypes tested]")]
+    assert len(problems) == 2 and problems[1].startswith(
+        "[stated dtypes tested] question get_batch: the docstring of get_batch states LongTensors for what it returns"
+    ), problems
+
+
 def test_a_typo_in_a_check_cell_is_caught(scratch):
     _replace(scratch.source, "```python check build_vocab", "```python check build_vocabb")
     problems = static_problems(scratch)
     assert any("`check build_vocabb` names no question" in p for p in problems), problems
     assert any("question build_vocab has no check cell" in p for p in problems), problems
+    assert not any("[release up to date]" in p for p in problems), problems  # a broken stage may not build
 
 
 def test_a_missing_or_misspelt_catalogue_is_an_error_not_an_empty_one(scratch):

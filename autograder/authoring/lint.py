@@ -18,7 +18,7 @@ from pathlib import Path
 from autograder.course import Stage
 
 from .grades import CatalogueGrades
-from .rules import RULES, Rule, apply
+from .rules import RULES, Rule, apply, get_rule
 from .static_rules import Subject, summary
 
 
@@ -49,8 +49,11 @@ class LintReport:
 
 
 def run_rules(rules: list[Rule], target, report: LintReport) -> bool:
-    """Apply ``rules`` in order, recording what they find; False when a blocking rule failed."""
+    """Apply ``rules`` in order, recording what they find; False when a blocking rule failed.
+    A ``last`` rule runs only when no rule before it found a problem."""
     for rule in rules:
+        if rule.last and report.broken:
+            continue
         found = apply(rule, target)
         if found:
             report.broken[rule.name] = found
@@ -70,7 +73,7 @@ def lint_stage(
     taking the reference's outputs for the tests a variant's change cannot reach unless ``reuse`` is off."""
     subject = Subject(stage)
     report = LintReport(stage.id)
-    if not run_rules([r for r in RULES if not r.graded], subject, report) or report.broken:
+    if not run_rules([r for r in RULES if not r.graded], subject, report) or not _gradable(report):
         return report  # the summary reads what a broken rule may have found unreadable (a written question)
     report.summary = summary(subject)
     if not (grade or grades is not None):
@@ -83,6 +86,11 @@ def lint_stage(
         run_rules(graded_rules, grades, report)
     report.graded = True
     return report
+
+
+def _gradable(report: LintReport) -> bool:
+    """Whether the graded rules may run: no static rule is broken but a ``last`` one."""
+    return all(get_rule(name).last for name in report.broken)
 
 
 def static_problems(stage: Stage) -> list[str]:

@@ -31,6 +31,9 @@ class Rule:
     find: Callable[[Any], list[str]]
     graded: bool = False  # find(grades) on the graded catalogue; else find(subject)
     blocking: bool = False  # the rules after it cannot run until this one holds
+    # a static rule run only on a stage every other static rule holds (what it reads may not be
+    # made of a stage they refuse), whose problems hold back no graded rule
+    last: bool = False
 
     @property
     def asks(self) -> str:
@@ -57,7 +60,10 @@ RULES: tuple[Rule, ...] = (
     Rule("catalogue complete", static_rules.catalogue_complete),
     Rule("catalogue copies no reference", static_rules.no_copied_references),
     Rule("docstring examples run", static_rules.examples_run),
+    Rule("stubs give no answer", static_rules.stubs_give_no_answer),
+    Rule("stated dtypes tested", static_rules.stated_dtypes_tested),
     Rule("stated numbers have a source", static_rules.numbers_sourced),
+    Rule("release up to date", static_rules.release_fresh, last=True),
     Rule("reference full, empty zero", graded_rules.reference_and_empty, graded=True),
     Rule("mistakes cost their own question", graded_rules.mistakes_cost_their_own_question, graded=True),
     Rule("alternatives earn full marks", graded_rules.alternatives_earn_everything, graded=True),

@@ -90,3 +90,42 @@ def spec_problems(stage: Stage, qids: list[str], written: dict, section: str | N
         if path.is_file() and citation not in path.read_text(encoding="utf-8"):
             problems.append(f"is not cited by {path.name} (as {citation})")
     return [f"{where} {p}" if not p.startswith(where) else p for p in problems]
+
+
+def question_text(section: str, qid: str) -> str:
+    """The item of question ``qid`` in a stage's section (its line ``- **<qid>**`` to the next item).
+
+    >>> question_text("## 01_x\\n- **a**: one\\n  more\\n- **b**: two\\n", "a")
+    '- **a**: one\\n  more\\n'
+    """
+    found = re.search(rf"^- \*\*{re.escape(qid)}\*\*.*?(?=^- \*\*|^#|\Z)", section, flags=re.S | re.M)
+    return found.group(0) if found else ""
+
+
+# a numeric dtype (what the dtype audit changes: floats to float64, integers to int32), as torch,
+# a dtype's own name or a tensor type names it; `torch.bool` is left out
+_DTYPE = (
+    r"torch\.(?:long|int|int8|int16|int32|int64|uint8|float|double|half|float16|float32|float64|bfloat16)\b"
+    r"|\b(?:u?int(?:8|16|32|64)|float(?:16|32|64)|bfloat16)\b|\b(?:Long|Int|Float|Double|Half|BFloat16)Tensors?\b"
+)
+# a sentence that says what a function returns (`returns`, `Returns:`, `gives`) and then names a dtype,
+# or a return annotation (`-> (V, V)`) followed within three words by one
+_RETURN_DTYPE = re.compile(
+    rf"\b(?:returns?|returned|gives?)\b(?:[^.;]|\.(?=\w))*?(?<![=\w])(?P<a>{_DTYPE})"
+    rf"|->[^`\n]*`\s*(?:[\w-]+\s+){{0,3}}?`?(?P<b>{_DTYPE})",
+    flags=re.I,
+)
+
+
+def return_dtypes(text: str) -> list[str]:
+    """The dtypes ``text`` (a specification item or a docstring, its examples left out) states for
+    what a function returns; a dtype given to an input (``takes a torch.long tensor``,
+    ``dtype=torch.long``) is none.
+
+    >>> return_dtypes("`f(ids) -> (B,)` int64 lengths. It returns a `torch.long` tensor.")
+    ['int64', 'torch.long']
+    >>> return_dtypes("`decode(ids) -> str` takes a list or a 1-D `torch.long` tensor")
+    []
+    """
+    prose = "\n".join(line for line in text.splitlines() if not line.strip().startswith((">>>", "...")))
+    return [match.group("a") or match.group("b") for match in _RETURN_DTYPE.finditer(prose)]

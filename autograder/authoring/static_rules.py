@@ -12,11 +12,15 @@ Example::
 import ast
 import doctest
 import importlib
+import inspect
+import io
+import tokenize
 from functools import cached_property
 from pathlib import Path
 
-from autograder.build.notebooks import answer_import_problems, check_cells_problems
+from autograder.build.notebooks import answer_import_problems, check_cells_problems, release_folder, stale_release
 from autograder.build.source import Block, SourceError, parse_source
+from autograder.build.stubs import make_stub, reference_source
 from autograder.build.written import written_questions
 from autograder.course import Stage
 from autograder.engine.suites import StageTests
@@ -27,7 +31,7 @@ from .claims import stage_claims, unsourced
 from .clauses import clause_problems, read_clauses, uncited_tests
 from .copies import copied_references
 from .references import folder_problems
-from .spec import section_text, spec_file, spec_problems
+from .spec import question_text, return_dtypes, section_text, spec_file, spec_problems
 from .suite_copies import repeated_helpers
 from .verdicts import verdict_problems
 
@@ -168,6 +172,108 @@ def tests_serve_clauses(subject: Subject) -> list[str]:
     return uncited_tests(subject.stage.folder / "clauses.md", by_question)
 
 
+def stubs_give_no_answer(subject: Subject) -> list[str]:
+    """No stub's message (the text of its ``stub`` block, which its ``NotImplementedError`` raises)
+    nor docstring holds a line of the reference's body that computes something (``body_lines``):
+    students read both."""
+    problems = []
+    for block in (b for b in subject.blocks if b.kind == "stub" and hasattr(subject.reference, b.arg)):
+        problems += stub_leaks(block.arg, reference_source(subject.stage.module, block.arg), block.text)
+    return problems
+
+
+def stub_leaks(name: str, source: str, pointer: str) -> list[str]:
+    """Where the stub of ``name`` made of ``source`` (a reference) and ``pointer`` (its stub block's
+    text) gives a line of the reference's body away.
+
+    >>> source = "def f(ids, pad):\\n    'Count.'\\n    return (ids != pad).sum(dim=1)\\n"
+    >>> print(*stub_leaks("f", source, "hint: return (ids!=pad).sum(dim=1)"))
+    `stub f`: its message holds `return (ids != pad).sum(dim=1)` of the reference's body: students read the answer
+    """
+    texts = [("its message", pointer)]
+    texts += [(f"the docstring of {n}", doc) for n, doc in _docstrings(make_stub(source, name, pointer))]
+    lines = body_lines(source)
+    return [
+        f"`stub {name}`: {where} holds `{line}` of the reference's body: students read the answer"
+        for where, text in texts
+        for line in lines
+        if _key(line) in _key(text)
+    ]
+
+
+MIN_LEAK = 12  # spaces aside: `return self.proj(x)` is long enough to give an answer away, `return x` is not
+# what a line may hold and still compute nothing: names, attributes, constants, tuples, returns and
+# assignments of them, and calls of the function's own parameters (the interface its docstring states)
+_PLUMBING = (
+    ast.Module,
+    ast.Expr,
+    ast.Assign,
+    ast.Return,
+    ast.Pass,
+    ast.Name,
+    ast.Load,
+    ast.Store,
+    ast.Attribute,
+    ast.Constant,
+    ast.Tuple,
+    ast.Starred,
+    ast.keyword,
+    ast.Call,
+)
+
+
+def body_lines(source: str) -> list[str]:
+    """The lines of the functions' bodies in ``source`` (docstrings and comments left out) that
+    compute something (``_computes``) and are at least ``MIN_LEAK`` characters long, spaces aside.
+
+    >>> body_lines("def f(x, y):\\n    'Doc.'\\n    z = (x != y).sum(dim=1)  # count\\n    return y(z)\\n")
+    ['z = (x != y).sum(dim=1)']
+    """
+    lines = source.splitlines()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            row, col = token.start
+            lines[row - 1] = lines[row - 1][:col]
+    found: dict[str, None] = {}  # in order, once each
+    for func in (n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        given = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+        docstring = ast.get_docstring(func, clean=False) is not None
+        for node in func.body[docstring:]:
+            for code in (line.strip() for line in lines[node.lineno - 1 : node.end_lineno]):
+                if len(_key(code)) >= MIN_LEAK and _computes(code, given):
+                    found[code] = None
+    return list(found)
+
+
+def _computes(code: str, given: set[str]) -> bool:
+    """Whether a line of code computes something: it holds more than ``_PLUMBING`` (a line that is
+    part of a longer statement always counts)."""
+    for text in (code, code + " pass"):  # `if x.dim() != 2:` parses with a body
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        return any(
+            not isinstance(node, _PLUMBING)
+            or isinstance(node, ast.Call)
+            and not (isinstance(node.func, ast.Name) and node.func.id in given)
+            for node in ast.walk(tree)
+        )
+    return True
+
+
+def _key(line: str) -> str:
+    return "".join(line.split())
+
+
+def _docstrings(source: str) -> list[tuple[str, str]]:
+    """``(name, docstring)`` of every function and class in ``source`` that has one."""
+    nodes = (
+        n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    )
+    return [(node.name, doc) for node in nodes if (doc := ast.get_docstring(node, clean=False))]
+
+
 def catalogue_loads(subject: Subject) -> list[str]:
     """``mistakes.py`` defines ``MISTAKES`` and ``ALTERNATIVES`` as lists of ``Variant``."""
     subject.variants  # noqa: B018 (load it; what it raises is the problem)
@@ -235,6 +341,38 @@ def specified(subject: Subject) -> list[str]:
     return spec_problems(subject.stage, subject.qids, written, section)
 
 
+def stated_dtypes_tested(subject: Subject) -> list[str]:
+    """A question whose item in ``SPEC.md`` or whose stubs' docstrings state the dtype of what a
+    function returns (``returns a torch.long tensor``, ``-> (V, V)` float32``) has a test of it,
+    cited by a clause whose id starts with ``dtype``: else a student returning another dtype
+    loses nothing."""
+    section = section_text(spec_file(subject.stage).read_text(encoding="utf-8"), subject.stage.id) or ""
+    clauses = read_clauses(subject.stage.folder / "clauses.md")
+    stubs: dict[str, list[str]] = {}  # question -> the stubs between its check cell and the one before
+    pending: list[str] = []
+    for block in subject.blocks:
+        if block.kind == "stub":
+            pending.append(block.arg)
+        elif block.kind == "check":
+            stubs[block.arg], pending = pending, []
+    problems = []
+    for qid in subject.qids:
+        if any(c.id.lower().startswith("dtype") and c.tests for c in clauses.get(qid, [])):
+            continue
+        texts = [(f"SPEC.md § {subject.stage.id}", question_text(section, qid))] + [
+            (f"the docstring of {name}", inspect.getdoc(getattr(subject.reference, name)) or "")
+            for name in stubs.get(qid, [])
+            if hasattr(subject.reference, name)
+        ]
+        for where, text in texts:
+            for dtype in dict.fromkeys(return_dtypes(text)):
+                problems.append(
+                    f"question {qid}: {where} states {dtype} for what it returns, but no clause of {qid} whose id "
+                    "starts with dtype cites a test: add a test (check=dtypes()) and a `dtype` clause citing it"
+                )
+    return problems
+
+
 def examples_run(subject: Subject) -> list[str]:
     """The reference's docstring examples (students see them in their stubs) run true."""
     return doctest_problems(subject.reference)
@@ -243,6 +381,13 @@ def examples_run(subject: Subject) -> list[str]:
 def numbers_sourced(subject: Subject) -> list[str]:
     """Every number ``claims.py`` ties to a measurement is still stated in the notebook, in its words."""
     return unsourced(subject.stage, stage_claims(subject.stage))
+
+
+def release_fresh(subject: Subject) -> list[str]:
+    """The committed student notebook (``release/student/<stage>/<stage>.ipynb``) is what
+    ``gptcourse build`` would write now, compared in memory (nothing is written); a stale one
+    is named with ``gptcourse build --stages NN``."""
+    return stale_release(subject.stage, release_folder(subject.stage))
 
 
 def summary(subject: Subject) -> str:

@@ -277,6 +277,53 @@ def dumps_notebook(notebook: dict) -> str:
     return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def student_path(stage: Stage, out: Path) -> Path:
+    """Where a build into ``out`` writes the stage's student notebook."""
+    return out / "student" / stage.id / f"{stage.id}.ipynb"
+
+
+def release_folder(stage: Stage) -> Path:
+    """The course's committed release: ``release/`` beside the ``assignments/`` folder the stage is in."""
+    return stage.folder.parent.parent / "release"
+
+
+def stale_release(stage: Stage, out: Path) -> list[str]:
+    """Why the student notebook under ``out`` is not what ``gptcourse build`` would write for the
+    stage now (empty: it is): missing, or naming the first cell that differs. It writes nothing."""
+    path = student_path(stage, out)
+    fix = f"run `gptcourse build --stages {stage.id[:2]}` and commit what it writes"
+    if not path.is_file():
+        return [f"{path} does not exist: {fix}"]
+    fresh = make_notebook(stage, "student")
+    committed = path.read_text(encoding="utf-8")
+    if committed == dumps_notebook(fresh):
+        return []
+    return [f"{path} is stale, not what a fresh build writes ({_difference(committed, fresh)}): {fix}"]
+
+
+def _difference(committed: str, fresh: dict) -> str:
+    """Where a committed notebook first differs from a fresh one, in words."""
+    try:
+        cells = json.loads(committed)["cells"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return "it is no notebook"
+    for index, (old, new) in enumerate(zip(cells, fresh["cells"])):
+        if old != new:
+            return f"cell {index} differs first: {_cell_name(new)}"
+    if len(cells) != len(fresh["cells"]):
+        return f"it has {len(cells)} cells, a fresh build {len(fresh['cells'])}"
+    return "its metadata or layout differs"
+
+
+def _cell_name(cell: dict) -> str:
+    """A cell, named so that an author finds it in ``notebook.md``."""
+    tags = cell["metadata"].get("tags", [])
+    if nbtags.TAG_HARNESS in tags:
+        return "the check harness, which holds the kit and public.py"
+    first = next((line.strip() for line in cell["source"].splitlines() if line.strip()), "")
+    return f"{cell['cell_type']} cell {first[:60]!r}"
+
+
 def write_notebook(notebook: dict, path: Path) -> None:
     """Write a notebook file (creating folders as needed)."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from .answers import ANSWERS_FOLDER, RELEASE_FILE, REPORT, answers_file, answers
 from .fixtures import fixture_file, is_fresh
 from .gradescope_zip import build_gradescope_zip, settings_note, write_gradescope_sheet
 from .nbgrader_course import build_nbgrader_course
-from .notebooks import check_cells_problems, make_notebook, write_notebook
+from .notebooks import check_cells_problems, make_notebook, student_path, write_notebook
 from .otter_zip import build_otter_zip, write_otter_written
 from .source import SourceError
 
@@ -29,7 +29,7 @@ PER_STAGE = (
 
 def build_student(stage: Stage, out: Path, log=print) -> Path:
     """Write ``out/student/<stage>/<stage>.ipynb`` and say which earlier answers it holds."""
-    path = out / "student" / stage.id / f"{stage.id}.ipynb"
+    path = student_path(stage, out)
     notebook = make_notebook(stage, "student")
     write_notebook(notebook, path)
     log(answers_line(stage, notebook))
@@ -108,13 +108,26 @@ def build_stages(named: list[Stage], out: Path = DEFAULT_OUT, log=print, stages:
     for stage in named:
         build_stage(stage, out, log)
     for stage, used in later_users(named, stages):
-        files = ", ".join(str(s.folder / RELEASE_FILE) for s in used)
-        log(
-            f"{stage.id}: rebuilt too: its notebook holds answers of {', '.join(s.id for s in used)}, "
-            f"given or withheld as {files} says"
-        )
+        log(rebuilt_note(stage, used))
         build_stage(stage, out, log)
     write_answers(out, log, stages)
+
+
+def rebuilt_note(stage: Stage, used: list[Stage]) -> str:
+    """What the build says of a later stage it rebuilds because its notebook holds answers of ``used``,
+    citing each one's release.json only where it has one (without, its answers are withheld).
+
+    >>> from autograder.course import get_stage
+    >>> rebuilt_note(get_stage("06"), [get_stage("04")])
+    '06_blocks: rebuilt too: its notebook holds answers of 04_masking, withheld (04_masking has no release.json)'
+    """
+    notes = [
+        f"given or withheld as {s.folder / RELEASE_FILE} says"
+        if (s.folder / RELEASE_FILE).is_file()
+        else f"withheld ({s.id} has no {RELEASE_FILE})"
+        for s in used
+    ]
+    return f"{stage.id}: rebuilt too: its notebook holds answers of {', '.join(s.id for s in used)}, {'; '.join(notes)}"
 
 
 def stale_outputs(out: Path, stages: list[Stage] | None = None) -> list[Path]:

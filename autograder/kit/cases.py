@@ -168,8 +168,9 @@ class Suite:
                 raise ValueError(
                     f"test {new.key}: a guard (errors, dtypes, guard=True) cannot be marked structure=True"
                 )
-            if any(c.key == new.key for c in self.cases):
-                raise ValueError(f"duplicate test name {new.key!r}")
+            for twin in (c for c in self.cases if c.key == new.key):
+                lines = f"lines {twin.probe.__code__.co_firstlineno} and {probe.__code__.co_firstlineno}"
+                raise ValueError(f"duplicate test name {new.key!r} in {probe.__code__.co_filename}, {lines}")
             self.cases.append(new)
             return probe
 
