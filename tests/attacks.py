@@ -709,16 +709,20 @@ def _written_answer(case):
     raise LookupError(case.key)
 """
 
-STACK_READER_CELL = (
-    STACK_READER.replace("@PUBLIC@", "False")  # the public tests' answers are in the notebook anyway
-    + """
+
+def _answering_cell(public: bool) -> str:
+    """A cell that replaces the engine's ``run_probe``: a public (or hidden) test gets the answer
+    written for it in its suite's text, found on the call stack; any other test runs as it would."""
+    return (
+        STACK_READER.replace("@PUBLIC@", str(public))
+        + f"""
 
 _runtime = _sys.modules["autograder.kit.runtime"]
 _real_run_probe = _runtime.run_probe
 
 
 def _run_probe(case, *args, **kwargs):
-    if not case.public:
+    if case.public is {public}:
         try:
             return _written_answer(case), None, 0.0
         except Exception:
@@ -728,31 +732,14 @@ def _run_probe(case, *args, **kwargs):
 
 _runtime.run_probe = _run_probe
 """
-)
+    )
 
+
+STACK_READER_CELL = _answering_cell(public=False)  # the public tests' answers are in the notebook anyway
 # Answers every public test with the answer printed for it in the notebook (its decorator's
 # expected value, or the exception its check names), whatever the notebook's code does: a
-# question's public points count only once a hidden test of its work passes.
-PUBLIC_LOOKUP_CELL = (
-    STACK_READER.replace("@PUBLIC@", "True")
-    + """
-
-_runtime = _sys.modules["autograder.kit.runtime"]
-_real_run_probe = _runtime.run_probe
-
-
-def _run_probe(case, *args, **kwargs):
-    if case.public:
-        try:
-            return _written_answer(case), None, 0.0
-        except Exception:
-            pass
-    return _real_run_probe(case, *args, **kwargs)
-
-
-_runtime.run_probe = _run_probe
-"""
-)
+# question's public points count only once a hidden test of the same kind passes.
+PUBLIC_LOOKUP_CELL = _answering_cell(public=True)
 
 STACK_READER_IN_FUNCTION = (
     STACK_READER.replace("@PUBLIC@", "False")
