@@ -173,4 +173,6 @@ def test_a_variant_that_takes_the_timed_tests_takes_their_calibration(tmp_path, 
     timed = next(c.key for c in cases if c.timed)
     assert timed in taken["decode"] and timed not in taken["train"]
     assert len(calls) == 2  # the reference's and train's; decode judged against the reference's
-    assert all(r.score == r.max_score for g in graded for r in g.results)
+    # every test passed; the public efficiency test's points wait for a hidden test of the work,
+    # which this selection leaves out (judge._public_points_need_hidden_work)
+    assert all(r.passed or r.awaits_hidden for g in graded for r in g.results)
