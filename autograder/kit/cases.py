@@ -168,7 +168,8 @@ class Suite:
                 raise ValueError(
                     f"test {new.key}: a guard (errors, dtypes, guard=True) cannot be marked structure=True"
                 )
-            for twin in (c for c in self.cases if c.key == new.key):
+            twin = next((c for c in self.cases if c.key == new.key), None)
+            if twin is not None:
                 lines = f"lines {twin.probe.__code__.co_firstlineno} and {probe.__code__.co_firstlineno}"
                 raise ValueError(f"duplicate test name {new.key!r} in {probe.__code__.co_filename}, {lines}")
             self.cases.append(new)
