@@ -248,9 +248,8 @@ def _public_points_need_hidden_work(results: list[TestResult], tests: StageTests
     for result in results:
         wanted = needs.get(roles[result.key])
         if result.public and result.passed and wanted and not any((result.qid, w) in passed for w in wanted):
-            result.score = 0.0
-            result.withheld = result.awaits_hidden = True
-            result.message = PUBLIC_WITHHELD.format(qid=result.qid)
+            _withhold(result, PUBLIC_WITHHELD)
+            result.awaits_hidden = True
     return results
 
 
@@ -269,7 +268,12 @@ def _guards_need_working_code(results: list[TestResult], tests: StageTests) -> l
     withheld = withheld_guards([(r.key, r.qid, r.passed, roles[r.key]) for r in results])
     for result in results:
         if result.key in withheld:
-            result.score = 0.0
-            result.withheld = True
-            result.message = WITHHELD.format(qid=result.qid)
+            _withhold(result, WITHHELD)
     return results
+
+
+def _withhold(result: TestResult, message: str) -> None:
+    """Take back a passed test's points, saying why (``message``, formatted with its question id)."""
+    result.score = 0.0
+    result.withheld = True
+    result.message = message.format(qid=result.qid)
