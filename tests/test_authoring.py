@@ -270,9 +270,11 @@ def test_docstring_examples_outside_the_stages_run():
     assert examples >= 3
 
 
-def test_a_failing_reference_comes_with_each_failures_message():
-    # an author who broke the reference met 70 problems, the first naming the failed test but not why
-    from autograder.authoring.graded_rules import reference_and_empty
+def test_a_failing_reference_is_one_problem_with_each_failures_message():
+    # an author who broke one test of the reference met 68 problems: the first named the failed
+    # test, and every variant then "failed" it too; the later graded rules now wait for the reference
+    from autograder.authoring.lint import LintReport, run_rules
+    from autograder.authoring.rules import RULES
     from autograder.engine.judge import TestResult
 
     def graded(*results):
@@ -286,7 +288,11 @@ def test_a_failing_reference_comes_with_each_failures_message():
         maxima={"q": 2.0},
         scores=lambda name: {"q": 1.0},
     )
-    assert reference_and_empty(grades) == [
-        "the reference does not earn full marks (fix this first: every other graded rule compares with it):"
-        " it fails q: sums (values differ at index 2: expected 3, got 4)"
-    ]
+    report = LintReport("99_fake")
+    assert not run_rules([r for r in RULES if r.graded], grades, report)
+    assert report.broken == {
+        "reference full": [
+            "the reference does not earn full marks: it fails q: sums (values differ at index 2: expected 3, got 4)."
+            " The other graded rules compare every variant with the reference, so they run once it earns full marks"
+        ]
+    }

@@ -14,22 +14,27 @@ from .clauses import Clause
 from .grades import CatalogueGrades
 
 
-def reference_and_empty(grades: CatalogueGrades) -> list[str]:
-    """The reference earns every point; the empty release none, each failure with a message."""
-    problems = []
-    if grades.scores("reference") != grades.maxima:
-        lost = [f"{r.key} ({_shortened(r.message)})" for r in grades.by_name["reference"].results if not r.passed]
-        problems.append(
-            f"the reference does not earn full marks (fix this first: every other graded rule compares with it):"
-            f" it fails {'; '.join(lost)}"
-        )
+def empty_earns_nothing(grades: CatalogueGrades) -> list[str]:
+    """The empty release earns no point, each of its failures with a message."""
     empty = grades.by_name["empty"]
+    problems = []
     if empty.total:
         earned = [r.key for r in empty.results if r.score]
         problems.append(
             f"the empty release earns {empty.total:g} point{'' if empty.total == 1 else 's'}, on {', '.join(earned)}"
         )
     return problems + _silent(grades, "empty", "the empty release")
+
+
+def reference_full(grades: CatalogueGrades) -> list[str]:
+    """The reference earns every point. Every later graded rule compares with it, so they wait until it does."""
+    if grades.scores("reference") == grades.maxima:
+        return []
+    lost = [f"{r.key} ({_shortened(r.message)})" for r in grades.by_name["reference"].results if not r.passed]
+    return [
+        f"the reference does not earn full marks: it fails {'; '.join(lost)}. The other graded rules compare"
+        " every variant with the reference, so they run once it earns full marks"
+    ]
 
 
 def mistakes_cost_their_own_question(grades: CatalogueGrades) -> list[str]:

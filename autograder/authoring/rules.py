@@ -64,7 +64,8 @@ RULES: tuple[Rule, ...] = (
     Rule("stated dtypes tested", static_rules.stated_dtypes_tested),
     Rule("stated numbers have a source", static_rules.numbers_sourced),
     Rule("release up to date", static_rules.release_fresh, last=True),
-    Rule("reference full, empty zero", graded_rules.reference_and_empty, graded=True),
+    Rule("empty release earns nothing", graded_rules.empty_earns_nothing, graded=True),
+    Rule("reference full", graded_rules.reference_full, graded=True, blocking=True),
     Rule("mistakes cost their own question", graded_rules.mistakes_cost_their_own_question, graded=True),
     Rule("alternatives earn full marks", graded_rules.alternatives_earn_everything, graded=True),
     Rule("checks never fault", graded_rules.checks_never_fault, graded=True),
@@ -89,11 +90,11 @@ def get_rule(name: str) -> Rule:
 def apply(rule: Rule, target: Any) -> list[str]:
     """The rule's problems on ``target`` (a ``Subject``, or ``CatalogueGrades`` for a graded rule).
 
-    A blocking rule loads the author's files (the notebook source, the suites, the
+    A static blocking rule loads the author's files (the notebook source, the suites, the
     catalogue): what loading raises is its problem, shown. Any other rule that raises is
-    a bug of the rule, and propagates.
+    a bug of the rule, and propagates (a graded blocking rule reads grades already made).
     """
-    if not rule.blocking:
+    if rule.graded or not rule.blocking:
         return rule.find(target)
     try:
         return rule.find(target)
