@@ -87,16 +87,23 @@ def _stat_fields(pid: int) -> list[str] | None:
     return stat[stat.rfind(")") + 2 :].split()
 
 
-def _uid_of(pid: int) -> int | None:
-    """The real user id of process ``pid``, a zombie's too; None when unreadable."""
+def _status(pid: int | str) -> dict[bytes, bytes]:
+    """The fields of ``/proc/<pid>/status`` (b"Uid" -> b"0\t0\t0\t0", ...); empty when unreadable.
+
+    >>> _status(os.getpid())[b"State"].split()[0]
+    b'R'
+    """
     try:
         with open(f"/proc/{pid}/status", "rb") as handle:
-            for line in handle:
-                if line.startswith(b"Uid:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+            return dict(line.rstrip(b"\n").split(b":", 1) for line in handle if b":" in line)
+    except OSError:
+        return {}
+
+
+def _uid_of(pid: int) -> int | None:
+    """The real user id of process ``pid``, a zombie's too; None when unreadable."""
+    uids = _status(pid).get(b"Uid", b"").split()
+    return int(uids[0]) if uids else None
 
 
 def cpu_seconds(pid: int, uid: int | None = None) -> float | None:
@@ -202,15 +209,12 @@ def wait_gone(pid: int, seconds: float = 5.0) -> bool:
 
 
 def _live_uids(pid: str) -> set[int]:
-    """The user ids of a process that is still running (not a zombie); empty otherwise."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as handle:
-            fields = dict(line.split(b":", 1) for line in handle if b":" in line)
-        if fields.get(b"State", b"").split()[:1] in ([b"Z"], [b"X"]):
-            return set()
-        return {int(x) for x in fields[b"Uid"].split()}
-    except (OSError, ValueError, KeyError):
+    """The user ids (real, effective, saved, file system) of a process that is still running
+    (not a zombie); empty otherwise."""
+    fields = _status(pid)
+    if fields.get(b"State", b"").split()[:1] in ([], [b"Z"], [b"X"]):
         return set()
+    return {int(x) for x in fields.get(b"Uid", b"").split()}
 
 
 def kill_user(uid: int, rounds: int = 20) -> int:
