@@ -296,3 +296,29 @@ def test_a_failing_reference_is_one_problem_with_each_failures_message():
             " The other graded rules compare every variant with the reference, so they run once it earns full marks"
         ]
     }
+
+
+def test_a_clause_asking_for_an_exception_or_dtype_the_question_never_names_is_refused(tmp_path):
+    from autograder.authoring.static_rules import clauses_stated
+
+    (tmp_path / "clauses.md").write_text(
+        "## f\n\n| id | clause | tests |\n|---|---|---|\n"
+        "| empty | an empty list raises `ValueError` | `f: empty` |\n"
+        "| dtype | returns float32 | `f: dtype` |\n"
+        "| long | returns a torch.long tensor | `f: long` |\n",
+        encoding="utf-8",
+    )
+
+    def cell(text, tags=()):
+        return {"source": text, "metadata": {"tags": list(tags)}}
+
+    prose = "`f(xs)` returns an int64 tensor; an empty `xs` raises `TypeError`. Returns float32 values."
+    subject = types.SimpleNamespace(
+        stage=types.SimpleNamespace(folder=tmp_path),
+        student_cells=[cell("ValueError is stated for g only"), cell('check("g")', ["gptcourse:check"]), cell(prose)]
+        + [cell('check("f")', ["gptcourse:check"])],
+    )
+    assert clauses_stated(subject) == [
+        "question f, clause 'empty' asks for ValueError, which students never read for f (its prose, stubs and"
+        " docstrings): state it there, or the clause asks more than the notebook"
+    ]

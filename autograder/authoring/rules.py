@@ -62,6 +62,7 @@ RULES: tuple[Rule, ...] = (
     Rule("docstring examples run", static_rules.examples_run),
     Rule("stubs give no answer", static_rules.stubs_give_no_answer),
     Rule("stated dtypes tested", static_rules.stated_dtypes_tested),
+    Rule("clauses stated to students", static_rules.clauses_stated),
     Rule("stated numbers have a source", static_rules.numbers_sourced),
     Rule("release up to date", static_rules.release_fresh, last=True),
     Rule("empty release earns nothing", graded_rules.empty_earns_nothing, graded=True),

@@ -14,15 +14,23 @@ import doctest
 import importlib
 import inspect
 import io
+import re
 import tokenize
 from functools import cached_property
 from pathlib import Path
 
-from autograder.build.notebooks import answer_import_problems, check_cells_problems, release_folder, stale_release
+from autograder.build.notebooks import (
+    answer_import_problems,
+    check_cells_problems,
+    make_notebook,
+    release_folder,
+    stale_release,
+)
 from autograder.build.source import Block, SourceError, parse_source
 from autograder.build.stubs import make_stub, reference_source
 from autograder.build.written import written_questions
 from autograder.course import Stage
+from autograder.engine.submission import TAG_CHECK
 from autograder.engine.suites import StageTests
 from autograder.kit import PASTED
 
@@ -69,6 +77,11 @@ class Subject:
     @cached_property
     def variants(self) -> tuple[list[Variant], list[Variant]]:
         return catalogue(self.stage)
+
+    @cached_property
+    def student_cells(self) -> list[dict]:
+        """The cells of the student notebook, as ``gptcourse build`` writes it."""
+        return make_notebook(self.stage, "student")["cells"]
 
 
 def files(subject: Subject) -> list[str]:
@@ -370,6 +383,46 @@ def stated_dtypes_tested(subject: Subject) -> list[str]:
                     f"question {qid}: {where} states {dtype} for what it returns, but no clause of {qid} whose id "
                     "starts with dtype cites a test: add a test (check=dtypes()) and a `dtype` clause citing it"
                 )
+    return problems
+
+
+# what a clause may ask that a student must have read: an exception's name or a dtype
+ASKED = re.compile(r"\b(?:[A-Z]\w*Error|b?float16|float32|float64|u?int8|int16|int32|int64|torch\.long|torch\.bool)\b")
+SAME_DTYPE = {"torch.long": "int64", "int64": "torch.long"}
+
+
+def question_texts(cells: list[dict]) -> dict[str, str]:
+    """What a student reads for each question: the cells after the check cell of the question
+    before it, up to and with its own check cell (its prose, its stubs with their docstrings).
+
+    >>> cell = lambda text, tags=(): {"source": text, "metadata": {"tags": list(tags)}}
+    >>> question_texts([cell("intro"), cell("def f(): ..."), cell('check("f")', ["gptcourse:check"]), cell("after")])
+    {'f': 'intro\\ndef f(): ...\\ncheck("f")'}
+    """
+    texts, pending = {}, []
+    for cell in cells:
+        source = "".join(cell["source"])
+        pending.append(source)
+        if TAG_CHECK in cell["metadata"].get("tags", []):
+            texts[re.search(r'check\("(\w+)"', source).group(1)], pending = "\n".join(pending), []
+    return texts
+
+
+def clauses_stated(subject: Subject) -> list[str]:
+    """Every exception and dtype a clause asks for (``raises `ValueError```, ``float32``) is named
+    where students read its question (the notebook from the check cell before it to its own,
+    stubs and docstrings included): no test asks more than the notebook says, as far as names go."""
+    texts = question_texts(subject.student_cells)
+    problems = []
+    for qid, clauses in read_clauses(subject.stage.folder / "clauses.md").items():
+        read = texts.get(qid, "")
+        for clause in clauses:
+            for word in dict.fromkeys(ASKED.findall(clause.text)):
+                if not re.search(rf"\b{re.escape(word)}\b", read) and SAME_DTYPE.get(word, word) not in read:
+                    problems.append(
+                        f"question {qid}, clause {clause.id!r} asks for {word}, which students never read for {qid}"
+                        " (its prose, stubs and docstrings): state it there, or the clause asks more than the notebook"
+                    )
     return problems
 
 
