@@ -50,9 +50,9 @@ class LintReport:
 
 def run_rules(rules: list[Rule], target, report: LintReport) -> bool:
     """Apply ``rules`` in order, recording what they find; False when a blocking rule failed.
-    A ``last`` rule runs only when no rule before it found a problem."""
+    A ``last`` rule runs only when every rule before it that is not ``last`` holds."""
     for rule in rules:
-        if rule.last and report.broken:
+        if rule.last and not _gradable(report):
             continue
         found = apply(rule, target)
         if found:

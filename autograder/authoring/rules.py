@@ -31,8 +31,9 @@ class Rule:
     find: Callable[[Any], list[str]]
     graded: bool = False  # find(grades) on the graded catalogue; else find(subject)
     blocking: bool = False  # the rules after it cannot run until this one holds
-    # a static rule run only on a stage every other static rule holds (what it reads may not be
-    # made of a stage they refuse), whose problems hold back no graded rule
+    # a static rule run only on a stage every static rule before it that is not last holds (it
+    # reads the stage built, which a stage they refuse may not be), whose problems hold back no
+    # graded rule
     last: bool = False
 
     @property
@@ -62,8 +63,8 @@ RULES: tuple[Rule, ...] = (
     Rule("docstring examples run", static_rules.examples_run),
     Rule("stubs give no answer", static_rules.stubs_give_no_answer),
     Rule("stated dtypes tested", static_rules.stated_dtypes_tested),
-    Rule("clauses stated to students", static_rules.clauses_stated),
     Rule("stated numbers have a source", static_rules.numbers_sourced),
+    Rule("clauses stated to students", static_rules.clauses_stated, last=True),
     Rule("release up to date", static_rules.release_fresh, last=True),
     Rule("empty release earns nothing", graded_rules.empty_earns_nothing, graded=True),
     Rule("reference full", graded_rules.reference_full, graded=True, blocking=True),
