@@ -21,9 +21,10 @@ demo: install
 	$(BIN)/gptcourse train --preset tiny --corpus default --out runs/demo
 
 # pytest-xdist: TEST_WORKERS processes (the slow journeys wait on time limits, kernels and
-# nbgrader's subprocesses, so three keep two cores busy); tests/support.py orders the tests
-# (the slowest first) and schedules them in units that share a fixture (pytest_xdist_make_scheduler)
-TEST_WORKERS ?= 3
+# nbgrader's subprocesses: with three, the two cores were busy 1.6 of 2 on average; with four,
+# 1.9, and pytest took 1,555 s where three took 1,847-1,923 s, README "The project's tests"); tests/support.py
+# orders the tests (the slowest first) and schedules them in units that share a fixture
+TEST_WORKERS ?= 4
 test: install lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=25
 
