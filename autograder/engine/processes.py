@@ -88,7 +88,7 @@ def _stat_fields(pid: int) -> list[str] | None:
 
 
 def _status(pid: int | str) -> dict[bytes, bytes]:
-    """The fields of ``/proc/<pid>/status`` (b"Uid" -> b"0\t0\t0\t0", ...); empty when unreadable.
+    """The fields of ``/proc/<pid>/status`` by name (``b"Uid"``: four user ids, ...); empty when unreadable.
 
     >>> _status(os.getpid())[b"State"].split()[0]
     b'R'
