@@ -322,3 +322,26 @@ def test_a_clause_asking_for_an_exception_or_dtype_the_question_never_names_is_r
         "question f, clause 'empty' asks for ValueError, which students never read for f (its prose, stubs and"
         " docstrings): state it there, or the clause asks more than the notebook"
     ]
+
+
+def test_the_last_rules_report_side_by_side_and_wait_for_the_others():
+    # a clause students never read and a stale release, found together: neither hides the other
+    from autograder.authoring.lint import LintReport, run_rules
+    from autograder.authoring.rules import Rule
+
+    def finding(text):
+        return lambda subject: [text] if text else []
+
+    lasts = [
+        Rule("clauses stated to students", finding("a clause asks for KeyError"), last=True),
+        Rule("release up to date", finding("the release is stale"), last=True),
+    ]
+    report = LintReport("99_fake")
+    run_rules(lasts, None, report)
+    assert report.broken == {
+        "clauses stated to students": ["a clause asks for KeyError"],
+        "release up to date": ["the release is stale"],
+    }
+    report = LintReport("99_fake")  # a rule that is not last broken: the last rules do not run
+    run_rules([Rule("names exist", finding("no such stub")), *lasts], None, report)
+    assert report.broken == {"names exist": ["no such stub"]}
