@@ -21,6 +21,7 @@ from pathlib import Path
 
 from autograder.build.notebooks import (
     answer_import_problems,
+    check_cell_question,
     check_cells_problems,
     make_notebook,
     release_folder,
@@ -30,7 +31,6 @@ from autograder.build.source import Block, SourceError, parse_source
 from autograder.build.stubs import make_stub, reference_source
 from autograder.build.written import written_questions
 from autograder.course import Stage
-from autograder.engine.submission import TAG_CHECK
 from autograder.engine.suites import StageTests
 from autograder.kit import PASTED
 
@@ -401,10 +401,9 @@ def question_texts(cells: list[dict]) -> dict[str, str]:
     """
     texts, pending = {}, []
     for cell in cells:
-        source = "".join(cell["source"])
-        pending.append(source)
-        if TAG_CHECK in cell["metadata"].get("tags", []):
-            texts[re.search(r'check\("(\w+)"', source).group(1)], pending = "\n".join(pending), []
+        pending.append("".join(cell["source"]))
+        if qid := check_cell_question(cell):
+            texts[qid], pending = "\n".join(pending), []
     return texts
 
 

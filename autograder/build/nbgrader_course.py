@@ -33,7 +33,7 @@ from autograder.course import Stage
 from autograder.engine import submission as nbtags
 
 from .fixtures import DEFAULT_DIR
-from .notebooks import make_notebook, write_notebook
+from .notebooks import check_cell_question, make_notebook, write_notebook
 from .stubs import make_stub, reference_source
 from .written import written_questions
 
@@ -148,8 +148,7 @@ def nbgrader_notebook(stage: Stage) -> dict:
             name = cell["metadata"]["gptcourse"]["name"]
             cell["source"] = make_stub(reference_source(stage.module, name), name, solution_region=True).rstrip("\n")
             cell["metadata"]["nbgrader"] = _meta(f"{name}-solution", solution=True)
-        elif nbtags.TAG_CHECK in tags:
-            qid = cell["source"].split('"')[1]
+        elif qid := check_cell_question(cell):
             cell["source"] = grade_cell_source(qid)
             cell["metadata"]["nbgrader"] = _meta(grade_cell_id(qid), grade=True, locked=True, points=worth[qid])
         elif nbtags.TAG_DEMO in tags or nbtags.TAG_TRAIN in tags:

@@ -204,6 +204,20 @@ def _run_of_references(blocks: list[Block], start: int) -> list[Block]:
     return run
 
 
+CHECK_CALL = 'check("{qid}")'  # the source of a question's check cell
+
+
+def check_cell_question(cell: dict) -> str | None:
+    """The question a check cell of a built notebook checks; None for any other cell.
+
+    >>> check_cell_question({"source": 'check("rope")', "metadata": {"tags": [nbtags.TAG_CHECK]}})
+    'rope'
+    """
+    if nbtags.TAG_CHECK not in cell["metadata"].get("tags", []):
+        return None
+    return "".join(cell["source"]).split('"')[1]
+
+
 def _cell(stage: Stage, block: Block, variant: str, bound: set[str]) -> dict:
     if block.kind == "markdown":
         return _markdown(block.text)
@@ -222,7 +236,7 @@ def _cell(stage: Stage, block: Block, variant: str, bound: set[str]) -> dict:
             source = make_stub(source, block.arg, block.text)
         return _code(source.rstrip("\n"), [nbtags.TAG_STUB], {"gptcourse": {"name": block.arg}})
     if block.kind == "check":
-        return _code(f'check("{block.arg}")', [nbtags.TAG_CHECK], {"editable": False})
+        return _code(CHECK_CALL.format(qid=block.arg), [nbtags.TAG_CHECK], {"editable": False})
     if block.kind == "demo":
         return _code(block.text.strip("\n"), [nbtags.TAG_DEMO])
     if block.kind == "train":
