@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import probe_cell
@@ -391,3 +392,39 @@ def test_a_python_environment_under_tmp_stays_importable(engine_copy):
         assert not report["cells"] and not report["errors"], (report["cells"], report["errors"])
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+_GRADING_PROCESS = """
+import os, sys
+from autograder.engine.runner import fork_server
+server = fork_server()
+out, events, control = os.pipe(), os.pipe(), os.pipe()
+server.launch({"workdir": sys.argv[1], "env": {}}, [out[1], events[1], control[0]])
+os.close(control[1])  # the job reads no message and ends
+print(server._workdir, flush=True)
+if sys.argv[2] == "killed":
+    sys.stdin.read()
+"""
+
+
+@pytest.mark.parametrize("end", ["exits", "killed"])
+def test_the_fork_servers_folder_goes_with_the_grading_process(end, tmp_path):
+    # a grading process that exits removes the folder (atexit); one that is killed runs no atexit,
+    # and the server, seeing its socket closed, removes the folder itself
+    grading = subprocess.Popen(
+        [sys.executable, "-c", _GRADING_PROCESS, str(tmp_path), end],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    folder = Path(grading.stdout.readline().strip())
+    assert folder.name.startswith("gptcourse-forkserver-") and folder.is_dir()
+    if end == "killed":
+        grading.kill()
+    grading.wait(timeout=60)
+    for _ in range(600):
+        if not folder.exists():
+            break
+        time.sleep(0.1)
+    assert not folder.exists(), f"{folder} outlived the grading process that {end}"

@@ -37,6 +37,7 @@ import json
 import linecache
 import os
 import resource
+import shutil
 import signal
 import sys
 import threading
@@ -457,7 +458,7 @@ def _start_job(request: dict, out_fd: int, events_fd: int, control_fd: int) -> N
     run_job(job, events_fd, control_fd)
 
 
-def serve(sock_fd: int, modules: tuple[str, ...] = ()) -> None:
+def serve(sock_fd: int, workdir: str, modules: tuple[str, ...] = ()) -> None:
     """Fork server: import the heavy libraries once, then fork a fresh process per job.
 
     Each request is an 8-byte length, a small JSON request (working directory and
@@ -466,7 +467,9 @@ def serve(sock_fd: int, modules: tuple[str, ...] = ()) -> None:
     the tests) goes straight to the forked process on its control pipe, so that no
     submission's code ever passes through, or stays in the memory of, the server that
     later forks other submissions. The server answers with the process id. ``modules``
-    are imported on top of the common ones (``runner.server_modules``).
+    are imported on top of the common ones (``runner.server_modules``). When its socket
+    closes (the grading process stopped it, or died without a word), the server removes
+    ``workdir``, the temporary folder the runner made for it, and exits.
     """
     import socket
 
@@ -488,6 +491,16 @@ def serve(sock_fd: int, modules: tuple[str, ...] = ()) -> None:
     threads.configure_threads(1)  # the server and every job forked from it: one thread each
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked jobs are reaped automatically
     sock = socket.socket(fileno=sock_fd)
+    try:
+        _serve_requests(sock)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _serve_requests(sock) -> None:
+    """Fork a job for each request on ``sock`` until it closes or sends something else."""
+    import socket
+
     while True:
         try:
             header, fds, _, _ = socket.recv_fds(sock, HEADER, 3)
@@ -525,15 +538,15 @@ def serve(sock_fd: int, modules: tuple[str, ...] = ()) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) >= 3 and sys.argv[1] == "--server":
-        serve(int(sys.argv[2]), tuple(sys.argv[3:]))
+    if len(sys.argv) >= 4 and sys.argv[1] == "--server":
+        serve(int(sys.argv[2]), sys.argv[3], tuple(sys.argv[4:]))
     elif len(sys.argv) == 4 and sys.argv[1] == "--job":
         control_fd = int(sys.argv[3])
         job = read_message(control_fd)
         job["workdir"] = os.getcwd()
         run_job(job, int(sys.argv[2]), control_fd)
     else:
-        sys.exit("usage: child.py --server SOCKET_FD [MODULE ...] | --job EVENTS_FD CONTROL_FD")
+        sys.exit("usage: child.py --server SOCKET_FD WORKDIR [MODULE ...] | --job EVENTS_FD CONTROL_FD")
 
 
 if __name__ == "__main__":

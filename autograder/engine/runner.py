@@ -169,8 +169,9 @@ class ForkServer:
     server runs no student code and never sees a submission: it receives only a working
     directory, an environment and the child's pipes. If anything kills it, the next
     job starts a new one. Its working directory is removed when the grading process
-    exits. ``modules`` are imported by the server on top of what every job needs
-    (``child.TRAINING`` for jobs whose tests train).
+    exits, and by the server itself when it sees the grading process gone (a grading
+    process killed runs no ``atexit``). ``modules`` are imported by the server on top of
+    what every job needs (``child.TRAINING`` for jobs whose tests train).
     """
 
     def __init__(self, modules: tuple[str, ...] = ()) -> None:
@@ -183,8 +184,9 @@ class ForkServer:
 
     def _start(self) -> None:
         parent, child = socket.socketpair()
+        os.makedirs(self._workdir, exist_ok=True)  # a server that stopped on its own removed it
         self._proc = subprocess.Popen(
-            [sys.executable, *PYTHON_FLAGS, str(CHILD), "--server", str(child.fileno()), *self.modules],
+            [sys.executable, *PYTHON_FLAGS, str(CHILD), "--server", str(child.fileno()), self._workdir, *self.modules],
             stdin=subprocess.DEVNULL,
             cwd=self._workdir,
             env=_child_env(self._workdir),
