@@ -150,6 +150,18 @@ def test_a_return_dtype_stated_without_a_dtype_clause_is_caught(scratch):
     ), problems
 
 
+def test_an_exception_a_docstring_names_and_the_specification_does_not_is_caught(scratch):
+    # an author dropped train_val_split's ValueError from SPEC.md while its docstring still tells
+    # students it raises: the contract no longer says what the notebook does
+    spec = scratch.folder.parent / "SPEC.md"
+    spec.write_text((ROOT / "assignments" / "SPEC.md").read_text(encoding="utf-8"), encoding="utf-8")
+    _replace(spec, "(no\n  shuffling). A `val_fraction` outside `[0, 1)` raises `ValueError`.", "(no\n  shuffling).")
+    assert static_problems(scratch) == [
+        "[stated exceptions specified] question train_val_split: the docstring of train_val_split names "
+        "ValueError, which its item in SPEC.md § 01_tokenisation does not: say there when train_val_split raises it"
+    ]
+
+
 def test_a_typo_in_a_check_cell_is_caught(scratch):
     _replace(scratch.source, "```python check build_vocab", "```python check build_vocabb")
     problems = static_problems(scratch)

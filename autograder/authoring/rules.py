@@ -63,6 +63,7 @@ RULES: tuple[Rule, ...] = (
     Rule("docstring examples run", static_rules.examples_run),
     Rule("stubs give no answer", static_rules.stubs_give_no_answer),
     Rule("stated dtypes tested", static_rules.stated_dtypes_tested),
+    Rule("stated exceptions specified", static_rules.exceptions_specified),
     Rule("stated numbers have a source", static_rules.numbers_sourced),
     Rule("clauses stated to students", static_rules.clauses_stated, last=True),
     Rule("release up to date", static_rules.release_fresh, last=True),

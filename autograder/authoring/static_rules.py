@@ -75,6 +75,18 @@ class Subject:
         return [b.arg for b in self.blocks if b.kind == "stub"]
 
     @cached_property
+    def question_stubs(self) -> dict[str, list[str]]:
+        """Each question's stubs: those between its check cell and the check cell before it."""
+        stubs: dict[str, list[str]] = {}
+        pending: list[str] = []
+        for block in self.blocks:
+            if block.kind == "stub":
+                pending.append(block.arg)
+            elif block.kind == "check":
+                stubs[block.arg], pending = pending, []
+        return stubs
+
+    @cached_property
     def variants(self) -> tuple[list[Variant], list[Variant]]:
         return catalogue(self.stage)
 
@@ -361,20 +373,13 @@ def stated_dtypes_tested(subject: Subject) -> list[str]:
     loses nothing."""
     section = section_text(spec_file(subject.stage).read_text(encoding="utf-8"), subject.stage.id) or ""
     clauses = read_clauses(subject.stage.folder / "clauses.md")
-    stubs: dict[str, list[str]] = {}  # question -> the stubs between its check cell and the one before
-    pending: list[str] = []
-    for block in subject.blocks:
-        if block.kind == "stub":
-            pending.append(block.arg)
-        elif block.kind == "check":
-            stubs[block.arg], pending = pending, []
     problems = []
     for qid in subject.qids:
         if any(c.id.lower().startswith("dtype") and c.tests for c in clauses.get(qid, [])):
             continue
         texts = [(f"SPEC.md § {subject.stage.id}", question_text(section, qid))] + [
             (f"the docstring of {name}", inspect.getdoc(getattr(subject.reference, name)) or "")
-            for name in stubs.get(qid, [])
+            for name in subject.question_stubs.get(qid, [])
             if hasattr(subject.reference, name)
         ]
         for where, text in texts:
@@ -383,6 +388,42 @@ def stated_dtypes_tested(subject: Subject) -> list[str]:
                     f"question {qid}: {where} states {dtype} for what it returns, but no clause of {qid} whose id "
                     "starts with dtype cites a test: add a test (check=dtypes()) and a `dtype` clause citing it"
                 )
+    return problems
+
+
+EXCEPTION = re.compile(r"\b[A-Z]\w*Error\b")
+
+
+def stated_exceptions(obj) -> list[str]:
+    """The exceptions the docstrings of ``obj`` name (a class's: its own and its methods').
+
+    >>> class Cell:
+    ...     "A cell."
+    ...     def forward(self, x):
+    ...         "Raises: ValueError: if x is not 2-D."
+    >>> stated_exceptions(Cell), stated_exceptions(len)
+    (['ValueError'], [])
+    """
+    docs = [inspect.getdoc(obj) or ""]
+    if inspect.isclass(obj):
+        docs += [inspect.getdoc(member) or "" for member in vars(obj).values() if inspect.isfunction(member)]
+    return list(dict.fromkeys(EXCEPTION.findall("\n".join(docs))))
+
+
+def exceptions_specified(subject: Subject) -> list[str]:
+    """Every exception a stub's docstring names (its class's methods' included) is named in the
+    item of its question in ``SPEC.md``: what students are told a function raises is in the contract."""
+    section = section_text(spec_file(subject.stage).read_text(encoding="utf-8"), subject.stage.id) or ""
+    problems = []
+    for qid, names in subject.question_stubs.items():
+        item = question_text(section, qid)
+        for name in names:
+            for error in stated_exceptions(getattr(subject.reference, name, None)):
+                if not re.search(rf"\b{error}\b", item):
+                    problems.append(
+                        f"question {qid}: the docstring of {name} names {error}, which its item in "
+                        f"SPEC.md § {subject.stage.id} does not: say there when {name} raises it"
+                    )
     return problems
 
 
