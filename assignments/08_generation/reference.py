@@ -26,7 +26,8 @@ def sample_next(
 
     - ``temperature == 0``: greedy, the most likely token (``top_k``, ``top_p`` and
       ``generator`` are then unused); otherwise the logits are divided by ``temperature``.
-    - ``top_k``: only the ``k`` most likely tokens stay (all of them if ``k >= V``).
+    - ``top_k``: only the ``k`` most likely tokens stay (all of them if ``k >= V``; tokens
+      tied with the ``k``-th may stay too).
     - ``top_p`` (nucleus): only the smallest set of most likely tokens whose total
       probability reaches ``top_p`` stays; the most likely token always stays.
       With both, ``top_k`` is applied first and ``top_p`` to the renormalised rest.
