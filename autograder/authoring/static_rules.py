@@ -75,6 +75,11 @@ class Subject:
         return [b.arg for b in self.blocks if b.kind == "stub"]
 
     @cached_property
+    def spec_section(self) -> str | None:
+        """The stage's section of the course specification (``SPEC.md § <stage>``); None if it has none."""
+        return section_text(spec_file(self.stage).read_text(encoding="utf-8"), self.stage.id)
+
+    @cached_property
     def question_stubs(self) -> dict[str, list[str]]:
         """Each question's stubs: those between its check cell and the check cell before it."""
         stubs: dict[str, list[str]] = {}
@@ -361,7 +366,7 @@ def inside_the_project(subject: Subject) -> list[str]:
 def specified(subject: Subject) -> list[str]:
     """The stage's section of the course specification (``SPEC.md § <stage>``) names every question,
     every name students write with each parameter and default, and ``clauses.md`` and the notebook cite it."""
-    section = section_text(spec_file(subject.stage).read_text(encoding="utf-8"), subject.stage.id)
+    section = subject.spec_section
     written = {name: getattr(subject.reference, name) for name in subject.stubs if hasattr(subject.reference, name)}
     return spec_problems(subject.stage, subject.qids, written, section)
 
@@ -371,7 +376,7 @@ def stated_dtypes_tested(subject: Subject) -> list[str]:
     function returns (``returns a torch.long tensor``, ``-> (V, V)` float32``) has a test of it,
     cited by a clause whose id starts with ``dtype``: else a student returning another dtype
     loses nothing."""
-    section = section_text(spec_file(subject.stage).read_text(encoding="utf-8"), subject.stage.id) or ""
+    section = subject.spec_section or ""
     clauses = read_clauses(subject.stage.folder / "clauses.md")
     problems = []
     for qid in subject.qids:
@@ -391,7 +396,8 @@ def stated_dtypes_tested(subject: Subject) -> list[str]:
     return problems
 
 
-EXCEPTION = re.compile(r"\b[A-Z]\w*Error\b")
+_EXCEPTION = r"[A-Z]\w*Error"  # an exception's name, as docstrings and clauses write it
+EXCEPTION = re.compile(rf"\b{_EXCEPTION}\b")
 
 
 def stated_exceptions(obj) -> list[str]:
@@ -413,7 +419,7 @@ def stated_exceptions(obj) -> list[str]:
 def exceptions_specified(subject: Subject) -> list[str]:
     """Every exception a stub's docstring names (its class's methods' included) is named in the
     item of its question in ``SPEC.md``: what students are told a function raises is in the contract."""
-    section = section_text(spec_file(subject.stage).read_text(encoding="utf-8"), subject.stage.id) or ""
+    section = subject.spec_section or ""
     problems = []
     for qid, names in subject.question_stubs.items():
         item = question_text(section, qid)
@@ -428,7 +434,7 @@ def exceptions_specified(subject: Subject) -> list[str]:
 
 
 # what a clause may ask that a student must have read: an exception's name or a dtype
-ASKED = re.compile(r"\b(?:[A-Z]\w*Error|b?float16|float32|float64|u?int8|int16|int32|int64|torch\.long|torch\.bool)\b")
+ASKED = re.compile(rf"\b(?:{_EXCEPTION}|b?float16|float32|float64|u?int8|int16|int32|int64|torch\.long|torch\.bool)\b")
 SAME_DTYPE = {"torch.long": "int64", "int64": "torch.long"}
 
 
