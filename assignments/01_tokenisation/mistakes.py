@@ -133,6 +133,11 @@ _KN_MISTAKES = {
         (),
         ("unseen",),
     ),
+    "a history seen only as the last id gets the formula (a row of zeros), not Pcont": (
+        {"UNSEEN": "torch.where(torch.isin(torch.arange(vocab_size), ids)[:, None], table, pcont.expand_as(table))"},
+        (),
+        ("unseen",),
+    ),
     "unigram frequency instead of continuation counts": ({"PCONT": "c.sum(0) / c.sum()"}, (), ("pcont",)),
     "table transposed (column a holds P(. | a))": (
         {"RETURN": "table.T.contiguous().float()"},

@@ -208,7 +208,8 @@ def kneser_ney_bigram(ids: list[int] | torch.Tensor, vocab_size: int, discount: 
 
     ``P(w | a) = max(c(a,w) - d, 0) / c(a) + d * N1+(a,.) / c(a) * Pcont(w)`` with
     ``Pcont(w) = N1+(.,w) / N1+(.,.)``: the share of distinct bigram types that
-    end in ``w``. A history ``a`` never seen gets ``Pcont`` as its row.
+    end in ``w``. A history ``a`` never followed by a token (``c(a) = 0``: absent, or
+    only the last id) gets ``Pcont`` as its row.
 
     Args:
         ids: the training token ids (a list or a 1-D tensor).
