@@ -534,6 +534,25 @@ ALTERNATIVES = [
         },
     ),
     Variant(
+        "feedforward",
+        "an nn.Sequential built first, fc1 and fc2 pointing into it",
+        {
+            "FeedForward": """
+        class FeedForward(nn.Module):
+            def __init__(self, embed_dim, ff_dim, activation="gelu", dropout=0.0):
+                super().__init__()
+                if activation not in ("gelu", "relu"):
+                    raise ValueError(f"unknown activation: {activation}")
+                act = nn.GELU() if activation == "gelu" else nn.ReLU()
+                self.net = nn.Sequential(nn.Linear(embed_dim, ff_dim), act, nn.Linear(ff_dim, embed_dim), nn.Dropout(dropout))
+                self.fc1, self.fc2 = self.net[0], self.net[2]
+
+            def forward(self, x):
+                return self.net(x)
+    """
+        },
+    ),
+    Variant(
         "block",
         "a helper per sublayer",
         {
