@@ -71,6 +71,16 @@ def _training_check(model_class) -> float:
         return tests._train_and_measure(types.SimpleNamespace(GPT=model_class, train=train), tests._sentences(0), 0)
 
 
+@functools.cache
+def _default_init_checks() -> list[float]:
+    """The training check's validation loss with PyTorch's default initialisation, on the check's
+    own text, for the draws of seeds 0 to 5 (measured: 0.33, 0.31, 0.44, 0.37, 0.36, 0.66)."""
+    tests = public_suite("07")
+    with _threads(1):
+        ns = types.SimpleNamespace(GPT=_DefaultInitGPT, train=train)
+        return [tests._train_and_measure(ns, tests._sentences(0), seed) for seed in range(6)]
+
+
 def _first_loss(model_class) -> float:
     """The first loss of section 3's demo model (V = 65) on random targets."""
     torch.manual_seed(0)
@@ -134,18 +144,14 @@ def _five_gram_whole_split() -> float:
 
 CLAIMS = [
     # section 3: initialisation
-    Claim("cell below starts at 4.18 on random targets", lambda: _first_loss(GPT), low=4.175, high=4.185),
+    Claim("(4.18 with the course's code", lambda: _first_loss(GPT), low=4.175, high=4.185),
     Claim("against $\\ln 65 = 4.17$", lambda: math.log(65), low=4.165, high=4.175),
     Claim("the same model starts at a loss of about 41", lambda: _first_loss(_DefaultInitGPT), low=38, high=44),
     Claim(
-        "validation loss of about 0.33 with either initialisation", lambda: _training_check(GPT), low=0.31, high=0.35
+        "validation loss of about 0.33 with GPT-2's initialisation", lambda: _training_check(GPT), low=0.31, high=0.35
     ),
-    Claim(
-        "validation loss of about 0.33 with either initialisation",
-        lambda: _training_check(_DefaultInitGPT),
-        low=0.31,
-        high=0.35,
-    ),
+    Claim("between 0.3 and 0.7 with PyTorch's default", lambda: min(_default_init_checks()), low=0.3, high=0.7),
+    Claim("between 0.3 and 0.7 with PyTorch's default", lambda: max(_default_init_checks()), low=0.3, high=0.7),
     # section 6: perplexity
     Claim("from 28.8 (the unigram)", lambda: _stage01_demo(1), low=28.75, high=28.85),
     Claim("down to 9.75 (the 4-gram)", lambda: _stage01_demo(4), low=9.745, high=9.755),

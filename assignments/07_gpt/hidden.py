@@ -34,7 +34,7 @@ Tolerances (relative + absolute, per test)
       against what the optimiser used); the schedule's shape is judged by properties
       with margins that admit an off-by-one in the step count;
     - training_works: the validation loss after training below 1.5 nats (the
-      reference reaches about 0.3; a model that learns nothing stays near ln V = 2.8,
+      reference reaches about 0.3; a model that learns nothing stays near ln V = 3.0,
       one that only learns character frequencies near 2.5).
 """
 

@@ -300,9 +300,9 @@ def train(
       parameters) only, not on biases or LayerNorm parameters.
     - Learning rate at step ``s`` (0-based): linear warm-up ``lr * (s+1) / warmup``
       for ``s < warmup``, then cosine decay
-      ``lr * 0.5 * (1 + cos(pi * (s - warmup) / (steps - warmup)))`` towards 0.
-    - Evaluation (``estimate_loss`` with ``eval_iters`` batches on the train and the
-      validation data) before training, then after every ``eval_interval`` steps
+      ``lr * 0.5 * (1 + cos(pi * (s - warmup) / max(1, steps - warmup)))`` towards 0.
+    - Evaluation (``estimate_loss`` with ``eval_iters`` batches drawn with ``generator``,
+      on the train and the validation data) before training, then after every ``eval_interval`` steps
       and after the last step; a tqdm progress bar shows the losses when ``progress``.
     - ``keep_best``: at each evaluation whose validation loss is the lowest so far (the
       first of equal ones), keep a copy of the model's weights; after the last step, put
@@ -312,8 +312,8 @@ def train(
     Returns:
         A dict with ``step`` (the number of steps done at each evaluation),
         ``train_loss`` and ``val_loss`` (one entry per evaluation), ``lr`` (the
-        learning rate of each step), here also ``batch_loss`` (the loss of each step's batch,
-        which no test asks for); with ``keep_best``, also ``best_step`` (the steps done at the kept evaluation, an
+        learning rate of each step); it may hold more keys (the course's version also
+        keeps ``batch_loss``, each step's loss, which no test asks for); with ``keep_best``, also ``best_step`` (the steps done at the kept evaluation, an
         int) and ``best_val_loss`` (its validation loss, a float).
 
     Raises:
