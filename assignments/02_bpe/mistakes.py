@@ -431,6 +431,20 @@ MISTAKES = [
     ),
     Variant(
         "train_bpe",
+        "lexicographic tie-breaking (the smaller pair wins)",
+        {
+            "train_bpe": _incremental(
+                choose="""
+        top = max(counts.values())
+        best = min(p for p, c in counts.items() if c == top)
+    """,
+            )
+        },
+        hints=("lexicographic tie-breaking",),
+        clauses=("ties",),
+    ),
+    Variant(
+        "train_bpe",
         "ties broken by the dict order of the pair counts (new pairs go to its end)",
         {
             "train_bpe": _incremental(
