@@ -1076,6 +1076,34 @@ MISTAKES += [
         },
         clauses=("undefined-merge",),
     ),
+    Variant(
+        "byte_bpe",
+        "decode checks only the merges that its ids reach (expands them recursively)",
+        {
+            "byte_bpe_decode": """
+        def byte_bpe_decode(ids, merges):
+            if isinstance(ids, torch.Tensor):
+                ids = ids.tolist()
+
+            def expand(i):
+                if i < 256:
+                    return bytes([i])
+                a, b = merges[i - 256]
+                if not (0 <= a < i and 0 <= b < i):
+                    raise ValueError(f"merge {i - 256} uses an id not defined before it")
+                return expand(a) + expand(b)
+
+            pieces = []
+            for i in ids:
+                i = int(i)
+                if not 0 <= i < 256 + len(merges):
+                    raise ValueError(f"id {i} is outside the vocabulary")
+                pieces.append(expand(i))
+            return b"".join(pieces).decode("utf-8", errors="replace")
+    """
+        },
+        clauses=("undefined-merge",),
+    ),
 ]
 
 # One mistake per clause that the mistakes above do not break alone: mostly a correct function with one slip.

@@ -1041,4 +1041,8 @@ def _(ns):
         ("byte_bpe_decode([257], [(97, 97)])", catch(ns.byte_bpe_decode, [257], [(97, 97)])["raised"]),
         ("byte_bpe_decode([-1], [])", catch(ns.byte_bpe_decode, [-1], [])["raised"]),
         ("byte_bpe_encode('ab', [(97, 300)])", catch(ns.byte_bpe_encode, "ab", [(97, 300)])["raised"]),
+        (
+            "byte_bpe_decode([97], [(97, 97), (300, 97)]) (the whole merge list is checked first)",
+            catch(ns.byte_bpe_decode, [97], [(97, 97), (300, 97)])["raised"],
+        ),
     ]
