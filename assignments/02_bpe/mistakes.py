@@ -795,6 +795,18 @@ MISTAKES += [
     ),
     Variant(
         "tokenizer",
+        "__init__ checks nothing: an empty eow is accepted, a merge's first two symbols taken",
+        {
+            "BPETokenizer": slip(
+                _without(_tokenizer(), "if not eow:", 'raise ValueError("eow must not be empty")'),
+                ("self.merges = [tuple(m) for m in merges]", "self.merges = [(m[0], m[1]) for m in merges]"),
+            )
+        },
+        clauses=("init-errors",),
+        hidden_only="the public tests build tokenizers only from valid merges and eow",
+    ),
+    Variant(
+        "tokenizer",
         "decode: an unknown id raises KeyError",
         {
             "BPETokenizer": _tokenizer(

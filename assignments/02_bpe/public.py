@@ -762,7 +762,7 @@ def _(ns):
 
 @suite.case(
     "tokenizer",
-    "BPETokenizer.train uses every character of the text as the alphabet",
+    "BPETokenizer.train uses every character of the text's words (whitespace excluded) as the alphabet",
     points=1,
     check=equal(),
     expected=["d", "e", "i", "l", "n", "o", "r", "s", "t", "w", "_", "er", "er_"],
