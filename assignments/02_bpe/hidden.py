@@ -705,11 +705,31 @@ def _(ns):
 
 @suite.case(
     "tokenizer",
-    "train: merges from train_bpe, alphabet from every character of the text",
+    "BPETokenizer(...) raises ValueError for an empty eow and for a merge that is not a pair",
+    points=1,
+    check=satisfies(
+        lambda got: (
+            None
+            if got == ["ValueError", "ValueError", "ValueError"]
+            else f"expected ValueError for eow='', a merge of three symbols and a merge of one, got {got}"
+        )
+    ),
+)
+def _(ns):
+    return [
+        catch(ns.BPETokenizer, TWICE_MERGES, eow="")["raised"],
+        catch(ns.BPETokenizer, [("a", "b"), ("ab", "c", "_")], eow="_")["raised"],
+        catch(ns.BPETokenizer, [("a",)], eow="_")["raised"],
+    ]
+
+
+@suite.case(
+    "tokenizer",
+    "train: merges from train_bpe, alphabet from every character of the text's words (whitespace excluded)",
     points=1,
     check=equal(),
     expected=REFERENCE,
-    builds_on=("BPETokenizer.train uses every character of the text as the alphabet",),
+    builds_on=("BPETokenizer.train uses every character of the text's words (whitespace excluded) as the alphabet",),
 )
 def _(ns):
     with _known(ns, *_TOKENIZER_TESTS):

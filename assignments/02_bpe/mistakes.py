@@ -431,6 +431,20 @@ MISTAKES = [
     ),
     Variant(
         "train_bpe",
+        "lexicographic tie-breaking (the smaller pair wins)",
+        {
+            "train_bpe": _incremental(
+                choose="""
+        top = max(counts.values())
+        best = min(p for p, c in counts.items() if c == top)
+    """,
+            )
+        },
+        hints=("lexicographic tie-breaking",),
+        clauses=("ties",),
+    ),
+    Variant(
+        "train_bpe",
         "ties broken by the dict order of the pair counts (new pairs go to its end)",
         {
             "train_bpe": _incremental(
@@ -781,6 +795,18 @@ MISTAKES += [
     ),
     Variant(
         "tokenizer",
+        "__init__ checks nothing: an empty eow is accepted, a merge's first two symbols taken",
+        {
+            "BPETokenizer": slip(
+                _without(_tokenizer(), "if not eow:", 'raise ValueError("eow must not be empty")'),
+                ("self.merges = [tuple(m) for m in merges]", "self.merges = [(m[0], m[1]) for m in merges]"),
+            )
+        },
+        clauses=("init-errors",),
+        hidden_only="the public tests build tokenizers only from valid merges and eow",
+    ),
+    Variant(
+        "tokenizer",
         "decode: an unknown id raises KeyError",
         {
             "BPETokenizer": _tokenizer(
@@ -1058,6 +1084,34 @@ MISTAKES += [
                         i += 1
                 ids = out
             return ids
+    """
+        },
+        clauses=("undefined-merge",),
+    ),
+    Variant(
+        "byte_bpe",
+        "decode checks only the merges that its ids reach (expands them recursively)",
+        {
+            "byte_bpe_decode": """
+        def byte_bpe_decode(ids, merges):
+            if isinstance(ids, torch.Tensor):
+                ids = ids.tolist()
+
+            def expand(i):
+                if i < 256:
+                    return bytes([i])
+                a, b = merges[i - 256]
+                if not (0 <= a < i and 0 <= b < i):
+                    raise ValueError(f"merge {i - 256} uses an id not defined before it")
+                return expand(a) + expand(b)
+
+            pieces = []
+            for i in ids:
+                i = int(i)
+                if not 0 <= i < 256 + len(merges):
+                    raise ValueError(f"id {i} is outside the vocabulary")
+                pieces.append(expand(i))
+            return b"".join(pieces).decode("utf-8", errors="replace")
     """
         },
         clauses=("undefined-merge",),

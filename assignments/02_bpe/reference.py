@@ -463,7 +463,9 @@ def byte_bpe_encode(text: str, merges: list[tuple[int, int]]) -> list[int]:
     pair present has a merge.
 
     Raises:
-        ValueError: if a merge uses an id not defined before it.
+        ValueError: if a merge uses an id not defined before it. The whole
+            merge list is checked first, whatever the text: merge ``i`` may only
+            join ids below ``256 + i``.
 
     Example:
         >>> byte_bpe_encode("aaab", [(97, 97), (256, 97)])
@@ -502,7 +504,8 @@ def byte_bpe_decode(ids: list[int] | torch.Tensor, merges: list[tuple[int, int]]
 
     Raises:
         ValueError: if an id is outside ``0 .. 255 + len(merges)`` or a merge uses
-            an id not defined before it.
+            an id not defined before it. The whole merge list is checked first,
+            whatever the ids: merge ``i`` may only join ids below ``256 + i``.
 
     Example:
         >>> byte_bpe_decode([257, 98], [(97, 97), (256, 97)])

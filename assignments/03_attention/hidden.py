@@ -57,6 +57,7 @@ from autograder.kit import (
     set_parameters,
     unplaced,
 )
+from autograder.kit.placement import FACTORIES
 
 from public import _table_like
 
@@ -448,6 +449,79 @@ def _(ns):
 def _(ns):
     x = randn(2, 5, 8, seed=46)
     return ns.apply_rope(x), ns.apply_rope(x.double())
+
+
+@suite.case(
+    "rope",
+    "returns a new tensor and leaves x unchanged",
+    points=1,
+    check=close(rtol=0, atol=0, dtype=None),
+    expected=REFERENCE,
+    guard=True,
+)
+def _(ns):
+    x = randn(2, 6, 8, seed=49)
+    catch(ns.apply_rope, x)  # what it returns or raises is graded elsewhere
+    return x  # the input itself, after the call
+
+
+class _Moves(Placement):
+    """Placement that also notes, for each torch call, its name, the types of its arguments
+    after the first and the names of its keywords: the check tells a move to a device
+    (``.to(x.device)``, ``.to(x)``, ``.type_as(x)``, ``.cuda()``) from a cast (``.to(x.dtype)``)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.given.append([getattr(func, "__name__", ""), [type(a).__name__ for a in args[1:]], sorted(kwargs or {})])
+        return Placement.__torch_function__(self, func, types, args, kwargs)
+
+    def __init__(self):
+        Placement.__init__(self)
+        self.given = []
+
+
+def _rope_placement_problem(given):
+    """The first factory made with no device when no later call moves a tensor to a device."""
+    moved = False
+    unplaced_factory = None
+    for name, arg_types, keywords in given:
+        if name == "cuda" or (
+            name in ("to", "type_as") and ("device" in keywords or {"device", "str", "Tensor"} & set(arg_types))
+        ):
+            moved = True
+        elif name in FACTORIES and not {"Tensor", "Parameter"} & set(arg_types) and "device" not in keywords:
+            unplaced_factory = unplaced_factory or name
+    if unplaced_factory and not moved:
+        return (
+            f"apply_rope makes a tensor with torch.{unplaced_factory} on the default device: on a GPU it would "
+            "not meet x there; make it on x.device (device=x.device)"
+        )
+    return None
+
+
+def _rope_placed_and_right(got, expected, reveal):
+    """The torch calls apply_rope made put its tensors on x's device, and its output is right."""
+    verdict = close(rtol=1e-5, atol=2e-5, dtype=None)(got[1], expected[1], reveal)
+    if not verdict.passed:
+        return Verdict(False, f"the output is not right yet: {verdict.message}")
+    problem = _rope_placement_problem(got[0])
+    return Verdict(problem is None, problem or "")
+
+
+@suite.case(
+    "rope",
+    "the angles are made on the device of x",
+    points=1,
+    check=_rope_placed_and_right,
+    expected=REFERENCE,
+    builds_on=(_LEADING,),
+)
+def _(ns):
+    # Grading runs on the CPU only: the test watches the torch calls apply_rope makes and
+    # checks that a tensor it creates is given a device (or moved to one; a cast to a dtype is no move).
+    x = randn(2, 5, 8, seed=50)
+    with _Moves() as spy:
+        out = ns.apply_rope(x)
+    return spy.given, out
 
 
 @suite.case("rope", "D = 7 raises ValueError", points=1, check=raises("ValueError"))

@@ -430,6 +430,25 @@ MISTAKES = [
         "",
         ("base-positive",),
     ),
+    rope(
+        "rotates x in place and returns it",
+        "    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)",
+        "    x.copy_(torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2))\n    return x",
+        ("new-tensor",),
+    ),
+    rope(
+        "angles made on the default device (cast to x's dtype, never moved)",
+        "theta = base ** (-torch.arange(0, D, 2, dtype=torch.float64, device=x.device) / D)",
+        "theta = base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)",
+        ("device",),
+        more=(
+            (
+                "angles = torch.arange(T, dtype=torch.float64, device=x.device)[:, None] * theta",
+                "angles = torch.arange(T, dtype=torch.float64)[:, None] * theta",
+            ),
+        ),
+        hidden_only="the public tests run on the CPU, where every device is the default one",
+    ),
     # attention
     attention(
         "returns (weights, out), the wrong order",

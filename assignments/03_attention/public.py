@@ -304,7 +304,9 @@ def _(ns):
 
 
 def _rotation_problem(got):
-    x, y = got
+    x, y, after = got
+    if not near(after, x, atol=0):
+        return "apply_rope changed its input x: return a new tensor and leave x as it was"
     if type(y) is not torch.Tensor or y.shape != x.shape:
         return f"expected a tensor of the input's shape {tuple(x.shape)}, got {type(y).__name__} {tuple(getattr(y, 'shape', ()))}"
     if not near(y[..., 0, :], x[..., 0, :], atol=1e-6):
@@ -318,14 +320,16 @@ def _rotation_problem(got):
 
 @suite.case(
     "rope",
-    "keeps the shape, position 0 and the length of every pair",
+    "keeps the shape, position 0 and the length of every pair, and leaves x unchanged",
     points=1,
     check=satisfies(_rotation_problem),
     guard=True,
 )
 def _(ns):
     x = randn(2, 3, 5, 4, seed=1)
-    return x, ns.apply_rope(x)
+    before = x.clone()
+    y = ns.apply_rope(x)
+    return before, y, x  # x as it was, the output, and x after the call
 
 
 @suite.case(
@@ -421,7 +425,7 @@ def _relative_problem(got):
     "a rotated query . key depends only on the offset of the positions",
     points=1,
     check=satisfies(_relative_problem),
-    builds_on=("keeps the shape, position 0 and the length of every pair",),
+    builds_on=("keeps the shape, position 0 and the length of every pair, and leaves x unchanged",),
     guard=True,
 )
 def _(ns):

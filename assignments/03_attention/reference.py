@@ -91,7 +91,8 @@ def apply_rope(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
     ``p`` (``0 .. T-1``) is rotated by the angle ``p * base^(-2i/D)``:
     ``(a, b) -> (a cos - b sin, a sin + b cos)``. Norms are kept, and the dot
     product of a rotated query at ``p`` with a rotated key at ``p'`` depends on
-    the positions only through ``p - p'``.
+    the positions only through ``p - p'``. Returns a new tensor of ``x``'s shape
+    and dtype, made on ``x``'s device, and leaves ``x`` unchanged.
 
     Raises:
         ValueError: if ``x`` has fewer than 2 dimensions, ``D`` is odd, or
