@@ -189,8 +189,8 @@ def test_reference_notebook_runs_clean_offline(stage, executed):
 
 # What the text of a notebook says a demonstration shows, as it must show it even at the quick sizes.
 CLAIMS = {
-    # the masked model's loss on fresh windows is the same in one pass and prefix by prefix
-    "04_masking": [r"causal mask +training loss \d\.\d\d   fresh windows: one pass (\d\.\d\d), honest \1\n"],
+    # the masked model's loss on new windows is the same in one pass and prefix by prefix
+    "04_masking": [r"causal mask +training loss \d\.\d\d   new windows: one pass (\d\.\d\d), honest \1\n"],
     "05_multihead": [r"merge_heads gives x back: True"],
     # the block and PyTorch's layer, holding the same parts, agree in all four arrangements
     "06_blocks": [r"(?:norm_first=(?:True|False) +(?:gelu|relu):  max \|difference\| = \S+  match\n){4}"],

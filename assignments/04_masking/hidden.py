@@ -7,7 +7,8 @@ by accident; the pad id is never 0 in the hidden probes.
 
 Each question is graded on its own. While the probes of combined_mask and pad_and_shift
 run, causal_mask, padding_mask and shift_right answer from tables of literal answers to
-the calls those probes lead to (any other call goes to the student's own function), so a
+the calls those probes lead to (the refusal of the not-2-D ids included; any other call
+goes to the student's own function), so a
 mistake in one of them costs points on its own question only; no table answers a probe of
 those three questions. The black-box causality tests use the test's own attention (stage
 03's formula, not this stage's), not the notebook's given code. Probes return raw outputs
@@ -52,7 +53,7 @@ from autograder.kit import (
     unplaced,
 )
 
-from public import _grid, _loss, _rows, _tensor_like
+from public import _flat, _grid, _loss, _rows, _tensor_like
 
 suite = Suite(public=False)
 
@@ -61,8 +62,11 @@ suite = Suite(public=False)
 
 
 # The calls combined_mask and pad_and_shift may make to the stage's other functions while
-# their tests run, with the answers written out. No probe of causal_mask, padding_mask or
-# shift_right asks any of these questions, so the tables answer none of theirs.
+# their tests run, with the answers written out: causal_mask and padding_mask for the
+# tests' ids (padding_mask refusing those that are not 2-D, as it must: _REFUSED, below
+# _CIDS), shift_right for each sequence alone and for the whole batch padded with pad_id
+# or with ignore_index. No probe of causal_mask, padding_mask or shift_right asks any of
+# these questions, so the tables answer none of theirs.
 _CAUSAL_6 = _grid("011111 001111 000111 000011 000001 000000")
 _CIDS_PADDING = torch.stack([_grid(row) for row in ("000011", "001111", "000000", "000111")])  # (4, 1, 6)
 _KNOWN_SHIFTS = {
@@ -73,11 +77,44 @@ _KNOWN_SHIFTS = {
     ((7, 8, 9),): (3, [[3, 7, 8]]),
     ((10, 11, 12),): (3, [[3, 10, 11]]),
     ((7, 8, 9), (10, 11, 12)): (3, [[3, 7, 8], [3, 10, 11]]),
+    # the whole batch of _SEQS, padded with pad_id (1) or with ignore_index (-1, -100), then shifted
+    ((11, 12, 13, 14, 15, 1, 1), (21, 1, 1, 1, 1, 1, 1), (31, 32, 33, 1, 1, 1, 1), (41, 42, 43, 44, 45, 46, 47)): (
+        2,
+        [[2, 11, 12, 13, 14, 15, 1], [2, 21, 1, 1, 1, 1, 1], [2, 31, 32, 33, 1, 1, 1], [2, 41, 42, 43, 44, 45, 46]],
+    ),
+    (
+        (11, 12, 13, 14, 15, -1, -1),
+        (21, -1, -1, -1, -1, -1, -1),
+        (31, 32, 33, -1, -1, -1, -1),
+        (41, 42, 43, 44, 45, 46, 47),
+    ): (
+        2,
+        [
+            [2, 11, 12, 13, 14, 15, -1],
+            [2, 21, -1, -1, -1, -1, -1],
+            [2, 31, 32, 33, -1, -1, -1],
+            [2, 41, 42, 43, 44, 45, 46],
+        ],
+    ),
+    (
+        (11, 12, 13, 14, 15, -100, -100),
+        (21, -100, -100, -100, -100, -100, -100),
+        (31, 32, 33, -100, -100, -100, -100),
+        (41, 42, 43, 44, 45, 46, 47),
+    ): (
+        2,
+        [
+            [2, 11, 12, 13, 14, 15, -100],
+            [2, 21, -100, -100, -100, -100, -100],
+            [2, 31, 32, 33, -100, -100, -100],
+            [2, 41, 42, 43, 44, 45, 46],
+        ],
+    ),
 }
 # The same answers looked up by what the tests ask: (the rows, start_id) for shift_right,
 # T for causal_mask (and, below the test's ids _CIDS, (the rows, pad_id) for padding_mask).
 _SHIFTS = {(rows, start): shifted for rows, (start, shifted) in _KNOWN_SHIFTS.items()}
-_CAUSALS = {6: _CAUSAL_6}
+_CAUSALS = {6: _CAUSAL_6, 4: _grid("0111 0011 0001 0000")}  # 4: T read as shape[1] of the 3-D ids (1, 4, 6)
 
 
 def _answering(own):
@@ -90,6 +127,9 @@ def _answering(own):
         return found.clone() if device is None else found.clone().to(device)
 
     def padding_mask(ids, pad_id):
+        refused = _REFUSED.get((*_flat(ids), pad_id))
+        if refused is not None:  # ids of the tests that are not 2-D: padding_mask refuses them
+            raise ValueError(refused)
         found = _PADDINGS.get((_rows(ids), pad_id))
         if found is None:
             return own["padding_mask"](ids, pad_id=pad_id)
@@ -378,6 +418,7 @@ _CIDS = torch.tensor(
     ]
 )  # B = 4, T = 6, pad_id = 2
 _PADDINGS = {(_rows(_CIDS), 2): _CIDS_PADDING}  # what padding_mask answers while combined_mask's tests run
+_REFUSED = {(*_flat(ids), 2): "ids must have shape (B, T)" for ids in (_CIDS[0], _CIDS[None])}  # the not-2-D probes
 _COMBINED = "B=4, T=6, pad_id=2"
 
 

@@ -24,6 +24,21 @@ def mistake(qid, name, changes, clauses, **options):
     return Variant(qid, name, {stub: slip(reference("masking", stub), *changes)}, clauses=clauses, **options)
 
 
+# A correct pad_and_shift that pads first, shifts the whole batch with shift_right, and
+# then writes pad_id where the target is ignored.
+_WHOLE_BATCH_SHIFT = """
+        def pad_and_shift(sequences, start_id, pad_id, ignore_index=-100):
+            if len(sequences) == 0:
+                raise ValueError("no sequences")
+            T_max = max(len(s) for s in sequences)
+            targets = torch.full((len(sequences), T_max), ignore_index, dtype=torch.long)
+            for b, s in enumerate(sequences):
+                targets[b, : len(s)] = torch.tensor(s, dtype=torch.long)
+            ignored = targets == ignore_index
+            inputs = shift_right(targets.masked_fill(ignored, pad_id), start_id).masked_fill(ignored, pad_id)
+            return inputs, targets
+    """
+
 MISTAKES = [
     # causal_mask
     mistake(
@@ -116,6 +131,25 @@ MISTAKES = [
         [("if ids.dim() != 2:", "if ids.dim() > 2:")],
         ("not-2d",),
     ),
+    Variant(  # the combined_mask is right: it leaves the check to padding_mask, whose table refuses those ids
+        "padding_mask",
+        "no check of the ids, with a combined_mask that leaves its check to padding_mask",
+        {
+            "padding_mask": slip(
+                reference("masking", "padding_mask"),
+                (
+                    "    if ids.dim() != 2:\n"
+                    '        raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")\n',
+                    "",
+                ),
+            ),
+            "combined_mask": """
+        def combined_mask(ids, pad_id):
+            return causal_mask(ids.shape[-1], device=ids.device) | padding_mask(ids, pad_id)
+    """,
+        },
+        clauses=("not-2d",),
+    ),
     # combined_mask
     mistake(
         "combined_mask",
@@ -189,6 +223,19 @@ MISTAKES = [
         "shifts left, the way targets move",
         [("torch.cat([start, tokens[:, :-1]], dim=1)", "torch.cat([tokens[:, 1:], start], dim=1)")],
         ("row",),
+        hints=("shift to the left",),
+    ),
+    Variant(  # the pad_and_shift is right: it shifts the padded batch, whose shift the table answers
+        "shift",
+        "shifts to the left, with a pad_and_shift that shifts the whole padded batch",
+        {
+            "shift_right": slip(
+                reference("masking", "shift_right"),
+                ("torch.cat([start, tokens[:, :-1]], dim=1)", "torch.cat([tokens[:, 1:], start], dim=1)"),
+            ),
+            "pad_and_shift": _WHOLE_BATCH_SHIFT,
+        },
+        clauses=("row",),
         hints=("shift to the left",),
     ),
     mistake(
@@ -524,6 +571,27 @@ ALTERNATIVES = [
             rows = [torch.as_tensor(s, dtype=torch.long) for s in sequences]
             inputs = pad_sequence([shift_right(r[None], start_id)[0] for r in rows], batch_first=True, padding_value=pad_id)
             targets = pad_sequence(rows, batch_first=True, padding_value=ignore_index)
+            return inputs, targets
+    """
+        },
+    ),
+    Variant(
+        "pad_and_shift",
+        "pad first, shift the whole batch with shift_right, then put pad_id where the target is ignored",
+        {"pad_and_shift": _WHOLE_BATCH_SHIFT},
+    ),
+    Variant(
+        "pad_and_shift",
+        "shift the targets padded with ignore_index as one batch, then overwrite the padding",
+        {
+            "pad_and_shift": """
+        def pad_and_shift(sequences, start_id, pad_id, ignore_index=-100):
+            if not sequences:
+                raise ValueError("pad_and_shift needs at least one sequence")
+            T_max = max(map(len, sequences))
+            targets = torch.tensor([list(s) + [ignore_index] * (T_max - len(s)) for s in sequences], dtype=torch.long)
+            inputs = shift_right(targets, start_id)
+            inputs[targets == ignore_index] = pad_id
             return inputs, targets
     """
         },

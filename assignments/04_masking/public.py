@@ -26,19 +26,27 @@ def _grid(rows):
 
 
 # A question is tested on its own: while combined_mask and pad_and_shift run, the other
-# functions of the stage answer from the tables below (the calls these tests make, with
-# their answers written out); any other call goes to your own function. So a mistake in
-# causal_mask, padding_mask or shift_right costs points only once, on its own question.
+# functions of the stage answer from the tables below (the calls these tests' inputs lead
+# to, with their answers written out); any other call goes to your own function. The
+# tables hold causal_mask and padding_mask for the ids of the tests (padding_mask refusing
+# the ids that are not 2-D, as it must), and shift_right for each sequence alone and for
+# the whole batch padded with pad_id or with ignore_index. So a mistake in causal_mask,
+# padding_mask or shift_right costs points only once, on its own question.
 _CAUSAL = {3: _grid("011 001 000"), 5: _grid("01111 00111 00011 00001 00000")}
 _PADDING = {
     (((5, 6, 0),), 0): _grid("001")[None],
     (((4, 5, 6, 7, 8), (4, 5, 1, 1, 1)), 1): torch.stack([_grid("00000"), _grid("00111")]),
 }
+_NOT_2D = {((3,), (5, 6, 0), 0): "ids must have shape (B, T)"}  # (shape, ids, pad_id) padding_mask refuses
 _SHIFTED = {
     (((5, 6, 7),), 1): [[1, 5, 6]],
     (((8,),), 1): [[1]],
     (((4, 5),), 2): [[2, 4]],
     (((6, 7, 8),), 2): [[2, 6, 7]],
+    (((5, 6, 7), (8, 0, 0)), 1): [[1, 5, 6], [1, 8, 0]],
+    (((5, 6, 7), (8, -100, -100)), 1): [[1, 5, 6], [1, 8, -100]],
+    (((4, 5, 0), (6, 7, 8)), 2): [[2, 4, 5], [2, 6, 7]],
+    (((4, 5, -1), (6, 7, 8)), 2): [[2, 4, 5], [2, 6, 7]],
 }
 
 
@@ -48,6 +56,14 @@ def _rows(t):
         return tuple(tuple(int(v) for v in row) for row in t.tolist())
     except TypeError:  # not 2-D: a row is a number, or an item a list
         return None
+
+
+def _flat(t):
+    """A tensor of any shape as (shape, values), for a key of _NOT_2D (empty for anything else)."""
+    try:
+        return tuple(t.shape), tuple(int(v) for v in t.flatten().tolist())
+    except (AttributeError, TypeError, ValueError):
+        return (), ()
 
 
 def _answering(ns):
@@ -61,6 +77,9 @@ def _answering(ns):
         return found.clone() if device is None else found.clone().to(device)
 
     def padding_mask(ids, pad_id):
+        refused = _NOT_2D.get((*_flat(ids), pad_id))
+        if refused is not None:
+            raise ValueError(refused)
         found = _PADDING.get((_rows(ids), pad_id))
         return own["padding_mask"](ids, pad_id) if found is None else found.clone().to(ids.device)
 

@@ -777,3 +777,20 @@ def _(ns):
         module = _module(ns, 14)
         second = catch(module, _XM.clone(), mask=_CAUSAL.float())
     return [first, second]
+
+
+@suite.case(
+    "mha",
+    "ValueError for num_heads=0, for an x of width 20 and for a 1-D mask",
+    points=1,
+    check=satisfies(
+        _value_errors(["MultiHeadAttention(24, 0)", "x (3, 5, 20) for embed_dim=24", "a mask of shape (5,)"])
+    ),
+)
+def _(ns):
+    with _tabled_heads(ns), torch.no_grad():
+        first = catch(ns.MultiHeadAttention, MC, 0)
+        module = _module(ns, 14)
+        second = catch(module, randn(MB, MT, 20, seed=62))
+        third = catch(module, _XM.clone(), mask=_PADDED[1].clone())  # (T,): a row of padding_mask without its axes
+    return [first, second, third]

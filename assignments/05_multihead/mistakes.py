@@ -15,6 +15,8 @@ _MHA = """
 class MultiHeadAttention(nn.Module):
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True):
         super().__init__()
+        if num_heads < 1:
+            raise ValueError("num_heads must be positive")
         if embed_dim % num_heads != 0:
             raise ValueError("embed_dim must be divisible by num_heads")
         self.embed_dim, self.num_heads = embed_dim, num_heads
@@ -26,10 +28,14 @@ class MultiHeadAttention(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, mask=None, return_weights=False):
+        if x.dim() != 3 or x.shape[-1] != self.embed_dim:
+            raise ValueError("x must be (B, T, embed_dim)")
         B, T, C = x.shape
         if mask is not None:
             if mask.dtype != torch.bool:
                 raise ValueError("the mask must be boolean")
+            if mask.dim() not in (2, 3, 4):
+                raise ValueError("the mask must be (T, T), (B, T, T) or (B, 1, T)")
             {mask}
         q = split_heads(self.q_proj(x), self.num_heads)
         k = split_heads(self.k_proj(x), self.num_heads)
@@ -61,9 +67,21 @@ def _mha(**changes: str) -> str:
     return _MHA.format(**{**_RIGHT, **changes})
 
 
-def mha(name: str, clauses: tuple[str, ...], changes=(), hints=(), **lines: str) -> Variant:
+def mha(name: str, clauses: tuple[str, ...], changes=(), hints=(), hidden_only=None, **lines: str) -> Variant:
     """A mistake of ``mha``: the template with ``lines`` replaced, then each ``(old, new)`` of ``changes`` made."""
-    return Variant("mha", name, {"MultiHeadAttention": slip(_mha(**lines), *changes)}, hints=hints, clauses=clauses)
+    return Variant(
+        "mha",
+        name,
+        {"MultiHeadAttention": slip(_mha(**lines), *changes)},
+        hints=hints,
+        clauses=clauses,
+        hidden_only=hidden_only,
+    )
+
+
+# Why only a hidden test sees these mistakes: the public tests stop at the two errors the
+# notebook asked for first (a head count that does not divide embed_dim, a float mask).
+_NO_PUBLIC = "no public test gives num_heads=0, an x of another width or a mask of another rank"
 
 
 MISTAKES = [
@@ -297,6 +315,35 @@ MISTAKES = [
     ),
     mha("a default dropout of 0.1", ("dropout-default",), changes=[("dropout=0.0,", "dropout=0.1,")]),
     mha(
+        "num_heads=0 not refused (embed_dim % 0 fails first)",
+        ("heads-positive",),
+        changes=[('        if num_heads < 1:\n            raise ValueError("num_heads must be positive")\n', "")],
+        hidden_only=_NO_PUBLIC,
+    ),
+    mha(
+        "x of another width not refused (nn.Linear fails first)",
+        ("x-shape",),
+        changes=[
+            (
+                '        if x.dim() != 3 or x.shape[-1] != self.embed_dim:\n            raise ValueError("x must be (B, T, embed_dim)")\n',
+                "",
+            )
+        ],
+        hidden_only=_NO_PUBLIC,
+    ),
+    mha(
+        "a mask of another rank not refused (a 1-D mask broadcasts)",
+        ("mask-rank",),
+        changes=[
+            (
+                "            if mask.dim() not in (2, 3, 4):\n"
+                '                raise ValueError("the mask must be (T, T), (B, T, T) or (B, 1, T)")\n',
+                "",
+            )
+        ],
+        hidden_only=_NO_PUBLIC,
+    ),
+    mha(
         "a causal mask applied when none is given",
         ("mask-default",),
         changes=[
@@ -359,7 +406,7 @@ ALTERNATIVES = [
                 super().__init__()
                 if num_heads <= 0 or embed_dim % num_heads:
                     raise ValueError(f"num_heads={num_heads} must divide embed_dim={embed_dim}")
-                self.h, self.d = num_heads, embed_dim // num_heads
+                self.c, self.h, self.d = embed_dim, num_heads, embed_dim // num_heads
                 self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
                 self.k_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
                 self.v_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
@@ -367,6 +414,8 @@ ALTERNATIVES = [
                 self.p = dropout
 
             def forward(self, x, mask=None, return_weights=False):
+                if x.ndim != 3 or x.shape[2] != self.c:
+                    raise ValueError(f"x must be (B, T, {self.c}), got {tuple(x.shape)}")
                 b, t, c = x.shape
                 q = self.q_proj(x).view(b, t, self.h, self.d)
                 k = self.k_proj(x).view(b, t, self.h, self.d)
@@ -375,6 +424,8 @@ ALTERNATIVES = [
                 if mask is not None:
                     if not isinstance(mask, torch.Tensor) or mask.dtype is not torch.bool:
                         raise ValueError("mask must be a bool tensor")
+                    if not 2 <= mask.dim() <= 4:
+                        raise ValueError("mask must have 2, 3 or 4 dimensions")
                     if mask.dim() == 3:
                         mask = mask[:, None]
                     scores = scores.masked_fill(mask, -math.inf)
@@ -394,8 +445,8 @@ ALTERNATIVES = [
         class MultiHeadAttention(nn.Module):
             def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True):
                 super().__init__()
-                if embed_dim % num_heads:
-                    raise ValueError("embed_dim is not divisible by num_heads")
+                if num_heads < 1 or embed_dim % num_heads:
+                    raise ValueError("num_heads must be a positive divisor of embed_dim")
                 self.num_heads = num_heads
                 self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
                 self.v_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
@@ -404,6 +455,8 @@ ALTERNATIVES = [
                 self.dropout = nn.Dropout(dropout)
 
             def forward(self, x, mask=None, return_weights=False):
+                if len(x.shape) != 3 or x.shape[-1] != self.q_proj.in_features:
+                    raise ValueError("x must be (B, T, embed_dim)")
                 weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
                 bias = None
                 if self.q_proj.bias is not None:
@@ -411,8 +464,8 @@ ALTERNATIVES = [
                 q, k, v = (split_heads(part, self.num_heads) for part in F.linear(x, weight, bias).chunk(3, dim=-1))
                 scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(q.shape[-1])
                 if mask is not None:
-                    if mask.dtype != torch.bool:
-                        raise ValueError("boolean masks only")
+                    if mask.dtype != torch.bool or mask.dim() not in (2, 3, 4):
+                        raise ValueError("boolean masks of 2, 3 or 4 dimensions only")
                     while mask.dim() < 4:
                         mask = mask.unsqueeze(-3)
                     scores = scores.masked_fill(mask, float("-inf"))
@@ -433,9 +486,11 @@ ALTERNATIVES = [
         class MultiHeadAttention(nn.Module):
             def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True):
                 super().__init__()
+                if num_heads <= 0:
+                    raise ValueError(f"num_heads must be positive, got {num_heads}")
                 if embed_dim % num_heads != 0:
                     raise ValueError(f"{embed_dim} is not divisible by {num_heads}")
-                self.num_heads = num_heads
+                self.num_heads, self.embed_dim = num_heads, embed_dim
                 self.dropout = dropout
                 self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
                 self.k_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
@@ -443,11 +498,15 @@ ALTERNATIVES = [
                 self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
 
             def forward(self, x, mask=None, return_weights=False):
+                if x.dim() != 3 or x.size(2) != self.embed_dim:
+                    raise ValueError("expected x of shape (B, T, embed_dim)")
                 q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
                 allowed = None
                 if mask is not None:
                     if mask.dtype != torch.bool:
                         raise ValueError("mask must be boolean, True = blocked")
+                    if mask.dim() < 2 or mask.dim() > 4:
+                        raise ValueError("mask must be (T, T), (B, T, T) or (B, 1, T)")
                     allowed = ~(mask.unsqueeze(1) if mask.dim() == 3 else mask)
                 p = self.dropout if self.training else 0.0
                 out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=p)
@@ -469,8 +528,8 @@ ALTERNATIVES = [
         class MultiHeadAttention(nn.Module):
             def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True):
                 super().__init__()
-                if embed_dim % num_heads:
-                    raise ValueError("num_heads must divide embed_dim")
+                if not num_heads > 0 or embed_dim % num_heads:
+                    raise ValueError("num_heads must be a positive divisor of embed_dim")
                 self.num_heads, self.head_dim = num_heads, embed_dim // num_heads
                 for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
                     setattr(self, name, nn.Linear(embed_dim, embed_dim, bias=bias))
@@ -478,8 +537,10 @@ ALTERNATIVES = [
                 self.out_drop = nn.Dropout(dropout)
 
             def forward(self, x, mask=None, return_weights=False):
-                if mask is not None and mask.dtype != torch.bool:
-                    raise ValueError("only boolean masks are accepted")
+                if x.dim() != 3 or x.shape[-1] != self.num_heads * self.head_dim:
+                    raise ValueError("x must be (B, T, embed_dim)")
+                if mask is not None and (mask.dtype != torch.bool or mask.dim() not in (2, 3, 4)):
+                    raise ValueError("only boolean masks (T, T), (B, T, T) or (B, 1, T) are accepted")
                 if mask is not None and mask.dim() == 4:
                     mask = mask[:, 0]
                 q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)

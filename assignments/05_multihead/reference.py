@@ -83,7 +83,8 @@ class MultiHeadAttention(nn.Module):
     ``(T, T)`` (one for the whole batch, e.g. a causal mask), ``(B, T, T)`` (one per
     sequence, as ``combined_mask`` makes) or ``(B, 1, T)`` (blocked keys per sequence,
     as ``padding_mask`` makes); the head axis is added here so that every head uses
-    the same mask. A query row whose keys are all blocked gives NaN, as in PyTorch.
+    the same mask. A query row whose keys are all blocked gives NaN, as in
+    ``nn.MultiheadAttention`` (``F.scaled_dot_product_attention`` gives zeros there).
 
     Dropout (probability ``dropout``, active in training mode only) is applied to the
     attention weights and to the output of ``out_proj``. The weights returned with
