@@ -332,21 +332,35 @@ def _ff_arguments(embed_dim, ff_dim, activation="gelu", dropout=0.0):
     return [embed_dim, ff_dim, activation, dropout]
 
 
+def _mha_arguments(embed_dim, num_heads, dropout=0.0, bias=True):
+    """The arguments of MultiHeadAttention, with their defaults (used to read a call's arguments)."""
+    return [embed_dim, num_heads, dropout, bias]
+
+
 def _ln_arguments(dim, eps=1e-5):
     """The arguments of LayerNorm, with their defaults (a call may name them: LayerNorm(dim=C))."""
     return dim, eps
 
 
 @contextlib.contextmanager
-def _placeholders(ns, activations=None):
-    """While the block is built: LayerNorm is nn.LayerNorm, FeedForward a placeholder; both note their arguments.
+def _placeholders(ns, activations=None, attention_dropout=None):
+    """While the block is built: LayerNorm is nn.LayerNorm, FeedForward a placeholder, and MultiHeadAttention
+    the notebook's own, built with the arguments it was given; all three note their arguments (the tests read
+    no attribute of stage 05's module that its contract does not name, so a student's own version passes them).
 
     With ``activations`` (a dict keyed by name), the placeholder refuses any other activation with ValueError,
-    as FeedForward does (the hidden tests build PyTorch's layers from the noted arguments).
+    as FeedForward does (the hidden tests build PyTorch's layers from the noted arguments). With
+    ``attention_dropout``, the attention is built with that dropout instead of the one it was given.
     """
     names = ns._names
-    saved = {key: names.get(key) for key in ("LayerNorm", "FeedForward")}
-    calls = {"LayerNorm": [], "FeedForward": []}
+    saved = {key: names.get(key) for key in ("LayerNorm", "FeedForward", "MultiHeadAttention")}
+    calls = {"LayerNorm": [], "FeedForward": [], "MultiHeadAttention": []}
+
+    def attention(*args, **kwargs):
+        embed_dim, num_heads, dropout, bias = _mha_arguments(*args, **kwargs)
+        calls["MultiHeadAttention"].append([embed_dim, num_heads, dropout])
+        chosen = dropout if attention_dropout is None else attention_dropout
+        return saved["MultiHeadAttention"](embed_dim, num_heads, dropout=chosen, bias=bias)
 
     def layer_norm(*args, **kwargs):
         dim, eps = _ln_arguments(*args, **kwargs)
@@ -360,7 +374,7 @@ def _placeholders(ns, activations=None):
         calls["FeedForward"].append(arguments)
         return torch.nn.Identity()
 
-    names["LayerNorm"], names["FeedForward"] = layer_norm, feed_forward
+    names["LayerNorm"], names["FeedForward"], names["MultiHeadAttention"] = layer_norm, feed_forward, attention
     try:
         yield calls
     finally:
@@ -428,8 +442,8 @@ def _parts_problem(asked):
 
     def test(got):
         attn, norms, feed_forwards = got
-        if attn != [embed_dim, num_heads, dropout, dropout]:
-            return f"attn: MultiHeadAttention(embed_dim, num_heads, dropout=dropout) was expected, as [embed_dim, num_heads, attention dropout, output dropout] = {[embed_dim, num_heads, dropout, dropout]}, got {attn}"
+        if attn != [[embed_dim, num_heads, dropout]]:
+            return f"attn: one MultiHeadAttention(embed_dim, num_heads, dropout=dropout) = {[embed_dim, num_heads, dropout]} was expected, MultiHeadAttention was called with {attn}"
         if norms != [[embed_dim], [embed_dim]]:
             return f"ln1 and ln2: two LayerNorm(embed_dim) were expected, LayerNorm was called with dims {norms}"
         if feed_forwards != [[embed_dim, ff_dim, activation, dropout]]:
@@ -440,16 +454,10 @@ def _parts_problem(asked):
 
 
 def _built_parts(ns, *args, **kwargs):
-    """Build a block with the placeholders; return what attn holds and what the placeholders were given."""
+    """Build a block with the placeholders; return what they were given."""
     with _placeholders(ns) as calls:
-        block = ns.TransformerBlock(*args, **kwargs)
-    attn = block.attn
-    drops = [getattr(getattr(attn, name, None), "p", None) for name in ("attn_dropout", "resid_dropout")]
-    return [
-        [getattr(attn, "embed_dim", None), getattr(attn, "num_heads", None), *drops],
-        calls["LayerNorm"],
-        calls["FeedForward"],
-    ]
+        ns.TransformerBlock(*args, **kwargs)
+    return [calls["MultiHeadAttention"], calls["LayerNorm"], calls["FeedForward"]]
 
 
 @suite.case(
@@ -570,11 +578,8 @@ def _steady(got):
     guard=True,  # a module that does nothing passes it: it counts only when a test of the values passes
 )
 def _(ns):
-    with _placeholders(ns):
+    with _placeholders(ns, attention_dropout=0.0):  # the feed-forward is a placeholder without dropout
         block = ns.TransformerBlock(PC, PH, PF, dropout=0.5, activation="relu", norm_first=False)
-    for module in block.attn.modules():
-        if getattr(module, "p", None) is not None:  # an nn.Dropout
-            module.p = 0.0
     block.train()
     x = randn(PB, PT, PC, seed=14)
     with torch.no_grad():

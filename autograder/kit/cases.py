@@ -347,24 +347,44 @@ def randn(*shape: int, seed: int) -> torch.Tensor:
     return torch.randn(*shape, generator=generator(seed))
 
 
+def _better_name(name: str, kept: str, first: tuple[str, ...]) -> bool:
+    """Whether ``name`` should replace ``kept`` as the one name of a shared parameter.
+
+    Example:
+        >>> _better_name("ff.fc1.weight", "ff.net.0.weight", ()), _better_name("head.weight", "tok_emb.weight", ())
+        (True, False)
+    """
+    if name in first or kept in first:
+        return name in first and kept not in first
+    numbered = [sum(step.isdigit() for step in n.split(".")) for n in (name, kept)]
+    return numbered[0] < numbered[1]
+
+
 def set_parameters(module: torch.nn.Module, seed: int, scale: float = 0.5, first: tuple[str, ...] = ()) -> None:
     """Give every parameter of ``module`` fixed values drawn from its name and a seed.
 
     Each parameter's values depend only on its dotted name, shape and ``seed``, never on
-    the order in which the student's code created it. A parameter that several modules
-    share (a head tied to the token embedding) is filled once: under the first of its
-    names that ``first`` lists, or else under the name it was first registered by.
+    the order in which the student's code created it. A parameter with several names (a
+    head tied to the token embedding, or a layer kept both as ``fc1`` and inside an
+    ``nn.Sequential``) is filled once, under the first of its names that ``first`` lists,
+    or else under the one with the fewest numbered steps (``fc1.weight``, the name a
+    contract gives, before ``net.0.weight``), the first registered of equal ones.
 
     Example:
         >>> a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
         >>> set_parameters(a, seed=1); set_parameters(b, seed=1)
         >>> torch.equal(a.weight, b.weight)
         True
+        >>> c = torch.nn.Module(); c.net = torch.nn.Sequential(torch.nn.Linear(2, 2)); c.fc1 = c.net[0]
+        >>> d = torch.nn.Module(); d.fc1 = torch.nn.Linear(2, 2)
+        >>> set_parameters(c, seed=1); set_parameters(d, seed=1)
+        >>> torch.equal(c.fc1.weight, d.fc1.weight)
+        True
     """
     named: dict[int, tuple[str, torch.nn.Parameter]] = {}
     for name, param in module.named_parameters(remove_duplicate=False):
         kept = named.get(id(param))
-        if kept is None or (name in first and kept[0] not in first):
+        if kept is None or _better_name(name, kept[0], first):
             named[id(param)] = (name, param)
     with torch.no_grad():
         for name, param in sorted(named.values(), key=lambda item: item[0]):
