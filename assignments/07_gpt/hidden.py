@@ -354,6 +354,23 @@ def _(ns):
         return torch.tensor([float(model(MODEL_IDX, t)[1]) for t in (targets, some, one)], dtype=torch.float64)
 
 
+@suite.case(
+    "model",
+    "the loss of idx and targets sliced from one tensor of windows (not contiguous)",
+    points=1,
+    check=close(rtol=1e-5, atol=1e-5, dtype=None),
+    expected=REFERENCE,
+    builds_on=("logits with fixed weights: pre-norm, tied (B=3, T=7, V=13, C=12)",),
+)
+def _(ns):
+    model = ns.GPT(ns.GPTConfig(**TINY))
+    _fill(model, 29)
+    model.eval()
+    rows = torch.randint(13, (4, 9), generator=generator(13))  # four windows of 8 tokens and their next
+    with torch.no_grad():
+        return model(rows[:, :-1], rows[:, 1:])[1].reshape(1).double()
+
+
 def _length_problem(got):
     shape, loss, raised = got
     if shape != [2, 9, 13]:

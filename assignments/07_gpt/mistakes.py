@@ -82,7 +82,7 @@ _GPT_RIGHT = {
     ),
     "mask": "mask=mask",
     "final": "self.ln_f(x)",
-    "loss": "loss = F.cross_entropy(logits.view(B * T, -1), targets.view(B * T), ignore_index=-100)",
+    "loss": "loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T), ignore_index=-100)",
 }
 
 _NANOGPT_CONFIG = """@dataclass
@@ -332,6 +332,12 @@ MISTAKES = [
         clauses=("head",),
     ),
     Variant("model", "no final LayerNorm before the head", {"GPT": _gpt(final="x")}, clauses=("ln-f",)),
+    Variant(
+        "model",
+        "targets flattened with .view, which refuses a slice of a batch (nanoGPT's form)",
+        {"GPT": _gpt(loss="loss = F.cross_entropy(logits.view(B * T, -1), targets.view(B * T), ignore_index=-100)")},
+        clauses=("slices",),
+    ),
     Variant("model", "the blocks run without the causal mask", {"GPT": _gpt(mask="mask=None")}, clauses=("causal",)),
     Variant(
         "model",

@@ -245,6 +245,38 @@ def _(ns):
     return scores.detach(), targets, total.item()
 
 
+def _slices_problem(got):
+    sliced, copied = got
+    if isinstance(sliced, str):
+        return (
+            f"with idx and targets cut from one tensor of windows (rows[:, :-1] and rows[:, 1:], not contiguous) "
+            f"the model raised {sliced}: flatten with .reshape or .flatten, which copy when they must, not .view"
+        )
+    if abs(sliced - copied) > 1e-6 + 1e-6 * abs(copied):
+        return f"slices of one tensor gave the loss {sliced:.6f}, their contiguous copies {copied:.6f}"
+    return None
+
+
+@suite.case(
+    "model",
+    "idx and targets that are slices of one tensor (not contiguous) give the loss of their copies",
+    points=1,
+    check=satisfies(_slices_problem),
+    builds_on=("the loss of a model with fixed weights",),
+)
+def _(ns):
+    model = ns.GPT(ns.GPTConfig(vocab_size=13, block_size=10, n_layer=1, n_head=2, n_embd=8))
+    _fill(model, seed=9)
+    model.eval()
+    rows = torch.randint(13, (3, 7), generator=generator(6))  # three windows of 6 tokens and their next
+    idx, targets = rows[:, :-1], rows[:, 1:]  # (3, 6) each; neither is contiguous
+    with torch.no_grad():
+        raised = catch(model, idx, targets)["raised"]
+        if raised:
+            return raised, None
+        return model(idx, targets)[1].item(), model(idx.contiguous(), targets.contiguous())[1].item()
+
+
 # ---------------------------------------------------------------- params
 
 
