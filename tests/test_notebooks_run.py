@@ -4,6 +4,13 @@ project's ipykernel), every cell, demonstrations and training included, offline:
 - **reference**: the reference solution in every stub cell, the local Tiny Shakespeare
   (``GPTCOURSE_SHAKESPEARE``). No cell may raise, every check cell reports that its public
   tests passed, and ``package_submission()`` packs the saved notebook.
+- **own**: the reference notebook of a stage that builds on earlier stages, with every
+  earlier stage's answer (the cells a student fills by pasting their own earlier work, while
+  the instructor withholds the course's) replaced by a student's own version: a catalogued
+  alternative of that stage (correct code in another style, ``ALTERNATIVES`` in its
+  ``mistakes.py``), under the imports its own notebook made. It runs as clean as the
+  reference: no later cell may lean on more of an earlier answer than its contract names
+  (09's n-gram row once read ``ngram.counts``, an attribute stage 01 never asks for).
 - **student**: the release as a student gets it, and no local corpus, so that the corpus
   loader meets the dead network and falls back to the default corpus (and says so). Check
   cells report failures without raising. A demonstration or training cell may stop only
@@ -39,9 +46,10 @@ from kernels import execute_in_kernel
 from support import SHAKESPEARE
 
 from autograder.authoring.catalogue import catalogue
+from autograder.build.answers import given_answers
 from autograder.build.notebooks import make_notebook
 from autograder.course import all_stages, get_stage
-from autograder.engine.submission import TAG_ANSWER, TAG_CHECK, TAG_DEMO, TAG_STUB, TAG_TRAIN
+from autograder.engine.submission import TAG_ANSWER, TAG_CHECK, TAG_DEMO, TAG_GIVEN, TAG_STUB, TAG_TRAIN
 
 STAGES = all_stages()
 NAME = "my notebook.ipynb"
@@ -109,8 +117,48 @@ async def run_async(notebook: dict, folder, shakespeare: bool) -> nbformat.Noteb
     return notebook
 
 
+def _imports(source: str) -> list[str]:
+    """The import statements at the top level of a cell's code.
+
+    Example:
+        >>> _imports("import math\n\nQUICK = True\nfrom torch import nn\n")
+        ['import math', 'from torch import nn']
+    """
+    tree = ast.parse(source)
+    return [ast.get_source_segment(source, n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
+def _defined(source: str) -> list[str]:
+    """The functions and classes a cell's code defines at its top level."""
+    return [n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+
+
+def own_earlier_answers(stage) -> dict:
+    """``stage``'s reference notebook with each earlier stage's answer replaced by one of that
+    stage's catalogued alternatives (picked by ``stage``'s number, so that the later stages
+    try different ones), under the imports of the cell it replaces and of its own stage's
+    notebook, as a student pastes their own earlier work."""
+    notebook = make_notebook(stage, "reference")
+    student = make_notebook(stage, "student")
+    for answer in given_answers(stage):
+        alternatives = [v.cells[answer.short] for v in catalogue(answer.stage)[1] if answer.short in v.cells]
+        assert alternatives, f"{answer.stage.id} has no catalogued alternative for {answer.short}"
+        code = alternatives[int(stage.id[:2]) % len(alternatives)]
+        at = next(
+            i
+            for i, (cell, theirs) in enumerate(zip(notebook["cells"], student["cells"]))
+            if TAG_ANSWER in _tags(theirs) and answer.short in _defined(cell["source"])
+        )
+        own_stage = make_notebook(answer.stage, "reference")["cells"]
+        own_imports = [line for c in own_stage if TAG_GIVEN in _tags(c) for line in _imports(c["source"])]
+        imports = dict.fromkeys(_imports(notebook["cells"][at]["source"]) + own_imports)
+        notebook["cells"][at]["source"] = "\n".join(imports) + "\n\n\n" + code
+    return notebook
+
+
 RUNS = {
     "test_reference_notebook_runs_clean_offline": "reference",
+    "test_a_notebook_runs_with_a_student_s_own_earlier_answers": "own",
     "test_released_notebook_fails_only_where_a_stub_is_called": "student",
 }
 
@@ -125,6 +173,7 @@ def executed(request, tmp_path_factory) -> dict:
         if item.module is request.module and item.originalname in RUNS
     ]
     wanted = [(stage, variant) for stage, variant in wanted if variant == "student" or SHAKESPEARE.exists()]
+    build = {"own": own_earlier_answers}
 
     async def run_all():
         gate = asyncio.Semaphore(KERNELS_AT_ONCE)
@@ -132,7 +181,8 @@ def executed(request, tmp_path_factory) -> dict:
         async def one(stage, variant):
             async with gate:
                 folder = tmp_path_factory.mktemp(f"{stage.id}-{variant}")
-                return await run_async(make_notebook(stage, variant), folder, shakespeare=variant == "reference")
+                notebook = build.get(variant, lambda stage: make_notebook(stage, variant))(stage)
+                return await run_async(notebook, folder, shakespeare=variant != "student")
 
         return await asyncio.gather(*(one(stage, variant) for stage, variant in wanted), return_exceptions=True)
 
@@ -173,6 +223,23 @@ def stub_messages(notebook) -> set[str]:
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
 def test_reference_notebook_runs_clean_offline(stage, executed):
     notebook = _ran(executed, stage, "reference")
+    _assert_runs_clean(notebook)
+    output = "\n".join(_text(c) for c in notebook.cells)
+    for claim in CLAIMS.get(stage.id, ()):
+        assert re.search(claim, output), f"no output matches {claim!r}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not SHAKESPEARE.exists(), reason="no local copy of Tiny Shakespeare (tests/support.py says where it is looked for)"
+)
+@pytest.mark.parametrize("stage", [s for s in STAGES if given_answers(s)], ids=lambda s: s.id)
+def test_a_notebook_runs_with_a_student_s_own_earlier_answers(stage, executed):
+    _assert_runs_clean(_ran(executed, stage, "own"))
+
+
+def _assert_runs_clean(notebook) -> None:
+    """No cell raised, every check cell passed, the corpus was the local one, and the hand-in packed."""
     failed = [
         f"{_where(i, c)}\n  {e['ename']}: {e['evalue']}" for i, c in enumerate(notebook.cells) for e in _errors(c)
     ]
@@ -183,8 +250,6 @@ def test_reference_notebook_runs_clean_offline(stage, executed):
     output = "\n".join(_text(c) for c in notebook.cells)
     assert "Could not download" not in output and "DIFFERENT" not in output
     assert _text(notebook.cells[-1]).startswith(f"Packaged {NAME}"), _text(notebook.cells[-1])
-    for claim in CLAIMS.get(stage.id, ()):
-        assert re.search(claim, output), f"no output matches {claim!r}"
 
 
 # What the text of a notebook says a demonstration shows, as it must show it even at the quick sizes.
