@@ -215,20 +215,25 @@ def _placement_problem(calls):
     return None
 
 
-def _placed_and_right(got, expected, reveal):
-    """The torch calls forward made put its tensors on idx's device, and its output is right."""
-    verdict = close(rtol=1e-5, atol=1e-6, dtype=None)(got[1], expected[1], reveal)
-    if not verdict.passed:
-        return Verdict(False, f"the output is not right yet: {verdict.message}")
-    problem = _placement_problem(got[0])
-    return Verdict(problem is None, problem or "")
+def _placed_and_right(placement_problem, rtol, atol):
+    """A check of ``(calls, output)``: the output is right (within ``rtol``, ``atol``), and then the noted
+    torch calls made their tensors on the input's device (``placement_problem``: why not, or None)."""
+
+    def check(got, expected, reveal):
+        verdict = close(rtol=rtol, atol=atol, dtype=None)(got[1], expected[1], reveal)
+        if not verdict.passed:
+            return Verdict(False, f"the output is not right yet: {verdict.message}")
+        problem = placement_problem(got[0])
+        return Verdict(problem is None, problem or "")
+
+    return check
 
 
 @suite.case(
     "embedding",
     "the positions are made on the device of idx",
     points=1,
-    check=_placed_and_right,
+    check=_placed_and_right(_placement_problem, rtol=1e-5, atol=1e-6),
     expected=REFERENCE,
     builds_on=("fixed weights, B=3, T=5, vocabulary 11, C=6, max_seq_len=8",),
 )
@@ -498,20 +503,11 @@ def _rope_placement_problem(given):
     return None
 
 
-def _rope_placed_and_right(got, expected, reveal):
-    """The torch calls apply_rope made put its tensors on x's device, and its output is right."""
-    verdict = close(rtol=1e-5, atol=2e-5, dtype=None)(got[1], expected[1], reveal)
-    if not verdict.passed:
-        return Verdict(False, f"the output is not right yet: {verdict.message}")
-    problem = _rope_placement_problem(got[0])
-    return Verdict(problem is None, problem or "")
-
-
 @suite.case(
     "rope",
     "the angles are made on the device of x",
     points=1,
-    check=_rope_placed_and_right,
+    check=_placed_and_right(_rope_placement_problem, rtol=1e-5, atol=2e-5),
     expected=REFERENCE,
     builds_on=(_LEADING,),
 )
