@@ -402,8 +402,7 @@ out, events, control = os.pipe(), os.pipe(), os.pipe()
 server.launch({"workdir": sys.argv[1], "env": {}}, [out[1], events[1], control[0]])
 os.close(control[1])  # the job reads no message and ends
 print(server._workdir, flush=True)
-if sys.argv[2] == "killed":
-    sys.stdin.read()
+sys.stdin.read()  # until the test has seen the folder: it then closes stdin (this process exits) or kills it
 """
 
 
@@ -412,7 +411,7 @@ def test_the_fork_servers_folder_goes_with_the_grading_process(end, tmp_path):
     # a grading process that exits removes the folder (atexit); one that is killed runs no atexit,
     # and the server, seeing its socket closed, removes the folder itself
     grading = subprocess.Popen(
-        [sys.executable, "-c", _GRADING_PROCESS, str(tmp_path), end],
+        [sys.executable, "-c", _GRADING_PROCESS, str(tmp_path)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -422,6 +421,8 @@ def test_the_fork_servers_folder_goes_with_the_grading_process(end, tmp_path):
     assert folder.name.startswith("gptcourse-forkserver-") and folder.is_dir()
     if end == "killed":
         grading.kill()
+    else:
+        grading.stdin.close()
     grading.wait(timeout=60)
     for _ in range(600):
         if not folder.exists():
