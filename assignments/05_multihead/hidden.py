@@ -781,16 +781,16 @@ def _(ns):
 
 @suite.case(
     "mha",
-    "ValueError for num_heads=0, for an x of width 20 and for a 1-D mask",
+    "ValueError for num_heads=0, for an x of width 22 and for a 1-D mask",
     points=1,
     check=satisfies(
-        _value_errors(["MultiHeadAttention(24, 0)", "x (3, 5, 20) for embed_dim=24", "a mask of shape (5,)"])
+        _value_errors(["MultiHeadAttention(24, 0)", "x (3, 5, 22) for embed_dim=24", "a mask of shape (5,)"])
     ),
 )
 def _(ns):
     with _tabled_heads(ns), torch.no_grad():
         first = catch(ns.MultiHeadAttention, MC, 0)
         module = _module(ns, 14)
-        second = catch(module, randn(MB, MT, 20, seed=62))
+        second = catch(module, randn(MB, MT, 22, seed=62))
         third = catch(module, _XM.clone(), mask=_PADDED[1].clone())  # (T,): a row of padding_mask without its axes
     return [first, second, third]
