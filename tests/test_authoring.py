@@ -126,6 +126,17 @@ def test_a_test_name_used_twice_in_one_suite_is_named_with_its_file_and_lines(sc
     ]
 
 
+def test_a_line_of_a_reference_body_in_the_student_notebook_is_caught(scratch):
+    # an author's demonstration, meant to show the vocabulary, built it the reference's way
+    # (07's harness once held `activation="gelu",` of the reference GPT, in a test helper's signature)
+    notebook = scratch.folder / "notebook.md"
+    _replace(notebook, "```python demo\n", "```python demo\nstoi = {ch: i for i, ch in enumerate(chars)}\n")
+    assert (
+        "[release keeps the answers] the student notebook holds `stoi = {ch: i for i, ch in enumerate(chars)}`, a line of the reference's build_vocab: students read the answer"
+        in static_problems(scratch)
+    )
+
+
 def test_a_return_dtype_stated_without_a_dtype_clause_is_caught(scratch):
     # an author stated `torch.long` for a new question's result, tested values with equal(dtype=None)
     # and wrote no dtype clause: a student returning int32 or float earned full marks

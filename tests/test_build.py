@@ -2,7 +2,6 @@
 a fresh build writes is check-stage's rule "release up to date" (build.notebooks.stale_release),
 run for every stage by tests/test_rules.py."""
 
-import ast
 import json
 import re
 import subprocess
@@ -11,13 +10,13 @@ import zipfile
 
 import pytest
 
-from autograder.build.answers import given_answers
+from autograder.authoring.static_rules import readable
 from autograder.build.fixtures import fixture_file
 from autograder.build.notebooks import HARNESS_BODY, HARNESS_HEADER, KIT, dumps_notebook, make_notebook, unpack_harness
 from autograder.build.source import SourceError, parse_source
 from autograder.build.stubs import make_stub
 from autograder.course import ROOT, all_stages
-from autograder.engine.submission import TAG_GIVEN, TAG_HARNESS
+from autograder.engine.submission import TAG_HARNESS
 from autograder.kit import PASTED
 
 STAGES = all_stages()
@@ -28,73 +27,19 @@ def test_same_sources_give_identical_notebooks(stage):
     assert dumps_notebook(make_notebook(stage, "student")) == dumps_notebook(make_notebook(stage, "student"))
 
 
-def _statement(line: str) -> bool:
-    """A line that is a whole statement on its own (not ``raise X(`` or ``with y:``)."""
-    try:
-        ast.parse(line)
-    except SyntaxError:
-        return False
-    return True
-
-
-def _body_lines(source: str) -> set[str]:
-    """Specific lines of a reference's code: whole statements, docstrings and short lines left out."""
-    stub = make_stub(source, "x")
-    stub_lines = {line.strip() for line in stub.splitlines()}
-    return {
-        line.strip()
-        for line in source.splitlines()
-        if len(line.strip()) >= 16 and line.strip() not in stub_lines and _statement(line.strip())
-    }
-
-
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)
-def test_release_holds_no_solution_hidden_test_or_expected_value(stage):
-    """No line of a reference body or of the hidden tests, and no expected value, is released.
-
-    Lines that the notebook gives on purpose (given code, earlier stages' references) and
-    lines the public tests share with the hidden ones are not secrets.
-    """
-    from autograder.build.stubs import reference_source
-
+def test_release_holds_no_expected_value_or_hidden_test_name(stage):
+    """No expected value and no hidden test's name is released. (That no line of a reference
+    body or of the hidden tests is released is check-stage's rule "release keeps the answers",
+    static_rules.release_keeps_secrets, run for every stage by tests/test_rules.py.)"""
     released = "\n".join(
         p.read_text(encoding="utf-8", errors="replace")
         for p in (ROOT / "release" / "student" / stage.id).rglob("*")
         if p.is_file()
     )
     notebook = json.loads((ROOT / "release" / "student" / stage.id / f"{stage.id}.ipynb").read_text(encoding="utf-8"))
-    code = "\n".join(_readable(cell) for cell in notebook["cells"])
+    code = "\n".join(readable(cell) for cell in notebook["cells"])
     released += "\n" + code
-    given = {
-        line.strip()
-        for cell in notebook["cells"]
-        if TAG_GIVEN in cell["metadata"].get("tags", [])
-        for line in cell["source"].splitlines()
-    }
-    # lines this stage shares with the earlier answers it builds on (`super().__init__()`) are no
-    # secret of its own (test_answers proves that a withheld answer's lines are not released)
-    given |= {
-        line.strip()
-        for answer in given_answers(stage)
-        for line in reference_source(*answer.name.rsplit(".", 1)).splitlines()
-    }
-    public = stage.public.read_text(encoding="utf-8")  # released anyway: a hidden line found in it is no leak
-    stubs = [b.arg for b in parse_source(stage.source) if b.kind == "stub"]
-    assert stubs
-    for name in stubs:
-        for line in _body_lines(reference_source(stage.module, name)) - given:
-            assert line not in code, f"solution line of {name} released: {line!r}"
-    hidden = stage.hidden.read_text(encoding="utf-8")
-    for line in hidden.splitlines():
-        line = line.strip()
-        if (
-            len(line) >= 24
-            and not line.startswith(("#", "from ", "import ", '"""'))
-            and _statement(line)
-            and line not in public
-            and line not in given
-        ):
-            assert line not in code, f"hidden test line released: {line!r}"
     values = json.loads(fixture_file(stage).read_text())["values"]  # built first in a clean clone
     assert values
     for key, value in values.items():
@@ -102,13 +47,6 @@ def test_release_holds_no_solution_hidden_test_or_expected_value(stage):
         if len(text) >= 24:
             assert text not in released, f"expected value of {key} released"
         assert key.split(": ", 1)[1] not in code, f"hidden test name {key!r} released"
-
-
-def _readable(cell: dict) -> str:
-    """A cell's source, the harness's packed module unpacked (so that the scans above read it)."""
-    if TAG_HARNESS in cell["metadata"].get("tags", []):
-        return cell["source"] + "\n" + unpack_harness(cell["source"])
-    return cell["source"]
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.id)

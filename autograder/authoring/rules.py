@@ -66,6 +66,7 @@ RULES: tuple[Rule, ...] = (
     Rule("stated exceptions specified", static_rules.exceptions_specified),
     Rule("stated numbers have a source", static_rules.numbers_sourced),
     Rule("clauses stated to students", static_rules.clauses_stated, last=True),
+    Rule("release keeps the answers", static_rules.release_keeps_secrets, last=True),
     Rule("release up to date", static_rules.release_fresh, last=True),
     Rule("empty release earns nothing", graded_rules.empty_earns_nothing, graded=True),
     Rule("reference full", graded_rules.reference_full, graded=True, blocking=True),

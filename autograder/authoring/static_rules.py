@@ -19,6 +19,7 @@ import tokenize
 from functools import cached_property
 from pathlib import Path
 
+from autograder.build.answers import given_answers
 from autograder.build.notebooks import (
     answer_import_problems,
     check_cell_question,
@@ -26,11 +27,13 @@ from autograder.build.notebooks import (
     make_notebook,
     release_folder,
     stale_release,
+    unpack_harness,
 )
 from autograder.build.source import Block, SourceError, parse_source
 from autograder.build.stubs import make_stub, reference_source
 from autograder.build.written import written_questions
 from autograder.course import Stage
+from autograder.engine.submission import TAG_GIVEN, TAG_HARNESS
 from autograder.engine.suites import StageTests
 from autograder.kit import PASTED
 
@@ -480,6 +483,69 @@ def examples_run(subject: Subject) -> list[str]:
 def numbers_sourced(subject: Subject) -> list[str]:
     """Every number ``claims.py`` ties to a measurement is still stated in the notebook, in its words."""
     return unsourced(subject.stage, stage_claims(subject.stage))
+
+
+def release_keeps_secrets(subject: Subject) -> list[str]:
+    """The student notebook, as built, holds no line of a reference's body (``statement_lines``)
+    and no line of the hidden tests (a statement of 24 characters or more that the public tests
+    do not share), apart from what it gives on purpose: its given code and the earlier answers it
+    uses. The check harness is read unpacked."""
+    cells = subject.student_cells
+    code = "\n".join(readable(cell) for cell in cells)
+    given = {
+        line.strip() for c in cells if TAG_GIVEN in c["metadata"].get("tags", []) for line in c["source"].splitlines()
+    }
+    for answer in given_answers(subject.stage):  # lines it shares with them (`super().__init__()`) are no secret
+        given |= {line.strip() for line in reference_source(*answer.name.rsplit(".", 1)).splitlines()}
+    problems = [
+        f"the student notebook holds `{line}`, a line of the reference's {name}: students read the answer"
+        for name in subject.stubs
+        for line in sorted(statement_lines(reference_source(subject.stage.module, name)) - given)
+        if line in code
+    ]
+    public = subject.stage.public.read_text(encoding="utf-8")
+    hidden = {line.strip() for line in subject.stage.hidden.read_text(encoding="utf-8").splitlines()}
+    problems += [
+        f"the student notebook holds `{line}`, a line of the hidden tests"
+        for line in sorted(hidden - given)
+        if len(line) >= 24
+        and not line.startswith(("#", "from ", "import ", '"""'))
+        and _statement(line)
+        and line not in public
+        and line in code
+    ]
+    return problems
+
+
+def statement_lines(source: str) -> set[str]:
+    """The lines of a reference (``source``) that its stub does not show and that are whole
+    statements of 16 characters or more: what a released notebook must not hold.
+
+    >>> sorted(statement_lines('def f(x):\\n    "Sum of 3x."\\n    tripled = x + x + x\\n    return tripled.sum()\\n'))
+    ['return tripled.sum()', 'tripled = x + x + x']
+    """
+    shown = {line.strip() for line in make_stub(source, "x").splitlines()}
+    return {
+        line.strip()
+        for line in source.splitlines()
+        if len(line.strip()) >= 16 and line.strip() not in shown and _statement(line.strip())
+    }
+
+
+def _statement(line: str) -> bool:
+    """A line that is a whole statement on its own (not ``raise X(`` or ``with y:``)."""
+    try:
+        ast.parse(line)
+    except SyntaxError:
+        return False
+    return True
+
+
+def readable(cell: dict) -> str:
+    """A cell's source, the check harness's packed module unpacked (so that a scan reads it)."""
+    if TAG_HARNESS in cell["metadata"].get("tags", []):
+        return cell["source"] + "\n" + unpack_harness(cell["source"])
+    return cell["source"]
 
 
 def release_fresh(subject: Subject) -> list[str]:
