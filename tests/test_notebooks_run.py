@@ -36,6 +36,7 @@ duration is theirs); each test then reads its own notebook's outputs.
 
 import ast
 import asyncio
+import functools
 import json
 import os
 import re
@@ -133,6 +134,19 @@ def _defined(source: str) -> list[str]:
     return [n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
 
 
+@functools.cache
+def _alternatives(stage_id: str) -> list:
+    """A stage's catalogued alternatives (read once per stage)."""
+    return catalogue(get_stage(stage_id))[1]
+
+
+@functools.cache
+def _given_imports(stage_id: str) -> list[str]:
+    """The import statements of a stage's given cells (its own notebook's imports; built once per stage)."""
+    cells = make_notebook(get_stage(stage_id), "reference")["cells"]
+    return [line for c in cells if TAG_GIVEN in _tags(c) for line in _imports(c["source"])]
+
+
 def own_earlier_answers(stage) -> dict:
     """``stage``'s reference notebook with each earlier stage's answer replaced by one of that
     stage's catalogued alternatives (picked by ``stage``'s number, so that the later stages
@@ -141,7 +155,7 @@ def own_earlier_answers(stage) -> dict:
     notebook = make_notebook(stage, "reference")
     student = make_notebook(stage, "student")
     for answer in given_answers(stage):
-        alternatives = [v.cells[answer.short] for v in catalogue(answer.stage)[1] if answer.short in v.cells]
+        alternatives = [v.cells[answer.short] for v in _alternatives(answer.stage.id) if answer.short in v.cells]
         assert alternatives, f"{answer.stage.id} has no catalogued alternative for {answer.short}"
         code = alternatives[int(stage.id[:2]) % len(alternatives)]
         at = next(
@@ -149,9 +163,7 @@ def own_earlier_answers(stage) -> dict:
             for i, (cell, theirs) in enumerate(zip(notebook["cells"], student["cells"]))
             if TAG_ANSWER in _tags(theirs) and answer.short in _defined(cell["source"])
         )
-        own_stage = make_notebook(answer.stage, "reference")["cells"]
-        own_imports = [line for c in own_stage if TAG_GIVEN in _tags(c) for line in _imports(c["source"])]
-        imports = dict.fromkeys(_imports(notebook["cells"][at]["source"]) + own_imports)
+        imports = dict.fromkeys(_imports(notebook["cells"][at]["source"]) + _given_imports(answer.stage.id))
         notebook["cells"][at]["source"] = "\n".join(imports) + "\n\n\n" + code
     return notebook
 

@@ -301,6 +301,13 @@ def _(ns):
 MODEL_IDX = torch.randint(13, (3, 7), generator=generator(11))
 
 
+def _tiny(ns, seed):
+    """The student's GPT in the TINY configuration, with fixed weights from ``seed``, in eval mode."""
+    model = ns.GPT(ns.GPTConfig(**TINY))
+    _fill(model, seed)
+    return model.eval()
+
+
 @suite.case(
     "model",
     "logits with fixed weights: pre-norm, tied (B=3, T=7, V=13, C=12)",
@@ -309,9 +316,7 @@ MODEL_IDX = torch.randint(13, (3, 7), generator=generator(11))
     expected=REFERENCE,
 )
 def _(ns):
-    model = ns.GPT(ns.GPTConfig(**TINY))
-    _fill(model, 21)
-    model.eval()
+    model = _tiny(ns, 21)
     with torch.no_grad():
         return model(MODEL_IDX)[0]
 
@@ -341,9 +346,7 @@ def _(ns):
     builds_on=("logits with fixed weights: pre-norm, tied (B=3, T=7, V=13, C=12)",),
 )
 def _(ns):
-    model = ns.GPT(ns.GPTConfig(**TINY))
-    _fill(model, 23)
-    model.eval()
+    model = _tiny(ns, 23)
     targets = torch.randint(13, (3, 7), generator=generator(12))
     some = targets.clone()
     some[0, :5] = -100
@@ -363,9 +366,7 @@ def _(ns):
     builds_on=("logits with fixed weights: pre-norm, tied (B=3, T=7, V=13, C=12)",),
 )
 def _(ns):
-    model = ns.GPT(ns.GPTConfig(**TINY))
-    _fill(model, 29)
-    model.eval()
+    model = _tiny(ns, 29)
     rows = torch.randint(13, (4, 9), generator=generator(13))  # four windows of 8 tokens and their next
     with torch.no_grad():
         return model(rows[:, :-1], rows[:, 1:])[1].reshape(1).double()
