@@ -368,3 +368,30 @@ def test_the_last_rules_report_side_by_side_and_wait_for_the_others():
     report = LintReport("99_fake")  # a rule that is not last broken: the last rules do not run
     run_rules([Rule("names exist", finding("no such stub")), *lasts], None, report)
     assert report.broken == {"names exist": ["no such stub"]}
+
+
+def _sizes_problems(folder: Path, old: str, new: str) -> list[str]:
+    """check-stage's "probe sizes apart" problems of a copy of stage 05 with one change to its hidden suite."""
+    shutil.copytree(get_stage("05").folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    _replace(folder / "hidden.py", old, new)
+    return [p for p in static_problems(get_stage("05", root=folder.parent)) if p.startswith("[probe sizes apart]")]
+
+
+def test_a_probe_whose_sizes_repeat_is_caught(tmp_path):
+    # an author changed 05's heads probes to T = 6, the width of a head (C / H = 30 / 5): a
+    # split_heads that swaps T and D then reshapes into the right shape and can pass by luck
+    problems = _sizes_problems(tmp_path / "a" / "05_multihead", "B, T, C, H = 4, 7, 30, 5", "B, T, C, H = 4, 6, 30, 5")
+    assert problems[0] == (
+        "[probe sizes apart] heads: split_heads on a 4 x 7 x 30 input with 5 heads, every value checked: "
+        "split_heads is called with sizes (4, 6, 30, 5, 6) (SIZES_APART), where 6 repeats: make every size "
+        "differ, so that no transpose or reshape that mixes them passes by luck"
+    )
+    assert len(problems) == 4 and all("where 6 repeats" in p for p in problems)
+    # a declaration gone stale is named
+    problems = _sizes_problems(tmp_path / "b" / "05_multihead", '"merge_heads": lambda x', '"merge_head": lambda x')
+    assert problems == ["[probe sizes apart] SIZES_APART names merge_head, which the notebook does not define"]
+    # and so is a name the notebook defines but no probe calls (the rule would hold by default)
+    problems = _sizes_problems(
+        tmp_path / "c" / "05_multihead", "SIZES_APART = {", "SIZES_APART = {'padding_mask': len,"
+    )
+    assert problems == ["[probe sizes apart] no probe calls padding_mask, which SIZES_APART names"]

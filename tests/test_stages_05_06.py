@@ -6,8 +6,9 @@
   alternatives include einsum, a fused projection and F.scaled_dot_product_attention.
   (That each mistake loses points on its own question only, and each alternative earns
   full marks, is proven in test_catalogue.py.)
-- Every call the public and hidden probes make to split_heads, merge_heads and
-  MultiHeadAttention has B, T, C and H all different, so no hidden transpose can pass.
+- (That every call the probes make to split_heads, merge_heads and MultiHeadAttention has B,
+  T, C, H and D all different is check-stage's rule "probe sizes apart", run on every stage
+  in test_rules.py.)
 - The reference notebooks run from top to bottom in a real kernel, demonstrations
   included, and show what their text says they show.
 """
@@ -27,10 +28,9 @@ from kernels import execute_in_kernel
 import solutions.multihead
 from autograder.authoring.catalogue import catalogue
 from autograder.build.notebooks import make_notebook
-from autograder.course import get_stage, load_cases, questions
-from autograder.engine.submission import TAG_CHECK, TAG_DEMO, code_cells
-from autograder.kit.cases import Namespace, set_parameters
-from autograder.kit.runtime import CASE_SEED, reseed
+from autograder.course import get_stage, questions
+from autograder.engine.submission import TAG_CHECK, TAG_DEMO
+from autograder.kit.cases import set_parameters
 from solutions.blocks import FeedForward, LayerNorm, TransformerBlock
 from solutions.masking import causal_mask
 
@@ -133,55 +133,6 @@ def test_mha_alternatives_include_the_three_styles():
     assert any("torch.einsum(" in s for s in sources), "an einsum alternative"
     assert any("F.scaled_dot_product_attention(" in s for s in sources), "an F.scaled_dot_product_attention alternative"
     assert any("F.linear(x, weight, bias).chunk(3" in s for s in sources), "a fused qkv projection alternative"
-
-
-def _recording_namespace(stage: str) -> tuple[dict, list]:
-    """The reference notebook's names, with split_heads, merge_heads and MultiHeadAttention recording their inputs."""
-    names: dict = {}
-    for cell in code_cells(make_notebook(get_stage(stage), "reference")):
-        exec(compile(cell.source, f"<cell {cell.index}>", "exec"), names)
-    calls: list = []
-    split, merge, mha = names["split_heads"], names["merge_heads"], names["MultiHeadAttention"]
-
-    def split_heads(x, num_heads):
-        calls.append(("split_heads", tuple(x.shape), num_heads))
-        return split(x, num_heads)
-
-    def merge_heads(x):
-        calls.append(("merge_heads", tuple(x.shape), None))
-        return merge(x)
-
-    class MultiHeadAttention(mha):
-        def forward(self, x, *args, **kwargs):
-            calls.append(("MultiHeadAttention", tuple(x.shape), self.num_heads))
-            return super().forward(x, *args, **kwargs)
-
-    names.update(split_heads=split_heads, merge_heads=merge_heads, MultiHeadAttention=MultiHeadAttention)
-    return names, calls
-
-
-@pytest.mark.parametrize("stage", STAGES)
-def test_probes_use_all_different_sizes(stage):
-    names, calls = _recording_namespace(stage)
-    probed = {True: 0, False: 0}
-    for case in load_cases(stage):
-        before = len(calls)
-        reseed(CASE_SEED)
-        case.probe(Namespace(names))
-        probed[case.public] += len(calls) > before
-    assert probed[True] >= 3 and probed[False] >= 8, probed
-    for what, shape, heads in calls:
-        if len(shape) != {"merge_heads": 4}.get(what, 3):
-            continue  # a wrong-rank input, there to be refused with ValueError
-        if what == "merge_heads":
-            assert len(set(shape)) == 4, f"{what} of a {shape} tensor: B, H, T and D must all differ"
-            continue
-        (b, t, c) = shape
-        if heads < 1 or c % heads:
-            continue  # a head count that does not divide C, there to be refused
-        d = c // heads
-        assert len({b, t, c, heads}) == 4, f"{what} on {shape} with {heads} heads: B, T, C and H must all differ"
-        assert heads == 1 or len({b, t, heads, d}) == 4, f"{what} on {shape} with {heads} heads: D repeats a size"
 
 
 # ---------------------------------------------------------------- the notebooks, run in a kernel

@@ -3,8 +3,8 @@
 Expected values marked REFERENCE are the reference solution's outputs on the same
 probe, saved at build time. Inputs make every size differ (heads: B=4, T=7, C=30, H=5,
 D=6, also H=6 and H=10; mha: B=3, T=5, C=24, H=4, D=6, also H=2 and H=6), so a transpose
-or a bare reshape cannot pass by luck (tests/test_stages_05_06.py checks this for every
-call the probes make). Modules get their weights from ``set_parameters`` (by parameter
+or a bare reshape cannot pass by luck (check-stage's rule "probe sizes apart" checks this for
+every call the probes make, ``SIZES_APART``). Modules get their weights from ``set_parameters`` (by parameter
 name, whatever the order in which the student created them). Every clause of each
 question and the tests that cover it are listed in ``clauses.md`` beside this file.
 
@@ -49,6 +49,21 @@ suite = Suite(public=False)
 # sizes of the heads probes: none of them is a shape the mha probes use
 B, T, C, H = 4, 7, 30, 5
 D = C // H
+
+
+def _heads_apart(x, heads):
+    """B, T, C and H of a (B, T, C) input cut into ``heads`` heads, and D = C / H when H > 1."""
+    b, t, c = x.shape
+    return (b, t, c, heads) + ((c // heads,) if heads > 1 else ())
+
+
+# check-stage's rule "probe sizes apart": every call the probes make to these keeps its sizes
+# all different, so that no transpose or bare reshape passes by luck
+SIZES_APART = {
+    "split_heads": lambda x, num_heads: _heads_apart(x, num_heads),
+    "merge_heads": lambda x: tuple(x.shape),  # B, H, T, D
+    "MultiHeadAttention": lambda module, x, *args, **kwargs: _heads_apart(x, module.num_heads),
+}
 
 
 def _is(got, expected):

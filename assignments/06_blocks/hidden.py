@@ -1,7 +1,8 @@
 """Hidden tests of stage 06_blocks (run only when grading; never shipped to students).
 
 Expected values marked REFERENCE are the reference solution's outputs on the same
-probe, saved at build time. Sizes all differ (B=3, T=5, C=24, H=4, D=6, ff_dim=40).
+probe, saved at build time. Sizes all differ (B=3, T=5, C=24, H=4, D=6, ff_dim=40;
+check-stage's rule "probe sizes apart" checks every attention the probes run, ``SIZES_APART``).
 Modules get their weights from ``set_parameters`` (by parameter name). Probes return
 raw outputs (tensors, numbers, strings); every comparison happens in the checks, in
 the grading process. The clause table of each question is ``clauses.md`` beside this file.
@@ -44,6 +45,16 @@ from public import _placeholders
 suite = Suite(public=False)
 
 B, T, C, H, FF = 3, 5, 24, 4, 40
+
+# check-stage's rule "probe sizes apart": every attention the block probes run keeps B, T, C, H
+# and D all different, so that no transpose or bare reshape passes by luck
+SIZES_APART = {
+    "MultiHeadAttention": lambda module, x, *args, **kwargs: (
+        *x.shape,
+        module.num_heads,
+        x.shape[-1] // module.num_heads,
+    ),
+}
 
 
 def _same_shape(got, exp):

@@ -41,6 +41,7 @@ from .catalogue import Variant, catalogue
 from .claims import stage_claims, unsourced
 from .clauses import clause_problems, read_clauses, uncited_tests
 from .copies import copied_references
+from .probe_sizes import sizes_apart_problems
 from .references import folder_problems
 from .spec import question_text, return_dtypes, section_text, spec_file, spec_problems
 from .suite_copies import repeated_helpers
@@ -203,6 +204,13 @@ def tests_serve_clauses(subject: Subject) -> list[str]:
     """Every test is cited by a clause of its question in ``clauses.md``: each test names the clause it enforces."""
     by_question = {q: [c.key for c in subject.tests.cases if c.qid == q] for q in subject.qids}
     return uncited_tests(subject.stage.folder / "clauses.md", by_question)
+
+
+def sizes_apart(subject: Subject) -> list[str]:
+    """Every call the probes make, on the reference, to a function or class the hidden suite's
+    ``SIZES_APART`` names has its declared sizes all different (``probe_sizes``), so that no
+    transpose or reshape that mixes two sizes passes by luck."""
+    return sizes_apart_problems(subject.stage, subject.tests)
 
 
 def stubs_give_no_answer(subject: Subject) -> list[str]:
