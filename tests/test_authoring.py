@@ -126,6 +126,19 @@ def test_a_test_name_used_twice_in_one_suite_is_named_with_its_file_and_lines(sc
     ]
 
 
+def test_a_suite_that_reads_a_default_instead_of_calling_the_function_is_caught(scratch):
+    # an author checked a default with inspect.signature: that test's outcome then depends on
+    # code it never runs, and check-stage's reuse would take the reference's output for it
+    helper = (
+        "def _default(fn, name):\n    import inspect\n\n    return inspect.signature(fn).parameters[name].default\n"
+    )
+    _replace(scratch.hidden, "suite = Suite(public=False)\n", "suite = Suite(public=False)\n\n\n" + helper)
+    assert static_problems(scratch) == [
+        "[tests depend only on what they call] hidden.py reads code without running it (signature(): a test would "
+        "depend on a function it never calls"
+    ]
+
+
 def test_a_line_of_a_reference_body_in_the_student_notebook_is_caught(scratch):
     # an author's demonstration, meant to show the vocabulary, built it the reference's way
     # (07's harness once held `activation="gelu",` of the reference GPT, in a test helper's signature)
@@ -135,6 +148,35 @@ def test_a_line_of_a_reference_body_in_the_student_notebook_is_caught(scratch):
         "[release keeps the answers] the student notebook holds `stoi = {ch: i for i, ch in enumerate(chars)}`, a line of the reference's build_vocab: students read the answer"
         in static_problems(scratch)
     )
+
+
+def test_a_hidden_test_s_name_in_the_student_notebook_is_caught(scratch):
+    # the text promised what a hidden test checks, in its own words
+    _replace(
+        scratch.source,
+        "```python demo\n",
+        "We will try a passage with capitals, punctuation and newlines.\n\n```python demo\n",
+    )
+    assert [p for p in static_problems(scratch) if not p.startswith("[release up to date]")] == [
+        "[release keeps the answers] the student notebook holds 'a passage with capitals, punctuation and newlines', "
+        "the name of a hidden test: students learn what it checks"
+    ]
+
+
+def test_a_line_of_a_withheld_earlier_answer_in_the_student_notebook_is_caught(tmp_path):
+    # a 05 demonstration built its mask the way 04's answer does, while 05 withholds 04's answers
+    root = tmp_path / "assignments"  # the whole course: 05's notebook is built with 04's answers withheld
+    shutil.copytree(ROOT / "assignments", root, ignore=shutil.ignore_patterns("__pycache__"))
+    folder = root / "05_multihead"
+    line = "return torch.ones(T, T, dtype=torch.bool, device=device).triu(diagonal=1)"
+    _replace(
+        folder / "notebook.md", "```python demo\n", f"```python demo\ndef upper(T, device=None):\n    {line}\n\n\n"
+    )
+    problems = [p for p in static_problems(get_stage("05", root=folder.parent)) if "[release keeps the answers]" in p]
+    assert problems == [
+        f"[release keeps the answers] the student notebook holds `{line}`, a line of the earlier answer "
+        "masking.causal_mask, which it withholds"
+    ]
 
 
 def test_a_return_dtype_stated_without_a_dtype_clause_is_caught(scratch):

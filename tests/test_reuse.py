@@ -15,19 +15,18 @@
 """
 
 import dataclasses
-import re
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from autograder.authoring.grades import CatalogueGrades
-from autograder.authoring.reuse import changes, differing, grade_catalogue, unit_of
+from autograder.authoring.reuse import READS_CODE, changes, differing, grade_catalogue, unit_of
 from autograder.authoring.variants import variant_notebook
 from autograder.build.fixtures import stage_tests
 from autograder.build.notebooks import make_notebook, write_notebook
 from autograder.build.stubs import reference_source
-from autograder.course import ROOT, all_stages, get_stage
+from autograder.course import ROOT, get_stage
 from autograder.engine import judge, runner
 from autograder.engine.pipeline import grade_batch
 from autograder.engine.runner import Limits
@@ -67,28 +66,8 @@ def test_classes_methods_and_cells():
     assert unit_of("f.<locals>.g", {"A"}) == "f"
 
 
-# what would let a test depend on a function it never calls
-READS_CODE = re.compile(
-    r"getsource|getsourcelines|__doc__|__code__|__annotations__|signature\(|getfullargspec|__defaults__|__wrapped__"
-    r"|\bimport dis\b|\bdis\.",
-)
-
-
-@pytest.mark.parametrize("stage", all_stages(), ids=lambda s: s.id)
-def test_no_suite_reads_a_functions_code_without_calling_it(stage):
-    for name in ("public.py", "hidden.py"):
-        text = (stage.folder / name).read_text()
-        found = sorted({m.group(0) for m in READS_CODE.finditer(text)})
-        assert not found, (
-            f"{stage.id}/{name} reads code without running it ({', '.join(found)}): see authoring/reuse.py"
-        )
-
-
-@pytest.mark.parametrize("stage", all_stages(), ids=lambda s: s.id)
-def test_no_reference_runs_its_functions_in_another_process(stage):
-    """The tracer sees the grading process only (see authoring/reuse.py)."""
-    text = (stage.folder / "reference.py").read_text()
-    assert not re.findall(r"num_workers|multiprocessing|subprocess|os\.fork|Pool\(|concurrent\.futures", text)
+# That no suite reads a function's code without calling it, and no reference runs its functions
+# in another process, is check-stage's rule "tests depend only on what they call" (test_rules.py).
 
 
 def test_the_kit_reads_no_student_functions_code():

@@ -969,11 +969,11 @@ def _sentences(seed, length=3000):
 
 def _train_and_measure(ns, text, seed):
     """Train the student's GPT with the student's train; return the validation loss over every window."""
-    chars = sorted(set(text))
-    data = torch.tensor([chars.index(c) for c in text], dtype=torch.long)
+    alphabet = sorted(set(text))
+    data = torch.tensor([alphabet.index(c) for c in text], dtype=torch.long)
     cut = int(len(data) * 0.9)
     torch.manual_seed(seed)
-    model = ns.GPT(stand_in_config(vocab_size=len(chars), block_size=16, n_layer=1, n_head=2, n_embd=32))
+    model = ns.GPT(stand_in_config(vocab_size=len(alphabet), block_size=16, n_layer=1, n_head=2, n_embd=32))
     ns.train(
         model,
         data[:cut],

@@ -39,6 +39,7 @@ Example:
 
 import ast
 import copy
+import re
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -83,6 +84,37 @@ def _units(source: str) -> tuple[str, dict[str, list[str]]] | None:
             member.body = []
             drop_annotations(member)
     return ast.dump(tree), units
+
+
+# what would let a test depend on a function it never calls (reading its code, docstring,
+# defaults or signature), and what would run a reference's functions where the tracer cannot see
+READS_CODE = re.compile(
+    r"getsource|getsourcelines|__doc__|__code__|__annotations__|signature\(|getfullargspec|__defaults__|__wrapped__"
+    r"|\bimport dis\b|\bdis\.",
+)
+OTHER_PROCESS = re.compile(r"num_workers|multiprocessing|subprocess|os\.fork|Pool\(|concurrent\.futures")
+
+
+def trust_problems(public: str, hidden: str, reference: str) -> list[str]:
+    """What would make reuse unsound, in a stage's suites' and reference's sources: a suite
+    reading a function's code without calling it, a reference running its functions in
+    another process.
+
+    >>> for problem in trust_problems("x = f(1)", "s = inspect.signature(ns.f)", "import subprocess"):
+    ...     print(problem)
+    hidden.py reads code without running it (signature(): a test would depend on a function it never calls
+    reference.py runs code in another process (subprocess), where the tracer cannot see what it calls
+    """
+    problems = [
+        f"{name} reads code without running it ({', '.join(found)}): a test would depend on a function it never calls"
+        for name, text in (("public.py", public), ("hidden.py", hidden))
+        if (found := sorted({m.group(0) for m in READS_CODE.finditer(text)}))
+    ]
+    if found := sorted({m.group(0) for m in OTHER_PROCESS.finditer(reference)}):
+        problems.append(
+            f"reference.py runs code in another process ({', '.join(found)}), where the tracer cannot see what it calls"
+        )
+    return problems
 
 
 def changes(reference: list[str], variant: list[str]) -> set[Unit] | None:

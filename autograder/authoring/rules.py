@@ -53,6 +53,7 @@ RULES: tuple[Rule, ...] = (
     Rule("public suite pasteable", static_rules.pasteable),
     Rule("probes return raw outputs", static_rules.raw_outputs),
     Rule("hidden suite repeats no public helper", static_rules.no_repeated_helpers),
+    Rule("tests depend only on what they call", static_rules.reuse_trusted),
     Rule("probe sizes apart", static_rules.sizes_apart),
     Rule("clauses covered by hidden tests", static_rules.clauses_covered),
     Rule("every test serves a clause", static_rules.tests_serve_clauses),

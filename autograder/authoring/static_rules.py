@@ -43,6 +43,7 @@ from .clauses import clause_problems, read_clauses, uncited_tests
 from .copies import copied_references
 from .probe_sizes import sizes_apart_problems
 from .references import folder_problems
+from .reuse import trust_problems
 from .spec import question_text, return_dtypes, section_text, spec_file, spec_problems
 from .suite_copies import repeated_helpers
 from .verdicts import verdict_problems
@@ -204,6 +205,14 @@ def tests_serve_clauses(subject: Subject) -> list[str]:
     """Every test is cited by a clause of its question in ``clauses.md``: each test names the clause it enforces."""
     by_question = {q: [c.key for c in subject.tests.cases if c.qid == q] for q in subject.qids}
     return uncited_tests(subject.stage.folder / "clauses.md", by_question)
+
+
+def reuse_trusted(subject: Subject) -> list[str]:
+    """No suite reads a function's code, docstring, defaults or signature without calling it, and
+    the reference runs none of its functions in another process: what lets a variant's test
+    that never called the functions it changes take the reference's output (``reuse``)."""
+    stage = subject.stage
+    return trust_problems(*(path.read_text(encoding="utf-8") for path in (stage.public, stage.hidden, stage.reference)))
 
 
 def sizes_apart(subject: Subject) -> list[str]:
@@ -494,10 +503,11 @@ def numbers_sourced(subject: Subject) -> list[str]:
 
 
 def release_keeps_secrets(subject: Subject) -> list[str]:
-    """The student notebook, as built, holds no line of a reference's body (``statement_lines``)
-    and no line of the hidden tests (a statement of 24 characters or more that the public tests
-    do not share), apart from what it gives on purpose: its given code and the earlier answers it
-    uses. The check harness is read unpacked."""
+    """The student notebook, as built, holds no line of a reference's body (``statement_lines``),
+    no line of an earlier answer it withholds, no line of the hidden tests (a statement of 24
+    characters or more that the public tests do not share) and no hidden test's name, apart from
+    what it gives on purpose: its given code and the earlier answers it uses. The check harness
+    is read unpacked."""
     cells = subject.student_cells
     code = "\n".join(readable(cell) for cell in cells)
     given = {
@@ -511,8 +521,15 @@ def release_keeps_secrets(subject: Subject) -> list[str]:
         for line in sorted(statement_lines(reference_source(subject.stage.module, name)) - given)
         if line in code
     ]
+    problems += _withheld_lines(cells, code)
     public = subject.stage.public.read_text(encoding="utf-8")
     hidden = {line.strip() for line in subject.stage.hidden.read_text(encoding="utf-8").splitlines()}
+    public_names = "\n".join(case.name for case in subject.tests.cases if case.public)
+    problems += [
+        f"the student notebook holds {case.name!r}, the name of a hidden test: students learn what it checks"
+        for case in subject.tests.cases
+        if not case.public and case.name in code and case.name not in public_names
+    ]
     problems += [
         f"the student notebook holds `{line}`, a line of the hidden tests"
         for line in sorted(hidden - given)
@@ -523,6 +540,32 @@ def release_keeps_secrets(subject: Subject) -> list[str]:
         and line in code
     ]
     return problems
+
+
+MIN_WITHHELD = 20  # shorter lines of an answer (`super().__init__()`, `B, T = idx.shape`) say nothing of it
+
+
+def _withheld_lines(cells: list[dict], code: str) -> list[str]:
+    """The lines of each earlier answer the notebook withholds (``statement_lines`` of
+    ``MIN_WITHHELD`` characters or more) that it holds all the same, apart from lines of its
+    own given code (which may share an idiom)."""
+    own_given = {
+        line.strip()
+        for c in cells
+        if TAG_GIVEN in c["metadata"].get("tags", []) and "answer" not in c["metadata"].get("gptcourse", {})
+        for line in c["source"].splitlines()
+    }
+    withheld = [
+        c["metadata"]["gptcourse"]["answer"]
+        for c in cells
+        if "answer" in c["metadata"].get("gptcourse", {}) and not c["metadata"]["gptcourse"].get("given")
+    ]
+    return [
+        f"the student notebook holds `{line}`, a line of the earlier answer {name}, which it withholds"
+        for name in withheld
+        for line in sorted(statement_lines(reference_source(*name.rsplit(".", 1))) - own_given)
+        if len(line) >= MIN_WITHHELD and line in code
+    ]
 
 
 def statement_lines(source: str) -> set[str]:
