@@ -163,6 +163,23 @@ def test_a_hidden_test_s_name_in_the_student_notebook_is_caught(scratch):
     ]
 
 
+def test_a_rubric_line_in_the_text_and_a_fifth_written_question_are_caught(scratch):
+    rubric = "- 1 point: the validation perplexity therefore comes out *lower* (better) than the model"
+    _replace(scratch.source, "```python demo\n", rubric + "\n\n```python demo\n")
+    text = scratch.source.read_text(encoding="utf-8")
+    written = text[text.index("```written split 2") : text.index("```", text.index("<!-- rubric -->"))] + "```\n"
+    extra = "".join(written.replace("split 2", f"split{n} 2") + "\n" for n in range(3))
+    scratch.source.write_text(text + "\n" + extra, encoding="utf-8")
+    problems = [p for p in static_problems(scratch) if not p.startswith("[release up to date]")]
+    assert problems == ["[questions complete] 5 written questions: a stage asks 2 to 4"]
+    # the rule that reads the release runs once the others hold
+    scratch.source.write_text(text, encoding="utf-8")
+    assert [p for p in static_problems(scratch) if not p.startswith("[release up to date]")] == [
+        f"[release keeps the answers] the student notebook holds `{rubric}`, a line of the rubric of written "
+        "question split"
+    ]
+
+
 def test_a_line_of_a_withheld_earlier_answer_in_the_student_notebook_is_caught(tmp_path):
     # a 05 demonstration built its mask the way 04's answer does, while 05 withholds 04's answers
     root = tmp_path / "assignments"  # the whole course: 05's notebook is built with 04's answers withheld

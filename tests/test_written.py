@@ -114,20 +114,16 @@ def test_check_stage_quick_reports_a_malformed_written_question_instead_of_crash
 
 
 @pytest.mark.parametrize("stage", all_stages(), ids=lambda s: s.id)
-def test_every_stage_asks_two_to_four_written_questions_and_never_shows_a_rubric(stage):
+def test_every_written_question_has_its_prompt_cell_and_an_empty_answer_cell(stage):
+    # (that a stage asks two to four, each complete, and shows no rubric line: check-stage's rules
+    # "questions complete" and "release keeps the answers", run for every stage by test_rules.py)
     asked = written_questions(stage)
-    assert 2 <= len(asked) <= 4 and all(q.prompt and q.rubric and q.points > 0 for q in asked)
     student = make_notebook(stage, "student")
     prompts = [c for c in student["cells"] if TAG_WRITTEN in c["metadata"].get("tags", [])]
     answers = [c for c in student["cells"] if TAG_WRITTEN_ANSWER in c["metadata"].get("tags", [])]
     assert [c["metadata"]["gptcourse"]["written"] for c in prompts] == [q.id for q in asked]
     assert all(c["cell_type"] == "markdown" and c["source"] == ANSWER_PLACEHOLDER for c in answers)
     assert written_answers(student) == {q.id: "" for q in asked}
-    text = json.dumps(student, ensure_ascii=False)
-    for q in asked:
-        for line in q.rubric.splitlines():
-            if len(line.strip()) >= 20:
-                assert json.dumps(line.strip(), ensure_ascii=False)[1:-1] not in text, (q.id, line)
     # the released file on disk is that notebook (a stale release would show old questions)
     released = json.loads((Path("release/student") / stage.id / f"{stage.id}.ipynb").read_text(encoding="utf-8"))
     assert written_answers(released) == {q.id: "" for q in asked}

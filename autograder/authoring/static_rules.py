@@ -49,6 +49,7 @@ from .suite_copies import repeated_helpers
 from .verdicts import verdict_problems
 
 MIN_MISTAKES = 4
+WRITTEN = (2, 4)  # the written questions a stage asks, at least and at most
 KIT = Path(__file__).resolve().parent.parent / "kit"
 
 
@@ -152,11 +153,11 @@ def suites_load(subject: Subject) -> list[str]:
 
 
 def questions_complete(subject: Subject) -> list[str]:
-    """Every question has public and hidden tests and exactly one check cell; every written
-    question has an id of its own, positive points, a prompt and a rubric."""
+    """Every question has public and hidden tests and exactly one check cell; the stage asks two
+    to four written questions, each with an id of its own, positive points, a prompt and a rubric."""
     try:
-        written_questions(subject.stage)
-        problems = []
+        asked = len(written_questions(subject.stage))
+        problems = [] if WRITTEN[0] <= asked <= WRITTEN[1] else [f"{asked} written questions: a stage asks 2 to 4"]
     except SourceError as exc:
         problems = [str(exc)]
     for qid in subject.qids:
@@ -504,8 +505,9 @@ def numbers_sourced(subject: Subject) -> list[str]:
 
 def release_keeps_secrets(subject: Subject) -> list[str]:
     """The student notebook, as built, holds no line of a reference's body (``statement_lines``),
-    no line of an earlier answer it withholds, no line of the hidden tests (a statement of 24
-    characters or more that the public tests do not share) and no hidden test's name, apart from
+    no line of an earlier answer it withholds or of a written question's rubric, no line of the
+    hidden tests (a statement of 24 characters or more that the public tests do not share) and
+    no hidden test's name, apart from
     what it gives on purpose: its given code and the earlier answers it uses. The check harness
     is read unpacked."""
     cells = subject.student_cells
@@ -524,6 +526,12 @@ def release_keeps_secrets(subject: Subject) -> list[str]:
     problems += _withheld_lines(cells, code)
     public = subject.stage.public.read_text(encoding="utf-8")
     hidden = {line.strip() for line in subject.stage.hidden.read_text(encoding="utf-8").splitlines()}
+    problems += [
+        f"the student notebook holds `{line}`, a line of the rubric of written question {question.id}"
+        for question in written_questions(subject.stage)
+        for line in (line.strip() for line in question.rubric.splitlines())
+        if len(line) >= MIN_WITHHELD and line in code
+    ]
     public_names = "\n".join(case.name for case in subject.tests.cases if case.public)
     problems += [
         f"the student notebook holds {case.name!r}, the name of a hidden test: students learn what it checks"
