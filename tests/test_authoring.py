@@ -5,6 +5,7 @@ stage 01 with one thing broken each (every stage is held to every rule in ``test
 import doctest
 import importlib
 import pkgutil
+import re
 import shutil
 import subprocess
 import sys
@@ -13,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from autograder.authoring.catalogue import catalogue
 from autograder.authoring.grades import CatalogueGrades
 from autograder.authoring.lint import lint_stage, static_problems
 from autograder.authoring.static_rules import doctest_problems, stub_leaks
 from autograder.build.notebooks import harness_module, student_path
 from autograder.build.release import build_student
-from autograder.course import ROOT, get_stage
+from autograder.course import ROOT, all_stages, get_stage
 
 
 def test_the_command_reports_ok_and_its_exit_status(tmp_path):
@@ -139,6 +141,35 @@ def test_a_suite_that_reads_a_default_instead_of_calling_the_function_is_caught(
     ]
 
 
+def test_a_change_that_makes_a_figure_of_the_readme_false_is_caught(scratch):
+    # one more mistake in the catalogue and one more line in a graded function's reference
+    _replace(scratch.mistakes, "MISTAKES = [\n", "MISTAKES = [\n" + _first_variant(scratch.mistakes, "2"))
+    _replace(
+        scratch.reference,
+        "    n_train = int(len(data) * (1 - val_fraction))\n",
+        "    n_train = int(len(data) * (1 - val_fraction))\n    n_train = min(n_train, len(data))\n",
+    )
+    figures = [p for p in static_problems(scratch) if p.startswith("[README's figures current]")]
+    total = sum(len(catalogue(s)[0]) for s in all_stages()) + 1
+    assert figures == [
+        f"[README's figures current] README.md says {total - 1} catalogued mistakes in all; the course has {total}: "
+        f"write {total}",
+        "[README's figures current] README.md's table of what each stage asks has '| `01_tokenisation` | 7 | 90 | 2 "
+        "| 3.5 to 5 hours |' for 01_tokenisation; as measured: '| `01_tokenisation` | 7 | 91 | 2 | 3.5 to 5 hours |'"
+        " (python benchmarks/stage_load.py prints the table)",
+    ]
+
+
+def _first_variant(mistakes: Path, suffix: str) -> str:
+    """The catalogue's first mistake, written again under another name."""
+    text = mistakes.read_text(encoding="utf-8")
+    start = text.index("    Variant(", text.index("MISTAKES = ["))
+    end = text.index("\n    ),\n", start) + len("\n    ),\n")
+    first = text[start:end]
+    name = re.search(r'"build_vocab",\n        "([^"]+)"', first)[1]
+    return first.replace(f'"{name}"', f'"{name} ({suffix})"', 1)
+
+
 def test_a_line_of_a_reference_body_in_the_student_notebook_is_caught(scratch):
     # an author's demonstration, meant to show the vocabulary, built it the reference's way
     # (07's harness once held `activation="gelu",` of the reference GPT, in a test helper's signature)
@@ -170,7 +201,7 @@ def test_a_rubric_line_in_the_text_and_a_fifth_written_question_are_caught(scrat
     written = text[text.index("```written split 2") : text.index("```", text.index("<!-- rubric -->"))] + "```\n"
     extra = "".join(written.replace("split 2", f"split{n} 2") + "\n" for n in range(3))
     scratch.source.write_text(text + "\n" + extra, encoding="utf-8")
-    problems = [p for p in static_problems(scratch) if not p.startswith("[release up to date]")]
+    problems = [p for p in static_problems(scratch) if p.startswith("[questions complete]")]
     assert problems == ["[questions complete] 5 written questions: a stage asks 2 to 4"]
     # the rule that reads the release runs once the others hold
     scratch.source.write_text(text, encoding="utf-8")

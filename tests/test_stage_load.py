@@ -1,24 +1,7 @@
-"""The README's table of what each stage asks (and its time estimate) is what
-``benchmarks/stage_load.py`` measures from the stages as they are now."""
+"""How the table of what each stage asks counts lines (that the README's table is the one
+measured is check-stage's rule "README's figures current", run for every stage in test_rules.py)."""
 
-import contextlib
-import io
-import sys
-
-from autograder.course import ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import stage_load  # noqa: E402
-
-
-def test_the_readme_table_is_the_measured_one():
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        stage_load.main()
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    stale = [row for row in out.getvalue().splitlines() if row not in readme]
-    assert not stale, f"README's stage-load table differs; run benchmarks/stage_load.py: {stale}"
+from autograder.authoring import stage_load
 
 
 def test_a_definition_counts_code_lines_only():

@@ -42,6 +42,7 @@ from .claims import stage_claims, unsourced
 from .clauses import clause_problems, read_clauses, uncited_tests
 from .copies import copied_references
 from .probe_sizes import sizes_apart_problems
+from .readme_figures import readme_problems
 from .references import folder_problems
 from .reuse import trust_problems
 from .spec import question_text, return_dtypes, section_text, spec_file, spec_problems
@@ -605,6 +606,13 @@ def readable(cell: dict) -> str:
     if TAG_HARNESS in cell["metadata"].get("tags", []):
         return cell["source"] + "\n" + unpack_harness(cell["source"])
     return cell["source"]
+
+
+def readme_current(subject: Subject) -> list[str]:
+    """The README's figures that follow from the stages hold with the stage as it is: the
+    catalogued mistakes and the written questions in all, and the stage's row of the table of
+    what each stage asks (``readme_figures``)."""
+    return readme_problems(subject.stage)
 
 
 def release_fresh(subject: Subject) -> list[str]:
