@@ -59,6 +59,12 @@ def test_check_stage_refuses_a_stage_that_points_outside_the_project(tmp_path):
         + "\nSee /work/shared/notes.txt and ../../../outside.md.\n",
         encoding="utf-8",
     )
+    spec = root / "SPEC.md"  # and its section of the specification names one machine's file
+    text = SPEC.read_text(encoding="utf-8")
+    start = text.index("## 04_masking")
+    spec.write_text(
+        text[:start] + text[start:].replace("\n", "\nLogs: /home/ta/masking.log here.\n", 1), encoding="utf-8"
+    )
     problems = [p for p in static_problems(get_stage("04_masking", root)) if "[nothing points outside" in p]
     assert problems == [
         "[nothing points outside the project] clauses.md: COURSE_SPEC.md: no file of the project has this name",
@@ -66,4 +72,6 @@ def test_check_stage_refuses_a_stage_that_points_outside_the_project(tmp_path):
         "[nothing points outside the project] clauses.md: /work/shared/notes.txt: an absolute path "
         "(it names one machine's files)",
         "[nothing points outside the project] clauses.md: SPEC.md § 4: assignments/SPEC.md has no such section",
+        "[nothing points outside the project] SPEC.md § 04_masking: /home/ta/masking.log: an absolute path "
+        "(it names one machine's files)",
     ]

@@ -43,7 +43,7 @@ from .clauses import clause_problems, read_clauses, uncited_tests
 from .copies import copied_references
 from .probe_sizes import sizes_apart_problems
 from .readme_figures import readme_problems
-from .references import folder_problems
+from .references import folder_problems, outside_references
 from .reuse import trust_problems
 from .spec import question_text, return_dtypes, section_text, spec_file, spec_problems
 from .suite_copies import repeated_helpers
@@ -380,9 +380,14 @@ def no_copied_references(subject: Subject) -> list[str]:
 
 
 def inside_the_project(subject: Subject) -> list[str]:
-    """Nothing in the stage's files points at a file outside the project: every file named
-    exists in it, no path is a machine's own, every ``SPEC.md § <section>`` cited exists."""
-    return folder_problems(subject.stage.folder)
+    """Nothing in the stage's files, nor in its section of the course specification, points at a
+    file outside the project: every file named exists in it, no path is a machine's own, every
+    ``SPEC.md § <section>`` cited exists."""
+    spec = spec_file(subject.stage)
+    section = [
+        f"SPEC.md § {subject.stage.id}: {p}" for p in outside_references(subject.spec_section or "", spec.parent)
+    ]
+    return folder_problems(subject.stage.folder) + section
 
 
 def specified(subject: Subject) -> list[str]:
