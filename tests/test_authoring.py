@@ -170,6 +170,17 @@ def _first_variant(mistakes: Path, suffix: str) -> str:
     return first.replace(f'"{name}"', f'"{name} ({suffix})"', 1)
 
 
+def test_an_introduction_cut_to_its_title_is_caught(scratch):
+    text = scratch.source.read_text(encoding="utf-8")
+    title = text.splitlines()[0]
+    scratch.source.write_text(title + "\n\n" + text[text.index("```python harness") :], encoding="utf-8")
+    words = len(title.split())
+    assert [p for p in static_problems(scratch) if p.startswith("[notebook opens")] == [
+        f"[notebook opens with its introduction] the text before the harness has {words} words: open with at "
+        "least 60 (what the stage is about), which a preview or an export shows first"
+    ]
+
+
 def test_a_line_of_a_reference_body_in_the_student_notebook_is_caught(scratch):
     # an author's demonstration, meant to show the vocabulary, built it the reference's way
     # (07's harness once held `activation="gelu",` of the reference GPT, in a test helper's signature)

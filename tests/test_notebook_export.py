@@ -21,6 +21,7 @@ import nbformat
 import pytest
 from nbconvert import HTMLExporter
 
+from autograder.authoring.static_rules import MIN_INTRODUCTION
 from autograder.build.notebooks import make_notebook
 from autograder.build.source import parse_source
 from autograder.course import all_stages
@@ -96,7 +97,7 @@ def test_export_opens_with_the_stage_text_and_the_harness_is_a_small_share(stage
     assert set(opening) == set(introduction), "the page must open with the title and the introduction"
     title = parse_source(stage.source)[0].text.splitlines()[0].removeprefix("# ")
     first_words = _words(" ".join(t for _, t in visible[: len(opening)]))
-    assert first_words[: len(_words(title))] == _words(title) and len(first_words) >= 60, first_words[:20]
+    assert first_words[: len(_words(title))] == _words(title) and len(first_words) >= MIN_INTRODUCTION, first_words[:20]
 
     total = sum(len(t.strip()) for _, t in visible)
     in_harness = sum(len(t.strip()) for cell, t in visible if cell == harness)

@@ -47,6 +47,7 @@ RULES: tuple[Rule, ...] = (
     Rule("reference imports", static_rules.reference_imports, blocking=True),
     Rule("source parses", static_rules.source_parses, blocking=True),
     Rule("names exist", static_rules.names_exist),
+    Rule("notebook opens with its introduction", static_rules.introduction),
     Rule("suites load", static_rules.suites_load, blocking=True),
     Rule("questions complete", static_rules.questions_complete),
     Rule("earlier answers bring no imports", static_rules.answers_bring_no_imports),

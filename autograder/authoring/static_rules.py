@@ -51,6 +51,7 @@ from .verdicts import verdict_problems
 
 MIN_MISTAKES = 4
 WRITTEN = (2, 4)  # the written questions a stage asks, at least and at most
+MIN_INTRODUCTION = 60  # words before the check harness: the title and what the stage is about
 KIT = Path(__file__).resolve().parent.parent / "kit"
 
 
@@ -144,6 +145,24 @@ def names_exist(subject: Subject) -> list[str]:
             problems.append(f"`reference {block.arg}` names nothing in an earlier stage's reference")
     if [b.kind for b in subject.blocks if b.kind != "markdown"][:1] != ["harness"]:
         problems.append("the first code block must be `python harness` (check() must exist before any check cell)")
+    return problems
+
+
+def introduction(subject: Subject) -> list[str]:
+    """The notebook opens, before the check harness, with its title (a ``# `` heading) and an
+    introduction of at least ``MIN_INTRODUCTION`` words: what a preview or an export shows first."""
+    opening = []
+    for block in subject.blocks:
+        if block.kind != "markdown":
+            break
+        opening.append(block.text)
+    text = "\n".join(opening)
+    problems = [] if text.lstrip().startswith("# ") else ["the notebook must open with its title, a `# ` heading"]
+    if len(text.split()) < MIN_INTRODUCTION:
+        problems.append(
+            f"the text before the harness has {len(text.split())} words: open with at least {MIN_INTRODUCTION}"
+            " (what the stage is about), which a preview or an export shows first"
+        )
     return problems
 
 
