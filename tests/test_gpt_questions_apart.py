@@ -1,11 +1,11 @@
-"""Stage 07_gpt: a question whose code is missing costs its own points and no others.
+"""Stage 07_gpt: a question whose code is missing costs its own points and no others, with
+the notebook's long training cell replaced by code that would wreck the grade if it ran, so
+that full marks elsewhere also show that grading never runs it.
 
-The mistake catalogue shows this for subtle errors; here whole answers are left as the
-empty stubs of the release (they raise ``NotImplementedError``), graded by the real
-engine. Only ``training_works`` leans on other answers, by design: it trains the
-student's ``GPT`` with the student's ``train``. The long training cell of the notebook
-is replaced by code that would wreck the grade if it ran, so full marks elsewhere also
-show that grading never runs it.
+(That one question's stubs left empty cost only that question, on every stage, is check-stage's
+rule "an empty answer costs only its own question"; here several questions are emptied at once,
+beside the sabotaged training cell.) Only ``training_works`` leans on other answers, by design:
+it trains the student's ``GPT`` with the student's ``train``.
 """
 
 import pytest

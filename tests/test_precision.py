@@ -18,6 +18,7 @@ from autograder.authoring.clauses import Clause, clause_problems, clause_rows, u
 from autograder.authoring.graded_rules import (
     building_earns_only_structure,
     dtype_slips_cost_only_their_clause,
+    empty_answers_cost_their_own_question,
     every_clause_has_a_mistake,
     noops_earn_nothing,
 )
@@ -430,6 +431,50 @@ def test_the_builder_rule_names_each_test_beyond_structure_it_passes_and_each_st
         "mark it structure=True, or make it check behaviour"
     )
     assert "fails 'q: tables' of q, marked structure=True" in fails
+
+
+def _empty_answers(lost: dict[str, dict[str, list]], uses: dict) -> SimpleNamespace:
+    """Grades of empty-answer variants (``lost``: variant's question -> results per question) under a
+    hidden suite declaring ``QUESTIONS_USE = uses``."""
+    hidden = {"QUESTIONS_USE": uses}
+    exec("def probe(ns):\n    return None\n", hidden)
+    maxima = {"p": 2.0, "q": 1.0, "r": 1.0}
+    by_name = {f"empty-{v}": SimpleNamespace(results=[r for rs in per.values() for r in rs]) for v, per in lost.items()}
+    return SimpleNamespace(
+        tests=SimpleNamespace(
+            cases=[SimpleNamespace(public=True), SimpleNamespace(public=False, probe=hidden["probe"])]
+        ),
+        maxima=maxima,
+        empties=[SimpleNamespace(slug=f"empty-{v}", qid=v, what=f"the notebook empty-{v}") for v in lost],
+        by_name=by_name,
+        scores=lambda name: {
+            qid: sum(r.score for r in by_name[name].results if r.qid == qid) if qid in lost[name[6:]] else maxima[qid]
+            for qid in maxima
+        },
+    )
+
+
+def _q(qid, name, ok, message="NotImplementedError: Write p"):
+    return Result(f"{qid}: {name}", qid, name, True, float(ok), 1.0, "" if ok else message)
+
+
+def test_the_empty_answer_rule_allows_only_the_declared_uses():
+    # empty p: p earns nothing, q runs p's code by design (declared), r should not lose anything
+    lost = {"p": {"p": [_q("p", "a", False), _q("p", "b", False)], "q": [_q("q", "trains", False)]}}
+    assert empty_answers_cost_their_own_question(_empty_answers(lost, {"q": ("p",)})) == []
+    lost["p"]["r"] = [_q("r", "shape", False)]
+    (problem,) = empty_answers_cost_their_own_question(_empty_answers(lost, {"q": ("p",)}))
+    assert problem == (
+        "the notebook empty-p also loses 1 points on r ('r: shape': NotImplementedError: Write p): give its tests "
+        "a stand-in for the student's p, or, if they run it by design, say so in hidden.py "
+        "(QUESTIONS_USE = {'r': ('p',)})"
+    )
+    # a declaration nothing needs, and one naming no question of the stage
+    lost = {"p": {"p": [_q("p", "a", False)]}}
+    assert empty_answers_cost_their_own_question(_empty_answers(lost, {"q": ("p",), "s": ("p",)})) == [
+        "QUESTIONS_USE names 's', which is not a question of the stage",
+        "the notebook empty-p loses nothing on q, which QUESTIONS_USE says runs p's code: drop it there",
+    ]
 
 
 def test_the_audit_rule_allows_only_the_dtype_clauses_tests():

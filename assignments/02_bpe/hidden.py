@@ -66,6 +66,10 @@ from public import _missing
 
 suite = Suite(public=False)
 
+# check-stage's rule "an empty answer costs only its own question": efficiency times the
+# student's own learner, train_bpe with the word_frequencies it calls, by design
+QUESTIONS_USE = {"efficiency": ("word_frequencies", "train_bpe")}
+
 K = 20  # the efficiency budget, in calibration workloads
 EFFICIENCY_MERGES = 500
 

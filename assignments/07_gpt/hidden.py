@@ -68,6 +68,10 @@ from public import _evaluation_weights, _fill, _optimizer_watch, _plain, _train_
 
 suite = Suite(public=False)
 
+# check-stage's rule "an empty answer costs only its own question": training_works trains the
+# student's GPT with the student's train, by design; every other question runs on stand-ins
+QUESTIONS_USE = {"training_works": ("model", "train")}
+
 
 # ======================================================================== helpers
 

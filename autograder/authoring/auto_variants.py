@@ -17,6 +17,12 @@ the reference and graded in the same batch (``grades.CatalogueGrades``):
   no check may raise on it (the rules "dtype slips cost only their clause" and "checks
   never fault").
 
+- **empty answers**: per question, the stubs of that question left as the release has them
+  (they raise ``NotImplementedError``), the rest the reference. Such a notebook loses every
+  point of that question and none of another, unless the hidden suite declares that the other
+  question's tests run the student's code of it (``QUESTIONS_USE``; the rule "an empty answer
+  costs only its own question"): a student who skipped one question keeps the others.
+
 The stand-ins are ``slips``: authoring only, never shipped.
 
 Example:
@@ -29,7 +35,7 @@ import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.build.notebooks import write_notebook
+from autograder.build.notebooks import make_notebook, write_notebook
 from autograder.build.source import parse_source
 from autograder.build.stubs import reference_source
 from autograder.course import Stage
@@ -47,9 +53,9 @@ NOOPS = {
 @dataclass(frozen=True)
 class AutoVariant:
     """A variant made from the reference: a no-op or the builder (``qid`` None: every question), or a
-    dtype audit of ``qid``."""
+    dtype audit or an empty answer of ``qid``."""
 
-    kind: str  # "noop", "builder" or "audit"
+    kind: str  # "noop", "builder", "audit" or "empty"
     slug: str  # its file name, and its name among the graded
     qid: str | None
     what: str  # what it is, for problems: "a no-op stage (every stub returns None)"
@@ -130,9 +136,29 @@ def audit_variants(stage: Stage) -> list[AutoVariant]:
     ]
 
 
+def empty_variants(stage: Stage) -> list[AutoVariant]:
+    """Per question with stubs, its stubs as the release has them."""
+    released = {
+        cell["metadata"]["gptcourse"]["name"]: cell["source"]
+        for cell in make_notebook(stage, "student")["cells"]
+        if "name" in cell.get("metadata", {}).get("gptcourse", {})
+    }
+    return [
+        AutoVariant(
+            "empty",
+            f"empty-{qid}",
+            qid,
+            f"the notebook empty-{qid} ({', '.join(names)} left as the release's stubs)",
+            {name: released[name] for name in names},
+        )
+        for qid, names in question_stubs(stage).items()
+        if names
+    ]
+
+
 def auto_variants(stage: Stage) -> list[AutoVariant]:
-    """The no-ops, the builder, then the dtype audits."""
-    return noop_variants(stage) + builder_variants(stage) + audit_variants(stage)
+    """The no-ops, the builder, the dtype audits, then the empty answers."""
+    return noop_variants(stage) + builder_variants(stage) + audit_variants(stage) + empty_variants(stage)
 
 
 def write_auto_variant(stage: Stage, variant: AutoVariant, folder: Path) -> Path:

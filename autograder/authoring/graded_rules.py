@@ -11,7 +11,10 @@ from autograder.engine.judge import follows_from
 
 from .catalogue import Variant
 from .clauses import Clause
+from .declarations import hidden_declaration
 from .grades import CatalogueGrades
+
+USES = "QUESTIONS_USE"  # in hidden.py: {question: (the questions whose code its tests run by design)}
 
 
 def empty_earns_nothing(grades: CatalogueGrades) -> list[str]:
@@ -173,6 +176,38 @@ def dtype_slips_cost_only_their_clause(grades: CatalogueGrades) -> list[str]:
             problems.append(
                 f"{variant.what} fails {result.key!r}{where}, which no dtype or device clause of "
                 f"{variant.qid} cites: {_first_line(result.message)}"
+            )
+    return problems
+
+
+def empty_answers_cost_their_own_question(grades: CatalogueGrades) -> list[str]:
+    """A notebook with one question's stubs left as the release has them loses every point of that
+    question and none of another (a student who skipped a question keeps the others), unless the
+    hidden suite's ``QUESTIONS_USE`` says the other question's tests run that code by design (it
+    must then lose points there: a declaration that nothing needs is stale)."""
+    uses = hidden_declaration(grades.tests, USES)
+    problems = [
+        f"{USES} names {qid!r}, which is not a question of the stage"
+        for qid in sorted(set(uses).union(*uses.values()) - set(grades.maxima))
+    ]
+    for variant in grades.empties:
+        scores = grades.scores(variant.slug)
+        if scores[variant.qid] > 0:
+            problems.append(f"{variant.what} earns {scores[variant.qid]:g} points on {variant.qid}")
+        for qid, score in scores.items():
+            declared = variant.qid in uses.get(qid, ())
+            if qid == variant.qid or declared != (score >= grades.maxima[qid]):
+                continue
+            if declared:
+                problems.append(
+                    f"{variant.what} loses nothing on {qid}, which {USES} says runs {variant.qid}'s code: drop it there"
+                )
+                continue
+            failed = next(r for r in grades.by_name[variant.slug].results if r.qid == qid and not r.passed)
+            problems.append(
+                f"{variant.what} also loses {grades.maxima[qid] - score:g} points on {qid} ({failed.key!r}: "
+                f"{_first_line(failed.message)}): give its tests a stand-in for the student's {variant.qid}, or, "
+                f"if they run it by design, say so in hidden.py ({USES} = {{{qid!r}: ({variant.qid!r},)}})"
             )
     return problems
 

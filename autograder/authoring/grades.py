@@ -1,6 +1,6 @@
 """A stage's catalogue graded once: the reference, the empty release, every catalogued
 variant and the variants made from the reference (``auto_variants``: no-ops, the builder, dtype
-audits).
+audits, empty answers).
 
 The graded rules of ``gptcourse check-stage`` (``rules.RULES``) all read one
 ``CatalogueGrades``, so that a stage is graded once, in one batch, however many rules
@@ -20,7 +20,14 @@ from autograder.course import Stage
 from autograder.engine.pipeline import Graded, grade_batch
 from autograder.engine.runner import Limits
 
-from .auto_variants import AutoVariant, audit_variants, builder_variants, noop_variants, write_auto_variant
+from .auto_variants import (
+    AutoVariant,
+    audit_variants,
+    builder_variants,
+    empty_variants,
+    noop_variants,
+    write_auto_variant,
+)
 from .catalogue import catalogue
 from .clauses import Clause, read_clauses
 from .reuse import grade_catalogue
@@ -29,7 +36,7 @@ from .variants import write_variant
 
 class CatalogueGrades:
     """The reference, the empty release, every catalogued variant of a stage and its automatic
-    variants (no-ops, the builder and dtype audits), graded in one batch.
+    variants (no-ops, the builder, dtype audits and empty answers), graded in one batch.
 
     ``graded`` (a submission's name -> its grading) takes grades made earlier of the
     notebooks already in ``folder`` instead of writing and grading them again (the project's
@@ -52,6 +59,7 @@ class CatalogueGrades:
         self.noops: list[AutoVariant] = noop_variants(stage)
         self.builders: list[AutoVariant] = builder_variants(stage)
         self.audits: list[AutoVariant] = audit_variants(stage)
+        self.empties: list[AutoVariant] = empty_variants(stage)
         self.folder = folder
         self.reused: dict[str, list[str]] = {}
         if graded is None:
@@ -70,9 +78,12 @@ class CatalogueGrades:
         write_notebook(make_notebook(self.stage, "student"), self.folder / "empty.ipynb")
         paths = [self.folder / "reference.ipynb", self.folder / "empty.ipynb"]
         paths += [write_variant(self.stage, v, self.folder) for v in self.mistakes + self.alternatives]
-        return paths + [
-            write_auto_variant(self.stage, v, self.folder) for v in self.noops + self.builders + self.audits
-        ]
+        return paths + [write_auto_variant(self.stage, v, self.folder) for v in self.automatic]
+
+    @property
+    def automatic(self) -> list[AutoVariant]:
+        """The variants made from the reference: no-ops, the builder, dtype audits, empty answers."""
+        return self.noops + self.builders + self.audits + self.empties
 
     @property
     def clauses(self) -> dict[str, list[Clause]]:
@@ -81,7 +92,7 @@ class CatalogueGrades:
 
     def describe(self, name: str) -> str:
         """How problems name a graded submission: an automatic variant by what it is, others by name."""
-        auto = {v.slug: v.what for v in self.noops + self.builders + self.audits}
+        auto = {v.slug: v.what for v in self.automatic}
         return auto.get(name, repr(name))
 
     @property

@@ -22,7 +22,6 @@ Example::
     ([], [5])
 """
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +30,8 @@ from autograder.engine.submission import code_cells
 from autograder.engine.suites import StageTests
 from autograder.kit.cases import Namespace
 from autograder.kit.runtime import CASE_SEED, reseed
+
+from .declarations import hidden_declaration
 
 DECLARATION = "SIZES_APART"
 Sizes = Callable[..., tuple[int, ...]]
@@ -41,18 +42,10 @@ def repeated(sizes: tuple[int, ...]) -> list[int]:
     return sorted({s for s in sizes if sizes.count(s) > 1})
 
 
-def declared(tests: StageTests) -> dict[str, Sizes]:
-    """The hidden suite's ``SIZES_APART`` (read from the module its probes were defined in), or {}."""
-    for case in tests.cases:
-        if not case.public:
-            return dict(inspect.unwrap(case.probe).__globals__.get(DECLARATION, {}))
-    return {}
-
-
 def sizes_apart_problems(stage, tests: StageTests) -> list[str]:
     """Every call a probe makes on the reference notebook to a name of ``SIZES_APART`` whose
     sizes repeat, and every declared name no probe calls."""
-    sizes_of = declared(tests)
+    sizes_of = hidden_declaration(tests, DECLARATION)
     if not sizes_of:
         return []
     names: dict[str, Any] = {}

@@ -83,6 +83,9 @@ RULES: tuple[Rule, ...] = (
     Rule("no-ops earn nothing", graded_rules.noops_earn_nothing, graded=True),
     Rule("building alone earns only structure", graded_rules.building_earns_only_structure, graded=True),
     Rule("dtype slips cost only their clause", graded_rules.dtype_slips_cost_only_their_clause, graded=True),
+    Rule(
+        "an empty answer costs only its own question", graded_rules.empty_answers_cost_their_own_question, graded=True
+    ),
     Rule("every clause has a mistake", graded_rules.every_clause_has_a_mistake, graded=True),
 )
 
