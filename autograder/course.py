@@ -13,6 +13,7 @@ A stage folder holds everything about the stage (see ``assignments/README.md``):
     claims.py         optional: the numbers the notebook states, each with its measurement
 """
 
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -25,6 +26,15 @@ from .errors import UsageError
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = ROOT / "assignments"
 REQUIRED = ("notebook.md", "reference.py", "public.py", "hidden.py", "mistakes.py", "clauses.md")
+
+
+def local_shakespeare() -> Path:
+    """The local copy of Tiny Shakespeare the project's own runs use (tests, check-stage):
+    ``$GPTCOURSE_SHAKESPEARE``, else the workspace's ``shared/data`` beside the checkout, else
+    ``/work/shared/data`` (a clone made elsewhere); the last when none exists, so check ``is_file()``."""
+    name = "shared/data/tinyshakespeare.txt"
+    candidates = [os.environ.get("GPTCOURSE_SHAKESPEARE", ""), ROOT.parent / name, Path("/work") / name]
+    return next((Path(c) for c in candidates if c and Path(c).is_file()), Path("/work") / name)
 
 
 @dataclass(frozen=True)

@@ -21,50 +21,33 @@ Each cell's wall time and CPU time (this process's, all its threads: on a machin
 other work, the CPU time is what the cell itself needed), and its printed output, are shown; a cell that raises, or a check
 cell whose public tests do not pass, stops the run with exit status 1. This is how the
 GPU check (``benchmarks/gpu_check.sh``) runs 07-10 on CUDA, and how the figures of the
-notebooks' real runs are measured on a CPU.
+notebooks' real runs are measured on a CPU. The cells are read and run by
+``autograder/authoring/notebook_run.py``, as check-stage's rule "reference notebook runs"
+reads and runs them (at quick sizes, offline, going on after a failure).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import re
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-class Tee(io.TextIOBase):
-    """Writes to a stream and keeps a copy."""
-
-    def __init__(self, stream) -> None:
-        self.stream, self.parts = stream, []
-
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        self.stream.write(text)
-        self.stream.flush()
-        return len(text)
-
-    def text(self) -> str:
-        return "".join(self.parts)
-
-
-def code_cells(stage_id: str) -> list[dict]:
-    """The reference notebook's code cells, in order, without the hand-in cell."""
-    from autograder.build.notebooks import make_notebook
-    from autograder.course import get_stage
-
-    cells = make_notebook(get_stage(stage_id), "reference")["cells"]
-    return [c for c in cells if c["cell_type"] == "code" and "".join(c["source"]).strip() != "package_submission()"]
+from autograder.authoring.notebook_run import (  # noqa: E402
+    cell_tags,
+    first_line,
+    reference_code_cells,
+    run_cell,
+    source_of,
+)
+from autograder.course import get_stage  # noqa: E402
 
 
 def apply_settings(source: str, settings: dict[str, str]) -> tuple[str, set[str]]:
@@ -93,48 +76,23 @@ def apply_replacements(source: str, replacements: list[tuple[str, str]]) -> str:
 def run(stage_id: str, settings: dict[str, str], replacements: list[tuple[str, str]] = ()) -> list[dict]:
     """Run the stage's cells; returns a record per cell. Raises ``SystemExit(1)`` at a failure,
     ``SystemExit(2)`` when a setting or a replacement finds nothing to change."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     namespace: dict = {"__name__": "__main__"}
     records, applied = [], set()
-    cells = code_cells(stage_id)
-    unknown = {old for old, _ in replacements} - {
-        old for c in cells for old, _ in replacements if old in "".join(c["source"])
-    }
+    cells = reference_code_cells(get_stage(stage_id))
+    unknown = {old for old, _ in replacements} - {old for c in cells for old, _ in replacements if old in source_of(c)}
     if unknown:
         print(f"--replace: no cell of {stage_id} holds {', '.join(map(repr, sorted(unknown)))}", file=sys.stderr)
         raise SystemExit(2)
     for index, cell in enumerate(cells):
-        source = "".join(cell["source"])
-        source, done = apply_settings(source, settings)
+        source, done = apply_settings(source_of(cell), settings)
         applied |= done
         source = apply_replacements(source, replacements)
-        tags = ",".join(cell.get("metadata", {}).get("tags", [])) or "code"
-        first = source.strip().splitlines()[0][:70] if source.strip() else ""
-        print(f"--- {stage_id} cell {index} [{tags}] {first}", flush=True)
-        out = Tee(sys.stdout)
-        start, cpu_start = time.perf_counter(), time.process_time()
-        error = None
-        with contextlib.redirect_stdout(out):
-            try:
-                exec(compile(source, f"<{stage_id} cell {index}>", "exec"), namespace)
-            except BaseException:  # noqa: BLE001 (a notebook cell's failure, reported and stopping the run)
-                error = traceback.format_exc()
-        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-        plt.close("all")
-        record = {"cell": index, "tags": tags, "first_line": first, "seconds": round(seconds, 3)}
-        record["cpu_seconds"] = round(cpu_seconds, 3)  # this process's CPU time, all its threads
-        record["output"] = out.text()[-2000:]  # the end of what it printed
-        if "check" in tags and "public tests passed" not in out.text():
-            error = error or "the check cell did not report that its public tests passed"
-        record["error"] = error
-        records.append(record)
-        print(f"    ({seconds:.1f} s, {cpu_seconds:.1f} s of CPU)", flush=True)
-        if error:
-            print(error, file=sys.stderr)
+        print(f"--- {stage_id} cell {index} [{cell_tags(cell)}] {first_line(source)}", flush=True)
+        ran = run_cell(stage_id, index, cell, source, namespace, out=sys.stdout)
+        records.append(ran.record())
+        print(f"    ({ran.seconds:.1f} s, {ran.cpu_seconds:.1f} s of CPU)", flush=True)
+        if ran.error:
+            print(ran.error, file=sys.stderr)
             raise SystemExit(1)
     missing = set(settings) - applied
     if missing:

@@ -23,23 +23,10 @@ import torch
 from autograder.authoring.grades import CatalogueGrades
 from autograder.authoring.variants import variant_notebook
 from autograder.build.notebooks import write_notebook
-from autograder.course import ROOT, get_stage
+from autograder.course import ROOT, get_stage, local_shakespeare
 from autograder.engine import processes
 
-
-def _local_shakespeare() -> Path:
-    """The test copy of Tiny Shakespeare: ``$GPTCOURSE_SHAKESPEARE``, else the workspace's
-    ``shared/data`` beside the checkout, else ``/work/shared/data`` (a clone made elsewhere)."""
-    name = "shared/data/tinyshakespeare.txt"
-    candidates = [
-        os.environ.get("GPTCOURSE_SHAKESPEARE", ""),
-        Path(__file__).resolve().parents[2] / name,
-        Path("/work") / name,
-    ]
-    return next((Path(c) for c in candidates if c and Path(c).is_file()), Path("/work") / name)
-
-
-SHAKESPEARE = _local_shakespeare()
+SHAKESPEARE = local_shakespeare()  # the test copy of Tiny Shakespeare (it may not exist)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -17,7 +17,8 @@ import pytest
 from autograder.authoring.catalogue import catalogue
 from autograder.authoring.grades import CatalogueGrades
 from autograder.authoring.lint import lint_stage, static_problems
-from autograder.authoring.static_rules import doctest_problems, stub_leaks
+from autograder.authoring.rules import apply, get_rule
+from autograder.authoring.static_rules import Subject, doctest_problems, stub_leaks
 from autograder.build.notebooks import harness_module, student_path
 from autograder.build.release import build_student
 from autograder.course import ROOT, all_stages, get_stage
@@ -496,3 +497,44 @@ def test_a_probe_whose_sizes_repeat_is_caught(tmp_path):
         tmp_path / "c" / "05_multihead", "SIZES_APART = {", "SIZES_APART = {'padding_mask': len,"
     )
     assert problems == ["[probe sizes apart] no probe calls padding_mask, which SIZES_APART names"]
+
+
+def test_a_demo_cell_that_raises_and_a_check_cell_that_fails_are_caught(scratch):
+    # grading never runs demonstrations: an undefined name in one passes every graded rule, and a
+    # demonstration that rebinds a function leaves the reference's grades whole
+    _replace(scratch.source, 'print(f"{len(text):,} characters', 'print(f"{len(txt):,} characters')
+    _replace(
+        scratch.source,
+        "```python check train_val_split\n",
+        "```python demo\ntrain_val_split = lambda data, val_fraction=0.1: (data, data)\n```\n\n"
+        "```python check train_val_split\n",
+    )
+    rule = get_rule("reference notebook runs")
+    assert not rule.static  # --quick does not run it
+    problems = apply(rule, Subject(scratch))
+    assert len(problems) == 2, problems
+    assert problems[0] == (
+        "cell 8 [gptcourse:demo] 'text = load_corpus(\"shakespeare\")' raised "
+        "NameError: name 'txt' is not defined (line 3)"
+    )
+    assert problems[1].startswith(
+        "cell 11 [gptcourse:check] 'check(\"train_val_split\")': its public tests did not all pass; its report "
+        "begins:\n    train_val_split: 6 of 6 public tests failed.\n      [FAIL] ten items, val_fraction=0.2\n"
+        "             result[0]: expected length 8, got 10\n"
+    )
+
+
+def test_a_stage_test_that_fails_is_named_with_its_output(scratch, tmp_path):
+    rule = get_rule("the stage's own tests pass")
+    assert not rule.static
+    assert apply(rule, Subject(scratch)) == []  # 01 has no test file of its own: nothing to run
+    folder = tmp_path / "other" / "04_masking"
+    shutil.copytree(get_stage("04").folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    _replace(
+        folder / "test_masking.py", "assert causal_mask(0).shape == (0, 0)", "assert causal_mask(0).shape == (1, 1)"
+    )
+    problems = apply(rule, Subject(get_stage("04", root=folder.parent)))
+    assert len(problems) == 1, problems
+    head, output = problems[0].split("\n", 1)
+    assert head.endswith("test_masking.py::test_causal_mask_values failed:"), head
+    assert "assert torch.Size([0, 0]) == (1, 1)" in output and output.rstrip().endswith("AssertionError")

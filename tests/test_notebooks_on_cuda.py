@@ -15,16 +15,13 @@ on the CPU and must not break where CUDA is available. A control run shows that 
 device does see the fault of issue 24 (a CPU generator handed to generation on CUDA).
 """
 
-import contextlib
-import io
-
 import pytest
 import torch
 from fakecuda import CUDA, FakeGenerator, OnCuda, fake_cuda
 from support import SHAKESPEARE
 
-from autograder.course import all_stages
-from benchmarks.run_notebook import code_cells
+from autograder.authoring.notebook_run import reference_code_cells, run_cell, source_of
+from autograder.course import all_stages, get_stage
 
 STAGES = [stage.id for stage in all_stages()]
 
@@ -48,24 +45,16 @@ def run_cells(stage_id: str, replace: dict[str, str] | None = None) -> tuple[lis
     pretend device; returns the problems seen and, as ``namespace["__devices__"]``, where its
     ``get_device()`` and the model ``gpt`` (stage 07) or ``model`` (stage 08) were at the end. A cell that
     raises, or a check cell whose public tests do not pass, fails the test; ``replace`` swaps a
-    text in the cells' sources first."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    text in the cells' sources first (the cells are read and run as check-stage's rule
+    "reference notebook runs" reads and runs them: ``autograder/authoring/notebook_run.py``)."""
     namespace: dict = {"__name__": "__main__"}
     with fake_cuda() as device:
-        for index, cell in enumerate(code_cells(stage_id)):
-            source = "".join(cell["source"])
+        for index, cell in enumerate(reference_code_cells(get_stage(stage_id))):
+            source = source_of(cell)
             for old, new in (replace or {}).items():
                 source = source.replace(old, new)
-            printed = io.StringIO()
-            with contextlib.redirect_stdout(printed):
-                exec(compile(source, f"<{stage_id} cell {index}>", "exec"), namespace)
-            plt.close("all")
-            if source.startswith("check("):
-                assert "public tests passed" in printed.getvalue(), f"{stage_id} cell {index}:\n{printed.getvalue()}"
+            ran = run_cell(stage_id, index, cell, source, namespace)
+            assert not ran.error, f"{ran.problem}\n{ran.error}"
         if "get_device" in namespace:
             named = {"07_gpt": "gpt", "08_generation": "model"}.get(stage_id)
             models = {named: next(namespace[named].parameters()).device} if named in namespace else {}

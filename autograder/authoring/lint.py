@@ -1,7 +1,8 @@
 """``gptcourse check-stage``: every rule of ``rules.RULES`` on a stage, in seconds.
 
-The static rules read the stage's files (``--quick`` runs only those); the graded rules
-then read its catalogue graded once: the reference, the empty release and every
+The static rules read the stage's files (``--quick`` runs only those); the run rules then
+run its reference notebook and its own tests (seconds each, in child processes), and the
+graded rules read its catalogue graded once: the reference, the empty release and every
 catalogued variant in one batch. Each problem is printed under its rule's name.
 
 Example (from the repository's root)::
@@ -41,7 +42,7 @@ class LintReport:
         return [f"[{rule}] {problem}" for rule, problems in self.broken.items() for problem in problems]
 
     def render(self) -> str:
-        what = "static and graded rules" if self.graded else "static rules"
+        what = "static, run and graded rules" if self.graded else "static rules"
         if self.ok:
             return f"{self.stage}: OK ({what}; {self.summary})"
         count = sum(map(len, self.broken.values()))
@@ -69,15 +70,17 @@ def lint_stage(
     grades: CatalogueGrades | None = None,
     reuse: bool = True,
 ) -> LintReport:
-    """Check a stage folder by every rule; with ``grade``, grade its catalogue too (or read ``grades``),
-    taking the reference's outputs for the tests a variant's change cannot reach unless ``reuse`` is off."""
+    """Check a stage folder by every rule; with ``grade``, run its code and grade its catalogue too (or
+    read ``grades``), taking the reference's outputs for the tests a variant's change cannot reach unless
+    ``reuse`` is off."""
     subject = Subject(stage)
     report = LintReport(stage.id)
-    if not run_rules([r for r in RULES if not r.graded], subject, report) or not _gradable(report):
+    if not run_rules([r for r in RULES if r.static], subject, report) or not _gradable(report):
         return report  # the summary reads what a broken rule may have found unreadable (a written question)
     report.summary = summary(subject)
     if not (grade or grades is not None):
         return report
+    run_rules([r for r in RULES if r.runs], subject, report)
     graded_rules = [r for r in RULES if r.graded]
     if grades is None:
         with tempfile.TemporaryDirectory(prefix=f"gptcourse-check-{stage.id}-") as tmp:
@@ -96,5 +99,5 @@ def _gradable(report: LintReport) -> bool:
 def static_problems(stage: Stage) -> list[str]:
     """The problems the static rules find (``--quick``), each prefixed by its rule."""
     report = LintReport(stage.id)
-    run_rules([r for r in RULES if not r.graded], Subject(stage), report)
+    run_rules([r for r in RULES if r.static], Subject(stage), report)
     return report.problems

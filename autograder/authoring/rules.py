@@ -1,13 +1,14 @@
 """Every rule a stage is held to, by name: the single authority on what makes a stage sound.
 
 ``gptcourse check-stage`` runs ``RULES`` in order: the static ones on the stage's files
-(``--quick`` stops there), then the graded ones on its catalogue, graded once
-(``grades.CatalogueGrades``). The project's tests loop over the same list
+(``--quick`` stops there), then the ones that run the stage's code for seconds
+(``run_rules``: its reference notebook, its own tests), then the graded ones on its
+catalogue, graded once (``grades.CatalogueGrades``). The project's tests loop over the same list
 (``tests/test_rules.py``), and the authoring guide (``assignments/README.md``) lists the
 rules by these names. A rule is a function that returns the problems it finds, each
 naming the test, mistake, clause or file at fault; none means the stage keeps it.
 
-To add a rule, write the function (static: of a ``static_rules.Subject``; graded: of a
+To add a rule, write the function (static or run: of a ``static_rules.Subject``; graded: of a
 ``CatalogueGrades``) and add a ``Rule`` here.
 
 Example::
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import feedback_rules, graded_rules, static_rules
+from . import feedback_rules, graded_rules, run_rules, static_rules
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,19 @@ class Rule:
     name: str
     find: Callable[[Any], list[str]]
     graded: bool = False  # find(grades) on the graded catalogue; else find(subject)
+    # find(subject), but it runs the stage's code for seconds: not in --quick; it runs, as the graded
+    # rules do, once every static rule but a `last` one holds, and holds back no graded rule
+    runs: bool = False
     blocking: bool = False  # the rules after it cannot run until this one holds
     # a static rule run only on a stage every static rule before it that is not last holds (it
     # reads the stage built, which a stage they refuse may not be), whose problems hold back no
     # graded rule
     last: bool = False
+
+    @property
+    def static(self) -> bool:
+        """Whether ``--quick`` runs it: a rule of the stage's files that neither grades nor runs its code."""
+        return not (self.graded or self.runs)
 
     @property
     def asks(self) -> str:
@@ -72,6 +81,8 @@ RULES: tuple[Rule, ...] = (
     Rule("clauses stated to students", static_rules.clauses_stated, last=True),
     Rule("release keeps the answers", static_rules.release_keeps_secrets, last=True),
     Rule("release up to date", static_rules.release_fresh, last=True),
+    Rule("reference notebook runs", run_rules.reference_notebook_runs, runs=True),
+    Rule("the stage's own tests pass", run_rules.own_tests_pass, runs=True),
     Rule("empty release earns nothing", graded_rules.empty_earns_nothing, graded=True),
     Rule("reference full", graded_rules.reference_full, graded=True, blocking=True),
     Rule("mistakes cost their own question", graded_rules.mistakes_cost_their_own_question, graded=True),

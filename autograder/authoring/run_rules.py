@@ -1,0 +1,98 @@
+"""The rules that run a stage's code for seconds (``gptcourse check-stage`` runs them with the
+graded rules; ``--quick`` does not): each a function of a ``static_rules.Subject``, run in a
+child process, so that nothing the run changes (threads, the environment, the working folder,
+figures, imported modules) stays in the process that checks.
+
+Example::
+
+    >>> from autograder.course import get_stage
+    >>> from autograder.authoring.static_rules import Subject
+    >>> own_tests_pass(Subject(get_stage("01")))  # 01 has no test file of its own: nothing to run
+    []
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.course import ROOT, local_shakespeare
+
+from . import pytest_failures
+from .notebook_run import CellRun, cell_problems
+
+NOTEBOOK_TIMEOUT = 300  # seconds: the slowest stage (09) runs in about 15 s at quick sizes
+TESTS_TIMEOUT = 600  # seconds: the slowest stage's own tests (07, 10) take about 12 s
+OUTPUT_LINES = 8  # the last lines of a failing test's output shown
+
+
+def reference_notebook_runs(subject) -> list[str]:
+    """The reference notebook runs top to bottom as plain Python (every code cell, demonstrations
+    and training runs included, which grading never runs) at quick sizes (`GPTCOURSE_QUICK=1`), on
+    the CPU with one thread, offline (the local Tiny Shakespeare when there is one), in a
+    temporary folder: no cell raises, and every check cell's public tests pass. Each cell that
+    fails is named with its tag and first line."""
+    stage = subject.stage
+    with tempfile.TemporaryDirectory(prefix=f"gptcourse-notebook-{stage.id}-") as tmp:
+        out = Path(tmp) / "cells.json"
+        env = _child_env(GPTCOURSE_QUICK="1", GPTCOURSE_THREADS="1", OMP_NUM_THREADS="1", MPLBACKEND="Agg")
+        env["CUDA_VISIBLE_DEVICES"] = ""  # on the CPU, whatever the machine has
+        corpus = local_shakespeare()
+        if corpus.is_file():
+            env["GPTCOURSE_SHAKESPEARE"] = str(corpus)
+        command = [sys.executable, "-m", "autograder.authoring.notebook_run", str(stage.folder), "--json", str(out)]
+        try:
+            done = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True, timeout=NOTEBOOK_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return [f"the reference notebook did not finish in {NOTEBOOK_TIMEOUT} s at quick sizes"]
+        if done.returncode != 0 or not out.is_file():
+            return [f"the run of the reference notebook stopped (exit status {done.returncode}):\n{_tail(done)}"]
+        runs = [CellRun(**run) for run in json.loads(out.read_text())]
+    return cell_problems(runs)
+
+
+def own_tests_pass(subject) -> list[str]:
+    """The stage's own tests of its reference (`test_*.py` in its folder, the only oracle of the
+    reference independent of it) pass, run as `make test` runs them but for the slow and gpu ones:
+    `python -m pytest -m "not slow and not gpu" <stage folder>`. Each failing test is named with
+    the last lines of its output. A stage without such a file has nothing to run."""
+    folder = subject.stage.folder
+    if not list(folder.glob("test_*.py")):
+        return []
+    with tempfile.TemporaryDirectory(prefix=f"gptcourse-tests-{subject.stage.id}-") as tmp:
+        failures = Path(tmp) / "failures.jsonl"
+        env = _child_env(**{pytest_failures.ENV: str(failures)})
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", pytest_failures.__name__]
+        # the project's settings (its markers, `-p support`) whether the folder is the project's or a copy
+        command += ["-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), "-m", "not slow and not gpu"]
+        try:
+            done = subprocess.run(
+                [*command, str(folder)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=TESTS_TIMEOUT
+            )
+        except subprocess.TimeoutExpired:
+            return [f"the stage's own tests did not finish in {TESTS_TIMEOUT} s"]
+        found = [json.loads(line) for line in failures.read_text().splitlines()] if failures.is_file() else []
+    problems = [f"{f['id']}{_phase(f['when'])} failed:\n{_last_lines(f['text'])}" for f in found]
+    if done.returncode not in (0, 5) and not problems:  # 5: every test is slow or gpu, none to run here
+        problems.append(f"pytest stopped (exit status {done.returncode}):\n{_tail(done)}")
+    return problems
+
+
+def _child_env(**settings: str) -> dict[str, str]:
+    """The environment of a child process: this one's, with this checkout's code found first."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **settings}
+
+
+def _phase(when: str) -> str:
+    return "" if when == "call" else f" ({when})"
+
+
+def _last_lines(text: str) -> str:
+    return "\n".join(f"    {line}" for line in text.rstrip().splitlines()[-OUTPUT_LINES:])
+
+
+def _tail(done: subprocess.CompletedProcess) -> str:
+    return _last_lines((done.stdout or "") + (done.stderr or ""))
