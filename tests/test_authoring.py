@@ -21,6 +21,7 @@ from autograder.authoring.rules import apply, get_rule
 from autograder.authoring.static_rules import Subject, doctest_problems, stub_leaks
 from autograder.build.notebooks import harness_module, student_path
 from autograder.build.release import build_student
+from autograder.build.stubs import reference_source
 from autograder.course import ROOT, all_stages, get_stage
 
 
@@ -538,3 +539,18 @@ def test_a_stage_test_that_fails_is_named_with_its_output(scratch, tmp_path):
     head, output = problems[0].split("\n", 1)
     assert head.endswith("test_masking.py::test_causal_mask_values failed:"), head
     assert "assert torch.Size([0, 0]) == (1, 1)" in output and output.rstrip().endswith("AssertionError")
+
+
+def test_a_copy_of_a_graded_function_in_a_suite_is_caught(scratch):
+    # a hidden helper that computes the answer itself sits in the grading child while the
+    # student's code runs: a copy of the reference's get_batch under another name
+    rule = get_rule("no suite holds the reference")
+    assert not rule.static
+    helper = reference_source("tokenisation", "get_batch").replace("def get_batch(", "def _batch_of(", 1)
+    _replace(scratch.hidden, "suite = Suite(public=False)\n", "suite = Suite(public=False)\n\n\n" + helper + "\n\n")
+    problems = apply(rule, Subject(scratch))
+    found = [p.split(": ", 1)[1] for p in problems]  # by its statements, and by what it returns (draws aside)
+    assert len(found) == 2 and found[0] == (
+        "_batch_of holds 3 of the 3 statements of the reference get_batch: a suite must not compute the answer"
+    )
+    assert re.fullmatch(r"_batch_of reproduces the reference get_batch on \d+ of \d+ recorded calls: .*", found[1])

@@ -21,9 +21,9 @@ from pathlib import Path
 import attacks
 import leakscan
 import pytest
-import refscan
 from support import submission
 
+from autograder.authoring import refscan
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.channels.local.folder import grade_into_folder
 from autograder.channels.local.records import RECORD

@@ -24,12 +24,14 @@ NOT_YET: dict[tuple[str, str], str] = {}
 
 
 # The run rules do what this suite does itself, for real: it collects every stage's own tests
-# (testpaths), and test_notebooks_run.py runs every reference notebook in a Jupyter kernel. Run
+# (testpaths), test_notebooks_run.py runs every reference notebook in a Jupyter kernel and
+# test_reachable.py scans every stage's suites. Run
 # here too they would add about 110 s of CPU and find nothing new (test_the_suite_does_what_the_
 # run_rules_do); how they fail is shown in test_authoring.py.
 RUN_HERE_BY = {
     "reference notebook runs": "test_notebooks_run.py::test_reference_notebook_runs_clean_offline",
     "the stage's own tests pass": "pyproject.toml's testpaths (assignments)",
+    "no suite holds the reference": "test_reachable.py::test_no_suite_holds_an_implementation_of_a_graded_function",
 }
 
 
@@ -65,11 +67,14 @@ def test_the_suite_does_what_the_run_rules_do():
     import tomllib
 
     import test_notebooks_run
+    import test_reachable
 
     assert set(RUN_HERE_BY) == {rule.name for rule in RULES if rule.runs}
     settings = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
     assert "assignments" in settings["testpaths"]
     assert test_notebooks_run.RUNS["test_reference_notebook_runs_clean_offline"] == "reference"
+    assert callable(test_reachable.test_no_suite_holds_an_implementation_of_a_graded_function)
+    assert [s.id for s in test_reachable.STAGES] == [s.id for s in STAGES]
     assert [s.id for s in test_notebooks_run.STAGES] == [s.id for s in STAGES]
 
 

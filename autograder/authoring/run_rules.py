@@ -26,6 +26,7 @@ from .notebook_run import CellRun, cell_problems
 NOTEBOOK_TIMEOUT = 300  # seconds: the slowest stage (09) runs in about 15 s at quick sizes
 TESTS_TIMEOUT = 600  # seconds: the slowest stage's own tests (07, 10) take about 12 s
 OUTPUT_LINES = 8  # the last lines of a failing test's output shown
+SCAN = "REFSCAN "  # what starts the line of ``refscan``'s answer
 
 
 def reference_notebook_runs(subject) -> list[str]:
@@ -78,6 +79,35 @@ def own_tests_pass(subject) -> list[str]:
     if done.returncode not in (0, 5) and not problems:  # 5: every test is slow or gpu, none to run here
         problems.append(f"pytest stopped (exit status {done.returncode}):\n{_tail(done)}")
     return problems
+
+
+SCAN_TIMEOUT = 600  # seconds: the slowest stage's scan takes about 8 s
+MIN_CALLS = 2  # calls of each graded name the behavioural scan needs to go on
+
+
+def suites_hold_no_reference(subject) -> list[str]:
+    """Neither suite holds an implementation of a graded function of the stage, copied or written
+    another way (``refscan``): ``public.py`` ships in every notebook and both sit in the grading
+    child while the student's code runs. A copy is found by its statements; a re-implementation by
+    returning what the reference returns on the calls the probes make of it, so the probes must
+    call each graded name at least twice."""
+    command = [sys.executable, "-m", "autograder.authoring.refscan", str(subject.stage.folder)]
+    try:
+        done = subprocess.run(command, cwd=ROOT, env=_child_env(), capture_output=True, text=True, timeout=SCAN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return [f"the scan of the suites did not finish in {SCAN_TIMEOUT} s"]
+    found = [line for line in done.stdout.splitlines() if line.startswith(SCAN)]
+    if done.returncode != 0 or not found:
+        return [f"the scan of the suites stopped (exit status {done.returncode}):\n{_tail(done)}"]
+    scan = json.loads(found[-1][len(SCAN) :])
+    problems = [f"{where}: a suite must not compute the answer" for where in scan["found"]]
+    problems += [
+        f"the probes call {name} {count} time(s) on the reference: the scan for re-implementations of it needs"
+        f" {MIN_CALLS} or more"
+        for name, count in scan["recorded"].items()
+        if count < MIN_CALLS
+    ]
+    return problems + ([] if scan["recorded"] else ["the probes call no graded function on the reference"])
 
 
 def _child_env(**settings: str) -> dict[str, str]:

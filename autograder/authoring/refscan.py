@@ -97,7 +97,8 @@ def _statements(function: ast.AST) -> list[str]:
         if isinstance(
             stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef, ast.Pass, ast.Raise)
         ):
-            continue  # compound statements are compared through the statements they hold; error messages differ by nature
+            # compound statements are compared through the statements they hold; error messages differ by nature
+            continue
         if sum(1 for _ in ast.walk(stmt)) < 8:
             continue
         out.append(ast.dump(_Normalise().visit(copy.deepcopy(stmt)), annotate_fields=False))
@@ -143,7 +144,8 @@ def structural_matches(source: str, filename: str, units: list[Unit]) -> list[st
             shared = sum(s in mine for s in unit.statements)
             if shared >= MIN_STATEMENTS and shared >= SHARE * len(unit.statements):
                 found.append(
-                    f"{filename}:{node.lineno}: {node.name} holds {shared} of the {len(unit.statements)} statements of the reference {unit.name}"
+                    f"{filename}:{node.lineno}: {node.name} holds {shared} of the {len(unit.statements)} statements"
+                    f" of the reference {unit.name}"
                 )
     return found
 
@@ -464,7 +466,8 @@ def behavioural_matches(
                     hits = _module_hits(candidate, recorded)
                     if hits >= 2 and hits >= 2 * len(recorded) / 3:
                         found.append(
-                            f"{label}: {candidate_name} reproduces the reference {name} on {hits} of {len(recorded)} recorded forward calls"
+                            f"{label}: {candidate_name} reproduces the reference {name} on {hits} of {len(recorded)}"
+                            " recorded forward calls"
                         )
             continue
         answered = [c for c in recorded if c.raised is None]
@@ -488,8 +491,8 @@ def behavioural_matches(
                     hits += ok and same(got, result)
                 if hits >= 2 and hits >= 2 * len(usable) / 3:
                     found.append(
-                        f"{label}: {candidate_name} reproduces the reference {name} on {hits} of {len(usable)} recorded calls"
-                        + (f" (given {fill} for its extra parameters)" if fill else "")
+                        f"{label}: {candidate_name} reproduces the reference {name} on {hits} of {len(usable)}"
+                        " recorded calls" + (f" (given {fill} for its extra parameters)" if fill else "")
                     )
                     break
     return found
@@ -520,21 +523,22 @@ def scan_stage(stage: Stage) -> dict:
 
 
 def main() -> None:
-    """``python tests/refscan.py STAGE``: print ``scan_stage`` as one JSON line after
-    ``REFSCAN`` (the tests run it in a process of its own, since the probes run here on
-    the reference)."""
+    """``python -m autograder.authoring.refscan STAGE``: print ``scan_stage`` as one JSON line after
+    ``REFSCAN`` (STAGE is a stage's id or its folder; check-stage's rule "no suite holds the
+    reference" and the tests run it in a process of its own, since the probes run here on the
+    reference)."""
     import json
     import os
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from support import SHAKESPEARE
+    from autograder.course import get_stage, local_shakespeare
 
-    from autograder.course import get_stage
-
-    os.environ.setdefault("GPTCOURSE_SHAKESPEARE", str(SHAKESPEARE))
-    print("REFSCAN " + json.dumps(scan_stage(get_stage(sys.argv[1]))))
+    if local_shakespeare().is_file():
+        os.environ.setdefault("GPTCOURSE_SHAKESPEARE", str(local_shakespeare()))
+    named = Path(sys.argv[1])
+    stage = get_stage(named.name, root=named.resolve().parent) if named.is_dir() else get_stage(sys.argv[1])
+    print("REFSCAN " + json.dumps(scan_stage(stage)))
 
 
 if __name__ == "__main__":
