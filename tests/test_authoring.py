@@ -23,6 +23,7 @@ from autograder.build.notebooks import harness_module, student_path
 from autograder.build.release import build_student
 from autograder.build.stubs import reference_source
 from autograder.course import ROOT, all_stages, get_stage
+from solutions.data import load_corpus
 
 
 def test_the_command_reports_ok_and_its_exit_status(tmp_path):
@@ -554,3 +555,14 @@ def test_a_copy_of_a_graded_function_in_a_suite_is_caught(scratch):
         "_batch_of holds 3 of the 3 statements of the reference get_batch: a suite must not compute the answer"
     )
     assert re.fullmatch(r"_batch_of reproduces the reference get_batch on \d+ of \d+ recorded calls: .*", found[1])
+
+
+def test_a_stated_number_its_measurement_does_not_give_is_caught(scratch):
+    # the range an author gave a claim no longer holds what the code measures
+    rule = get_rule("stated numbers true")
+    assert not rule.static
+    _replace(scratch.folder / "claims.py", "low=95, high=105", "low=110, high=120")
+    assert apply(rule, Subject(scratch)) == [
+        "the notebook says 'about 100 distinct symbols)', but the measurement gives "
+        f"{len(set(load_corpus('default')))} (its words allow 110 to 120)"
+    ]

@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from autograder.authoring.claims import stage_claims
 from autograder.authoring.rules import RULES, apply, get_rule
 from autograder.authoring.static_rules import Subject
 from autograder.course import ROOT, all_stages
@@ -24,14 +25,15 @@ NOT_YET: dict[tuple[str, str], str] = {}
 
 
 # The run rules do what this suite does itself, for real: it collects every stage's own tests
-# (testpaths), test_notebooks_run.py runs every reference notebook in a Jupyter kernel and
-# test_reachable.py scans every stage's suites. Run
+# (testpaths), test_notebooks_run.py runs every reference notebook in a Jupyter kernel,
+# test_reachable.py scans every stage's suites and test_claims.py measures every claim. Run
 # here too they would add about 110 s of CPU and find nothing new (test_the_suite_does_what_the_
 # run_rules_do); how they fail is shown in test_authoring.py.
 RUN_HERE_BY = {
     "reference notebook runs": "test_notebooks_run.py::test_reference_notebook_runs_clean_offline",
     "the stage's own tests pass": "pyproject.toml's testpaths (assignments)",
     "no suite holds the reference": "test_reachable.py::test_no_suite_holds_an_implementation_of_a_graded_function",
+    "stated numbers true": "test_claims.py::test_a_stated_number_is_what_its_measurement_gives",
 }
 
 
@@ -66,6 +68,7 @@ def test_graded_rule(stage, rule, graded_catalogue):
 def test_the_suite_does_what_the_run_rules_do():
     import tomllib
 
+    import test_claims
     import test_notebooks_run
     import test_reachable
 
@@ -75,6 +78,7 @@ def test_the_suite_does_what_the_run_rules_do():
     assert test_notebooks_run.RUNS["test_reference_notebook_runs_clean_offline"] == "reference"
     assert callable(test_reachable.test_no_suite_holds_an_implementation_of_a_graded_function)
     assert [s.id for s in test_reachable.STAGES] == [s.id for s in STAGES]
+    assert len(test_claims.CLAIMS) == sum(len(stage_claims(s)) for s in STAGES)
     assert [s.id for s in test_notebooks_run.STAGES] == [s.id for s in STAGES]
 
 

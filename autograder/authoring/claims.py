@@ -9,7 +9,9 @@ that takes minutes to measure comes from a benchmark's results file instead
 (``recorded``), and the benchmark is what measures it.
 
 ``gptcourse check-stage`` checks that every claim's words are in the notebook (rule
-"stated numbers have a source"); ``tests/test_claims.py`` measures every claim.
+"stated numbers have a source") and measures every claim in a process of its own (rule
+"stated numbers true": ``python -m autograder.authoring.claims STAGE``); ``tests/test_claims.py``
+measures every claim too, one test each.
 
 Example::
 
@@ -115,3 +117,25 @@ def recorded(results: str, *keys: str) -> Callable[[], float]:
         return float(value)
 
     return read
+
+
+def main() -> None:
+    """``python -m autograder.authoring.claims STAGE`` (a stage's id or folder): measure every claim
+    of the stage and print ``MEASURED`` and a JSON list of ``[words, value, low, high]``."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from autograder.authoring import claims  # the module claims.py files import Claim from, not __main__
+    from autograder.course import local_shakespeare
+
+    if local_shakespeare().is_file():
+        os.environ.setdefault("GPTCOURSE_SHAKESPEARE", str(local_shakespeare()))
+    named = Path(sys.argv[1])
+    stage = get_stage(named.name, root=named.resolve().parent) if named.is_dir() else get_stage(sys.argv[1])
+    measured = [[claim.words, claim.measure(), claim.low, claim.high] for claim in claims.stage_claims(stage)]
+    print("MEASURED " + json.dumps(measured))
+
+
+if __name__ == "__main__":
+    main()

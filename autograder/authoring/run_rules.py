@@ -110,6 +110,32 @@ def suites_hold_no_reference(subject) -> list[str]:
     return problems + ([] if scan["recorded"] else ["the probes call no graded function on the reference"])
 
 
+CLAIMS_TIMEOUT = 600  # seconds: the slowest stage's claims (07) take about 20 s
+MEASURED = "MEASURED "  # what starts the line of ``claims``' measurements
+
+
+def stated_numbers_true(subject) -> list[str]:
+    """Every number ``claims.py`` ties to a measurement is what the measurement gives, at the size
+    the text names, within the range its words allow: the claims are measured in a process of
+    their own (the reference's code, on the CPU, the local corpus when there is one)."""
+    if not (subject.stage.folder / "claims.py").is_file():
+        return []
+    command = [sys.executable, "-m", "autograder.authoring.claims", str(subject.stage.folder)]
+    env = _child_env(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    try:
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=CLAIMS_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return [f"the claims were not measured in {CLAIMS_TIMEOUT} s"]
+    found = [line for line in done.stdout.splitlines() if line.startswith(MEASURED)]
+    if done.returncode != 0 or not found:
+        return [f"measuring the claims stopped (exit status {done.returncode}):\n{_tail(done)}"]
+    return [
+        f"the notebook says {words!r}, but the measurement gives {value:g} (its words allow {low:g} to {high:g})"
+        for words, value, low, high in json.loads(found[-1][len(MEASURED) :])
+        if not low <= value <= high
+    ]
+
+
 def _child_env(**settings: str) -> dict[str, str]:
     """The environment of a child process: this one's, with this checkout's code found first."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
