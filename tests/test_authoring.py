@@ -19,6 +19,7 @@ from autograder.authoring.grades import CatalogueGrades
 from autograder.authoring.lint import lint_stage, static_problems
 from autograder.authoring.rules import apply, get_rule
 from autograder.authoring.static_rules import Subject, doctest_problems, stub_leaks
+from autograder.build.fixtures import stage_tests
 from autograder.build.notebooks import harness_module, student_path
 from autograder.build.release import build_student
 from autograder.build.stubs import reference_source
@@ -565,4 +566,16 @@ def test_a_stated_number_its_measurement_does_not_give_is_caught(scratch):
     assert apply(rule, Subject(scratch)) == [
         "the notebook says 'about 100 distinct symbols)', but the measurement gives "
         f"{len(set(load_corpus('default')))} (its words allow 110 to 120)"
+    ]
+
+
+def test_an_expected_value_in_the_student_notebook_is_caught(scratch):
+    # an author printed, in the text, what the reference's encode gives on a hidden test's input
+    value = "[34, 24, 21, 21, 1, 33, 35, 28, 28, 21, 32, 3, 33, 1, 20, 17, 38]"
+    _replace(scratch.source, "```python demo\n", f"For example: {value}.\n\n```python demo\n")
+    rule = get_rule("release holds no expected value")
+    graded = types.SimpleNamespace(stage=scratch, fixtures=stage_tests(get_stage("01")).fixtures)  # the project's
+    assert apply(rule, graded) == [
+        "the release holds the expected value of 'encode_decode: encode gives the ids of stoi, as a list' "
+        f"({value[:57]}...)"
     ]

@@ -7,12 +7,17 @@ Each function takes the stage's ``CatalogueGrades`` and returns its problems (em
 stage keeps the rule); ``feedback_rules`` holds the rules on hints and messages.
 """
 
+import json
+
+from autograder.build.notebooks import make_notebook, release_folder
+from autograder.engine import codec
 from autograder.engine.judge import follows_from
 
 from .catalogue import Variant
 from .clauses import Clause
 from .declarations import hidden_declaration
 from .grades import CatalogueGrades
+from .static_rules import readable
 
 USES = "QUESTIONS_USE"  # in hidden.py: {question: (the questions whose code its tests run by design)}
 
@@ -210,6 +215,26 @@ def empty_answers_cost_their_own_question(grades: CatalogueGrades) -> list[str]:
                 f"if they run it by design, say so in hidden.py ({USES} = {{{qid!r}: ({variant.qid!r},)}})"
             )
     return problems
+
+
+MIN_VALUE = 24  # characters of an expected value's JSON from which its text in a release is no chance
+
+
+def release_holds_no_expected_value(grades: CatalogueGrades) -> list[str]:
+    """No expected value a test compares with (the reference's output, as its JSON in the fixtures,
+    ``MIN_VALUE`` characters or more) is in the student notebook as built (the check harness read
+    unpacked) or in a file released beside it: students would read the answer."""
+    values = {key: json.dumps(codec.encode(value), sort_keys=True) for key, value in grades.fixtures.items()}
+    released = [readable(cell) for cell in make_notebook(grades.stage, "student")["cells"]]
+    beside = release_folder(grades.stage) / "student" / grades.stage.id
+    if beside.is_dir():
+        released += [p.read_text(encoding="utf-8", errors="replace") for p in sorted(beside.rglob("*")) if p.is_file()]
+    text = "\n".join(released)
+    return [
+        f"the release holds the expected value of {key!r} ({_first_line(value, 60)})"
+        for key, value in values.items()
+        if len(value) >= MIN_VALUE and value in text
+    ]
 
 
 def every_clause_has_a_mistake(grades: CatalogueGrades) -> list[str]:

@@ -93,6 +93,7 @@ RULES: tuple[Rule, ...] = (
     Rule("hints right or absent", feedback_rules.hint_problems, graded=True),
     Rule("public tests catch the catalogue", feedback_rules.public_catch_problems, graded=True),
     Rule("hidden messages reveal nothing", feedback_rules.hidden_value_problems, graded=True),
+    Rule("release holds no expected value", graded_rules.release_holds_no_expected_value, graded=True),
     Rule("no-ops earn nothing", graded_rules.noops_earn_nothing, graded=True),
     Rule("building alone earns only structure", graded_rules.building_earns_only_structure, graded=True),
     Rule("dtype slips cost only their clause", graded_rules.dtype_slips_cost_only_their_clause, graded=True),
