@@ -15,7 +15,7 @@ Keeping the questions apart
     ``DecoderBlock`` stand for ``_TorchEncoder`` and ``_TorchDecoderBlock`` (PyTorch's
     nn.TransformerDecoderLayer; put back afterwards), and runs greedy_decode on scripted
     stand-in models. The stand-ins are PyTorch's computations, with parameter names of
-    their own: nothing the child can reach implements a graded class (tests/refscan.py).
+    their own: nothing the child can reach implements a graded class (autograder/authoring/refscan.py).
     seq2seq_works runs train_seq2seq on a recording stand-in model, and trains the
     student's Seq2Seq (with the stand-in encoder and decoder blocks, every layer
     re-initialised as PyTorch does by default) with the student's train_seq2seq: that one
