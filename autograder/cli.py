@@ -726,7 +726,9 @@ def _add_check_stage_parser(sub: argparse._SubParsersAction) -> None:
         "check-stage", help="check a stage's folder: notebook, tests, catalogue, reference (for course authors)"
     )
     check.add_argument("stages", nargs="*", metavar="STAGE", help="stages to check (default: all)")
-    check.add_argument("--quick", action="store_true", help="only the checks that need no grading (seconds)")
+    check.add_argument(
+        "--quick", action="store_true", help="only the static checks: no run of the stage's code, no grading (seconds)"
+    )
     check.add_argument("--workers", type=_positive(int), help="submissions graded at once (default: as for grade)")
     check.add_argument(
         "--every-test",
