@@ -37,6 +37,15 @@ def local_shakespeare() -> Path:
     return next((Path(c) for c in candidates if c and Path(c).is_file()), Path("/work") / name)
 
 
+def command_line_stage(argument: str) -> "Stage":
+    """The stage a child process of check-stage is given: its id (``03``) or its folder (a scratch
+    copy's included); the local Tiny Shakespeare, when there is one, is the corpus it loads."""
+    if local_shakespeare().is_file():
+        os.environ.setdefault("GPTCOURSE_SHAKESPEARE", str(local_shakespeare()))
+    named = Path(argument)
+    return get_stage(named.name, root=named.resolve().parent) if named.is_dir() else get_stage(argument)
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage (one notebook) of the course: a folder of ``assignments/``."""

@@ -122,17 +122,12 @@ def recorded(results: str, *keys: str) -> Callable[[], float]:
 def main() -> None:
     """``python -m autograder.authoring.claims STAGE`` (a stage's id or folder): measure every claim
     of the stage and print ``MEASURED`` and a JSON list of ``[words, value, low, high]``."""
-    import os
     import sys
-    from pathlib import Path
 
     from autograder.authoring import claims  # the module claims.py files import Claim from, not __main__
-    from autograder.course import local_shakespeare
+    from autograder.course import command_line_stage
 
-    if local_shakespeare().is_file():
-        os.environ.setdefault("GPTCOURSE_SHAKESPEARE", str(local_shakespeare()))
-    named = Path(sys.argv[1])
-    stage = get_stage(named.name, root=named.resolve().parent) if named.is_dir() else get_stage(sys.argv[1])
+    stage = command_line_stage(sys.argv[1])
     measured = [[claim.words, claim.measure(), claim.low, claim.high] for claim in claims.stage_claims(stage)]
     print("MEASURED " + json.dumps(measured))
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TextIO
 
 from autograder.build.notebooks import make_notebook
-from autograder.course import Stage, get_stage
+from autograder.course import Stage, command_line_stage
 from autograder.engine.submission import TAG_CHECK
 
 HAND_IN = "package_submission()"  # the last code cell: it needs the saved notebook, so never run here
@@ -184,9 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", help="the stage's folder (assignments/NN_name)")
     parser.add_argument("--json", required=True, help="where to write the cells' runs")
     args = parser.parse_args(argv)
-    folder = Path(args.folder).resolve()
+    stage = command_line_stage(args.folder)
     _no_network()
-    runs = run_reference(get_stage(folder.name, root=folder.parent))
+    runs = run_reference(stage)
     Path(args.json).write_text(json.dumps([asdict(run) for run in runs]))
     return 0
 

@@ -528,17 +528,11 @@ def main() -> None:
     reference" and the tests run it in a process of its own, since the probes run here on the
     reference)."""
     import json
-    import os
     import sys
-    from pathlib import Path
 
-    from autograder.course import get_stage, local_shakespeare
+    from autograder.course import command_line_stage
 
-    if local_shakespeare().is_file():
-        os.environ.setdefault("GPTCOURSE_SHAKESPEARE", str(local_shakespeare()))
-    named = Path(sys.argv[1])
-    stage = get_stage(named.name, root=named.resolve().parent) if named.is_dir() else get_stage(sys.argv[1])
-    print("REFSCAN " + json.dumps(scan_stage(stage)))
+    print("REFSCAN " + json.dumps(scan_stage(command_line_stage(sys.argv[1]))))
 
 
 if __name__ == "__main__":

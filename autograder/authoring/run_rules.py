@@ -17,8 +17,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from autograder.course import ROOT, local_shakespeare
+from autograder.course import ROOT
 
 from . import pytest_failures
 from .notebook_run import CellRun, cell_problems
@@ -38,11 +39,10 @@ def reference_notebook_runs(subject) -> list[str]:
     stage = subject.stage
     with tempfile.TemporaryDirectory(prefix=f"gptcourse-notebook-{stage.id}-") as tmp:
         out = Path(tmp) / "cells.json"
-        env = _child_env(GPTCOURSE_QUICK="1", GPTCOURSE_THREADS="1", OMP_NUM_THREADS="1", MPLBACKEND="Agg")
-        env["CUDA_VISIBLE_DEVICES"] = ""  # on the CPU, whatever the machine has
-        corpus = local_shakespeare()
-        if corpus.is_file():
-            env["GPTCOURSE_SHAKESPEARE"] = str(corpus)
+        # on the CPU whatever the machine has (the local corpus: command_line_stage)
+        env = _child_env(
+            GPTCOURSE_QUICK="1", GPTCOURSE_THREADS="1", OMP_NUM_THREADS="1", MPLBACKEND="Agg", CUDA_VISIBLE_DEVICES=""
+        )
         command = [sys.executable, "-m", "autograder.authoring.notebook_run", str(stage.folder), "--json", str(out)]
         try:
             done = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True, timeout=NOTEBOOK_TIMEOUT)
@@ -91,15 +91,9 @@ def suites_hold_no_reference(subject) -> list[str]:
     child while the student's code runs. A copy is found by its statements; a re-implementation by
     returning what the reference returns on the calls the probes make of it, so the probes must
     call each graded name at least twice."""
-    command = [sys.executable, "-m", "autograder.authoring.refscan", str(subject.stage.folder)]
-    try:
-        done = subprocess.run(command, cwd=ROOT, env=_child_env(), capture_output=True, text=True, timeout=SCAN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return [f"the scan of the suites did not finish in {SCAN_TIMEOUT} s"]
-    found = [line for line in done.stdout.splitlines() if line.startswith(SCAN)]
-    if done.returncode != 0 or not found:
-        return [f"the scan of the suites stopped (exit status {done.returncode}):\n{_tail(done)}"]
-    scan = json.loads(found[-1][len(SCAN) :])
+    scan, stopped = _answer("autograder.authoring.refscan", subject, SCAN, SCAN_TIMEOUT, "the scan of the suites")
+    if stopped:
+        return stopped
     problems = [f"{where}: a suite must not compute the answer" for where in scan["found"]]
     problems += [
         f"the probes call {name} {count} time(s) on the reference: the scan for re-implementations of it needs"
@@ -120,20 +114,33 @@ def stated_numbers_true(subject) -> list[str]:
     their own (the reference's code, on the CPU, the local corpus when there is one)."""
     if not (subject.stage.folder / "claims.py").is_file():
         return []
-    command = [sys.executable, "-m", "autograder.authoring.claims", str(subject.stage.folder)]
-    env = _child_env(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
-    try:
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=CLAIMS_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return [f"the claims were not measured in {CLAIMS_TIMEOUT} s"]
-    found = [line for line in done.stdout.splitlines() if line.startswith(MEASURED)]
-    if done.returncode != 0 or not found:
-        return [f"measuring the claims stopped (exit status {done.returncode}):\n{_tail(done)}"]
+    on_cpu = {"OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    measured, stopped = _answer(
+        "autograder.authoring.claims", subject, MEASURED, CLAIMS_TIMEOUT, "measuring the claims", **on_cpu
+    )
+    if stopped:
+        return stopped
     return [
         f"the notebook says {words!r}, but the measurement gives {value:g} (its words allow {low:g} to {high:g})"
-        for words, value, low, high in json.loads(found[-1][len(MEASURED) :])
+        for words, value, low, high in measured
         if not low <= value <= high
     ]
+
+
+def _answer(module: str, subject, marker: str, timeout: int, what: str, **settings: str) -> tuple[Any, list[str]]:
+    """Run ``python -m module <stage folder>`` and read the JSON it prints after ``marker``:
+    ``(answer, [])``, or ``(None, [why there is none])`` when it timed out or stopped."""
+    command = [sys.executable, "-m", module, str(subject.stage.folder)]
+    try:
+        done = subprocess.run(
+            command, cwd=ROOT, env=_child_env(**settings), capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return None, [f"{what} did not finish in {timeout} s"]
+    found = [line for line in done.stdout.splitlines() if line.startswith(marker)]
+    if done.returncode != 0 or not found:
+        return None, [f"{what} stopped (exit status {done.returncode}):\n{_tail(done)}"]
+    return json.loads(found[-1][len(marker) :]), []
 
 
 def _child_env(**settings: str) -> dict[str, str]:
