@@ -58,7 +58,7 @@ def own_tests_pass(subject) -> list[str]:
     """The stage's own tests of its reference (`test_*.py` in its folder, the only oracle of the
     reference independent of it) pass, run as `make test` runs them but for the slow and gpu ones:
     `python -m pytest -m "not slow and not gpu" <stage folder>`. Each failing test is named with
-    the last lines of its output. A stage without such a file has nothing to run."""
+    what it raised and the last lines of its output. A stage without such a file has nothing to run."""
     folder = subject.stage.folder
     if not list(folder.glob("test_*.py")):
         return []
@@ -75,7 +75,7 @@ def own_tests_pass(subject) -> list[str]:
         except subprocess.TimeoutExpired:
             return [f"the stage's own tests did not finish in {TESTS_TIMEOUT} s"]
         found = [json.loads(line) for line in failures.read_text().splitlines()] if failures.is_file() else []
-    problems = [f"{f['id']}{_phase(f['when'])} failed:\n{_last_lines(f['text'])}" for f in found]
+    problems = [f"{f['id']}{_phase(f['when'])} failed: {f['crash']}\n{_last_lines(f['text'])}" for f in found]
     if done.returncode not in (0, 5) and not problems:  # 5: every test is slow or gpu, none to run here
         problems.append(f"pytest stopped (exit status {done.returncode}):\n{_tail(done)}")
     return problems
