@@ -21,7 +21,8 @@ project's ipykernel), every cell, demonstrations and training included, offline:
   made). Every other cell (harness, given code, stubs, check cells, hand-in) runs clean.
 
 The network is unreachable in the kernel: a ``sitecustomize`` on the kernel's
-``PYTHONPATH`` makes every Internet socket fail at once (and name lookups with it), and
+``PYTHONPATH`` (the text of ``autograder/authoring/offline.py``, which the rule "reference
+notebook runs" uses too) makes every Internet socket fail at once (and name lookups with it), and
 ``GPTCOURSE_CACHE`` points at an empty folder, so no cached download can stand in for it.
 Demonstrations and training run at a reduced size: the kernel has ``GPTCOURSE_QUICK=1``,
 which the notebooks read into ``QUICK``. It also has one torch thread (``OMP_NUM_THREADS=1``):
@@ -40,12 +41,16 @@ import functools
 import json
 import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 from kernels import execute_in_kernel
 from support import SHAKESPEARE
 
+from autograder.authoring import offline
 from autograder.authoring.catalogue import catalogue
 from autograder.build.answers import given_answers
 from autograder.build.notebooks import make_notebook
@@ -55,30 +60,6 @@ from autograder.engine.submission import TAG_ANSWER, TAG_CHECK, TAG_DEMO, TAG_GI
 STAGES = all_stages()
 NAME = "my notebook.ipynb"
 KERNELS_AT_ONCE = 2  # one torch thread each: both cores busy
-
-# Loaded by the kernel's Python at start-up (it is first on PYTHONPATH): no Internet for the notebook.
-NO_NETWORK = '''\
-"""Test kernels only: every Internet connection and name lookup fails at once."""
-import socket
-
-_connect = socket.socket.connect
-
-
-def _refuse(*args, **kwargs):
-    raise OSError(101, "Network is unreachable (this test kernel has no network)")
-
-
-def _connect_local_only(self, address):
-    if self.family in (socket.AF_INET, socket.AF_INET6):
-        _refuse()
-    return _connect(self, address)
-
-
-socket.socket.connect = _connect_local_only
-socket.socket.connect_ex = _connect_local_only
-socket.create_connection = _refuse
-socket.getaddrinfo = _refuse
-'''
 
 
 def _tags(cell) -> set[str]:
@@ -97,7 +78,7 @@ async def run_async(notebook: dict, folder, shakespeare: bool) -> nbformat.Noteb
     """Run a notebook, saved as ``folder/work/my notebook.ipynb``, in an offline kernel, top to
     bottom (with the local corpus, or without it and so with the default corpus)."""
     (folder / "site").mkdir()
-    (folder / "site" / "sitecustomize.py").write_text(NO_NETWORK)
+    (folder / "site" / "sitecustomize.py").write_text(Path(offline.__file__).read_text())  # no network at start-up
     (folder / "cache").mkdir()
     env = {key: value for key, value in os.environ.items() if key not in {"GPTCOURSE_SHAKESPEARE", "PYTHONPATH"}}
     env |= {
@@ -333,3 +314,25 @@ def test_the_block_demo_compares_like_with_like(tmp_path):
         assert "public tests passed" in output[f"m{index}-check"], (mistake.name, output[f"m{index}-check"])
         compared = output[f"m{index}-demo"]
         assert compared.count("match") == 4 and "DIFFERENT" not in compared, (mistake.name, compared)
+
+
+def test_the_kernels_sitecustomize_cuts_off_the_internet_and_keeps_local_sockets(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(Path(offline.__file__).read_text())
+    probe = """
+import socket
+for call in (lambda: socket.create_connection(("192.0.2.1", 80), timeout=5),
+             lambda: socket.getaddrinfo("example.org", 80),
+             lambda: socket.socket().connect_ex(("192.0.2.1", 80))):
+    try:
+        call()
+        print("reached")
+    except OSError as error:
+        print(error.errno, error.strerror)
+a, b = socket.socketpair()  # a local socket, as a kernel's own
+a.sendall(b"ok")
+print(b.recv(2).decode())
+"""
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"101 {offline.MESSAGE}"] * 3 + ["ok"]

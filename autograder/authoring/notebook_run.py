@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import io
 import json
-import socket
 import sys
 import time
 import traceback
@@ -37,6 +36,8 @@ from typing import TextIO
 from autograder.build.notebooks import make_notebook
 from autograder.course import Stage, command_line_stage
 from autograder.engine.submission import TAG_CHECK
+
+from . import offline
 
 HAND_IN = "package_submission()"  # the last code cell: it needs the saved notebook, so never run here
 PASSED = "public tests passed"  # what a check cell prints when every public test of its question passes
@@ -159,24 +160,6 @@ class _Tee(io.TextIOBase):
         return "".join(self.parts)
 
 
-def _no_network() -> None:
-    """Every Internet connection and name lookup fails at once (a download falls back as offline)."""
-
-    def refuse(*args, **kwargs):
-        raise OSError(101, "Network is unreachable (the reference notebook runs offline)")
-
-    connect = socket.socket.connect
-
-    def connect_local_only(self, address):
-        if self.family in (socket.AF_INET, socket.AF_INET6):
-            refuse()
-        return connect(self, address)
-
-    socket.socket.connect = connect_local_only
-    socket.getaddrinfo = refuse
-    socket.create_connection = refuse
-
-
 def main(argv: list[str] | None = None) -> int:
     """The child process of the rule: run a stage's reference notebook offline and write each
     cell's run, as JSON, to ``--json``."""
@@ -185,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", required=True, help="where to write the cells' runs")
     args = parser.parse_args(argv)
     stage = command_line_stage(args.folder)
-    _no_network()
+    offline.cut_off()
     runs = run_reference(stage)
     Path(args.json).write_text(json.dumps([asdict(run) for run in runs]))
     return 0
