@@ -576,6 +576,33 @@ def test_a_stated_number_its_measurement_does_not_give_is_caught(scratch):
     ]
 
 
+def test_a_tolerance_only_the_reference_fits_and_an_exact_check_on_floats_are_caught(tmp_path):
+    # an author tightened a tolerance to what the reference alone reaches, and judged a float
+    # output exactly: a correct solution computing in another order (or float64) fails both
+    rule = get_rule("tolerances keep a margin")
+    assert not rule.static
+    folder = tmp_path / "other" / "05_multihead"
+    shutil.copytree(get_stage("05").folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    hidden = folder / "hidden.py"
+    _replace(
+        hidden,
+        "check=close(rtol=1e-4, atol=1e-5, dtype=None, hints=_UNMASKED_HINTS)",
+        "check=close(rtol=0.0, atol=1e-9, dtype=None, hints=_UNMASKED_HINTS)",
+    )
+    _replace(
+        hidden,
+        "_PLAIN_OUT,\n    points=2,\n    check=close(rtol=1e-4, atol=1e-5, dtype=None),",
+        "_PLAIN_OUT,\n    points=2,\n    check=equal(dtype=None),",
+    )
+    problems = apply(rule, Subject(get_stage("05", root=folder.parent)))
+    weights = "mha: fixed weights, 4 heads of width 6, no mask: per-head attention weights (rtol 0, atol 1e-09) under "
+    tight = [p for p in problems if p.startswith(weights)]
+    assert tight and all(p.endswith("x where 2x is the least: loosen the tolerance") for p in tight), problems
+    exact = "mha: fixed weights, 4 heads of width 6, no mask: output under float64: an exact-match test whose result"
+    assert exact + " changes (judge it with a tolerance)" in problems
+    assert len(problems) == len(tight) + 1, problems
+
+
 def test_an_expected_value_in_the_student_notebook_is_caught(scratch):
     # an author printed, in the text, what the reference's encode gives on a hidden test's input
     value = "[34, 24, 21, 21, 1, 33, 35, 28, 28, 21, 32, 3, 33, 1, 20, 17, 38]"

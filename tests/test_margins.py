@@ -1,12 +1,23 @@
-"""The tolerance-margin benchmark runs, finds every tolerance kept, and its device mode runs every probe."""
+"""The tolerances of every stage keep their margin (the rule "tolerances keep a margin", which
+``tests/test_rules.py`` leaves to this file), the tolerance-margin benchmark runs and finds
+every tolerance kept, and its device mode runs every probe."""
 
 import subprocess
 import sys
 
-from autograder.course import ROOT, get_stage
+import pytest
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import tolerance_margins as margins  # noqa: E402
+from autograder.authoring import margins
+from autograder.authoring.rules import apply, get_rule
+from autograder.authoring.static_rules import Subject
+from autograder.course import ROOT, all_stages, get_stage
+
+STAGES = all_stages()
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=[s.id for s in STAGES])
+def test_every_stage_keeps_a_margin_on_its_tolerances(stage):
+    assert apply(get_rule("tolerances keep a margin"), Subject(stage)) == []
 
 
 def test_the_benchmark_reports_margins_above_one():

@@ -34,6 +34,7 @@ RUN_HERE_BY = {
     "the stage's own tests pass": "pyproject.toml's testpaths (assignments)",
     "no suite holds the reference": "test_reachable.py::test_no_suite_holds_an_implementation_of_a_graded_function",
     "stated numbers true": "test_claims.py::test_a_stated_number_is_what_its_measurement_gives",
+    "tolerances keep a margin": "test_margins.py::test_every_stage_keeps_a_margin_on_its_tolerances",
 }
 
 
@@ -69,6 +70,7 @@ def test_the_suite_does_what_the_run_rules_do():
     import tomllib
 
     import test_claims
+    import test_margins
     import test_notebooks_run
     import test_reachable
 
@@ -80,6 +82,7 @@ def test_the_suite_does_what_the_run_rules_do():
     assert [s.id for s in test_reachable.STAGES] == [s.id for s in STAGES]
     assert len(test_claims.CLAIMS) == sum(len(stage_claims(s)) for s in STAGES)
     assert [s.id for s in test_notebooks_run.STAGES] == [s.id for s in STAGES]
+    assert [s.id for s in test_margins.STAGES] == [s.id for s in STAGES]
 
 
 def test_the_authoring_guide_lists_every_rule_as_the_code_has_it():

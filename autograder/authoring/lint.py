@@ -2,7 +2,7 @@
 
 The static rules read the stage's files (``--quick`` runs only those); the run rules then
 run its code (its reference notebook, its own tests, the scan of its suites, the measurement
-of its claims: seconds each, in child processes), and the
+of its claims and of its tolerances' margins: seconds each, in child processes), and the
 graded rules read its catalogue graded once: the reference, the empty release and every
 catalogued variant in one batch. Each problem is printed under its rule's name.
 

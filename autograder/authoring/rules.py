@@ -85,6 +85,7 @@ RULES: tuple[Rule, ...] = (
     Rule("the stage's own tests pass", run_rules.own_tests_pass, runs=True),
     Rule("no suite holds the reference", run_rules.suites_hold_no_reference, runs=True),
     Rule("stated numbers true", run_rules.stated_numbers_true, runs=True),
+    Rule("tolerances keep a margin", run_rules.tolerances_keep_a_margin, runs=True),
     Rule("empty release earns nothing", graded_rules.empty_earns_nothing, graded=True),
     Rule("reference full", graded_rules.reference_full, graded=True, blocking=True),
     Rule("mistakes cost their own question", graded_rules.mistakes_cost_their_own_question, graded=True),

@@ -21,7 +21,7 @@ from typing import Any
 
 from autograder.course import ROOT
 
-from . import pytest_failures
+from . import margins, pytest_failures
 from .notebook_run import CellRun, cell_problems
 
 NOTEBOOK_TIMEOUT = 300  # seconds: the slowest stage (09) runs in about 15 s at quick sizes
@@ -125,6 +125,38 @@ def stated_numbers_true(subject) -> list[str]:
         for words, value, low, high in measured
         if not low <= value <= high
     ]
+
+
+MARGINS_TIMEOUT = 600  # seconds: the slowest stage's margins (10) take about 10 s
+
+
+def tolerances_keep_a_margin(subject) -> list[str]:
+    """Every tolerance-checked test passes the reference computed under another summation order
+    (every core's threads) and in float64, with the error at most 1 / ``MIN_MARGIN`` of its
+    tolerance, and no exact-match test changes its result under either: a correct solution
+    written another way, or run on another machine, is not failed by a tolerance the reference
+    alone fits (``margins``; expected values from the reference's own run)."""
+    found, stopped = _answer(
+        "autograder.authoring.margins", subject, margins.MARGINS, MARGINS_TIMEOUT, "measuring the margins"
+    )
+    if stopped:
+        return stopped
+    problems = []
+    for row in found["rows"]:
+        where = f"{row['test']} ({row['tolerance']}) under {row['perturbation']}"
+        if row["note"]:
+            problems.append(f"{where}: {row['note']}")
+        elif row["margin"] < margins.MIN_MARGIN:
+            problems.append(
+                f"{where}: error {row['max_error']:.2e} against {row['allowed']:.2e} allowed, a margin of"
+                f" {row['margin']:.2f}x where {margins.MIN_MARGIN:g}x is the least: loosen the tolerance"
+            )
+    for flip in found["flips"]:  # "stage | test | perturbation"
+        _, test, perturbation = flip.split(" | ", 2)
+        problems.append(
+            f"{test} under {perturbation}: an exact-match test whose result changes (judge it with a tolerance)"
+        )
+    return problems
 
 
 def _answer(module: str, subject, marker: str, timeout: int, what: str, **settings: str) -> tuple[Any, list[str]]:
