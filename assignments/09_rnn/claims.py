@@ -4,7 +4,10 @@
 The training runs' figures (CPU budgets and what they bought) come from the run that
 ``benchmarks/rnn_cpu.py`` recorded in ``benchmarks/RESULTS_rnn.json``, and 07's real run
 from ``benchmarks/RESULTS_real_run.json`` (``benchmarks/real_run_cpu.py``, which also scored the
-n-grams of orders 6 and 7); the sizes and the n-grams of orders 1 to 5 are measured here.
+n-grams of orders 6 and 7); the sizes and the n-grams of orders 1 to 5 are measured here, and
+so is the reference run that the rubric of the written question ``gradient_flow`` reports
+(section 3's 60-step gradient demonstration, seeded as its cell is, on one thread: well under
+a second of CPU).
 """
 
 import functools
@@ -15,7 +18,7 @@ import torch
 from autograder.authoring.claims import Claim, recorded
 from solutions.data import load_corpus
 from solutions.gpt import GPT, GPTConfig
-from solutions.rnn import RNNLM
+from solutions.rnn import RNNLM, LSTMCell, rnn_cell
 from solutions.tokenisation import NGramLM, build_vocab, encode, train_val_split
 
 RNN = "benchmarks/RESULTS_rnn.json"
@@ -53,7 +56,82 @@ def _model(name: str, key: str):
     return recorded(RNN, "comparison", name, key)
 
 
+CURVES = ("plain RNN", "LSTM", "LSTM, forget gates open")  # section 3's plot
+
+
+@functools.cache
+def _gradient_flow() -> dict[str, list[float]]:
+    """Section 3's demonstration, as its cell makes it at the full size (60 steps): per curve,
+    the norm of the gradient of the last state's sum that reaches each input."""
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    T, I, H = 60, 8, 32
+    xs = torch.randn(1, T, I, requires_grad=True)
+    bound = 1 / math.sqrt(H)
+    W_ih, W_hh = torch.empty(H, I).uniform_(-bound, bound), torch.empty(H, H).uniform_(-bound, bound)
+    b_ih, b_hh = torch.empty(H).uniform_(-bound, bound), torch.empty(H).uniform_(-bound, bound)
+    h = torch.zeros(1, H)
+    for t in range(T):
+        h = rnn_cell(xs[:, t], h, W_ih, W_hh, b_ih, b_hh)
+    h.sum().backward()
+    curves = {"plain RNN": xs.grad[0].norm(dim=1).tolist()}
+    for label, shift in [("LSTM", 0.0), ("LSTM, forget gates open", 3.0)]:
+        cell = LSTMCell(I, H)
+        with torch.no_grad():
+            cell.bias_ih[H : 2 * H] += shift
+        xs.grad = None
+        state = None
+        for t in range(T):
+            state = cell(xs[:, t], state)
+        state[0].sum().backward()
+        curves[label] = xs.grad[0].norm(dim=1).tolist()
+    return curves
+
+
+def _reaching(curve: str, where: str):
+    """The gradient reaching the first, the middle (input 30 of 0..59) or the last input."""
+    return lambda: _gradient_flow()[curve][{"first": 0, "middle": 30, "last": -1}[where]]
+
+
+def _one_digit(words: str, value: float, measure) -> Claim:
+    """A figure stated to one significant digit (``2e-6``): the measurement must round to it."""
+    digit = float(f"{value:e}".split("e")[0])
+    return Claim(words, measure, low=value * (digit - 0.5) / digit, high=value * (digit + 0.5) / digit)
+
+
+def _decades(curve: str) -> float:
+    """How many orders of magnitude the gradient falls from the last input back to the first."""
+    norms = _gradient_flow()[curve]
+    return math.log10(norms[-1] / norms[0])
+
+
+RNN_FLOW = "about 1e-11, 2e-6 and 2.1 for the plain RNN"
+LSTM_FLOW = "4e-13, 2e-7 and 0.28 for the fresh LSTM"
+OPEN_FLOW = "0.22, 0.08 and 0.40 for the LSTM with open forget gates"
+DECADES = "fall by eleven to twelve orders of magnitude"
+
+
 CLAIMS = [
+    # section 3: the rubric of `gradient_flow`
+    # "about 1e-11", an order of magnitude: its log10 rounds to -11
+    Claim(RNN_FLOW, lambda: math.log10(_reaching("plain RNN", "first")()), low=-11.5, high=-10.5),
+    _one_digit(RNN_FLOW, 2e-6, _reaching("plain RNN", "middle")),
+    Claim(RNN_FLOW, _reaching("plain RNN", "last"), low=2.05, high=2.15),
+    _one_digit(LSTM_FLOW, 4e-13, _reaching("LSTM", "first")),
+    _one_digit(LSTM_FLOW, 2e-7, _reaching("LSTM", "middle")),
+    Claim(LSTM_FLOW, _reaching("LSTM", "last"), low=0.275, high=0.285),
+    Claim(OPEN_FLOW, _reaching("LSTM, forget gates open", "first"), low=0.215, high=0.225),
+    Claim(OPEN_FLOW, _reaching("LSTM, forget gates open", "middle"), low=0.075, high=0.085),
+    Claim(OPEN_FLOW, _reaching("LSTM, forget gates open", "last"), low=0.395, high=0.405),
+    Claim(DECADES, lambda: _decades("plain RNN"), low=11, high=12),
+    Claim(DECADES, lambda: _decades("LSTM"), low=11, high=12),
+    # "a factor of a few", read as under 10 (the largest over the smallest of the 60)
+    Claim(
+        "the gradient stays within a factor of a few over all 60 steps",
+        lambda: max(_gradient_flow()[CURVES[2]]) / min(_gradient_flow()[CURVES[2]]),
+        low=1,
+        high=10,
+    ),
     # section 6
     Claim("2.0 seconds of CPU time", recorded(RNN, "short_run", "cpu_seconds"), low=1.95, high=2.05),
     # section 8: the run
