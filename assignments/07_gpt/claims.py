@@ -17,7 +17,7 @@ import torch
 from autograder.authoring.claims import Claim, public_suite, recorded
 from solutions.bpe import byte_bpe_encode, train_byte_bpe
 from solutions.data import load_corpus
-from solutions.gpt import GPT, GPTConfig, train
+from solutions.gpt import GPT, GPTConfig, num_parameters, train
 from solutions.tokenisation import NGramLM, build_vocab, encode, train_val_split
 
 REAL_RUN = "benchmarks/RESULTS_real_run.json"
@@ -142,6 +142,22 @@ def _five_gram_whole_split() -> float:
     return math.log(NGramLM(5, vocab, alpha=0.01).fit(train_data).perplexity(val_data))
 
 
+def _count(vocab_size: int, n_layer: int, n_embd: int, block_size: int, tie_weights: bool = True) -> int:
+    """The parameters of a GPT of these sizes, by the reference's closed form (no model built)."""
+    config = GPTConfig(vocab_size, block_size, n_layer=n_layer, n_embd=n_embd, tie_weights=tie_weights)
+    return num_parameters(config)  # the heads split the width: their number changes no count
+
+
+CHARACTERS = {"vocab_size": 65, "n_layer": 4, "n_embd": 128, "block_size": 64}  # the tying question's first
+GPT2 = {"vocab_size": 50257, "n_layer": 12, "n_embd": 768, "block_size": 1024}
+
+
+def _tying_share(sizes: dict) -> float:
+    """The percentage of the untied model's parameters that tying saves."""
+    untied = _count(**sizes, tie_weights=False)
+    return 100 * (untied - _count(**sizes)) / untied
+
+
 CLAIMS = [
     # section 3: initialisation
     Claim("(4.18 with the course's code", lambda: _first_loss(GPT), low=4.175, high=4.185),
@@ -228,4 +244,10 @@ CLAIMS = [
     Claim(
         "56 s times 10.5 is 9.8 minutes", recorded(GPU_RUN, "real_run_07", "t4_minutes_estimate"), low=9.75, high=9.85
     ),
+    Claim("the character model holds 809,856 parameters tied", lambda: _count(**CHARACTERS), 809_856, 809_856),
+    Claim("about 1% of the untied 818,176", lambda: _count(**CHARACTERS, tie_weights=False), 818_176, 818_176),
+    Claim("about 1% of the untied 818,176", lambda: _tying_share(CHARACTERS), low=0.5, high=1.5),
+    Claim("GPT-2 small holds 124,439,808 tied", lambda: _count(**GPT2), low=124_439_808, high=124_439_808),
+    Claim("about 24% of the untied 163 million", lambda: _tying_share(GPT2), low=23.5, high=24.5),
+    Claim("about 24% of the untied 163 million", lambda: _count(**GPT2, tie_weights=False) / 1e6, 162.5, 163.5),
 ]
