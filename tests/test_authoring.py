@@ -603,6 +603,21 @@ def test_a_tolerance_only_the_reference_fits_and_an_exact_check_on_floats_are_ca
     assert len(problems) == len(tight) + 1, problems
 
 
+def test_a_rubric_figure_no_claim_measures_is_caught(scratch):
+    # an author reported a reference run in a rubric and measured only part of it
+    rule = get_rule("rubric figures measured")
+    assert apply(rule, Subject(scratch)) == []
+    _replace(
+        scratch.source,
+        "whose estimates are noisy.",
+        "whose estimates are noisy (the 5-gram's validation loss is 2.43, $\\ln 11.4 = 2.43$).",
+    )
+    assert apply(rule, Subject(scratch)) == [
+        "the rubric of written question context states 2.43 with no claim that measures it: tie it to a measurement"
+        " in claims.py (a Claim whose words hold it), or write a formula as math ($...$)"
+    ]
+
+
 def test_an_expected_value_in_the_student_notebook_is_caught(scratch):
     # an author printed, in the text, what the reference's encode gives on a hidden test's input
     value = "[34, 24, 21, 21, 1, 33, 35, 28, 28, 21, 32, 3, 33, 1, 20, 17, 38]"

@@ -97,6 +97,7 @@ CLAIMS = [
     Claim("take 27 % to 56 % of each row", _measure("rest_min"), low=26.5, high=27.5),
     Claim("take 27 % to 56 % of each row", _measure("rest_max"), low=55.5, high=56.5),
     Claim("$2\\pi \\cdot 5623$ for the `d = 32`", lambda: 10000 ** (30 / 32), low=5622.5, high=5623.5),
+    Claim("(2, 8, 22.6: the table's spread)", lambda: math.sqrt(512), low=22.55, high=22.65),  # sqrt(d_k)
     # the rubric of `scaling`: the saturation table
     *(_stated(STD, value, 1, _at("std", d_k)) for d_k, value in zip(WIDTHS, (2.0, 8.0, 22.8))),
     *(_stated(WEIGHT, value, 2, _at("weight", d_k)) for d_k, value in zip(WIDTHS, (0.47, 0.85, 0.95))),

@@ -247,6 +247,8 @@ CLAIMS = [
     Claim("the character model holds 809,856 parameters tied", lambda: _count(**CHARACTERS), 809_856, 809_856),
     Claim("about 1% of the untied 818,176", lambda: _count(**CHARACTERS, tie_weights=False), 818_176, 818_176),
     Claim("about 1% of the untied 818,176", lambda: _tying_share(CHARACTERS), low=0.5, high=1.5),
+    Claim("both shares, about right (1% and about a quarter)", lambda: _tying_share(CHARACTERS), 0.5, 1.5),
+    Claim("both shares, about right (1% and about a quarter)", lambda: _tying_share(GPT2), low=22, high=28),
     Claim("GPT-2 small holds 124,439,808 tied", lambda: _count(**GPT2), low=124_439_808, high=124_439_808),
     Claim("about 24% of the untied 163 million", lambda: _tying_share(GPT2), low=23.5, high=24.5),
     Claim("about 24% of the untied 163 million", lambda: _count(**GPT2, tie_weights=False) / 1e6, 162.5, 163.5),

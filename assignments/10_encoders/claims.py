@@ -115,7 +115,24 @@ def _stated(words: str, value: float, measure) -> Claim:
 
 SPREAD = "before training its guesses are spread near 0.1"
 
+
+@functools.cache
+def _corruption() -> dict[str, float]:
+    """The shares (in %) of the chosen positions that the reference's ``mlm_mask_tokens`` gives a
+    random token or leaves as they were, over about 30,000 chosen positions of a 1,000-token
+    vocabulary (a random draw that lands on the original token counts as kept)."""
+    ids = torch.randint(10, 1000, (400, 512), generator=torch.Generator().manual_seed(0))
+    inputs, labels = mlm_mask_tokens(ids, mask_id=3, vocab_size=1000, generator=torch.Generator().manual_seed(1))
+    chosen = labels != -100
+    kept = chosen & (inputs == ids)
+    randomised = chosen & (inputs != ids) & (inputs != 3)
+    return {"random": 100 * (randomised.sum() / chosen.sum()).item(), "kept": 100 * (kept.sum() / chosen.sum()).item()}
+
+
 CLAIMS = [
+    # the rubric of mask_rule restates BERT's rule, which the reference's mlm_mask_tokens follows
+    Claim("random tokens (10%)", lambda: _corruption()["random"], low=9.5, high=10.5),
+    Claim("kept tokens (10%)", lambda: _corruption()["kept"], low=9.5, high=10.5),
     # section 8: the last check
     Claim("The reference reaches 97 to 100%", lambda: _reference_accuracy()[0], low=0.97, high=1.0),
     Claim("The reference reaches 97 to 100%", lambda: _reference_accuracy()[1], low=0.97, high=1.0),

@@ -100,6 +100,33 @@ def unsourced(stage: Stage, claims: list[Claim]) -> list[str]:
     ]
 
 
+# a figure: a number with a decimal point or a percentage (``2.40``, ``17 %``, ``24%``)
+FIGURE = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])|(?<![\w.])\d+(?:\.\d+)?\s?%")
+FORMULA = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`")  # math and code spans: formulas and settings
+
+
+def unmeasured_figures(text: str, claims: list[Claim]) -> list[str]:
+    """The figures of ``text`` (a rubric) that no claim measures: numbers with a decimal point and
+    percentages outside math (``$...$``) and code spans (formulas and settings), each where no
+    claim's words stand around it.
+
+    Example:
+        >>> claims = [Claim("training 2.40, one pass 2.40", lambda: 2.4, 2.395, 2.405)]
+        >>> unmeasured_figures("masked: training 2.40, one pass 2.40; unmasked 5.70 ($e^{1.2}$)", claims)
+        ['5.70']
+    """
+    text = flat(text)
+    covered = [m.span() for m in FORMULA.finditer(text)]
+    for claim in claims:
+        words = flat(claim.words)
+        covered += [(m.start(), m.start() + len(words)) for m in re.finditer(re.escape(words), text)]
+    return [
+        m.group()
+        for m in FIGURE.finditer(text)
+        if not any(start <= m.start() and m.end() <= end for start, end in covered)
+    ]
+
+
 def recorded(results: str, *keys: str) -> Callable[[], float]:
     """A measurement read from a benchmark's JSON results (``results`` relative to the
     repository), for figures that take minutes to measure: the benchmark measures them.

@@ -77,6 +77,7 @@ RULES: tuple[Rule, ...] = (
     Rule("stated dtypes tested", static_rules.stated_dtypes_tested),
     Rule("stated exceptions specified", static_rules.exceptions_specified),
     Rule("stated numbers have a source", static_rules.numbers_sourced),
+    Rule("rubric figures measured", static_rules.rubric_figures_measured),
     Rule("clauses stated to students", static_rules.clauses_stated, last=True),
     Rule("release keeps the answers", static_rules.release_keeps_secrets, last=True),
     Rule("release up to date", static_rules.release_fresh, last=True),

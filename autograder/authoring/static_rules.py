@@ -38,7 +38,7 @@ from autograder.engine.suites import StageTests
 from autograder.kit import PASTED
 
 from .catalogue import Variant, catalogue
-from .claims import stage_claims, unsourced
+from .claims import stage_claims, unmeasured_figures, unsourced
 from .clauses import clause_problems, read_clauses, uncited_tests
 from .copies import copied_references
 from .probe_sizes import sizes_apart_problems
@@ -526,6 +526,19 @@ def examples_run(subject: Subject) -> list[str]:
 def numbers_sourced(subject: Subject) -> list[str]:
     """Every number ``claims.py`` ties to a measurement is still stated in the notebook, in its words."""
     return unsourced(subject.stage, stage_claims(subject.stage))
+
+
+def rubric_figures_measured(subject: Subject) -> list[str]:
+    """Every figure a written question's rubric states (a number with a decimal point or a
+    percentage, outside math and code) is one a claim of ``claims.py`` measures: what graders
+    compare students' answers with is what the reference gives."""
+    claims = stage_claims(subject.stage)
+    return [
+        f"the rubric of written question {question.id} states {figure} with no claim that measures it: tie it"
+        " to a measurement in claims.py (a Claim whose words hold it), or write a formula as math ($...$)"
+        for question in written_questions(subject.stage)
+        for figure in unmeasured_figures(question.rubric, claims)
+    ]
 
 
 def release_keeps_secrets(subject: Subject) -> list[str]:
