@@ -9,7 +9,7 @@ import functools
 
 import torch
 
-from autograder.authoring.claims import Claim
+from autograder.authoring.claims import Claim, rounded
 from solutions.data import load_corpus
 from solutions.tokenisation import NGramLM, build_vocab, encode, train_val_split
 
@@ -67,12 +67,6 @@ def _measure_rare() -> float:
     return _five_gram_contexts()["rare"]
 
 
-def _stated(words: str, value: float, decimals: int, measure) -> Claim:
-    """A figure stated to ``decimals`` decimals: the measurement must round to it."""
-    half = 0.5 * 10**-decimals
-    return Claim(words, measure, low=value - half, high=value + half)
-
-
 ALPHA_1 = "`alpha = 1` gives 28.8, 13.4, 10.6, 12.0, 18.3 for n = 1..5"
 ALPHA_001 = "`alpha = 0.01` gives 28.8, 15.0, 12.0, 9.75, 11.6"
 MINIMA = "a minimum (around n = 3 for `alpha = 1`, n = 4 for `alpha = 0.01`)"
@@ -84,10 +78,10 @@ CLAIMS = [
     Claim("(425,000 to 452,000 characters", lambda: len(load_corpus("default")), low=420_000, high=455_000),
     Claim("about 100 distinct symbols)", lambda: len(set(load_corpus("default"))), low=95, high=105),
     # the rubric of the written question context: section 6's plot
-    *(_stated(ALPHA_1, v, 1, _perplexity(1.0, n)) for n, v in zip(ORDERS, (28.8, 13.4, 10.6, 12.0, 18.3))),
-    *(_stated(ALPHA_001, v, 1, _perplexity(0.01, n)) for n, v in zip(ORDERS, (28.8, 15.0, 12.0))),
-    _stated(ALPHA_001, 9.75, 2, _perplexity(0.01, 4)),
-    _stated(ALPHA_001, 11.6, 1, _perplexity(0.01, 5)),
+    *(rounded(ALPHA_1, v, 1, _perplexity(1.0, n)) for n, v in zip(ORDERS, (28.8, 13.4, 10.6, 12.0, 18.3))),
+    *(rounded(ALPHA_001, v, 1, _perplexity(0.01, n)) for n, v in zip(ORDERS, (28.8, 15.0, 12.0))),
+    rounded(ALPHA_001, 9.75, 2, _perplexity(0.01, 4)),
+    rounded(ALPHA_001, 11.6, 1, _perplexity(0.01, 5)),
     Claim(MINIMA, _best_order(1.0), low=3, high=3),  # "around": the lowest point of the curve is exactly there
     Claim(MINIMA, _best_order(0.01), low=4, high=4),
     Claim("with V = 65 there are", lambda: _ids()[0], low=65, high=65),

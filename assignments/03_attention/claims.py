@@ -10,7 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from autograder.authoring.claims import Claim
+from autograder.authoring.claims import Claim, rounded
 from solutions.attention import scaled_dot_product_attention, sinusoidal_positions
 
 
@@ -76,12 +76,6 @@ def _over_widths(key: str, reduce):
     return lambda: reduce(_saturation()[key])
 
 
-def _stated(words: str, value: float, decimals: int, measure) -> Claim:
-    """A figure stated to ``decimals`` decimals: the measurement must round to it."""
-    half = 0.5 * 10**-decimals
-    return Claim(words, measure, low=value - half, high=value + half)
-
-
 STD = "the standard deviation of the raw scores is 2.0, 8.0 and 22.8"
 WEIGHT = "the largest weight goes 0.47, 0.85, 0.95 unscaled against about 0.28 to 0.29 scaled"
 GRADIENT = "the gradient size 0.29, 0.14, 0.056 unscaled against about 0.30 to 0.31 scaled"
@@ -99,16 +93,16 @@ CLAIMS = [
     Claim("$2\\pi \\cdot 5623$ for the `d = 32`", lambda: 10000 ** (30 / 32), low=5622.5, high=5623.5),
     Claim("(2, 8, 22.6: the table's spread)", lambda: math.sqrt(512), low=22.55, high=22.65),  # sqrt(d_k)
     # the rubric of `scaling`: the saturation table
-    *(_stated(STD, value, 1, _at("std", d_k)) for d_k, value in zip(WIDTHS, (2.0, 8.0, 22.8))),
-    *(_stated(WEIGHT, value, 2, _at("weight", d_k)) for d_k, value in zip(WIDTHS, (0.47, 0.85, 0.95))),
+    *(rounded(STD, value, 1, _at("std", d_k)) for d_k, value in zip(WIDTHS, (2.0, 8.0, 22.8))),
+    *(rounded(WEIGHT, value, 2, _at("weight", d_k)) for d_k, value in zip(WIDTHS, (0.47, 0.85, 0.95))),
     *(
-        _stated(GRADIENT, value, d, _at("gradient", d_k))
+        rounded(GRADIENT, value, d, _at("gradient", d_k))
         for d_k, value, d in zip(WIDTHS, (0.29, 0.14, 0.056), (2, 2, 3))
     ),
     # "about 0.28 to 0.29" (and 0.30 to 0.31) over the three widths: held to rounding, the
     # least and the largest of the three (0.278 to 0.291; 0.303 to 0.309) round to the ends
-    _stated(WEIGHT, 0.28, 2, _over_widths("weight_scaled", min)),
-    _stated(WEIGHT, 0.29, 2, _over_widths("weight_scaled", max)),
-    _stated(GRADIENT, 0.30, 2, _over_widths("gradient_scaled", min)),
-    _stated(GRADIENT, 0.31, 2, _over_widths("gradient_scaled", max)),
+    rounded(WEIGHT, 0.28, 2, _over_widths("weight_scaled", min)),
+    rounded(WEIGHT, 0.29, 2, _over_widths("weight_scaled", max)),
+    rounded(GRADIENT, 0.30, 2, _over_widths("gradient_scaled", min)),
+    rounded(GRADIENT, 0.31, 2, _over_widths("gradient_scaled", max)),
 ]

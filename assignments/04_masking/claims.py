@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.authoring.claims import Claim
+from autograder.authoring.claims import Claim, rounded
 from solutions.attention import TokenPositionEmbedding, scaled_dot_product_attention
 from solutions.data import load_corpus
 from solutions.masking import causal_mask, lm_loss, shift_right
@@ -123,11 +123,6 @@ def _run(masked: bool, key: str):
     return lambda: _reference_run()[masked][key]
 
 
-def _stated(words: str, value: float, measure) -> Claim:
-    """A figure stated to two decimals: the measurement must round to it."""
-    return Claim(words, measure, low=value - 0.005, high=value + 0.005)
-
-
 MASKED = "masked: training 2.40, one pass 2.40, honest 2.40"
 UNMASKED = "unmasked: training 0.14, one pass 0.13, honest 5.70"
 
@@ -136,13 +131,13 @@ CLAIMS = [
     Claim("Shakespeare 62, so", lambda: _distinct("shakespeare"), low=62, high=62),
     Claim("a uniform guess costs $\\ln 62 \\approx 4.13$ nats", _uniform, low=4.125, high=4.135),
     # the rubric of the written question cheating: section 5's reference run
-    _stated(MASKED, 2.40, _run(True, "training")),
-    _stated(MASKED, 2.40, _run(True, "one_pass")),
-    _stated(MASKED, 2.40, _run(True, "honest")),
-    _stated(UNMASKED, 0.14, _run(False, "training")),
-    _stated(UNMASKED, 0.13, _run(False, "one_pass")),
-    _stated(UNMASKED, 5.70, _run(False, "honest")),
-    _stated("(5.70 > 4.13)", 5.70, _run(False, "honest")),
+    rounded(MASKED, 2.40, 2, _run(True, "training")),
+    rounded(MASKED, 2.40, 2, _run(True, "one_pass")),
+    rounded(MASKED, 2.40, 2, _run(True, "honest")),
+    rounded(UNMASKED, 0.14, 2, _run(False, "training")),
+    rounded(UNMASKED, 0.13, 2, _run(False, "one_pass")),
+    rounded(UNMASKED, 5.70, 2, _run(False, "honest")),
+    rounded("(5.70 > 4.13)", 5.70, 2, _run(False, "honest")),
     Claim("(5.70 > 4.13)", _uniform, low=4.125, high=4.135),
     # "repeats one character": that character makes up at least 90 % of the sample (31 of its 32 here)
     Claim("a sample that repeats one character", _run(False, "repeated"), low=0.9, high=1),

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.authoring.claims import Claim
+from autograder.authoring.claims import Claim, rounded
 from solutions.blocks import TransformerBlock
 from solutions.masking import causal_mask
 
@@ -85,25 +85,20 @@ def _top(norm_first: bool, depth: int):
     return lambda: _gradients()[norm_first]["top"][DEPTHS.index(depth)]
 
 
-def _stated(words: str, value: float, measure) -> Claim:
-    """A figure stated to two decimals: the measurement must round to it."""
-    return Claim(words, measure, low=value - 0.005, high=value + 0.005)
-
-
 PRE_FALL = "pre-norm block gradients fall from 0.28 (block 1) to 0.17 (block 32)"
 POST_RISE = "post-norm ones rise from 0.28 to about 0.38 (near block 23) and end at 0.34 (block 32)"
 PRE_TOP = "is 0.25, 0.24, 0.23, 0.21, 0.17 (pre-norm)"
 POST_TOP = "against 0.26, 0.26, 0.28, 0.33, 0.34 (post-norm)"
 
 CLAIMS = [
-    _stated(PRE_FALL, 0.28, _profile(True, lambda norms: norms[0])),
-    _stated(PRE_FALL, 0.17, _profile(True, lambda norms: norms[-1])),
-    _stated(POST_RISE, 0.28, _profile(False, lambda norms: norms[0])),
+    rounded(PRE_FALL, 0.28, 2, _profile(True, lambda norms: norms[0])),
+    rounded(PRE_FALL, 0.17, 2, _profile(True, lambda norms: norms[-1])),
+    rounded(POST_RISE, 0.28, 2, _profile(False, lambda norms: norms[0])),
     Claim(POST_RISE, _profile(False, max), low=0.37, high=0.39),
     Claim(POST_RISE, _profile(False, lambda norms: norms.index(max(norms)) + 1), low=21, high=25),
-    _stated(POST_RISE, 0.34, _profile(False, lambda norms: norms[-1])),
-    *(_stated(PRE_TOP, value, _top(True, depth)) for depth, value in zip(DEPTHS, (0.25, 0.24, 0.23, 0.21, 0.17))),
-    *(_stated(POST_TOP, value, _top(False, depth)) for depth, value in zip(DEPTHS, (0.26, 0.26, 0.28, 0.33, 0.34))),
+    rounded(POST_RISE, 0.34, 2, _profile(False, lambda norms: norms[-1])),
+    *(rounded(PRE_TOP, value, 2, _top(True, depth)) for depth, value in zip(DEPTHS, (0.25, 0.24, 0.23, 0.21, 0.17))),
+    *(rounded(POST_TOP, value, 2, _top(False, depth)) for depth, value in zip(DEPTHS, (0.26, 0.26, 0.28, 0.33, 0.34))),
     Claim("after 100 steps the pre-norm stack's loss is about 2.0", lambda: _late_loss(True), low=1.9, high=2.1),
     Claim(
         "the post-norm one's stays at chance, $\\ln 16 \\approx 2.77$",

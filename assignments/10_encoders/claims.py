@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.authoring.claims import Claim, public_suite
+from autograder.authoring.claims import Claim, public_suite, rounded
 from autograder.build.fixtures import run_reference
 from autograder.course import get_stage
 from solutions.encoders import Encoder, mlm_mask_tokens
@@ -108,11 +108,6 @@ def _mlm(key: str):
     return lambda: _masked_lm()[key]
 
 
-def _stated(words: str, value: float, measure) -> Claim:
-    """A figure stated to two decimals: the measurement must round to it."""
-    return Claim(words, measure, low=value - 0.005, high=value + 0.005)
-
-
 SPREAD = "before training its guesses are spread near 0.1"
 
 
@@ -137,8 +132,8 @@ CLAIMS = [
     Claim("The reference reaches 97 to 100%", lambda: _reference_accuracy()[0], low=0.97, high=1.0),
     Claim("The reference reaches 97 to 100%", lambda: _reference_accuracy()[1], low=0.97, high=1.0),
     # section 4: the rubric of both_sides
-    _stated('after 600 steps the model gives "barks" 1.00 after "dog"', 1.00, _mlm("barks")),
-    _stated('"owl" 0.99 before "hoots"', 0.99, _mlm("owl")),
+    rounded('after 600 steps the model gives "barks" 1.00 after "dog"', 1.00, 2, _mlm("barks")),
+    rounded('"owl" 0.99 before "hoots"', 0.99, 2, _mlm("owl")),
     # "near 0.1": every guess printed before training (three per probe) rounds to 0.1 at one
     # decimal; "near" would allow a little more, the measurement needs none of it
     Claim(SPREAD, _mlm("before_min"), low=0.05, high=0.15),

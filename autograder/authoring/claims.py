@@ -50,6 +50,18 @@ class Claim:
         return self.low <= value <= self.high
 
 
+def rounded(words: str, value: float, decimals: int, measure: Callable[[], float]) -> Claim:
+    """The claim of a figure stated to ``decimals`` decimals: the measurement must round to it.
+
+    Example:
+        >>> claim = rounded("training 2.40", 2.40, 2, lambda: 2.4025)
+        >>> claim.holds(2.4025), claim.holds(2.406)
+        (True, False)
+    """
+    half = 0.5 * 10**-decimals
+    return Claim(words, measure, low=value - half, high=value + half)
+
+
 def flat(text: str) -> str:
     """Text with every run of white space as one space, for finding words across line breaks.
 
