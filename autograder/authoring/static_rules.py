@@ -531,12 +531,17 @@ def numbers_sourced(subject: Subject) -> list[str]:
 def rubric_figures_measured(subject: Subject) -> list[str]:
     """Every figure a written question's rubric states (a number with a decimal point or a
     percentage, outside math and code) is one a claim of ``claims.py`` measures: what graders
-    compare students' answers with is what the reference gives."""
+    compare students' answers with is what the reference gives. Written questions that do not
+    parse are the rule "questions complete"'s to report."""
+    try:
+        questions = written_questions(subject.stage)
+    except SourceError:
+        return []
     claims = stage_claims(subject.stage)
     return [
         f"the rubric of written question {question.id} states {figure} with no claim that measures it: tie it"
         " to a measurement in claims.py (a Claim whose words hold it), or write a formula as math ($...$)"
-        for question in written_questions(subject.stage)
+        for question in questions
         for figure in unmeasured_figures(question.rubric, claims)
     ]
 
