@@ -39,7 +39,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.authoring.margins import Row, measure_stage, perturbations  # noqa: E402
+from autograder.authoring.margins import Flip, Row, measure_stage, perturbations  # noqa: E402
 from autograder.course import all_stages, get_stage  # noqa: E402
 
 FIXTURES = ROOT / "release" / "fixtures"
@@ -59,7 +59,7 @@ def _fmt_margin(x: float | None) -> str:
     return "exact" if math.isinf(x) else f"{x:.3g}x"
 
 
-def render(rows: list[Row], flips: list[str], markdown: bool) -> str:
+def render(rows: list[Row], flips: list[Flip], markdown: bool) -> str:
     head = ["stage", "test", "tolerance", "perturbation", "max error", "allowed", "margin", "note"]
     body = [
         [

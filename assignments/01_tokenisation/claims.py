@@ -63,10 +63,6 @@ def _five_gram_contexts() -> dict[str, float]:
     }
 
 
-def _measure_rare() -> float:
-    return _five_gram_contexts()["rare"]
-
-
 ALPHA_1 = "`alpha = 1` gives 28.8, 13.4, 10.6, 12.0, 18.3 for n = 1..5"
 ALPHA_001 = "`alpha = 0.01` gives 28.8, 15.0, 12.0, 9.75, 11.6"
 MINIMA = "a minimum (around n = 3 for `alpha = 1`, n = 4 for `alpha = 0.01`)"
@@ -88,5 +84,10 @@ CLAIMS = [
     # "about": 1 % either side of 25,500, 1 point either side of 17 %, 70 % to 80 % for three quarters
     Claim("only about 25,500 of them occur", lambda: _five_gram_contexts()["occur"], low=25_250, high=25_750),
     Claim("At n = 5 about 17 % of validation", lambda: _five_gram_contexts()["unseen"], low=16, high=18),
-    Claim("about three quarters (those included) one seen fewer than 65 times", _measure_rare, low=0.70, high=0.80),
+    Claim(
+        "about three quarters (those included) one seen fewer than 65 times",
+        lambda: _five_gram_contexts()["rare"],
+        low=0.70,
+        high=0.80,
+    ),
 ]

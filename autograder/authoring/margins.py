@@ -218,10 +218,23 @@ class Row:
     note: str = ""
 
 
-def measure_stage(stage, perts: list[Perturbation], fixtures: Path | None = None) -> tuple[list[Row], list[str], str]:
+@dataclass
+class Flip:
+    """An exact-match test whose result changes under a perturbation (or that cannot run under it: ``note``)."""
+
+    stage: str
+    test: str
+    perturbation: str
+    note: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.stage} | {self.test} | {self.perturbation}" + (f" ({self.note})" if self.note else "")
+
+
+def measure_stage(stage, perts: list[Perturbation], fixtures: Path | None = None) -> tuple[list[Row], list[Flip], str]:
     """Every tolerance-checked test's margin under each perturbation (``Row``), the exact-match
-    tests whose result changes under one (``"stage | test | perturbation"``), and where the
-    expected values came from (``load_expected``)."""
+    tests whose result changes under one (``Flip``), and where the expected values came from
+    (``load_expected``)."""
     names = reference_namespace(stage)
     cases = list(stage.tests().cases)
     expected, source = load_expected(stage, cases, names, fixtures)
@@ -258,9 +271,9 @@ def measure_stage(stage, perts: list[Perturbation], fixtures: Path | None = None
                 if pert.name == "float64":
                     got = _map(got, lambda t: t.float() if t.dtype == torch.float64 else t)
                 if not case.check(got, want, False).passed:
-                    flips.append(f"{stage.id} | {case.key} | {pert.name}")
+                    flips.append(Flip(stage.id, case.key, pert.name))
             except Exception as exc:
-                flips.append(f"{stage.id} | {case.key} | {pert.name} (not run: {type(exc).__name__})")
+                flips.append(Flip(stage.id, case.key, pert.name, f"not run: {type(exc).__name__}"))
     return rows, flips, source
 
 
@@ -273,7 +286,7 @@ def main() -> None:
     torch.set_num_threads(1)
     stage = command_line_stage(sys.argv[1])
     rows, flips, _ = measure_stage(stage, perturbations("cpu"))
-    print(MARGINS + json.dumps({"rows": [asdict(row) for row in rows], "flips": flips}))
+    print(MARGINS + json.dumps({"rows": [asdict(row) for row in rows], "flips": [asdict(flip) for flip in flips]}))
 
 
 if __name__ == "__main__":

@@ -151,10 +151,10 @@ def tolerances_keep_a_margin(subject) -> list[str]:
                 f"{where}: error {row['max_error']:.2e} against {row['allowed']:.2e} allowed, a margin of"
                 f" {row['margin']:.2f}x where {margins.MIN_MARGIN:g}x is the least: loosen the tolerance"
             )
-    for flip in found["flips"]:  # "stage | test | perturbation"
-        _, test, perturbation = flip.split(" | ", 2)
+    for flip in found["flips"]:
+        under = flip["perturbation"] + (f" ({flip['note']})" if flip["note"] else "")
         problems.append(
-            f"{test} under {perturbation}: an exact-match test whose result changes (judge it with a tolerance)"
+            f"{flip['test']} under {under}: an exact-match test whose result changes (judge it with a tolerance)"
         )
     return problems
 

@@ -38,7 +38,7 @@ from autograder.engine.suites import StageTests
 from autograder.kit import PASTED
 
 from .catalogue import Variant, catalogue
-from .claims import stage_claims, unmeasured_figures, unsourced
+from .claims import Claim, stage_claims, unmeasured_figures, unsourced
 from .clauses import clause_problems, read_clauses, uncited_tests
 from .copies import copied_references
 from .probe_sizes import sizes_apart_problems
@@ -69,6 +69,11 @@ class Subject:
     @cached_property
     def reference(self):
         return importlib.import_module(f"solutions.{self.stage.module}")
+
+    @cached_property
+    def claims(self) -> list[Claim]:
+        """The stage's ``CLAIMS`` (``claims.py``; none without one)."""
+        return stage_claims(self.stage)
 
     @cached_property
     def tests(self) -> StageTests:
@@ -525,7 +530,7 @@ def examples_run(subject: Subject) -> list[str]:
 
 def numbers_sourced(subject: Subject) -> list[str]:
     """Every number ``claims.py`` ties to a measurement is still stated in the notebook, in its words."""
-    return unsourced(subject.stage, stage_claims(subject.stage))
+    return unsourced(subject.stage, subject.claims)
 
 
 def rubric_figures_measured(subject: Subject) -> list[str]:
@@ -537,12 +542,11 @@ def rubric_figures_measured(subject: Subject) -> list[str]:
         questions = written_questions(subject.stage)
     except SourceError:
         return []
-    claims = stage_claims(subject.stage)
     return [
         f"the rubric of written question {question.id} states {figure} with no claim that measures it: tie it"
         " to a measurement in claims.py (a Claim whose words hold it), or write a formula as math ($...$)"
         for question in questions
-        for figure in unmeasured_figures(question.rubric, claims)
+        for figure in unmeasured_figures(question.rubric, subject.claims)
     ]
 
 
