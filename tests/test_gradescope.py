@@ -20,6 +20,7 @@ from support import make_root, submission
 
 from autograder.build.fixtures import DEFAULT_DIR, stage_tests
 from autograder.build.gradescope_zip import build_gradescope_zip, settings_note
+from autograder.channels.gradescope.entry import shipped_tests
 from autograder.channels.gradescope.settings import GradescopeSettings
 from autograder.course import all_stages, get_stage
 
@@ -95,6 +96,13 @@ def test_zip_has_gradescopes_layout_and_no_reference_code(autograder_zip):
         "timeout_minutes": 10,
         "torch": "2.13.0+cpu",
     }
+
+
+def test_the_zip_carries_which_hidden_tests_prove_each_public_test(autograder_zip, tmp_path):
+    with zipfile.ZipFile(autograder_zip) as archive:
+        archive.extractall(tmp_path)
+    shipped = shipped_tests(STAGE, tmp_path)
+    assert shipped.partners and shipped.partners == stage_tests(get_stage(STAGE)).partners
 
 
 def test_environment_is_lean_and_pinned_and_setup_fails_early(autograder_zip):

@@ -316,10 +316,42 @@ def test_the_public_tests_answers_copied_from_the_notebook_earn_nothing_without_
     from autograder.build.fixtures import stage_tests
     from autograder.channels.local.folder import grade_into_folder
     from autograder.course import get_stage
-    from autograder.engine.judge import PUBLIC_WITHHELD
+    from autograder.engine.judge import PUBLIC_UNPROVEN
 
     path = submission("03", tmp_path, "lookup", extra_cells=[attacks.PUBLIC_LOOKUP_CELL], base="student")
     graded = grade_into_folder([path], stage_tests(get_stage("03")), tmp_path / "out", progress=False)[0]
-    taken = [r for r in graded.results if r.public and r.withheld and r.message == PUBLIC_WITHHELD.format(qid=r.qid)]
+    taken = [r for r in graded.results if r.public and r.withheld and r.message.startswith(PUBLIC_UNPROVEN[:40])]
     assert sum(r.score for r in graded.results) == 0
     assert len({r.qid for r in taken}) == 4  # every question had public tests answered from the notebook
+
+
+def test_copied_public_answers_earn_nothing_beside_code_that_does_another_part_of_the_question(tmp_path):
+    """The cheater audit's F3: code whose encode works (a hidden test of encode_decode passes) but
+    whose decode refuses a tensor, and which copies the notebook's answer for the public test of
+    decoding a LongTensor, earns nothing for that test: no hidden test of the clauses it covers
+    (clauses.md) passed. A question-wide rule paid it."""
+    import attacks
+    from support import submission
+
+    from autograder.authoring.catalogue import catalogue
+    from autograder.build.fixtures import stage_tests
+    from autograder.course import get_stage
+    from autograder.engine.pipeline import grade_batch
+    from autograder.engine.runner import Limits
+
+    (mistake,) = [v for v in catalogue("01")[0] if v.slug == "encode_decode-decode-cannot-take-a-tensor"]
+    tests = stage_tests(get_stage("01"))
+    copied = "encode_decode: decode accepts a 1-D LongTensor"
+    paths = [
+        submission("01", tmp_path, "honest", mistake.cells),
+        submission("01", tmp_path, "copies", mistake.cells, extra_cells=[attacks.PUBLIC_LOOKUP_CELL]),
+    ]
+    honest, copies = (
+        {r.key: r for r in g.results} for g in grade_batch(paths, ["honest", "copies"], tests, Limits(), progress=False)
+    )
+    assert not honest[copied].passed and not honest[copied].awaits_hidden  # the honest code fails the test
+    assert copies[copied].awaits_hidden and copies[copied].score == 0  # the copied answer passes it, for nothing
+    assert "no hidden test of what it checks did" in copies[copied].message
+    assert not any(honest[key].passed for key in tests.partners[copied])
+    assert any(r.passed and not r.public and r.qid == "encode_decode" for r in honest.values())  # encode works
+    assert sum(r.score for r in copies.values()) <= sum(r.score for r in honest.values())

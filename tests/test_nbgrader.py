@@ -26,6 +26,7 @@ from autograder.build.written import written_questions
 from autograder.channels.local.folder import grade_into_folder
 from autograder.channels.nbgrader import TEST_FILES, TESTS_FOLDER, grade_cell_id, written_cell_id
 from autograder.channels.nbgrader.autograde import PREPROCESSOR, Row, course_config, require_engine, table
+from autograder.channels.nbgrader.worker import load_tests
 from autograder.course import all_stages, get_stage, questions
 from autograder.engine.runner import Limits
 from autograder.errors import UsageError
@@ -55,6 +56,8 @@ def test_the_course_directory(tmp_path):
     tests = tmp_path / TESTS_FOLDER / STAGE
     assert sorted(p.name for p in tests.iterdir()) == sorted(TEST_FILES)
     assert (tests / "hidden.py").read_bytes() == stage.hidden.read_bytes()
+    loaded = load_tests(tests)  # as the engine's worker reads them: with the hidden partners of each public test
+    assert loaded.partners and loaded.partners == stage_tests(stage).partners
     cells = _cells(path)
     meta = [c["metadata"].get("nbgrader", {}) for c in cells]
     grade = {m["grade_id"]: (c["source"], m) for c, m in zip(cells, meta) if m.get("grade") and not m.get("solution")}

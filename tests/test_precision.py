@@ -14,7 +14,14 @@ from support import submission
 
 from autograder.authoring.auto_variants import auto_variants, question_stubs
 from autograder.authoring.catalogue import Variant, catalogue
-from autograder.authoring.clauses import Clause, clause_problems, clause_rows, uncited_tests
+from autograder.authoring.clauses import (
+    Clause,
+    clause_problems,
+    clause_rows,
+    proving_partners,
+    uncited_tests,
+    unproven_public_tests,
+)
 from autograder.authoring.graded_rules import (
     building_earns_only_structure,
     dtype_slips_cost_only_their_clause,
@@ -35,6 +42,7 @@ from autograder.kit import Suite, catch, close, close_number, dtypes, equal, nea
 from autograder.kit.cases import Namespace, failure_roots, withheld_guards
 from autograder.kit.check_cell import run_public
 from autograder.kit.runtime import CheckFault, judge_output, run_probe
+from autograder.reports.failures import classify
 
 # --- comparisons that report, never raise ---------------------------------------------------------
 
@@ -256,6 +264,71 @@ EMBEDDING_BUILT = """class TokenPositionEmbedding(nn.Module):
     def forward(self, idx):
         raise ValueError("not implemented")
 """
+
+
+def _two_clause_suites():
+    """A question of two parts, each with a public and a hidden test: f(x) doubles x, g(x) negates it."""
+    public, hidden = Suite(public=True), Suite(public=False)
+    for suite, x in ((public, torch.ones(2)), (hidden, torch.full((3,), 2.0))):
+        for name, fn, want in (("double", "f", 2 * x), ("negate", "g", -x)):
+            suite.case("q", f"{name} {'shown' if suite.public else 'unseen'}", points=1, check=equal(), expected=want)(
+                lambda ns, fn=fn, x=x: getattr(ns, fn)(x)
+            )
+    return [*public.cases, *hidden.cases]
+
+
+def test_a_public_test_counts_once_a_hidden_test_of_its_own_clause_passes():
+    """The cheater audit's F3: code that doubles (passing the hidden test of doubling) and returns
+    the notebook's printed answer for the one negation it was shown earns the doubling's points
+    alone once the tests name their clauses; a question-wide rule gave it the shown negation too."""
+    cases = _two_clause_suites()
+    ns = SimpleNamespace(f=lambda x: 2 * x, g=lambda x: -x if x.shape == (2,) else x)
+    outcome = Outcome(values={c.key: c.probe(ns) for c in cases})
+    per_question = judge(StageTests("x", (), tuple(cases)), outcome)
+    assert sum(r.score for r in per_question) == 3
+    table = clause_rows(
+        "## q\n| id | clause | tests |\n|---|---|---|\n"
+        "| double | f doubles | `q: double shown`, `q: double unseen` |\n"
+        "| negate | g negates | `q: negate shown`, `q: negate unseen` |\n"
+    )
+    partners = proving_partners(table, cases)
+    assert partners == {"q: double shown": ["q: double unseen"], "q: negate shown": ["q: negate unseen"]}
+    results = judge(StageTests("x", (), tuple(cases), partners=partners), outcome)
+    assert {r.name: r.score for r in results} == {
+        "double shown": 1,
+        "negate shown": 0,
+        "double unseen": 1,
+        "negate unseen": 0,
+    }
+    (taken,) = [r for r in results if r.awaits_hidden]
+    assert taken.message.startswith("this passed, but no hidden test of what it checks did")
+    assert "unseen" not in taken.message  # students read it before the hidden tests' results: it names none
+    assert classify({"output": taken.message}).kind == "withheld"  # the class report names it so
+    honest = SimpleNamespace(f=lambda x: 2 * x, g=lambda x: -x)
+    full = judge(
+        StageTests("x", (), tuple(cases), partners=partners), Outcome(values={c.key: c.probe(honest) for c in cases})
+    )
+    assert sum(r.score for r in full) == 4
+
+
+def test_check_stage_refuses_a_public_test_that_shares_no_clause_with_a_hidden_test_that_proves_it():
+    cases = _two_clause_suites()
+    table = clause_rows(
+        "## q\n| id | clause | tests |\n|---|---|---|\n"
+        "| double | f doubles | `q: double shown`, `q: double unseen`, `q: negate unseen` |\n"
+        "| negate | g negates | `q: negate shown` |\n"
+    )
+    (problem,) = unproven_public_tests(table, cases)
+    assert "'q: negate shown' (work) shares no clause with a hidden test of work" in problem
+
+
+def test_guard_false_makes_a_test_that_catches_errors_a_test_of_the_work():
+    suite = Suite(public=False)
+    for guard in (None, False, True):
+        suite.case("q", f"decoded ({guard})", points=1, check=equal(), expected=["a"], guard=guard)(
+            lambda ns: [catch(ns.f, 1)["raised"] or ns.f(1)]
+        )
+    assert [c.role for c in suite.cases] == ["guard", "work", "guard"]
 
 
 def test_a_constructor_alone_earns_only_the_structure_points_of_03_embedding(tmp_path):

@@ -4,8 +4,9 @@ The reference notebook (the stage's source with the reference code in place of t
 stubs) goes through exactly the path a submission takes; the raw outputs of every
 ``expected=REFERENCE`` case are saved as JSON (see ``engine.codec``) with a hash of the
 sources they came from, beside the course's code of the earlier answers the notebook uses
-(``given``: grading runs it in their cells). ``stage_tests`` gives a stage's tests with fresh fixtures,
-rebuilding them first when a source changed.
+(``given``: grading runs it in their cells) and, for each public test, the hidden tests of the
+clauses it covers (``partners``, from ``clauses.md``: grading counts its points once one passed).
+``stage_tests`` gives a stage's tests with fresh fixtures, rebuilding them first when a source changed.
 """
 
 import fcntl
@@ -16,9 +17,10 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from autograder.authoring.clauses import proving_partners, read_clauses
 from autograder.course import ASSIGNMENTS, ROOT, Stage
 from autograder.engine import codec
-from autograder.engine.fixtures import FixtureError, read_fixtures, read_given
+from autograder.engine.fixtures import FixtureError, read_fixtures, read_given, read_partners
 from autograder.engine.results import write_atomic
 from autograder.engine.runner import Limits, Outcome, run_submission
 from autograder.engine.suites import StageTests
@@ -39,7 +41,7 @@ ENGINE_FILES = [
 def source_hash(stage: Stage) -> str:
     """A hash of everything a stage's expected outputs depend on."""
     digest = hashlib.sha256()
-    named = [(p.name, p) for p in (stage.source, stage.public, stage.hidden)]
+    named = [(p.name, p) for p in (stage.source, stage.public, stage.hidden, stage.folder / "clauses.md")]
     named += [
         (str(p.relative_to(ROOT)), p)
         for p in (*sorted(ASSIGNMENTS.glob("*/reference.py")), ROOT / "solutions" / "data.py", *ENGINE_FILES)
@@ -64,6 +66,7 @@ def build_fixtures(stage: Stage, directory: Path = DEFAULT_DIR) -> Path:
         "source_hash": source_hash(stage),
         "values": {k: codec.encode(outcome.values[k]) for k in keys},
         "given": given_code(stage),
+        "partners": proving_partners(read_clauses(stage.folder / "clauses.md"), tests.cases),
     }
     target = directory / f"{stage.id}.json"
     write_atomic(target, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")  # a reader never sees half
@@ -121,4 +124,4 @@ def _building(directory: Path):
 def stage_tests(stage: Stage, directory: Path = DEFAULT_DIR, rebuild: bool = True) -> StageTests:
     """The stage's tests with its expected outputs (rebuilt first when stale)."""
     path = fixture_file(stage, directory, rebuild)
-    return stage.tests().with_fixtures(read_fixtures(path), read_given(path))
+    return stage.tests().with_fixtures(read_fixtures(path), read_given(path), read_partners(path))

@@ -1,5 +1,6 @@
 """Reading the expected outputs of the hidden tests (the reference's outputs, saved by the build),
-and the course's code of the earlier answers saved with them."""
+and what the build saved with them: the course's code of the earlier answers, and which hidden
+tests prove each public test."""
 
 import json
 from pathlib import Path
@@ -26,3 +27,16 @@ def read_given(path: Path) -> dict[str, str]:
     if not isinstance(given, dict) or not all(isinstance(v, str) for v in given.values()):
         raise FixtureError(f"{path}: `given` must map names to code")
     return given
+
+
+def read_partners(path: Path) -> dict[str, tuple[str, ...]]:
+    """For each public test, the hidden tests that share a clause of the contract with it and can
+    prove it (``authoring.clauses.proving_partners``), saved beside the expected outputs: a passed
+    public test's points count once one of them passed (``judge``). Empty in an older file."""
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    partners = doc.get("partners", {})
+    if not isinstance(partners, dict) or not all(
+        isinstance(v, list) and all(isinstance(k, str) for k in v) for v in partners.values()
+    ):
+        raise FixtureError(f"{path}: `partners` must map test names to lists of test names")
+    return {key: tuple(keys) for key, keys in partners.items()}

@@ -17,6 +17,16 @@ PUBLIC_WITHHELD = (
     "this passed, but no hidden test of the work of {qid} did: a public test's inputs and answers are "
     "printed in the notebook, so its points count only once the code also passes a hidden test of {qid}"
 )
+# the roles of hidden tests whose pass proves a public test of each role (``Case.role``): a
+# public test of the work by a hidden test of the work, one of structure by either
+PROVEN_BY = {"work": ("work",), "structure": ("structure", "work")}
+# a public test with partners (``StageTests.partners``: the hidden tests of the clauses it covers);
+# students read it before the hidden tests' results are shown, so it names none of them
+PUBLIC_UNPROVEN = (
+    "this passed, but no hidden test of what it checks did: a public test's inputs and answers are "
+    "printed in the notebook, so its points count only once the code also passes a hidden test of the "
+    "same part of the contract of {qid}"
+)
 
 
 @dataclass
@@ -232,22 +242,31 @@ def judge(tests: StageTests, outcome: Outcome, calibration: dict[str, float] | N
 
 
 def _public_points_need_hidden_work(results: list[TestResult], tests: StageTests) -> list[TestResult]:
-    """Take back the points of passed public tests in a question where no hidden test of the
-    same kind passed: of its work for a public test of the work, of its work or structure for
-    a public test of structure.
+    """Take back the points of a passed public test (of the work or of structure) that no passed
+    hidden test proves: one of its partners (``StageTests.partners``: the hidden tests that cover
+    a clause of the contract it covers, of its work for a public test of the work, of its work or
+    structure for one of structure); for a public test without partners, a hidden test of its
+    question of the same kind.
 
     A public test's inputs and expected values are printed in the notebook, so code that
     recognises them and returns the printed answers passes it without doing the work; its
-    points are earned when the code also passes a hidden test of the question (``Case.role``),
-    whose inputs the student never saw. Guards are left to ``_guards_need_working_code``,
-    which runs next and no longer counts a public test taken back here as work.
+    points are earned when the code also passes a hidden test of the same clause, whose inputs
+    the student never saw (working code for one clause does not prove a printed answer for
+    another). Guards are left to ``_guards_need_working_code``, which runs next and no longer
+    counts a public test taken back here as work.
     """
     roles = {case.key: case.role for case in tests.cases}
+    passed_keys = {r.key for r in results if not r.public and r.passed}
     passed = {(r.qid, roles[r.key]) for r in results if not r.public and r.passed}
-    needs = {"work": ("work",), "structure": ("structure", "work")}
     for result in results:
-        wanted = needs.get(roles[result.key])
-        if result.public and result.passed and wanted and not any((result.qid, w) in passed for w in wanted):
+        wanted = PROVEN_BY.get(roles[result.key])
+        if not (result.public and result.passed and wanted):
+            continue
+        partners = tests.partners.get(result.key)
+        if partners and not passed_keys.intersection(partners):
+            _withhold(result, PUBLIC_UNPROVEN)
+            result.awaits_hidden = True
+        elif not partners and not any((result.qid, w) in passed for w in wanted):
             _withhold(result, PUBLIC_WITHHELD)
             result.awaits_hidden = True
     return results

@@ -157,6 +157,8 @@ class StageTests:
     fixtures: dict[str, Any] = field(default_factory=dict)  # case key -> the reference's output
     secrets: tuple[str, ...] = ()  # hidden-test lines (and the given answers' lines) that must never reach a student
     given: dict[str, str] = field(default_factory=dict)  # earlier answer (MODULE.NAME) -> the course's code
+    # public test key -> the hidden tests of a clause it covers whose pass proves it (``judge``)
+    partners: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def load(
@@ -166,9 +168,11 @@ class StageTests:
         hidden: Path,
         fixtures: dict[str, Any] | None = None,
         given: dict[str, str] | None = None,
+        partners: dict[str, tuple[str, ...]] | None = None,
     ) -> "StageTests":
         """Read and run the two suite files once; ``given`` is the course's code of the earlier
-        stages' answers the notebook uses (run in their cells when grading: ``submission.code_cells``)."""
+        stages' answers the notebook uses (run in their cells when grading: ``submission.code_cells``),
+        ``partners`` the hidden tests that prove each public test (``fixtures.read_partners``)."""
         suites, cases, public_module = [], [], None
         for label, path in (("public", Path(public)), ("hidden", Path(hidden))):
             source = path.read_text(encoding="utf-8")
@@ -194,14 +198,21 @@ class StageTests:
                     raise ValueError(f"{case.key}: builds_on names {name!r}, which is no earlier test of {case.qid}")
         given = dict(given or {})
         secrets = tuple(secret_lines([suites[1].source, *given.values()], shown=frozenset(c.name for c in cases)))
-        return cls(stage_id, tuple(suites), tuple(cases), dict(fixtures or {}), secrets, given)
+        return cls(stage_id, tuple(suites), tuple(cases), dict(fixtures or {}), secrets, given, dict(partners or {}))
 
-    def with_fixtures(self, fixtures: dict[str, Any], given: dict[str, str] | None = None) -> "StageTests":
-        """The same tests with these expected values (and the course's code of earlier answers)."""
+    def with_fixtures(
+        self,
+        fixtures: dict[str, Any],
+        given: dict[str, str] | None = None,
+        partners: dict[str, tuple[str, ...]] | None = None,
+    ) -> "StageTests":
+        """The same tests with these expected values and the course's code of earlier answers (and
+        these hidden tests that prove each public test; None keeps the ones they have)."""
         given = dict(given or {})
         shown = frozenset(c.name for c in self.cases)
         secrets = tuple(secret_lines([self.suites[1].source, *given.values()], shown=shown))
-        return replace(self, fixtures=dict(fixtures), given=given, secrets=secrets)
+        partners = self.partners if partners is None else dict(partners)
+        return replace(self, fixtures=dict(fixtures), given=given, secrets=secrets, partners=partners)
 
     @property
     def guard_tests(self) -> frozenset[str]:

@@ -48,7 +48,11 @@ KINDS = (
         "withheld",
         "passed, but counts only once the work passes a test (errors, dtypes, the input left alone; "
         "public tests: a hidden test)",
-        ("this passed, but no test of the work of", "this passed, but no hidden test of the work of"),
+        (
+            "this passed, but no test of the work of",
+            "this passed, but no hidden test of the work of",
+            "this passed, but no hidden test of what it checks did",
+        ),
     ),
     (
         "unreadable",

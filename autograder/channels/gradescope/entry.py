@@ -27,7 +27,7 @@ from pathlib import Path
 
 from autograder.engine import processes, sandbox
 from autograder.engine.container import container_limits, grading_budget, process_seconds
-from autograder.engine.fixtures import read_fixtures, read_given
+from autograder.engine.fixtures import read_fixtures, read_given, read_partners
 from autograder.engine.judge import TestResult
 from autograder.engine.pipeline import grade_submission
 from autograder.engine.results import cell_notes, dump_json, gradescope_json, write_atomic
@@ -61,7 +61,12 @@ def shipped_tests(stage_id: str, source: Path = SOURCE) -> StageTests:
     folder = source / "stage"
     fixtures = folder / "fixtures.json"
     return StageTests.load(
-        stage_id, folder / "public.py", folder / "hidden.py", read_fixtures(fixtures), read_given(fixtures)
+        stage_id,
+        folder / "public.py",
+        folder / "hidden.py",
+        read_fixtures(fixtures),
+        read_given(fixtures),
+        read_partners(fixtures),
     )
 
 

@@ -51,7 +51,7 @@ def file_hash(path: Path) -> str:
 
 def tests_fingerprint(tests: StageTests) -> str:
     """A hash of what decides a grade besides the submission: the suites' sources, the fixtures and
-    the course's code of the earlier answers."""
+    the course's code of the earlier answers, and the hidden tests that prove each public test."""
     digest = hashlib.sha256()
     for suite in tests.suites:
         digest.update(suite.label.encode() + b"\0" + suite.source.encode() + b"\0")
@@ -59,6 +59,8 @@ def tests_fingerprint(tests: StageTests) -> str:
     digest.update(json.dumps(encoded, sort_keys=True, separators=(",", ":")).encode())
     if tests.given:  # the course's code of the earlier answers, which grading runs in their cells
         digest.update(json.dumps(tests.given, sort_keys=True).encode())
+    if tests.partners:  # the hidden tests whose pass lets each public test's points count
+        digest.update(json.dumps(tests.partners, sort_keys=True).encode())
     return digest.hexdigest()
 
 
