@@ -328,7 +328,7 @@ def test_the_public_tests_answers_copied_from_the_notebook_earn_nothing_without_
 def test_copied_public_answers_earn_nothing_beside_code_that_does_another_part_of_the_question(tmp_path):
     """The cheater audit's F3: code whose encode works (a hidden test of encode_decode passes) but
     whose decode refuses a tensor, and which copies the notebook's answer for the public test of
-    decoding a LongTensor, earns nothing for that test: no hidden test of the clauses it covers
+    decoding a LongTensor, earns nothing for that test: no hidden test of the same clauses
     (clauses.md) passed. A question-wide rule paid it."""
     import attacks
     from support import submission

@@ -152,48 +152,41 @@ def clause_counts(path: Path) -> dict[str, tuple[int, int]]:
 
 
 def proving_partners(table: dict[str, list[Clause]], cases) -> dict[str, list[str]]:
-    """``{public test key: [hidden test keys]}``: for each public test of the work or of
-    structure, the hidden tests of a role that proves it (``PROVEN_BY``) that cover a clause it
-    covers too. Grading counts a passed public test's points only once one of these passed
-    (``judge``): its inputs and answer are printed in the notebook, theirs are not. A public test
-    with no such partner is left out (``check-stage`` refuses it: "public tests proven by their clause").
+    """``{public test key: [hidden test keys]}``: for each public test of the work or of structure,
+    the hidden tests of a role that proves it (``PROVEN_BY``) that check nothing it does not: every
+    clause citing such a hidden test cites the public test too. Grading counts a passed public
+    test's points once one of these passed (``judge``): its inputs and answer are printed in the
+    notebook, theirs are not, and code that gets the public test's clauses right passes them
+    whatever else it gets wrong (a catalogued mistake fails only tests its clauses cite). A public
+    test without such a partner is left out: its points count once a hidden test of its question's
+    work passes.
 
     Example:
         >>> from types import SimpleNamespace as T
-        >>> cases = [T(key="q: shown", public=True, role="work"), T(key="q: unseen", public=False, role="work"),
-        ...          T(key="q: raises", public=False, role="guard")]
-        >>> proving_partners(clause_rows("## q\\n| id | clause | tests |\\n|---|---|---|\\n"
-        ...                              "| x | y | `q: shown`, `q: unseen`, `q: raises` |"), cases)
-        {'q: shown': ['q: unseen']}
+        >>> cases = [T(key="q: shown", public=True, role="work"), T(key="q: same", public=False, role="work"),
+        ...          T(key="q: more", public=False, role="work"), T(key="q: raises", public=False, role="guard")]
+        >>> rows = "| x | y | `q: shown`, `q: same`, `q: more`, `q: raises` |\\n| z | w | `q: more` |"
+        >>> proving_partners(clause_rows("## q\\n| id | clause | tests |\\n|---|---|---|\\n" + rows), cases)
+        {'q: shown': ['q: same']}
     """
-    roles = {case.key: case.role for case in cases}
-    hidden = {case.key for case in cases if not case.public}
+    cited: dict[str, set[tuple[str, str]]] = {}
+    for qid, rows in table.items():
+        for clause in rows:
+            for name in clause.tests:
+                cited.setdefault(name, set()).add((qid, clause.id or clause.text))
     partners: dict[str, list[str]] = {}
     for case in cases:
         if not case.public or case.role not in PROVEN_BY:
             continue
-        found = {
-            name
-            for rows in table.values()
-            for clause in rows
-            if case.key in clause.tests
-            for name in clause.tests
-            if name in hidden and roles[name] in PROVEN_BY[case.role]
-        }
+        mine = cited.get(case.key, set())
+        found = [
+            other.key
+            for other in cases
+            if not other.public
+            and other.role in PROVEN_BY[case.role]
+            and cited.get(other.key)
+            and cited[other.key] <= mine
+        ]
         if found:
             partners[case.key] = sorted(found)
     return partners
-
-
-def unproven_public_tests(table: dict[str, list[Clause]], cases) -> list[str]:
-    """A problem per public test of the work or of structure that shares no clause with a hidden
-    test able to prove it (``proving_partners``): its points could never be earned by the
-    clause it shows."""
-    partners = proving_partners(table, cases)
-    return [
-        f"clauses.md: the public test {case.key!r} ({case.role}) shares no clause with a hidden test of "
-        f"{' or '.join(PROVEN_BY[case.role])}: cite one beside it in a clause it checks, or a hidden test "
-        "that checks the same thing, so that its points can count"
-        for case in cases
-        if case.public and case.role in PROVEN_BY and case.key not in partners
-    ]

@@ -39,7 +39,7 @@ from autograder.kit import PASTED
 
 from .catalogue import Variant, catalogue
 from .claims import Claim, stage_claims, unmeasured_figures, unsourced
-from .clauses import clause_problems, read_clauses, uncited_tests, unproven_public_tests
+from .clauses import clause_problems, read_clauses, uncited_tests
 from .copies import copied_references
 from .probe_sizes import sizes_apart_problems
 from .readme_figures import readme_problems
@@ -231,13 +231,6 @@ def tests_serve_clauses(subject: Subject) -> list[str]:
     """Every test is cited by a clause of its question in ``clauses.md``: each test names the clause it enforces."""
     by_question = {q: [c.key for c in subject.tests.cases if c.qid == q] for q in subject.qids}
     return uncited_tests(subject.stage.folder / "clauses.md", by_question)
-
-
-def public_tests_proven(subject: Subject) -> list[str]:
-    """Every public test of the work or of structure shares a clause with a hidden test that can
-    prove it (of the work, or of structure for one of structure): grading counts a passed public
-    test's points once such a partner passed, since its inputs and answer are printed for students."""
-    return unproven_public_tests(read_clauses(subject.stage.folder / "clauses.md"), subject.tests.cases)
 
 
 def reuse_trusted(subject: Subject) -> list[str]:

@@ -5,7 +5,7 @@ stubs) goes through exactly the path a submission takes; the raw outputs of ever
 ``expected=REFERENCE`` case are saved as JSON (see ``engine.codec``) with a hash of the
 sources they came from, beside the course's code of the earlier answers the notebook uses
 (``given``: grading runs it in their cells) and, for each public test, the hidden tests of the
-clauses it covers (``partners``, from ``clauses.md``: grading counts its points once one passed).
+same clauses (``partners``, from ``clauses.md``: grading counts its points once one passed).
 ``stage_tests`` gives a stage's tests with fresh fixtures, rebuilding them first when a source changed.
 """
 

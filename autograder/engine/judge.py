@@ -20,7 +20,7 @@ PUBLIC_WITHHELD = (
 # the roles of hidden tests whose pass proves a public test of each role (``Case.role``): a
 # public test of the work by a hidden test of the work, one of structure by either
 PROVEN_BY = {"work": ("work",), "structure": ("structure", "work")}
-# a public test with partners (``StageTests.partners``: the hidden tests of the clauses it covers);
+# a public test with partners (``StageTests.partners``: hidden tests of the same clauses);
 # students read it before the hidden tests' results are shown, so it names none of them
 PUBLIC_UNPROVEN = (
     "this passed, but no hidden test of what it checks did: a public test's inputs and answers are "
@@ -243,17 +243,18 @@ def judge(tests: StageTests, outcome: Outcome, calibration: dict[str, float] | N
 
 def _public_points_need_hidden_work(results: list[TestResult], tests: StageTests) -> list[TestResult]:
     """Take back the points of a passed public test (of the work or of structure) that no passed
-    hidden test proves: one of its partners (``StageTests.partners``: the hidden tests that cover
-    a clause of the contract it covers, of its work for a public test of the work, of its work or
-    structure for one of structure); for a public test without partners, a hidden test of its
-    question of the same kind.
+    hidden test proves: one of its partners (``StageTests.partners``: the hidden tests, of its
+    work for a public test of the work, of its work or structure for one of structure, that
+    check only clauses of the contract it checks too); for a public test without partners, a
+    hidden test of its question of the same kind.
 
     A public test's inputs and expected values are printed in the notebook, so code that
     recognises them and returns the printed answers passes it without doing the work; its
-    points are earned when the code also passes a hidden test of the same clause, whose inputs
+    points are earned when the code also passes a hidden test of the same clauses, whose inputs
     the student never saw (working code for one clause does not prove a printed answer for
-    another). Guards are left to ``_guards_need_working_code``, which runs next and no longer
-    counts a public test taken back here as work.
+    another, and a mistake in another clause does not fail it). Guards are left to
+    ``_guards_need_working_code``, which runs next and no longer counts a public test taken
+    back here as work.
     """
     roles = {case.key: case.role for case in tests.cases}
     passed_keys = {r.key for r in results if not r.public and r.passed}

@@ -157,7 +157,7 @@ class StageTests:
     fixtures: dict[str, Any] = field(default_factory=dict)  # case key -> the reference's output
     secrets: tuple[str, ...] = ()  # hidden-test lines (and the given answers' lines) that must never reach a student
     given: dict[str, str] = field(default_factory=dict)  # earlier answer (MODULE.NAME) -> the course's code
-    # public test key -> the hidden tests of a clause it covers whose pass proves it (``judge``)
+    # public test key -> the hidden tests of the same clauses whose pass proves it (``judge``)
     partners: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod

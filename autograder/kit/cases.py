@@ -63,9 +63,7 @@ class Case:
     timeout: float
     timed: bool = False
     builds_on: tuple[str, ...] = ()  # names of more basic tests of the same question whose failure explains this one's
-    # a no-op passes it: it earns points only when a test of the question's work passes (None: decided by
-    # the probe, ``is_guard``)
-    guard: bool | None = None
+    guard: bool = False  # a no-op passes it: it earns points only when a test of the question's work passes
     budget: float | None = None  # a timed case's CPU budget, in calibration workloads (the grader stops it there)
     structure: bool = False  # a correct constructor alone passes it: it earns its points, but unlocks no guard
 
@@ -82,12 +80,9 @@ class Case:
         Three kinds are: a test marked ``guard=True`` (the input is not modified, the mode
         restored, the device kept, nothing raised...), a test of errors (its probe calls
         ``catch``: a function that raises on every call passes it) and a test of dtypes
-        (``checks.dtypes()``: zeros of the right dtype pass it). A test marked ``guard=False``
-        is none, whatever its probe calls.
+        (``checks.dtypes()``: zeros of the right dtype pass it).
         """
-        if self.guard is not None:
-            return self.guard
-        return isinstance(self.check, Dtypes) or "catch" in names_used(self.probe.__code__)
+        return self.guard or isinstance(self.check, Dtypes) or "catch" in names_used(self.probe.__code__)
 
     @property
     def role(self) -> str:
@@ -116,7 +111,7 @@ class Suite:
         timeout: float = 10.0,
         timed: bool = False,
         builds_on: tuple[str, ...] = (),
-        guard: bool | None = None,
+        guard: bool = False,
         budget: float | None = None,
         structure: bool = False,
     ) -> Callable[[Callable[["Namespace"], Any]], Callable[["Namespace"], Any]]:
@@ -138,9 +133,7 @@ class Suite:
         ``guard=True`` marks a test that a no-op could pass (the caller's tensor is not
         modified, the mode is restored, nothing is raised): it earns its points only when a
         test of the question's work passes (``Case.is_guard``; ``gptcourse check-stage``
-        grades no-op stubs and refuses a test they pass that is no guard). A test that calls
-        ``catch`` or checks dtypes is a guard unless marked ``guard=False``: one whose expected
-        values are results that no function raising on every call (or returning zeros) gives.
+        grades no-op stubs and refuses a test they pass that is no guard).
 
         ``structure=True`` marks a test that a class with a correct ``__init__`` and methods that
         raise on every call passes (the right submodules, tables or parameter shapes exist): it
@@ -167,7 +160,7 @@ class Suite:
                 float(timeout),
                 timed,
                 tuple(builds_on),
-                None if guard is None else bool(guard),
+                bool(guard),
                 None if budget is None else float(budget),
                 bool(structure),
             )
