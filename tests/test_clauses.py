@@ -7,7 +7,8 @@ name only tests that exist, and give per question the number of clauses and of t
 
 import pytest
 
-from autograder.authoring.clauses import clause_counts, clause_problems, parse_clauses
+from autograder.authoring.clauses import clause_counts, clause_problems
+from autograder.build.clauses import parse_clauses
 from autograder.course import all_stages
 
 STAGES = all_stages()

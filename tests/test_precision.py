@@ -14,13 +14,7 @@ from support import submission
 
 from autograder.authoring.auto_variants import auto_variants, question_stubs
 from autograder.authoring.catalogue import Variant, catalogue
-from autograder.authoring.clauses import (
-    Clause,
-    clause_problems,
-    clause_rows,
-    proving_partners,
-    uncited_tests,
-)
+from autograder.authoring.clauses import clause_problems, uncited_tests
 from autograder.authoring.graded_rules import (
     building_earns_only_structure,
     dtype_slips_cost_only_their_clause,
@@ -29,6 +23,7 @@ from autograder.authoring.graded_rules import (
     noops_earn_nothing,
 )
 from autograder.authoring.slips import _gptcourse_noop, _gptcourse_recast
+from autograder.build.clauses import Clause, clause_rows, proving_partners
 from autograder.build.fixtures import stage_tests
 from autograder.course import get_stage
 from autograder.engine.judge import TestResult as Result

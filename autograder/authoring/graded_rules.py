@@ -9,12 +9,12 @@ stage keeps the rule); ``feedback_rules`` holds the rules on hints and messages.
 
 import json
 
+from autograder.build.clauses import Clause
 from autograder.build.notebooks import make_notebook, release_folder
 from autograder.engine import codec
 from autograder.engine.judge import follows_from
 
 from .catalogue import Variant
-from .clauses import Clause
 from .declarations import hidden_declaration
 from .grades import CatalogueGrades
 from .static_rules import readable

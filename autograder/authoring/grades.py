@@ -14,6 +14,7 @@ Example::
 
 from pathlib import Path
 
+from autograder.build.clauses import Clause, read_clauses
 from autograder.build.fixtures import stage_tests
 from autograder.build.notebooks import make_notebook, write_notebook
 from autograder.course import Stage
@@ -29,7 +30,6 @@ from .auto_variants import (
     write_auto_variant,
 )
 from .catalogue import catalogue
-from .clauses import Clause, read_clauses
 from .reuse import grade_catalogue
 from .variants import write_variant
 

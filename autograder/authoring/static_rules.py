@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 
 from autograder.build.answers import given_answers
+from autograder.build.clauses import read_clauses
 from autograder.build.notebooks import (
     answer_import_problems,
     check_cell_question,
@@ -39,7 +40,7 @@ from autograder.kit import PASTED
 
 from .catalogue import Variant, catalogue
 from .claims import Claim, stage_claims, unmeasured_figures, unsourced
-from .clauses import clause_problems, read_clauses, uncited_tests
+from .clauses import clause_problems, uncited_tests
 from .copies import copied_references
 from .probe_sizes import sizes_apart_problems
 from .readme_figures import readme_problems

@@ -17,7 +17,6 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from autograder.authoring.clauses import proving_partners, read_clauses
 from autograder.course import ASSIGNMENTS, ROOT, Stage
 from autograder.engine import codec
 from autograder.engine.fixtures import FixtureError, read_fixtures, read_given, read_partners
@@ -26,6 +25,7 @@ from autograder.engine.runner import Limits, Outcome, run_submission
 from autograder.engine.suites import StageTests
 from autograder.kit.cases import REFERENCE
 
+from .clauses import proving_partners, read_clauses
 from .notebooks import make_notebook, write_notebook
 
 DEFAULT_DIR = ROOT / "release" / "fixtures"
@@ -35,6 +35,8 @@ ENGINE_FILES = [
     *sorted((PACKAGE / "kit").glob("*.py")),
     *(PACKAGE / "engine" / n for n in ("child.py", "codec.py", "runner.py", "submission.py", "suites.py")),
     *(PACKAGE / "build" / n for n in ("answers.py", "stubs.py")),  # the given answers' code
+    PACKAGE / "build" / "clauses.py",  # the partners saved beside the outputs
+    PACKAGE / "engine" / "judge.py",  # ... and the roles that prove each kind (PROVEN_BY)
 ]
 
 

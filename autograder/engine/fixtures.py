@@ -31,7 +31,7 @@ def read_given(path: Path) -> dict[str, str]:
 
 def read_partners(path: Path) -> dict[str, tuple[str, ...]]:
     """For each public test, the hidden tests that check only clauses of the contract it checks too
-    and can prove it (``authoring.clauses.proving_partners``), saved beside the expected outputs: a passed
+    and can prove it (``build.clauses.proving_partners``), saved beside the expected outputs: a passed
     public test's points count once one of them passed (``judge``). Empty in an older file."""
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
     partners = doc.get("partners", {})
