@@ -19,7 +19,7 @@ from pathlib import Path
 
 from autograder.course import ASSIGNMENTS, ROOT, Stage
 from autograder.engine import codec
-from autograder.engine.fixtures import FixtureError, read_fixtures, read_given, read_partners
+from autograder.engine.fixtures import FixtureError, read_fixture_file
 from autograder.engine.results import write_atomic
 from autograder.engine.runner import Limits, Outcome, run_submission
 from autograder.engine.suites import StageTests
@@ -126,4 +126,4 @@ def _building(directory: Path):
 def stage_tests(stage: Stage, directory: Path = DEFAULT_DIR, rebuild: bool = True) -> StageTests:
     """The stage's tests with its expected outputs (rebuilt first when stale)."""
     path = fixture_file(stage, directory, rebuild)
-    return stage.tests().with_fixtures(read_fixtures(path), read_given(path), read_partners(path))
+    return stage.tests().with_fixtures(*read_fixture_file(path))

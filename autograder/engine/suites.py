@@ -172,7 +172,7 @@ class StageTests:
     ) -> "StageTests":
         """Read and run the two suite files once; ``given`` is the course's code of the earlier
         stages' answers the notebook uses (run in their cells when grading: ``submission.code_cells``),
-        ``partners`` the hidden tests that prove each public test (``fixtures.read_partners``)."""
+        ``partners`` the hidden tests that prove each public test (``fixtures.FixtureFile``)."""
         suites, cases, public_module = [], [], None
         for label, path in (("public", Path(public)), ("hidden", Path(hidden))):
             source = path.read_text(encoding="utf-8")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from autograder.engine import processes, sandbox
 from autograder.engine.container import container_limits, grading_budget, process_seconds
-from autograder.engine.fixtures import read_fixtures, read_given, read_partners
+from autograder.engine.fixtures import read_fixture_file
 from autograder.engine.judge import TestResult
 from autograder.engine.pipeline import grade_submission
 from autograder.engine.results import cell_notes, dump_json, gradescope_json, write_atomic
@@ -60,14 +60,7 @@ def shipped_tests(stage_id: str, source: Path = SOURCE) -> StageTests:
     """The zip's suites and fixtures."""
     folder = source / "stage"
     fixtures = folder / "fixtures.json"
-    return StageTests.load(
-        stage_id,
-        folder / "public.py",
-        folder / "hidden.py",
-        read_fixtures(fixtures),
-        read_given(fixtures),
-        read_partners(fixtures),
-    )
+    return StageTests.load(stage_id, folder / "public.py", folder / "hidden.py", *read_fixture_file(fixtures))
 
 
 def shipped_written(source: Path = SOURCE) -> list[dict]:

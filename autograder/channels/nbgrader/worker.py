@@ -29,7 +29,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from autograder.engine.fixtures import read_fixtures, read_given, read_partners
+from autograder.engine.fixtures import read_fixture_file
 from autograder.engine.judge import TestResult
 from autograder.engine.pipeline import Graded, grade_batch
 from autograder.engine.results import cell_notes, dump_json, gradescope_json, write_atomic
@@ -54,9 +54,7 @@ def load_tests(folder: Path) -> StageTests:
     public, hidden, fixtures = (folder / name for name in TEST_FILES)
     key = (str(folder.resolve()), *(os.stat(p).st_mtime_ns for p in (public, hidden, fixtures)))
     if key not in _loaded:
-        _loaded[key] = StageTests.load(
-            folder.name, public, hidden, read_fixtures(fixtures), read_given(fixtures), read_partners(fixtures)
-        )
+        _loaded[key] = StageTests.load(folder.name, public, hidden, *read_fixture_file(fixtures))
     return _loaded[key]
 
 
